@@ -1,0 +1,1 @@
+"""patchgym.env (see docs/design.md)."""

@@ -1,0 +1,1 @@
+"""patchgym.harness (see docs/design.md)."""

@@ -1,0 +1,1 @@
+"""patchgym.rl (see docs/design.md)."""

@@ -1,0 +1,1 @@
+"""patchgym.scrubber (see docs/design.md)."""

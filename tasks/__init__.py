@@ -1,0 +1,1 @@
+"""patchgym.tasks (see docs/design.md)."""

@@ -1,0 +1,1 @@
+"""patchgym.tests (see docs/design.md)."""
