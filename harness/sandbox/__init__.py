@@ -1,0 +1,1 @@
+"""Sandboxes: one interface (base.py), backends local (bubblewrap), docker, modal."""
