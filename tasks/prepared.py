@@ -31,10 +31,15 @@ class PreparedTask:
     repo_dir: Path
     venv_dir: Path | None
     key: str
+    #: The commit in repo_dir that stands for base_commit. It equals task.base_commit unless
+    #: preparation had to squash the history (a synthetic task whose parent holds the fix), in which
+    #: case the single root commit has the same tree but a different id.
+    head: str | None = None
 
     @property
     def base_commit(self) -> str:
-        return self.task.base_commit
+        """The commit to diff against and restore files from inside repo_dir."""
+        return self.head or self.task.base_commit
 
     @property
     def instance_id(self) -> str:
