@@ -1,0 +1,128 @@
+"""Making a prepared repository runnable: the task's virtual environment and `environment.setup`.
+
+Setup is trusted (it comes from the task author), runs once per task at preparation, and is the only
+step with network access. It runs inside bubblewrap so that the repository already sits at
+`/testbed` and the environment at `/patchgym/venv`, the paths every sandbox later uses: an editable
+install made here resolves in every sandbox of the task. The host's pip configuration (PIP_*
+variables, pip.conf, and local wheel directories they name) is honoured, and the host's pip cache is
+shared so repeated preparations are fast.
+
+What setup leaves untracked in the repository (egg-info, build files) is added to
+`.git/info/exclude`, so it never shows up in an agent's diff. Setup must not modify tracked files.
+"""
+
+from __future__ import annotations
+
+import configparser
+import os
+import shlex
+import shutil
+import subprocess
+from pathlib import Path
+
+from patchgym.tasks.hostfs import host_python, readonly_system_paths
+from patchgym.tasks.model import Task
+from patchgym.tasks.prepared import TESTBED, VENV_MOUNT
+
+SETUP_TIMEOUT_S = 1800
+
+
+class SetupError(RuntimeError):
+    """environment.setup failed; the message carries the tail of its log."""
+
+
+def _pip_local_paths() -> list[str]:
+    """Local directories named by the host's pip configuration (find-links, file:// indexes)."""
+    values: list[str] = [v for k, v in os.environ.items() if k.startswith("PIP_")]
+    for conf in ("/etc/pip.conf", "/etc/xdg/pip/pip.conf", str(Path.home() / ".config/pip/pip.conf"),
+                 str(Path.home() / ".pip/pip.conf")):
+        parser = configparser.ConfigParser()
+        try:
+            parser.read(conf)
+        except configparser.Error:
+            continue
+        for section in parser.sections():
+            values.extend(parser[section].values())
+    paths = []
+    for value in values:
+        for item in value.split():
+            item = item.removeprefix("file://")
+            if item.startswith("/") and os.path.exists(item):
+                top = item if os.path.isdir(item) else os.path.dirname(item)
+                if top not in paths:
+                    paths.append(top)
+    return paths
+
+
+def _pip_cache_dir() -> str | None:
+    cache = os.environ.get("PIP_CACHE_DIR") or str(Path.home() / ".cache" / "pip")
+    try:
+        Path(cache).mkdir(parents=True, exist_ok=True)
+    except OSError:
+        return None
+    return cache
+
+
+def setup_command(task: Task) -> str:
+    """The shell script run at /testbed: create the venv, activate it, run each setup command."""
+    lines = ["set -e", f"{shlex.quote(host_python())} -m venv {VENV_MOUNT}", f". {VENV_MOUNT}/bin/activate"]
+    for command in task.environment.setup:
+        lines.append(command)
+    return "\n".join(lines)
+
+
+def bwrap_setup_argv(repo_dir: Path, venv_dir: Path, script: str) -> list[str]:
+    bwrap = shutil.which("bwrap")
+    if not bwrap:
+        raise SetupError(
+            "bubblewrap (bwrap) is not installed: it is needed to prepare tasks at /testbed. "
+            "Install it with `apt-get install bubblewrap` (Debian/Ubuntu) or your system's package manager."
+        )
+    argv = [bwrap, "--unshare-all", "--share-net", "--die-with-parent", "--new-session"]
+    for path in readonly_system_paths():
+        argv += ["--ro-bind", path, path]
+    for path in _pip_local_paths():
+        argv += ["--ro-bind-try", path, path]
+    argv += ["--proc", "/proc", "--dev", "/dev", "--tmpfs", "/tmp"]
+    cache = _pip_cache_dir()
+    if cache:
+        argv += ["--bind", cache, "/tmp/.cache/pip"]
+    argv += ["--bind", str(repo_dir), TESTBED, "--bind", str(venv_dir), VENV_MOUNT]
+    argv += ["--clearenv", "--setenv", "HOME", "/tmp", "--setenv", "PATH", "/usr/local/bin:/usr/bin:/bin",
+             "--setenv", "LANG", "C.UTF-8", "--chdir", TESTBED]
+    for key, value in os.environ.items():
+        if key.startswith("PIP_") and key != "PIP_CACHE_DIR":
+            argv += ["--setenv", key, value]
+    argv += ["bash", "-c", script]
+    return argv
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
+
+
+def build_environment(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path) -> None:
+    """Create the venv and run environment.setup; hide what setup left untracked from diffs."""
+    venv_dir.mkdir(parents=True, exist_ok=True)
+    argv = bwrap_setup_argv(repo_dir, venv_dir, setup_command(task))
+    with open(log_path, "wb") as log:
+        try:
+            done = subprocess.run(argv, stdout=log, stderr=subprocess.STDOUT, timeout=SETUP_TIMEOUT_S)
+        except subprocess.TimeoutExpired:
+            raise SetupError(f"task {task.instance_id}: environment setup took over {SETUP_TIMEOUT_S}s (log: {log_path})") from None
+    if done.returncode != 0:
+        tail = log_path.read_text(errors="replace")[-1500:]
+        raise SetupError(f"task {task.instance_id}: environment setup failed with exit code {done.returncode} "
+                         f"(log: {log_path}):\n{tail}")
+    changed = _git(repo_dir, "status", "--porcelain", "--untracked-files=no").strip()
+    if changed:
+        raise SetupError(f"task {task.instance_id}: environment setup modified tracked files, which would "
+                         f"leak into every diff:\n{changed}")
+    untracked = _git(repo_dir, "ls-files", "--others", "--directory", "--exclude-standard").splitlines()
+    if untracked:
+        exclude = repo_dir / ".git" / "info" / "exclude"
+        exclude.parent.mkdir(parents=True, exist_ok=True)
+        with open(exclude, "a") as handle:
+            handle.write("# left by environment.setup at preparation\n")
+            for entry in untracked:
+                handle.write("/" + entry + "\n")
