@@ -136,7 +136,7 @@ class Task(BaseModel):
 
         files: list[str] = []
         for test_id in [*self.FAIL_TO_PASS, *self.PASS_TO_PASS]:
-            path = test_file_of(test_id, self.log_parser)
+            path = file_of_test_id(test_id, self.log_parser)
             if path and path not in files:
                 files.append(path)
         for path in files_touched(self.test_patch or ""):
@@ -145,7 +145,7 @@ class Task(BaseModel):
         return files
 
 
-def test_file_of(test_id: str, log_parser: str = "pytest") -> str | None:
+def file_of_test_id(test_id: str, log_parser: str = "pytest") -> str | None:
     """The file a test id lives in: `tests/test_x.py::T::t[p]` -> `tests/test_x.py`.
 
     unittest ids (`pkg.module.Class.test`) name a module, not a file; `None` is returned for them.

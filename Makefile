@@ -1,0 +1,16 @@
+# The two quick-start commands of the README, and a few more. Each target sets up what it needs.
+.PHONY: setup demo test test-slow bench
+
+setup:
+	bash .ci/setup
+
+# The main job on embedded defaults: prepare and validate the bundled task suite.
+demo: setup
+	.venv/bin/patchgym tasks validate bundled
+
+# The default test run (a few minutes); `make test-slow` adds the heavier checks.
+test: setup
+	.venv/bin/python -m pytest -m "not slow" -q
+
+test-slow: setup
+	.venv/bin/python -m pytest -m slow -q
