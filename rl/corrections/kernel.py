@@ -1,0 +1,241 @@
+"""The chunked log-softmax kernel: log-probabilities at a few vocabulary entries per token.
+
+This module owns the only code that touches whole vocabulary rows. Everything in
+`patchgym.rl.corrections` that needs log p over the full vocabulary (or over a boolean support
+mask) goes through `gathered_logprobs`, which:
+
+* works on `logits` of shape [T, V] in any floating dtype (float32, bfloat16, float16) and
+  computes in float32;
+* processes `chunk_size` token rows at a time, so at most a few [chunk_size, V] float32
+  buffers are alive at once (never a full [T, V] float32 tensor besides the gradient, which has
+  the logits' own dtype);
+* saves nothing of size [T, V] for backward: the backward pass recomputes each chunk's softmax
+  from the logits and the saved per-token log-normaliser, then writes that chunk of the
+  gradient straight into one preallocated [T, V] buffer (in the logits' dtype).
+
+Its outputs, all float32:
+
+* `logp_at[t, m] = log p_t(index[t, m])`, differentiable;
+* optionally `center[t] = sum_v sg(c_tv) * log p_t(v)`, differentiable, where c is a dense
+  score-centering coefficient built inside the kernel from the trainer's p and a dense sampler
+  log q (used for exact centering over a boolean-mask support or a full small vocabulary);
+* optionally `entropy[t] = -sum_v p_t(v) log p_t(v)`, not differentiable.
+
+p is softmax(logits / temperature), restricted to (renormalised on) `support_mask` when one is
+given; gradients outside the support are exactly zero.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import Tensor
+
+# Logits outside a support mask are replaced by this value rather than -inf, so that
+# 0 * logit stays 0 (not NaN) in the entropy and centering dot products; exp() of it is 0.
+_MASKED_LOGIT = torch.finfo(torch.float32).min
+
+# Default chunk: about 2**25 float32 elements (128 MiB) per working buffer.
+_CHUNK_ELEMENTS = 1 << 25
+
+
+def default_chunk_size(vocab_size: int) -> int:
+    """Rows per chunk so that one [rows, vocab] float32 buffer holds about 2**25 elements."""
+    return max(1, _CHUNK_ELEMENTS // max(1, vocab_size))
+
+
+@dataclass(frozen=True)
+class DenseCentering:
+    """How the kernel builds dense centering coefficients c_v = q_v * f(p_v / q_v).
+
+    mode: "none" (c = q), "tis" (c = min(p, cap * q)), "mis" (c = p if low*q <= p <= high*q else 0).
+    """
+
+    mode: str = "none"
+    low: float = 0.5
+    high: float = 5.0
+    cap: float = 2.0
+
+
+def dense_coefficients(p: Tensor, q: Tensor, spec: DenseCentering) -> Tensor:
+    """c = q * f(p / q) elementwise (new tensor), with no division, so q = 0 gives c = 0."""
+    if spec.mode == "none":
+        return q.clone()
+    if spec.mode == "tis":
+        return torch.minimum(p, q * spec.cap)
+    if spec.mode == "mis":
+        in_band = (p >= q * spec.low) & (p <= q * spec.high)
+        return torch.where(in_band, p, torch.zeros((), dtype=p.dtype, device=p.device))
+    raise ValueError(f"unknown weight mode {spec.mode!r}: expected 'none', 'tis' or 'mis'")
+
+
+def _scaled_rows(
+    logits_rows: Tensor,
+    temperature: float,
+    support_rows: Tensor | None,
+) -> Tensor:
+    """A fresh float32 copy of logits_rows / temperature, masked outside the support."""
+    if logits_rows.dtype == torch.float32:
+        x = logits_rows / temperature if temperature != 1.0 else logits_rows.clone()
+    else:
+        x = logits_rows.float()
+        if temperature != 1.0:
+            x.div_(temperature)
+    if support_rows is not None:
+        x.masked_fill_(~support_rows, _MASKED_LOGIT)
+    return x
+
+
+def _rowwise_dot(a: Tensor, b: Tensor) -> Tensor:
+    """sum_j a[i, j] * b[i, j] without allocating the product (batched matrix-vector)."""
+    return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
+
+
+def _support_rows(support_mask: Tensor | None, unmasked_rows: Tensor | None, r0: int, r1: int) -> Tensor | None:
+    if support_mask is None:
+        return None
+    rows = support_mask[r0:r1]
+    if unmasked_rows is not None:
+        rows = rows | unmasked_rows[r0:r1, None]
+    return rows
+
+
+class _GatheredLogSoftmax(torch.autograd.Function):
+    @staticmethod
+    def forward(  # type: ignore[override]
+        ctx,
+        logits: Tensor,
+        index: Tensor,
+        support_mask: Tensor | None,
+        unmasked_rows: Tensor | None,
+        dense_logq: Tensor | None,
+        centering: DenseCentering,
+        temperature: float,
+        chunk_size: int,
+        with_entropy: bool,
+    ) -> tuple[Tensor, Tensor, Tensor]:
+        n_tokens = logits.shape[0]
+        device = logits.device
+        logp_at = torch.empty(index.shape, dtype=torch.float32, device=device)
+        lse = torch.empty(n_tokens, dtype=torch.float32, device=device)
+        entropy = torch.empty(n_tokens if with_entropy else 0, dtype=torch.float32, device=device)
+        center = torch.empty(n_tokens if dense_logq is not None else 0, dtype=torch.float32, device=device)
+        for r0 in range(0, n_tokens, chunk_size):
+            r1 = min(n_tokens, r0 + chunk_size)
+            support_rows = _support_rows(support_mask, unmasked_rows, r0, r1)
+            x = _scaled_rows(logits[r0:r1], temperature, support_rows)
+            row_max = x.amax(dim=1, keepdim=True)
+            x.sub_(row_max)
+            shifted_at = x.gather(1, index[r0:r1])
+            if with_entropy or dense_logq is not None:
+                e = torch.exp(x)
+                total = e.sum(dim=1)
+                log_total = total.log()
+                if with_entropy:
+                    entropy[r0:r1] = log_total - _rowwise_dot(e, x) / total
+                if dense_logq is not None:
+                    logp = x.sub_(log_total.unsqueeze(1))
+                    p = e.div_(total.unsqueeze(1))
+                    del e
+                    q = dense_logq[r0:r1].float().exp_()
+                    if support_rows is not None:
+                        q.masked_fill_(~support_rows, 0.0)
+                    coefficients = dense_coefficients(p, q, centering)
+                    del p, q
+                    center[r0:r1] = _rowwise_dot(coefficients, logp)
+                    del coefficients
+            else:
+                total = x.exp_().sum(dim=1)
+                log_total = total.log()
+            del x
+            logp_at[r0:r1] = shifted_at - log_total.unsqueeze(1)
+            lse[r0:r1] = row_max.squeeze(1) + log_total
+        ctx.save_for_backward(logits, index, support_mask, unmasked_rows, dense_logq, lse)
+        ctx.centering = centering
+        ctx.temperature = temperature
+        ctx.chunk_size = chunk_size
+        ctx.mark_non_differentiable(entropy)
+        return logp_at, center, entropy
+
+    @staticmethod
+    def backward(ctx, grad_logp_at: Tensor, grad_center: Tensor, _grad_entropy: Tensor):  # type: ignore[override]
+        logits, index, support_mask, unmasked_rows, dense_logq, lse = ctx.saved_tensors
+        temperature: float = ctx.temperature
+        chunk_size: int = ctx.chunk_size
+        n_tokens = logits.shape[0]
+        grad_logits = torch.empty_like(logits)
+        inv_t = 1.0 / temperature
+        grad_logp_at = grad_logp_at.float()
+        has_center = dense_logq is not None and grad_center is not None and grad_center.numel() > 0
+        for r0 in range(0, n_tokens, chunk_size):
+            r1 = min(n_tokens, r0 + chunk_size)
+            support_rows = _support_rows(support_mask, unmasked_rows, r0, r1)
+            g_at = grad_logp_at[r0:r1]
+            # d/dx_j of sum_m g_m log p(i_m) = g_j(scattered) - (sum_m g_m) p_j
+            p_scale = -g_at.sum(dim=1)
+            p = _scaled_rows(logits[r0:r1], temperature, support_rows)
+            p.sub_(lse[r0:r1].unsqueeze(1)).exp_()
+            if has_center:
+                # d/dx_j of g_c * sum_v c_v log p_v = g_c * (c_j - (sum_v c_v) p_j)
+                g_c = grad_center[r0:r1].float()
+                q = dense_logq[r0:r1].float().exp_()
+                if support_rows is not None:
+                    q.masked_fill_(~support_rows, 0.0)
+                coefficients = dense_coefficients(p, q, ctx.centering)
+                del q
+                p_scale -= g_c * coefficients.sum(dim=1)
+                p.mul_((p_scale * inv_t).unsqueeze(1))
+                p.add_(coefficients.mul_((g_c * inv_t).unsqueeze(1)))
+                del coefficients
+            else:
+                p.mul_((p_scale * inv_t).unsqueeze(1))
+            p.scatter_add_(1, index[r0:r1], g_at * inv_t)
+            grad_logits[r0:r1].copy_(p)
+            del p
+        return grad_logits, None, None, None, None, None, None, None, None
+
+
+def gathered_logprobs(
+    logits: Tensor,
+    index: Tensor,
+    *,
+    temperature: float = 1.0,
+    support_mask: Tensor | None = None,
+    unmasked_rows: Tensor | None = None,
+    dense_logq: Tensor | None = None,
+    centering: DenseCentering | None = None,
+    with_entropy: bool = False,
+    chunk_size: int | None = None,
+) -> tuple[Tensor, Tensor | None, Tensor | None]:
+    """log p at `index`, and optionally the dense centering term and the entropy, chunked.
+
+    Shapes: logits [T, V] (any float dtype); index [T, M] int64 in [0, V); support_mask [T, V]
+    bool or None; unmasked_rows [T] bool or None (rows where the support mask is ignored, e.g.
+    tokens that are not trained on and may have an empty support); dense_logq [T, V] (log q,
+    any float dtype) or None.
+
+    Returns (logp_at [T, M] float32, center [T] float32 or None, entropy [T] float32 or None).
+
+    Allocates: the outputs; per chunk, one [chunk, V] float32 buffer (two when the entropy or the
+    centering is asked for, four with centering); in backward, the [T, V] gradient in the logits'
+    dtype plus the same per-chunk buffers. Inputs are validated by the callers.
+    """
+    if chunk_size is None:
+        chunk_size = default_chunk_size(logits.shape[-1])
+    if chunk_size < 1:
+        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
+    if dense_logq is not None and centering is None:
+        centering = DenseCentering()
+    logp_at, center, entropy = _GatheredLogSoftmax.apply(
+        logits,
+        index,
+        support_mask,
+        unmasked_rows,
+        dense_logq,
+        centering or DenseCentering(),
+        float(temperature),
+        int(chunk_size),
+        bool(with_entropy),
+    )
+    return logp_at, (center if dense_logq is not None else None), (entropy if with_entropy else None)
