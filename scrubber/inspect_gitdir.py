@@ -1,0 +1,115 @@
+"""Inspecting the git directory's other files: an allow-list, so unknown channels are caught too.
+
+Allowed: HEAD, config, description, index, objects/, refs/, logs/, packed-refs, shallow (those
+are inspected elsewhere), info/ (exclude, attributes, sparse-checkout), hooks/ holding only
+`*.sample` files, an empty branches/. Everything else is reported: `*_HEAD` files, operation state
+(rebase, merge, bisect, sequencer), worktrees/, rr-cache/, modules/, grafts, and anything unknown.
+The config may not name remotes or URLs, hooks paths, includes, or commands git would run.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from patchgym.scrubber.git import run_git
+from patchgym.scrubber.report import Leak
+
+_INSPECTED_ELSEWHERE = {"HEAD", "config", "description", "index", "objects", "refs", "logs", "packed-refs", "shallow"}
+_STATE = {
+    "rebase-merge",
+    "rebase-apply",
+    "sequencer",
+    "MERGE_MSG",
+    "MERGE_MODE",
+    "MERGE_RR",
+    "SQUASH_MSG",
+    "AUTO_MERGE",
+    "COMMIT_EDITMSG",
+    "TAG_EDITMSG",
+    "NOTES_EDITMSG",
+    "gitk.cache",
+}
+_NAMED_CHANNELS = {"worktrees": "worktrees", "rr-cache": "rerere", "modules": "modules", "config.worktree": "config"}
+_INFO_ALLOWED = {"exclude", "attributes", "sparse-checkout"}
+
+# (pattern over `section.subsection.key`, channel, why)
+_CONFIG_RULES = [
+    (re.compile(r"^remote\."), "remotes", "remote"),
+    (re.compile(r"^branch\..*\.(remote|pushremote|merge)$"), "remotes", "branch upstream"),
+    (re.compile(r"^url\."), "remotes", "URL rewrite"),
+    (re.compile(r"url$"), "remotes", "URL"),
+    (re.compile(r"^core\.hookspath$"), "hooks", "hooks path"),
+    (re.compile(r"^include\.|^includeif\."), "config", "include of another config file"),
+    (re.compile(r"^core\.(fsmonitor|alternaterefscommand|alternaterefsprefixes|worktree|sshcommand)$"), "config", "setting"),
+    (re.compile(r"^extensions\.(partialclone|worktreeconfig)$"), "config", "extension"),
+    (re.compile(r"^filter\..*\.(clean|smudge|process)$"), "config", "filter command"),
+    (re.compile(r"^(diff|merge)\..*\.(textconv|command|driver)$"), "config", "external command"),
+    (re.compile(r"^notes\."), "notes", "notes setting"),
+]
+
+
+def _ls(directory: Path) -> list[Path]:
+    return sorted(directory.iterdir()) if directory.is_dir() else []
+
+
+def inspect_git_dir(git_dir: Path, *, label: str = "") -> list[Leak]:
+    """Leaks among the files of one git directory (the common dir, or a linked worktree's dir)."""
+    leaks: list[Leak] = []
+    for entry in _ls(git_dir):
+        name = entry.name
+        if name in _INSPECTED_ELSEWHERE or re.fullmatch(r"sharedindex\.[0-9a-f]+", name):
+            continue
+        if name.endswith("_HEAD"):
+            content = entry.read_text(errors="replace").strip() if entry.is_file() else ""
+            first = content.splitlines()[0][:120] if content else ""
+            leaks.append(Leak("head-files", f"{entry} exists ({first or 'empty'})"))
+        elif name in _STATE or name.startswith("BISECT_"):
+            leaks.append(Leak("bisect" if name.startswith("BISECT_") else "state", f"{entry} exists"))
+        elif name in _NAMED_CHANNELS:
+            leaks.append(Leak(_NAMED_CHANNELS[name], f"{entry} exists{_listing(entry)}"))
+        elif name == "hooks" and entry.is_dir():
+            for hook in _ls(entry):
+                if not (hook.is_file() and hook.name.endswith(".sample")):
+                    leaks.append(Leak("hooks", f"hook {hook} is not an inert sample"))
+        elif name == "info" and entry.is_dir():
+            for item in _ls(entry):
+                if item.name == "grafts":
+                    leaks.append(Leak("grafts", f"{item} rewrites ancestry"))
+                elif item.name not in _INFO_ALLOWED:
+                    leaks.append(Leak("unknown", f"unexpected file {item}"))
+        elif name == "branches" and entry.is_dir():
+            for item in _ls(entry):
+                leaks.append(Leak("remotes", f"legacy remote {item}"))
+        elif name == "remotes" and entry.is_dir():
+            leaks.append(Leak("remotes", f"legacy remotes directory {entry}{_listing(entry)}"))
+        else:
+            leaks.append(Leak("unknown", f"unexpected entry {entry}"))
+    config = git_dir / "config"
+    if config.is_file():
+        leaks += inspect_config(config)
+    return leaks
+
+
+def _listing(directory: Path) -> str:
+    if not directory.is_dir():
+        return ""
+    names = [item.name for item in _ls(directory)]
+    return f" ({', '.join(names[:5])}{', ...' if len(names) > 5 else ''})" if names else " (empty)"
+
+
+def inspect_config(config: Path) -> list[Leak]:
+    proc = run_git(["config", "--file", str(config), "--no-includes", "--list", "-z"], check=False)
+    if proc.returncode != 0:
+        return [Leak("config", f"{config} cannot be parsed: {proc.stderr.decode(errors='replace').strip()}")]
+    leaks = []
+    for item in proc.stdout.decode(errors="replace").split("\0"):
+        if not item:
+            continue
+        key, _, value = item.partition("\n")
+        lowered = key.lower()
+        for pattern, channel, why in _CONFIG_RULES:
+            if pattern.search(lowered):
+                leaks.append(Leak(channel, f"{config}: {why} {key} = {value}"))
+                break
+    return leaks

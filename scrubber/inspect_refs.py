@@ -1,0 +1,177 @@
+"""Inspecting refs, HEAD, reflogs and the shallow file.
+
+Only branches (refs/heads/*) pointing at base are allowed; every other ref is a leak, named by
+its namespace (tags, remotes, notes, replace, original, stash, bisect, ...). Loose ref files and
+packed-refs lines are read from disk (a ref git would skip for a bad name still counts), and
+`git for-each-ref` is consulted too. A reflog may only mention base, its ancestors or the null id.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchgym.scrubber.facts import RepoFacts
+from patchgym.scrubber.git import run_git
+from patchgym.scrubber.report import Leak
+
+_NAMESPACES = {
+    "refs/heads/": "branches",
+    "refs/tags/": "tags",
+    "refs/remotes/": "remotes",
+    "refs/prefetch/": "remotes",
+    "refs/notes/": "notes",
+    "refs/replace/": "replace",
+    "refs/original/": "original",
+    "refs/stash": "stash",
+    "refs/bisect/": "bisect",
+}
+
+
+def ref_channel(refname: str) -> str:
+    for prefix, channel in _NAMESPACES.items():
+        if refname.startswith(prefix):
+            return channel
+    return "refs"
+
+
+class RefInspection:
+    def __init__(self, facts: RepoFacts) -> None:
+        self.facts = facts
+        self.leaks: list[Leak] = []
+        self.refs_seen: set[str] = set()
+        self.allowed_refs: set[str] = set()
+
+    def judge_ref(self, refname: str, value: str, where: str) -> None:
+        self.refs_seen.add(refname)
+        if value.startswith("ref: "):
+            target = value[5:].strip()
+            self.leaks.append(Leak(ref_channel(refname), f"symbolic ref {refname} -> {target} ({where})"))
+            return
+        oid = value.strip()
+        if refname.startswith("refs/heads/") and oid == self.facts.base:
+            self.allowed_refs.add(refname)
+            return
+        what = "base" if oid == self.facts.base else self._describe(oid)
+        self.leaks.append(Leak(ref_channel(refname), f"{refname} points at {what} ({where})"))
+
+    def _describe(self, oid: str) -> str:
+        kind = self.facts.types.get(oid)
+        if kind is None:
+            return f"{oid} (not in the store)"
+        if oid in self.facts.allowed_commits:
+            return f"{oid}, an ancestor of base"
+        return f"{kind} {oid}"
+
+
+def _loose_refs(refs_dir: Path, git_dir: Path) -> list[tuple[str, str, Path]]:
+    found = []
+    if not refs_dir.is_dir():
+        return found
+    for path in sorted(refs_dir.rglob("*")):
+        if path.is_file() or path.is_symlink():
+            refname = path.relative_to(git_dir).as_posix()
+            try:
+                value = path.read_text(errors="replace").strip()
+            except OSError as exc:
+                value = f"<unreadable: {exc}>"
+            found.append((refname, value, path))
+    return found
+
+
+def _packed_refs(path: Path) -> list[tuple[str, str, int]]:
+    entries = []
+    if not path.is_file():
+        return entries
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        if line.startswith("^"):
+            entries.append(("^peeled", line[1:].strip(), number))
+            continue
+        oid, _, refname = line.partition(" ")
+        entries.append((refname.strip(), oid.strip(), number))
+    return entries
+
+
+def inspect_refs(facts: RepoFacts) -> tuple[list[Leak], int]:
+    """Leaks among refs, packed refs, HEAD, reflogs and shallow; and how many refs were checked."""
+    inspection = RefInspection(facts)
+    git_dirs = [facts.paths.common_dir]
+    if facts.paths.git_dir != facts.paths.common_dir:
+        git_dirs.append(facts.paths.git_dir)
+    for git_dir in git_dirs:
+        for refname, value, path in _loose_refs(git_dir / "refs", git_dir):
+            inspection.judge_ref(refname, value, f"loose ref file {path}")
+    packed = facts.paths.common_dir / "packed-refs"
+    last_ref = ""
+    for refname, oid, number in _packed_refs(packed):
+        if refname == "^peeled":
+            if oid not in facts.reachable:
+                inspection.leaks.append(
+                    Leak(ref_channel(last_ref), f"{last_ref} peels to {oid} (packed-refs line {number})")
+                )
+            continue
+        last_ref = refname
+        inspection.judge_ref(refname, oid, f"packed-refs line {number}")
+    listing = run_git(["for-each-ref", "--format=%(objectname) %(refname)"], cwd=facts.cwd, check=False)
+    for line in listing.stdout.decode(errors="replace").splitlines():
+        oid, _, refname = line.partition(" ")
+        if refname not in inspection.refs_seen:
+            inspection.judge_ref(refname, oid, "listed by git for-each-ref")
+    leaks = inspection.leaks
+    leaks += _inspect_head(facts, inspection.allowed_refs)
+    leaks += _inspect_reflogs(facts, git_dirs, inspection.allowed_refs)
+    leaks += _inspect_shallow(facts)
+    return leaks, len(inspection.refs_seen)
+
+
+def _inspect_head(facts: RepoFacts, allowed_refs: set[str]) -> list[Leak]:
+    head = facts.paths.git_dir / "HEAD"
+    if not head.is_file():
+        return [Leak("HEAD", f"{head} is missing")]
+    value = head.read_text(errors="replace").strip()
+    if value.startswith("ref: "):
+        target = value[5:].strip()
+        if target in allowed_refs:
+            return []
+        return [Leak("HEAD", f"HEAD -> {target}, which is not a branch at base")]
+    if value == facts.base:
+        return []
+    return [Leak("HEAD", f"HEAD is detached at {value}, not at base")]
+
+
+def _inspect_reflogs(facts: RepoFacts, git_dirs: list[Path], allowed_refs: set[str]) -> list[Leak]:
+    leaks = []
+    allowed_names = allowed_refs | {"HEAD"}
+    permitted = facts.allowed_commits | {facts.null_oid}
+    for git_dir in git_dirs:
+        logs = git_dir / "logs"
+        if not logs.exists():
+            continue
+        for path in sorted(logs.rglob("*")):
+            if not path.is_file():
+                continue
+            refname = path.relative_to(logs).as_posix()
+            if refname not in allowed_names:
+                leaks.append(Leak("reflogs", f"reflog {path} of {refname}, which is not an allowed ref"))
+                continue
+            for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+                old, _, rest = line.partition(" ")
+                new = rest.split(" ", 1)[0]
+                strangers = [oid for oid in (old, new) if oid not in permitted]
+                if strangers:
+                    leaks.append(
+                        Leak("reflogs", f"reflog {path} line {number} mentions {', '.join(strangers)}")
+                    )
+    return leaks
+
+
+def _inspect_shallow(facts: RepoFacts) -> list[Leak]:
+    shallow = facts.paths.common_dir / "shallow"
+    if not shallow.is_file():
+        return []
+    return [
+        Leak("shallow", f"{shallow} names {oid}, which is neither base nor an ancestor")
+        for oid in shallow.read_text(errors="replace").split()
+        if oid not in facts.allowed_commits
+    ]

@@ -1,0 +1,60 @@
+"""Inspecting the index and the working tree of a non-bare repository against base.
+
+The index must equal base's tree, and the working tree must equal the index with nothing
+untracked or ignored in it (a `fix.patch` hidden by .gitignore is a leak like any other).
+`git status` runs with optional locks off, so the check never rewrites the index.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from patchgym.scrubber.facts import RepoFacts
+from patchgym.scrubber.git import run_git
+from patchgym.scrubber.report import Leak
+
+
+def inspect_index_and_worktree(facts: RepoFacts, forbidden: dict[str, str]) -> list[Leak]:
+    work_tree = facts.paths.work_tree
+    if work_tree is None:
+        return []
+    leaks: list[Leak] = []
+    diff = run_git(["diff-index", "--cached", "--no-renames", "--name-status", "-z", facts.base], cwd=work_tree, check=False)
+    if diff.returncode != 0:
+        leaks.append(Leak("index", f"the index cannot be compared with base: {diff.stderr.decode(errors='replace').strip()}"))
+    else:
+        fields = diff.stdout.decode(errors="replace").split("\0")
+        for status, path in zip(fields[0::2], fields[1::2]):
+            if status:
+                leaks.append(Leak("index", f"index entry {path} differs from base ({status})"))
+    status = run_git(
+        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames"],
+        cwd=work_tree,
+        check=False,
+    )
+    if status.returncode != 0:
+        leaks.append(Leak("worktree", f"git status failed: {status.stderr.decode(errors='replace').strip()}"))
+        return leaks
+    for record in status.stdout.decode(errors="replace").split("\0"):
+        if len(record) < 4:
+            continue
+        code, path = record[:2], record[3:]
+        if code == "??":
+            what = "untracked file"
+        elif code == "!!":
+            what = "ignored file"
+        elif code[1] != " ":
+            what = f"modified file ({code[1]})"
+        else:
+            continue  # an index-only difference, reported above
+        note = _post_image_note(work_tree, path, forbidden)
+        leaks.append(Leak("worktree", f"{what} {path}{note}"))
+    return leaks
+
+
+def _post_image_note(work_tree: Path, path: str, forbidden: dict[str, str]) -> str:
+    if not forbidden or not (work_tree / path).is_file():
+        return ""
+    proc = run_git(["hash-object", "--no-filters", "--", path], cwd=work_tree, check=False)
+    oid = proc.stdout.decode().strip()
+    return f": it holds the post-image of {forbidden[oid]}" if oid in forbidden else ""
