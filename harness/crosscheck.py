@@ -1,0 +1,75 @@
+"""Deciding a test run's outcome from three witnesses: the signed stream, the log, the exit code.
+
+For pytest tasks the signed stream (patchgym.harness.results) is the source of the statuses. It
+must verify (signed, complete, `start` to `end`) and report no tampering. The log parser's reading
+of the same run and the process exit code must agree with it:
+- a graded test the log shows passing but the stream does not (or the reverse) is a disagreement;
+  a test absent from the log is not, when the log was cut or the command prints no summary;
+- for a direct pytest command, the exit code must equal the exit status pytest reported.
+Any problem or disagreement makes the run not resolved and is named in the flags
+(`result_stream:`, `tamper:`, `log_disagrees:`, `exit_code_mismatch`).
+
+For other parsers (`unittest`, ...) the log is the only witness; a failing exit code with every
+graded test passing in the log is flagged (`exit_code_mismatch`) and not resolved.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from patchgym.harness.parsers import PASSING, get_parser
+from patchgym.harness.results import read_stream
+from patchgym.harness.runner import TestRun, is_direct_pytest
+from patchgym.harness.verdict import F2P, MISSING, P2P, all_pass, lookup, test_statuses
+from patchgym.tasks.model import Task
+
+DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch")
+
+
+@dataclass
+class Outcome:
+    tests: dict[str, dict[str, str]]
+    flags: list[str] = field(default_factory=list)
+    log_statuses: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def disqualified(self) -> bool:
+        return any(flag.startswith(DISQUALIFYING) for flag in self.flags)
+
+    @property
+    def resolved(self) -> bool:
+        return all_pass(self.tests) and not self.disqualified
+
+
+def decide(task: Task, run: TestRun) -> Outcome:
+    log = run.result.output
+    log_statuses = get_parser(task.log_parser)(log)
+    flags: list[str] = []
+    if run.result.extra.get("oom_killed"):
+        flags.append("oom_killed")
+    if run.result.extra.get("pids_limited"):
+        flags.append("process_limit_hit")
+
+    if run.channel is None:
+        tests = test_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, log_statuses)
+        if all_pass(tests) and run.result.exit_code != 0:
+            flags.append("exit_code_mismatch")
+        return Outcome(tests, flags, log_statuses)
+
+    stream = read_stream(run.channel, run.stream)
+    tests = test_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, stream.tests)
+    flags += [f"result_stream: {problem}" for problem in stream.problems]
+    flags += [f"tamper: {what}" for what in stream.integrity]
+    for test_id, note in stream.notes.items():
+        flags.append(f"note: {test_id}: {note}")
+
+    for group in (F2P, P2P):
+        for test_id, status in tests[group].items():
+            in_log = lookup(test_id, log_statuses)
+            if in_log == MISSING:
+                continue
+            if (in_log in PASSING) != (status in PASSING):
+                flags.append(f"log_disagrees: {test_id}: log {in_log}, stream {status}")
+    if stream.ended and is_direct_pytest(run.command) and stream.exitstatus != run.result.exit_code:
+        flags.append(f"exit_code_mismatch: pytest reported {stream.exitstatus}, the process exited {run.result.exit_code}")
+    return Outcome(tests, flags, log_statuses)

@@ -1,0 +1,263 @@
+"""Grading one patch for one prepared task in a fresh sandbox: the reward.
+
+`grade_patch(prepared, patch)` runs the steps of docs/grading.md under one deadline that covers
+sandbox creation and teardown too:
+
+1. check the patch (patchgym.harness.patch_check) -> `patch_error` naming the rule;
+2. open a *fresh* sandbox over the prepared task and apply the patch (patchgym.harness.apply);
+3. neutralise (patchgym.harness.neutralize): restore grading tests and test infrastructure, remove
+   shadowing modules, apply `test_patch`;
+4. run the tests with the signed reporter (patchgym.harness.runner);
+5. decide from the stream, the log and the exit code (patchgym.harness.crosscheck, verdict rules).
+
+It never raises for a bad patch or a failing sandbox: every outcome is a `Verdict` (`infra_error`
+for failures that are not the patch's). Blocking and thread-safe; `agrade_patch` is the asyncio form.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import secrets
+import shlex
+import threading
+import time
+import traceback
+from pathlib import Path
+
+from patchgym.harness.apply import GIT, METHODS, apply_in_sandbox
+from patchgym.harness.crosscheck import decide
+from patchgym.harness.deadline import Deadline, DeadlineExceeded
+from patchgym.harness.neutralize import Plan, plan_neutralization, pytest_sections_changed
+from patchgym.harness.patch_check import check_patch
+from patchgym.harness.runner import TestRun, pytest_files, run_tests, test_command
+from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFactory, get_factory
+from patchgym.harness.verdict import F2P, MISSING, P2P, Verdict
+from patchgym.tasks.patches import is_empty_patch
+from patchgym.tasks.prepared import PreparedTask
+
+_factories: dict[str, SandboxFactory] = {}
+_factories_lock = threading.Lock()
+
+
+def default_factory(backend: str = "local") -> SandboxFactory:
+    """One shared factory per backend for this process."""
+    with _factories_lock:
+        if backend not in _factories:
+            _factories[backend] = get_factory(backend)
+        return _factories[backend]
+
+
+def _not_run(prepared: PreparedTask) -> dict[str, dict[str, str]]:
+    task = prepared.task
+    return {F2P: {t: MISSING for t in task.FAIL_TO_PASS}, P2P: {t: MISSING for t in task.PASS_TO_PASS}}
+
+
+class _Grading:
+    """The state of one grading; `run()` returns the verdict."""
+
+    def __init__(self, prepared: PreparedTask, patch: str | None, factory: SandboxFactory, limits: Limits,
+                 deadline: Deadline, log_dir: Path | None, run_empty: bool, allow_binary: bool) -> None:
+        self.prepared = prepared
+        self.task = prepared.task
+        self.patch = patch
+        self.factory = factory
+        self.limits = limits
+        self.deadline = deadline
+        self.log_dir = log_dir
+        self.run_empty = run_empty
+        self.allow_binary = allow_binary
+        self.durations: dict[str, float] = {}
+        self.flags: list[str] = []
+        self.apply_method: str | None = None
+        self.workdir = f"/tmp/.patchgym-grade-{secrets.token_hex(8)}"
+
+    # --- helpers ---------------------------------------------------------------------------
+    def _log(self, name: str, content: str | bytes) -> None:
+        if self.log_dir is None:
+            return
+        self.log_dir.mkdir(parents=True, exist_ok=True)
+        data = content.encode("utf-8", errors="replace") if isinstance(content, str) else content
+        (self.log_dir / name).write_bytes(data)
+
+    def _timed(self, step: str, started: float) -> None:
+        self.durations[step] = round(self.durations.get(step, 0.0) + time.monotonic() - started, 4)
+
+    def verdict(self, status: str, *, tests: dict | None = None, error: str | None = None) -> Verdict:
+        self.durations["total"] = round(self.deadline.elapsed(), 4)
+        verdict = Verdict(
+            reward=1.0 if status == "resolved" else 0.0, status=status, tests=tests or _not_run(self.prepared),
+            flags=self.flags, apply_method=self.apply_method, durations=self.durations,
+            log_dir=str(self.log_dir) if self.log_dir else None, error=error, instance_id=self.task.instance_id,
+        )
+        self._log("verdict.json", verdict.model_dump_json(indent=2))
+        return verdict
+
+    # --- steps -----------------------------------------------------------------------------
+    def run(self) -> Verdict:
+        empty = is_empty_patch(self.patch)
+        if empty and not self.run_empty:
+            return self.verdict("empty_patch", error="the prediction holds no patch")
+        started = time.monotonic()
+        check = None
+        if not empty:
+            check = check_patch(self.patch, allow_binary=self.allow_binary)
+            self._log("patch.diff", self.patch or "")
+            self._timed("check", started)
+            if not check.ok:
+                self.flags.append(f"patch_check:{check.rule}")
+                return self.verdict("patch_error", error=f"patch refused ({check.rule}): {check.message}")
+        try:
+            self.deadline.check("opening the sandbox")
+            started = time.monotonic()
+            try:
+                sandbox = self.factory.open(self.prepared, self.limits)
+            except Exception as exc:  # any failure to start a sandbox is infrastructure, not the patch
+                self._timed("open", started)
+                return self.verdict("infra_error", error=f"could not open a sandbox: {exc}")
+            self._timed("open", started)
+            try:
+                return self._in_sandbox(sandbox, check, empty)
+            finally:
+                started = time.monotonic()
+                try:
+                    sandbox.close()
+                except Exception as exc:  # noqa: BLE001  closing must not turn a verdict into a crash
+                    self.flags.append(f"sandbox_close_failed: {exc}")
+                self._timed("close", started)
+        except DeadlineExceeded as exc:
+            return self.verdict("timeout", error=str(exc))
+        except SandboxError as exc:
+            return self.verdict("infra_error", error=f"sandbox failure: {exc}")
+        except Exception as exc:  # noqa: BLE001  a grader bug must still produce a verdict
+            self._log("grader_error.txt", traceback.format_exc())
+            return self.verdict("infra_error", error=f"grader error: {type(exc).__name__}: {exc}")
+
+    def _in_sandbox(self, sandbox: Sandbox, check, empty: bool) -> Verdict:
+        touched: list[str] = []
+        if not empty:
+            started = time.monotonic()
+            patch_path = f"{self.workdir}/model.diff"
+            sandbox.write_file(patch_path, self.patch or "")
+            applied = apply_in_sandbox(sandbox, patch_path, timeout_s=self.deadline.check("applying the patch"))
+            self._timed("apply", started)
+            self._log("apply.log", applied.log)
+            if applied.timed_out:
+                raise DeadlineExceeded("applying the patch ran past the deadline")
+            if applied.method is None:
+                return self.verdict("patch_error", error="the patch does not apply to base_commit "
+                                    "(git apply, git apply --3way and patch --fuzz=5 all failed)")
+            self.apply_method = applied.method
+            if applied.method != "git_apply":
+                self.flags.append(f"applied_with:{applied.method}")
+            touched = check.files
+
+        started = time.monotonic()
+        plan = plan_neutralization(touched, check.added if check else [], self.task.test_files(), self.task.test_cmd)
+        neutral_log = self._neutralize(sandbox, plan)
+        self.flags += plan.flags
+        test_patch_error = self._apply_test_patch(sandbox, neutral_log)
+        self._timed("neutralize", started)
+        self._log("neutralize.log", "\n".join(neutral_log))
+        if test_patch_error:
+            return self.verdict("infra_error", error=test_patch_error)
+
+        started = time.monotonic()
+        present = self._present(sandbox, pytest_files(self.task)) if self.task.log_parser == "pytest" else None
+        command = test_command(self.task, present)
+        patched = [p for p in touched if p not in plan.restore]
+        run = run_tests(sandbox, self.task, command, patched_files=patched,
+                        timeout_s=self.deadline.check("running the tests"))
+        self._timed("tests", started)
+        self._log_run(run)
+        if run.result.timed_out:
+            self.flags.append("tests_timed_out")
+            return self.verdict("timeout", error=f"the tests ran past the deadline ({self.deadline.seconds:.0f}s)")
+        outcome = decide(self.task, run)
+        self.flags += outcome.flags
+        return self.verdict("resolved" if outcome.resolved else "unresolved", tests=outcome.tests)
+
+    def _neutralize(self, sandbox: Sandbox, plan: Plan) -> list[str]:
+        log: list[str] = []
+        base = shlex.quote(self.prepared.base_commit)
+        for path in plan.check_sections:
+            before = sandbox.run(f"{GIT} show {base}:{shlex.quote(path)}", timeout_s=self.deadline.check("neutralising"))
+            try:
+                after = sandbox.read_file(path).decode("utf-8", errors="replace")
+            except FileNotFoundError:
+                after = None
+            base_text = (before.stdout if before.stdout is not None else before.output) if before.exit_code == 0 else None
+            if pytest_sections_changed(path, base_text, after):
+                plan.add(path, "reverted_test_infra")
+        if not plan.restore:
+            return log
+        lines = ["set -u"]
+        for path in plan.restore:
+            quoted = shlex.quote(path)
+            lines.append(f"if {GIT} cat-file -e {base}:{quoted} 2>/dev/null; then {GIT} checkout -q {base} -- {quoted}; "
+                         f"else rm -rf -- {quoted}; fi")
+        result = sandbox.run("\n".join(lines), timeout_s=self.deadline.check("neutralising"))
+        log.append(f"restored to base: {', '.join(plan.restore)}\n{result.output}[exit {result.exit_code}]")
+        if result.exit_code != 0:
+            raise SandboxError(f"could not restore files to base_commit: {result.output[-500:]}")
+        return log
+
+    def _apply_test_patch(self, sandbox: Sandbox, log: list[str]) -> str | None:
+        if is_empty_patch(self.task.test_patch):
+            return None
+        path = f"{self.workdir}/test.diff"
+        sandbox.write_file(path, self.task.test_patch or "")
+        applied = apply_in_sandbox(sandbox, path, timeout_s=self.deadline.check("applying test_patch"),
+                                   methods=[METHODS[0], METHODS[2]], reset_between=False)
+        log.append("test_patch:\n" + applied.log)
+        if applied.timed_out:
+            raise DeadlineExceeded("applying test_patch ran past the deadline")
+        if applied.method is None:
+            return "test_patch does not apply after the patch's test files were restored (a task defect)"
+        return None
+
+    def _present(self, sandbox: Sandbox, files: list[str]) -> set[str]:
+        if not files:
+            return set()
+        script = "for f in " + " ".join(shlex.quote(f) for f in files) + '; do [ -e "$f" ] && printf "%s\\n" "$f"; done; true'
+        result = sandbox.run(script, timeout_s=self.deadline.check("listing test files"))
+        return set((result.stdout if result.stdout is not None else result.output).splitlines())
+
+    def _log_run(self, run: TestRun) -> None:
+        header = f"$ {run.command}\n[exit {run.result.exit_code}, {run.result.duration_s:.2f}s, timed_out={run.result.timed_out}, "
+        header += f"truncated_bytes={run.result.truncated_bytes}, extra={json.dumps(run.result.extra, default=str)}]\n"
+        self._log("test_output.log", header + run.result.output)
+        if run.stream is not None:
+            self._log("results.jsonl", run.stream)
+
+
+def grade_patch(
+    prepared: PreparedTask,
+    patch: str | None,
+    *,
+    factory: SandboxFactory | None = None,
+    limits: Limits | None = None,
+    deadline_s: float = 900,
+    log_dir: Path | None = None,
+    run_empty: bool = False,
+    allow_binary: bool = False,
+) -> Verdict:
+    """Grade `patch` for `prepared` in a fresh sandbox. See the module docstring.
+
+    `run_empty=True` runs the tests even for an empty patch (the status stays `empty_patch`, reward
+    0, but `tests` holds what happened: `patchgym tasks validate` uses it to check that the tests fail
+    at base).
+    """
+    deadline = Deadline(deadline_s)
+    limits = limits or Limits(timeout_s=deadline_s)
+    grading = _Grading(prepared, patch, factory or default_factory(), limits, deadline,
+                       Path(log_dir) if log_dir else None, run_empty, allow_binary)
+    verdict = grading.run()
+    if is_empty_patch(patch) and verdict.status in ("resolved", "unresolved"):
+        verdict = verdict.model_copy(update={"status": "empty_patch", "reward": 0.0})
+    return verdict
+
+
+async def agrade_patch(prepared: PreparedTask, patch: str | None, **kwargs) -> Verdict:
+    """`grade_patch` without blocking the event loop (it runs in a worker thread)."""
+    return await asyncio.to_thread(grade_patch, prepared, patch, **kwargs)

@@ -1,0 +1,174 @@
+"""What a patch may not control at grading time, and what happens when it tries (the policy).
+
+After the patch is applied in the fresh grading sandbox, and before the tests run:
+
+1. **Grading tests are restored.** Every file the patch touched that holds a FAIL_TO_PASS or
+   PASS_TO_PASS test, or that `test_patch` touches, is restored to `base_commit` (deleted if the
+   patch created it); then `test_patch` is applied. Editing, emptying or deleting tests has no
+   effect. Flag: `restored_test_file:<path>`.
+2. **Other test files are restored too.** A touched file that looks like a test (`test_*.py`,
+   `*_test.py`, or anything under a directory named `tests` or `test`) is restored: helpers the
+   tests import are part of the tests. Gold patches never need this (SWE-bench puts every test-side
+   change into `test_patch`). Flag: `restored_test_file:<path>`.
+3. **Test infrastructure is reverted.** `conftest.py` anywhere, `pytest.ini`, `.pytest.ini`,
+   `pytest.toml`, `.pytest.toml`, `tox.ini`, `sitecustomize.py`, `usercustomize.py`, any `*.pth`,
+   anything under `.pytest_cache/` or `__pycache__/`, and compiled `*.pyc` files: restored to base
+   (deleted if new). `setup.cfg` and `pyproject.toml` are reverted as a whole only when the patch
+   changes their pytest sections (`[tool:pytest]`/`[pytest]`, `[tool.pytest...]`), so a fix that
+   edits the package metadata keeps its change. Files the task's `test_cmd` names are reverted.
+   Flag: `reverted_test_infra:<path>`.
+4. **Shadowing modules are removed.** A new module or package created at the repository root, or
+   next to the grading tests, whose name is a standard-library module or part of pytest
+   (`pytest.py`, `hmac.py`, `_pytest/`, ...) would be imported instead of the real one by
+   `python -m pytest`; it is deleted. Flag: `removed_shadowing_module:<path>`.
+
+The rest of the patch is graded as submitted; the flags are in the verdict. The repository's own
+configuration at base (its `conftest.py`, `addopts`, markers, plugins) is trusted and used as is:
+it is needed by the tests and the patch can no longer change it, so there is no `-c /dev/null` or
+`-o addopts=""`. What is *not* in the repository is controlled by the grader instead: the
+environment (`PYTEST_ADDOPTS` replaced, `PYTHONDONTWRITEBYTECODE=1`, `-p no:cacheprovider`) and the
+reporter plugin.
+"""
+
+from __future__ import annotations
+
+import configparser
+import posixpath
+import shlex
+import sys
+import tomllib
+from dataclasses import dataclass, field
+
+INFRA_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
+                         "sitecustomize.py", "usercustomize.py"})
+SECTIONED_CONFIGS = frozenset({"setup.cfg", "pyproject.toml"})
+TEST_DIR_NAMES = frozenset({"tests", "test"})
+SHADOW_EXTRA = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli",
+                          "colorama", "patchgym_grading_reporter", "xdist", "pytest_timeout"})
+
+
+def infra_reason(path: str) -> str | None:
+    """Why `path` is test infrastructure the patch may not change (None if it is not)."""
+    parts = path.split("/")
+    name = parts[-1]
+    if name in INFRA_NAMES:
+        return name
+    if name.endswith(".pth"):
+        return "*.pth"
+    if ".pytest_cache" in parts:
+        return ".pytest_cache"
+    if "__pycache__" in parts or name.endswith((".pyc", ".pyo")):
+        return "compiled bytecode"
+    return None
+
+
+def looks_like_test(path: str) -> bool:
+    parts = path.split("/")
+    name = parts[-1]
+    if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
+        return True
+    return any(part in TEST_DIR_NAMES for part in parts[:-1])
+
+
+def _ini_pytest_sections(text: str | None) -> dict[str, dict[str, str]]:
+    if text is None:
+        return {}
+    parser = configparser.RawConfigParser(strict=False, interpolation=None)
+    try:
+        parser.read_string(text)
+    except configparser.Error:
+        return {"<unparseable>": {"text": text}}
+    return {s: dict(parser.items(s)) for s in parser.sections() if s in ("pytest", "tool:pytest")}
+
+
+def _toml_pytest_table(text: str | None) -> object:
+    if text is None:
+        return None
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError:
+        return {"<unparseable>": text}
+    return data.get("tool", {}).get("pytest")
+
+
+def pytest_sections_changed(path: str, before: str | None, after: str | None) -> bool:
+    """Whether a change to setup.cfg / pyproject.toml reaches what pytest reads from it."""
+    name = path.split("/")[-1]
+    if name == "pyproject.toml":
+        return _toml_pytest_table(before) != _toml_pytest_table(after)
+    return _ini_pytest_sections(before) != _ini_pytest_sections(after)
+
+
+def shadowed_module(path: str) -> str | None:
+    """The module name a file would provide if it sat on sys.path (`x.py` or `x/__init__.py`)."""
+    parts = path.split("/")
+    if parts[-1].endswith(".py") and parts[-1] != "__init__.py":
+        return parts[-1][:-3]
+    if len(parts) >= 2 and parts[-1] in ("__init__.py",):
+        return parts[-2]
+    return None
+
+
+def _sys_path_dirs(test_files: list[str]) -> set[str]:
+    """Directories that end up on sys.path in a pytest run: the root and the test files' folders."""
+    dirs = {""}
+    for test_file in test_files:
+        folder = posixpath.dirname(test_file)
+        while folder:
+            dirs.add(folder)
+            folder = posixpath.dirname(folder)
+    return dirs
+
+
+def is_shadowing(path: str, added: bool, test_files: list[str]) -> bool:
+    if not added:
+        return False
+    module = shadowed_module(path)
+    if not module:
+        return False
+    parts = path.split("/")
+    folder = "/".join(parts[:-1]) if parts[-1] != "__init__.py" else "/".join(parts[:-2])
+    if folder not in _sys_path_dirs(test_files):
+        return False
+    return module in sys.stdlib_module_names or module in SHADOW_EXTRA
+
+
+def command_files(test_cmd: str | None) -> list[str]:
+    """Repository files a custom test command names (a runner script, a tox.ini...)."""
+    if not test_cmd:
+        return []
+    try:
+        tokens = shlex.split(test_cmd)
+    except ValueError:
+        tokens = test_cmd.split()
+    return [t.removeprefix("./") for t in tokens if not t.startswith(("-", "/")) and ("/" in t or t.endswith((".py", ".sh", ".ini", ".cfg", ".toml")))]
+
+
+@dataclass
+class Plan:
+    restore: list[str] = field(default_factory=list)  # restore to base (delete when absent at base)
+    check_sections: list[str] = field(default_factory=list)  # setup.cfg / pyproject.toml to compare
+    flags: list[str] = field(default_factory=list)
+
+    def add(self, path: str, flag: str) -> None:
+        if path not in self.restore:
+            self.restore.append(path)
+            self.flags.append(f"{flag}:{path}")
+
+
+def plan_neutralization(touched: list[str], added: list[str], protected: list[str], test_cmd: str | None = None) -> Plan:
+    """Decide, from the paths alone, what to restore after the patch is applied."""
+    plan = Plan()
+    protected_set = set(protected)
+    named_by_command = set(command_files(test_cmd))
+    added_set = set(added)
+    for path in touched:
+        if path in protected_set or looks_like_test(path):
+            plan.add(path, "restored_test_file")
+        elif infra_reason(path) or path in named_by_command:
+            plan.add(path, "reverted_test_infra")
+        elif is_shadowing(path, path in added_set, protected):
+            plan.add(path, "removed_shadowing_module")
+        elif path.split("/")[-1] in SECTIONED_CONFIGS:
+            plan.check_sections.append(path)
+    return plan

@@ -1,0 +1,270 @@
+"""The pytest plugin that reports test outcomes to the grader over a signed channel.
+
+This file is copied into each grading sandbox and loaded with `PYTEST_PLUGINS` (it imports only the
+standard library and pytest). It is imported while pytest parses its arguments, before any conftest
+or test module (so before any code under test) is imported, and then:
+
+1. reads its configuration from stdin (fd 0, then at EOF for every later reader): an HMAC key, a
+   nonce, where to write results, and the files the graded patch changed. The key never passes
+   through the environment, argv, or a file the tests could read; only an HMAC object keyed with it
+   is kept.
+2. opens the results file and writes JSON lines, each signed with HMAC-SHA256 over the nonce, a
+   sequence number and the record: `start`, one `test` record per test (all phases folded into one
+   status), `collect` records for collection errors, `integrity` records, and `end` with pytest's
+   exit status. The grader rejects a stream with a bad signature, a gap, or no `end`.
+3. watches for tampering by the code under test: pytest's reporting machinery and public functions,
+   unittest's assertion methods and builtins are snapshotted at import and compared while tests run;
+   hook implementations defined in files the patch changed are reported; a skip or xfail raised from
+   a file the patch changed is reported and turns the test into a failure.
+
+Only the outermost pytest session in the process reports (pytester's inline runs do not), and only
+in the process that read the key: children and xdist workers see stdin at EOF and stay silent.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+import hmac
+import json
+import os
+import sys
+import unittest
+
+import pytest
+
+_MARKER_ENV = "PATCHGYM_REPORTER"
+
+_state: dict = {"claimed": False}
+
+
+def _read_config() -> dict | None:
+    if os.environ.pop(_MARKER_ENV, None) != "1":
+        return None
+    chunks = []
+    try:
+        while True:
+            chunk = os.read(0, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    except OSError:
+        return None
+    try:
+        return json.loads(b"".join(chunks).decode())
+    except ValueError:
+        return None
+
+
+def _machinery() -> dict[str, object]:
+    """Objects whose replacement would let code forge outcomes; checked at every report."""
+    import _pytest.python
+    import _pytest.reports
+    import _pytest.runner
+    import _pytest.skipping
+    import pluggy
+
+    watched: dict[str, object] = {}
+    for module, names in (
+        (_pytest.runner, ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
+                          "pytest_runtest_makereport", "pytest_runtest_call", "pytest_runtest_setup",
+                          "pytest_runtest_teardown", "pytest_runtest_protocol")),
+        (_pytest.python, ("pytest_pyfunc_call",)),
+        (_pytest.skipping, ("pytest_runtest_makereport", "pytest_runtest_setup", "pytest_runtest_call",
+                            "evaluate_xfail_marks", "evaluate_skip_marks")),
+    ):
+        for name in names:
+            if hasattr(module, name):
+                watched[f"{module.__name__}.{name}"] = getattr(module, name)
+    for cls in (_pytest.reports.TestReport, _pytest.reports.BaseReport, _pytest.runner.CallInfo,
+                _pytest.python.Function):
+        for name, value in vars(cls).items():
+            watched[f"{cls.__module__}.{cls.__qualname__}.{name}"] = value
+    for name in ("_multicall",):
+        callers = sys.modules.get("pluggy._callers")
+        if callers is not None and hasattr(callers, name):
+            watched[f"pluggy._callers.{name}"] = getattr(callers, name)
+    watched["pluggy.HookCaller.__call__"] = pluggy.HookCaller.__call__
+    return watched
+
+
+def _namespace() -> dict[str, object]:
+    """Public objects tests rely on; checked after each test's teardown (fixtures may patch them
+    while a test runs) and at the end."""
+    watched: dict[str, object] = {}
+    for name in ("skip", "xfail", "fail", "exit", "raises", "approx", "param", "fixture", "importorskip",
+                 "warns", "deprecated_call", "mark"):
+        if hasattr(pytest, name):
+            watched[f"pytest.{name}"] = getattr(pytest, name)
+    for name, value in vars(unittest.TestCase).items():
+        if name.startswith(("assert", "fail", "skip", "run", "_callTestMethod", "_callSetUp", "_callTearDown")):
+            watched[f"unittest.TestCase.{name}"] = value
+    for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
+                 "__import__", "print", "repr", "str", "int", "float", "eq", "type"):
+        if hasattr(builtins, name):
+            watched[f"builtins.{name}"] = getattr(builtins, name)
+    return watched
+
+
+def _changed(snapshot: dict[str, object], now: dict[str, object]) -> list[str]:
+    return sorted(name for name, value in snapshot.items() if now.get(name, None) is not value)
+
+
+class Reporter:
+    """The per-session reporter, registered on the outermost pytest config only."""
+
+    def __init__(self, config: dict, mac: "hmac.HMAC", fd: int) -> None:
+        self._mac = mac
+        self._fd = fd
+        self._nonce = str(config.get("nonce", ""))
+        self._seq = 0
+        self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
+        self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
+        self._machinery_snapshot = _machinery()
+        self._namespace_snapshot = _namespace()
+        self._phases: dict[str, dict[str, str]] = {}
+        self._untrusted: dict[str, str] = {}
+        self._reported_violations: set[str] = set()
+
+    # --- the signed channel -------------------------------------------------------------------
+    def emit(self, kind: str, **fields: object) -> None:
+        record = {"seq": self._seq, "kind": kind, **fields}
+        payload = json.dumps(record, sort_keys=True, ensure_ascii=True)
+        mac = self._mac.copy()
+        mac.update(f"{self._nonce}\n{self._seq}\n{payload}".encode())
+        line = f"{payload}\t{mac.hexdigest()}\n".encode()
+        self._seq += 1
+        try:
+            os.write(self._fd, line)
+        except OSError:
+            pass
+
+    # --- tamper checks ------------------------------------------------------------------------
+    def _violation(self, what: str, detail: str) -> None:
+        key = f"{what}:{detail}"
+        if key not in self._reported_violations:
+            self._reported_violations.add(key)
+            self.emit("integrity", what=what, detail=detail)
+
+    def _is_patched(self, filename: str | None) -> bool:
+        return bool(filename) and os.path.realpath(filename) in self._patched
+
+    def check_machinery(self) -> None:
+        for name in _changed(self._machinery_snapshot, _machinery()):
+            self._violation("replaced", name)
+
+    def check_namespace(self) -> None:
+        for name in _changed(self._namespace_snapshot, _namespace()):
+            self._violation("replaced", name)
+
+    def check_hooks(self, config: pytest.Config) -> None:
+        for hook_name in ("pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_protocol",
+                          "pytest_runtest_call", "pytest_pyfunc_call", "pytest_report_teststatus",
+                          "pytest_collection_modifyitems", "pytest_deselected", "pytest_ignore_collect",
+                          "pytest_collect_file", "pytest_sessionfinish", "pytest_terminal_summary",
+                          "pytest_runtest_setup", "pytest_runtest_teardown", "pytest_collection"):
+            caller = getattr(config.pluginmanager.hook, hook_name, None)
+            if caller is None or not hasattr(caller, "get_hookimpls"):
+                continue
+            for impl in caller.get_hookimpls():
+                code = getattr(impl.function, "__code__", None)
+                if code is not None and self._is_patched(code.co_filename):
+                    self._violation("hook_from_patched_file", f"{hook_name} in {os.path.relpath(code.co_filename, self._testbed)}")
+
+    # --- pytest hooks -------------------------------------------------------------------------
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+        yield
+        excinfo = call.excinfo
+        if excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
+            origin = None
+            for entry in reversed(excinfo.traceback):
+                filename = str(entry.path)
+                if "/_pytest/" in filename or "/pluggy/" in filename:
+                    continue
+                origin = filename
+                break
+            if self._is_patched(origin):
+                self._untrusted[item.nodeid] = os.path.relpath(origin, self._testbed)
+
+    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+        self.check_machinery()
+        phases = self._phases.setdefault(report.nodeid, {})
+        if report.when == "call":
+            if report.passed:
+                phases["call"] = "XPASS" if hasattr(report, "wasxfail") else "PASSED"
+            elif report.skipped:
+                phases["call"] = "XFAIL" if hasattr(report, "wasxfail") else "SKIPPED"
+            else:
+                phases["call"] = "FAILED"
+        elif report.when == "setup":
+            if report.failed:
+                phases["setup"] = "ERROR"
+            elif report.skipped:
+                phases["setup"] = "XFAIL" if hasattr(report, "wasxfail") else "SKIPPED"
+        elif report.when == "teardown":
+            self.check_namespace()
+            if report.failed:
+                phases["teardown"] = "ERROR"
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
+        phases = self._phases.pop(nodeid, {})
+        status = phases.get("setup") or phases.get("call") or "ERROR"
+        if phases.get("teardown") == "ERROR":
+            status = "ERROR"
+        fields: dict[str, object] = {"id": nodeid, "status": status}
+        if nodeid in self._untrusted and status in ("SKIPPED", "XFAIL"):
+            fields["status"] = "FAILED"
+            fields["note"] = f"{status.lower()} raised from patched file {self._untrusted[nodeid]}"
+            self._violation("skip_from_patched_file", f"{nodeid} ({self._untrusted[nodeid]})")
+        self.emit("test", **fields)
+
+    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+        if report.failed:
+            self.emit("collect", id=report.nodeid, status="ERROR")
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_finish(self, session: pytest.Session) -> None:
+        self.check_machinery()
+        self.check_hooks(session.config)
+        self.emit("collected", count=len(session.items))
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+        self.check_machinery()
+        self.check_namespace()
+        self.check_hooks(session.config)
+        self.emit("end", exitstatus=int(exitstatus), testsfailed=int(session.testsfailed),
+                  testscollected=int(session.testscollected))
+        try:
+            os.close(self._fd)
+        except OSError:
+            pass
+
+
+def _claim() -> Reporter | None:
+    config = _read_config()
+    if not config:
+        return None
+    try:
+        key = bytes.fromhex(config.pop("key"))
+        fd = os.open(config["results"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    except (KeyError, ValueError, OSError):
+        return None
+    mac = hmac.new(key, digestmod=hashlib.sha256)
+    del key
+    reporter = Reporter(config, mac, fd)
+    reporter.emit("start", pid=os.getpid(), python=sys.version.split()[0], pytest=pytest.__version__)
+    return reporter
+
+
+_pending = _claim()
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    global _pending
+    if _pending is not None and not _state["claimed"]:
+        _state["claimed"] = True
+        config.pluginmanager.register(_pending, "patchgym-grading-reporter")
+        _pending = None

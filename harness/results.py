@@ -1,0 +1,114 @@
+"""Reading the signed result stream that patchgym.harness.pytest_reporter writes in the sandbox.
+
+`new_channel()` makes the secrets for one test run (a fresh HMAC key and nonce, never reused);
+`channel_config()` is what the plugin reads on stdin; `read_stream()` verifies every line (signature,
+sequence without gaps, a `start` first and an `end` last) and folds it into `StreamResults`. A
+stream that fails verification is reported as such (`problems`), never partly trusted: the grader
+then treats the run as not resolved.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import json
+import secrets
+from dataclasses import dataclass, field
+from pathlib import Path
+
+PLUGIN_MODULE = "patchgym_grading_reporter"
+PLUGIN_SOURCE = Path(__file__).with_name("pytest_reporter.py")
+
+
+@dataclass(frozen=True)
+class Channel:
+    key: bytes
+    nonce: str
+    workdir: str  # in the sandbox: holds the plugin module and the results file
+
+    @property
+    def results_path(self) -> str:
+        return f"{self.workdir}/results.jsonl"
+
+    @property
+    def plugin_path(self) -> str:
+        return f"{self.workdir}/{PLUGIN_MODULE}.py"
+
+
+@dataclass
+class StreamResults:
+    tests: dict[str, str] = field(default_factory=dict)  # node id -> status
+    notes: dict[str, str] = field(default_factory=dict)  # node id -> why a status was changed
+    collect_errors: list[str] = field(default_factory=list)
+    integrity: list[str] = field(default_factory=list)  # tampering the plugin saw, "what: detail"
+    started: bool = False
+    ended: bool = False
+    exitstatus: int | None = None
+    problems: list[str] = field(default_factory=list)  # why the stream itself cannot be trusted
+
+    @property
+    def trustworthy(self) -> bool:
+        return self.started and self.ended and not self.problems
+
+
+def new_channel() -> Channel:
+    return Channel(key=secrets.token_bytes(32), nonce=secrets.token_hex(16),
+                   workdir=f"/tmp/.patchgym-grade-{secrets.token_hex(8)}")
+
+
+def channel_config(channel: Channel, *, patched_files: list[str], testbed: str) -> str:
+    """The JSON the plugin reads from stdin."""
+    return json.dumps({"key": channel.key.hex(), "nonce": channel.nonce, "results": channel.results_path,
+                       "patched_files": patched_files, "testbed": testbed})
+
+
+def _signature(channel: Channel, seq: int, payload: str) -> str:
+    return hmac.new(channel.key, f"{channel.nonce}\n{seq}\n{payload}".encode(), hashlib.sha256).hexdigest()
+
+
+def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
+    out = StreamResults()
+    if data is None:
+        out.problems.append("no result stream was written (the test process never loaded the reporter, or the file was removed)")
+        return out
+    expected_seq = 0
+    for number, raw in enumerate(data.decode("utf-8", errors="replace").splitlines(), start=1):
+        payload, sep, signature = raw.rpartition("\t")
+        if not sep or not hmac.compare_digest(_signature(channel, expected_seq, payload), signature):
+            out.problems.append(f"line {number} of the result stream has a bad signature or is out of sequence")
+            return out
+        try:
+            record = json.loads(payload)
+        except ValueError:
+            out.problems.append(f"line {number} of the result stream is not JSON")
+            return out
+        expected_seq += 1
+        kind = record.get("kind")
+        if out.ended:
+            out.problems.append("records after the end record")
+            return out
+        if kind == "start":
+            out.started = True
+        elif not out.started:
+            out.problems.append("the stream does not begin with a start record")
+            return out
+        elif kind == "test":
+            test_id, status = str(record.get("id")), str(record.get("status"))
+            previous = out.tests.get(test_id)
+            # One id reported twice (reruns): the worse outcome stands.
+            if previous is None or status in ("FAILED", "ERROR"):
+                out.tests[test_id] = status
+            if record.get("note"):
+                out.notes[test_id] = str(record["note"])
+        elif kind == "collect":
+            out.collect_errors.append(str(record.get("id")))
+        elif kind == "integrity":
+            out.integrity.append(f"{record.get('what')}: {record.get('detail')}")
+        elif kind == "end":
+            out.ended = True
+            out.exitstatus = int(record.get("exitstatus", -1))
+    if out.started and not out.ended:
+        out.problems.append("the result stream has no end record (the test process died or exited early)")
+    if not out.started:
+        out.problems.append("the result stream is empty")
+    return out

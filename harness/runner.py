@@ -1,0 +1,82 @@
+"""Running a task's tests in a grading sandbox, with the signed reporter in place.
+
+`test_command(task, present)` is the command: the task's `test_cmd`, or for `log_parser: pytest`
+`python -m pytest -rA -p no:cacheprovider <test files>` (the files named by the test ids and the
+test files `test_patch` touches), for `unittest` `python -m unittest -v <test ids>`.
+
+`run_tests` writes the reporter plugin into a fresh directory under the sandbox's /tmp, runs the
+command with a controlled environment (`PYTEST_ADDOPTS` replaced by `-p no:cacheprovider`,
+`PYTHONDONTWRITEBYTECODE=1`, the plugin on `PYTEST_PLUGINS`), passes the plugin its key on stdin,
+and collects the output and the signed stream.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+
+from patchgym.harness.neutralize import looks_like_test
+from patchgym.harness.results import PLUGIN_MODULE, PLUGIN_SOURCE, Channel, channel_config, new_channel
+from patchgym.harness.sandbox.base import CommandResult, Sandbox
+from patchgym.tasks.model import Task, file_of_test_id
+from patchgym.tasks.patches import files_touched
+from patchgym.tasks.prepared import TESTBED
+
+_DIRECT_PYTEST = re.compile(r"^\s*(?:(?:python3?|\S*/python3?)\s+-m\s+pytest|pytest|py\.test)(?:\s|$)")
+_SHELL_OPERATORS = re.compile(r"[;&|`$()<>]|\n")
+
+
+def pytest_files(task: Task) -> list[str]:
+    files: list[str] = []
+    for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]:
+        path = file_of_test_id(test_id, "pytest")
+        if path and path not in files:
+            files.append(path)
+    for path in files_touched(task.test_patch or ""):
+        if path.endswith(".py") and looks_like_test(path) and path not in files and not path.endswith("conftest.py"):
+            files.append(path)
+    return files
+
+
+def test_command(task: Task, present: set[str] | None = None) -> str:
+    """The command that runs the grading tests (files absent after test_patch are left out)."""
+    if task.test_cmd:
+        return task.test_cmd
+    if task.log_parser == "unittest":
+        return "python -m unittest -v " + " ".join(shlex.quote(t) for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
+    files = [f for f in pytest_files(task) if present is None or f in present]
+    return "python -m pytest -rA -p no:cacheprovider " + " ".join(shlex.quote(f) for f in files)
+
+
+def is_direct_pytest(command: str) -> bool:
+    """A single pytest invocation whose exit status is the command's (so the two can be compared)."""
+    return bool(_DIRECT_PYTEST.match(command)) and not _SHELL_OPERATORS.search(command)
+
+
+@dataclass
+class TestRun:
+    command: str
+    result: CommandResult
+    channel: Channel | None
+    stream: bytes | None
+
+
+def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float) -> TestRun:
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider",
+           "PY_COLORS": "0", "NO_COLOR": "1"}
+    stdin = None
+    channel = None
+    if task.log_parser == "pytest":
+        channel = new_channel()
+        sandbox.write_file(channel.plugin_path, PLUGIN_SOURCE.read_bytes())
+        env.update({"PYTEST_PLUGINS": PLUGIN_MODULE, "PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
+        stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED)
+    result = sandbox.run(command, timeout_s=max(1.0, timeout_s), env=env, stdin=stdin)
+    stream = None
+    if channel is not None:
+        try:
+            stream = sandbox.read_file(channel.results_path)
+        except (FileNotFoundError, IsADirectoryError, PermissionError):
+            stream = None
+    return TestRun(command, result, channel, stream)

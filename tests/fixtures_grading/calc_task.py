@@ -1,0 +1,130 @@
+"""A small, real task for the grading tests: a git repository with a bug, its fix and its tests.
+
+`calc` has a broken `add`; the fix is one line. `test_patch` adds the FAIL_TO_PASS tests (one of
+them parametrized with spaces, brackets and unicode in its ids); tests already in the repository are
+PASS_TO_PASS. The repository has a trusted `conftest.py` and pytest configuration at base.
+
+`build_prepared(tmp)` returns a `PreparedTask` made by hand: the repository committed at base and a
+virtual environment on the host interpreter (system site packages, so pytest is there) holding an
+editable-install style `.pth` that puts /testbed on sys.path, as `pip install -e .` would.
+`make_patch(prepared, edits)` turns file edits into a diff against base, the way an agent's
+submission would look.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from patchgym.tasks.model import Task
+from patchgym.tasks.prepared import PreparedTask
+
+BASE_FILES = {
+    "calc/__init__.py": "from calc.ops import add, mul, sub\n\n__all__ = ['add', 'mul', 'sub']\n",
+    "calc/ops.py": (
+        "def add(a, b):\n    return a - b  # bug: should add\n\n\n"
+        "def sub(a, b):\n    return a - b\n\n\n"
+        "def mul(a, b):\n    return a * b\n"
+    ),
+    "tests/__init__.py": "",
+    "tests/conftest.py": (
+        "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
+    ),
+    "tests/test_ops.py": (
+        "from calc import mul, sub\n\n\n"
+        "def test_sub():\n    assert sub(5, 3) == 2\n\n\n"
+        "def test_mul(two):\n    assert mul(two, 3) == 6\n"
+    ),
+    "pyproject.toml": (
+        "[project]\nname = 'calc'\nversion = '0.1'\n\n"
+        "[tool.pytest.ini_options]\nmarkers = ['slowish: a marker the tests use']\n"
+    ),
+    "README.md": "calc\n",
+}
+
+TEST_PATCH_FILES = {
+    "tests/test_add.py": (
+        "import pytest\n\nfrom calc import add\n\n\n"
+        "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+        "@pytest.mark.parametrize('label, a, b', [('two plus [three]', 2, 3), ('caf\u00e9 - x', 1, 1)])\n"
+        "def test_add_labels(label, a, b):\n    assert add(a, b) == a + b\n"
+    ),
+}
+
+GOLD_FILES = {"calc/ops.py": BASE_FILES["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+
+FAIL_TO_PASS = [
+    "tests/test_add.py::test_add",
+    "tests/test_add.py::test_add_labels[two plus [three]-2-3]",
+    "tests/test_add.py::test_add_labels[caf\\xe9 - x-1-1]",
+]
+PASS_TO_PASS = ["tests/test_ops.py::test_sub", "tests/test_ops.py::test_mul"]
+
+
+def git(repo: Path, *args: str) -> str:
+    env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t",
+           "GIT_COMMITTER_EMAIL": "t@t", "GIT_AUTHOR_DATE": "2020-01-01T00:00:00", "GIT_COMMITTER_DATE": "2020-01-01T00:00:00"}
+    return subprocess.run(["git", "-C", str(repo), *args], check=True, capture_output=True, text=True, env=env).stdout
+
+
+def write_files(root: Path, files: dict[str, str | None]) -> None:
+    for rel, content in files.items():
+        path = root / rel
+        if content is None:
+            if path.is_dir():
+                import shutil
+
+                shutil.rmtree(path)
+            elif path.exists() or path.is_symlink():
+                path.unlink()
+            continue
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(content)
+
+
+def diff_of(repo: Path, files: dict[str, str | None], *, extra: list[str] | None = None) -> str:
+    """The diff an agent would submit after writing `files` (None deletes) in a copy of `repo`."""
+    import shutil
+    import tempfile
+
+    work = Path(tempfile.mkdtemp(prefix="pg-patch-"))
+    try:
+        shutil.copytree(repo, work / "r", symlinks=True)
+        write_files(work / "r", files)
+        git(work / "r", "add", "-A")
+        return git(work / "r", "diff", "--cached", "--binary", *(extra or []), "HEAD")
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def build_venv(root: Path) -> Path:
+    venv = root / "venv"
+    if not (venv / "bin" / "python").exists():
+        subprocess.run([sys._base_executable if hasattr(sys, "_base_executable") else sys.executable, "-m", "venv",
+                        "--system-site-packages", "--without-pip", str(venv)], check=True)
+        site = next((venv / "lib").glob("python3*/site-packages"))
+        (site / "__editable__calc.pth").write_text("/testbed\n")
+    return venv
+
+
+def build_prepared(root: Path, *, instance_id: str = "calc-1", base_files: dict[str, str] | None = None,
+                   test_patch_files: dict[str, str] | None = None, gold_files: dict[str, str] | None = None,
+                   fail_to_pass: list[str] | None = None, pass_to_pass: list[str] | None = None,
+                   venv: Path | None = None, **task_fields: object) -> tuple[PreparedTask, str]:
+    """A prepared task under `root` and its gold patch."""
+    repo = root / f"{instance_id}-repo"
+    repo.mkdir(parents=True)
+    git(repo, "init", "-q", "-b", "main")
+    write_files(repo, base_files or BASE_FILES)
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD").strip()
+    test_patch = diff_of(repo, test_patch_files or TEST_PATCH_FILES)
+    gold = diff_of(repo, gold_files or GOLD_FILES)
+    task = Task(instance_id=instance_id, repo="example/calc", base_commit=base, problem_statement="add() subtracts",
+                FAIL_TO_PASS=fail_to_pass or FAIL_TO_PASS, PASS_TO_PASS=PASS_TO_PASS if pass_to_pass is None else pass_to_pass,
+                patch=gold, test_patch=test_patch, **task_fields)
+    venv_dir = venv if venv is not None else build_venv(root)
+    return PreparedTask(task=task, root=root, repo_dir=repo, venv_dir=venv_dir, key="fixture"), gold
