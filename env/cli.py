@@ -1,0 +1,154 @@
+"""`patchgym serve`: prepare the tasks, then serve episodes over HTTP (FastAPI on uvicorn).
+
+Tasks are prepared before the socket accepts requests (progress on stderr). The server binds to
+loopback unless told otherwise; on any other address without `--token` it warns that anyone who can
+reach the port can run commands in its sandboxes. `--port 0` picks a free port; the line
+`patchgym: serving N task(s) at http://HOST:PORT` on stdout says which.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+import sys
+from pathlib import Path
+
+import click
+
+LOOPBACK_NAMES = {"localhost", "ip6-localhost"}
+
+
+def _is_loopback(host: str) -> bool:
+    if host in LOOPBACK_NAMES:
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _bind(host: str, port: int) -> socket.socket:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise click.ClickException(f"cannot listen on {host}:{port}: {exc.strerror or exc}") from None
+    sock.listen(2048)
+    sock.set_inheritable(True)
+    return sock
+
+
+@click.command()
+@click.option("--tasks", "tasks_spec", default="bundled", show_default=True, metavar="TASKS",
+              help="A .jsonl file, a task directory, or `bundled`.")
+@click.option("--id", "ids", multiple=True, help="Serve only this task (repeatable).")
+@click.option("--host", default="127.0.0.1", show_default=True, help="Address to listen on (loopback by default).")
+@click.option("--port", default=8000, show_default=True, type=click.IntRange(0, 65535), help="0 picks a free port.")
+@click.option("--token", envvar="PATCHGYM_TOKEN", default=None,
+              help="Require 'Authorization: Bearer TOKEN' on every route but /health (env PATCHGYM_TOKEN).")
+@click.option("--backend", type=click.Choice(["local", "docker", "modal"]), default="local", show_default=True,
+              help="Sandbox backend.")
+@click.option("--max-episodes", default=64, show_default=True, type=click.IntRange(1, 100_000),
+              help="Live episodes at once; more answer 503 with Retry-After.")
+@click.option("--episode-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Append every finished episode (task, transcript, diff, verdict) to this JSONL file.")
+@click.option("--idle-ttl", default=900.0, show_default=True, type=click.FloatRange(min=1),
+              help="Seconds without a request before an episode is closed.")
+@click.option("--max-turns", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--command-timeout", default=120.0, show_default=True, type=click.FloatRange(min=0.1, max=86400),
+              help="Seconds one bash command may run.")
+@click.option("--wall-time", default=3600.0, show_default=True, type=click.FloatRange(min=1, max=7 * 86400),
+              help="Seconds one episode may run.")
+@click.option("--max-format-errors", default=3, show_default=True, type=click.IntRange(1, 10_000),
+              help="Malformed steps in a row before an episode ends with format_error.")
+@click.option("--parser", default="auto", show_default=True, help="Default tool-call parser for text steps.")
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Task store (default $PATCHGYM_HOME/tasks).")
+@click.option("--prepare-workers", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
+              show_default=True)
+def serve(
+    tasks_spec: str, ids: tuple[str, ...], host: str, port: int, token: str | None, backend: str,
+    max_episodes: int, episode_log: Path | None, idle_ttl: float, max_turns: int, command_timeout: float,
+    wall_time: float, max_format_errors: int, parser: str, store: Path | None, prepare_workers: int,
+    log_level: str,
+) -> None:
+    """Serve coding episodes over HTTP (OpenAPI at /openapi.json)."""
+    import uvicorn
+
+    from patchgym.env.config import ServerConfig
+    from patchgym.env.limits import EpisodeLimits
+    from patchgym.env.server import create_app
+    from patchgym.env.toolcalls import PARSERS
+    from patchgym.harness.sandbox.base import get_factory
+
+    if parser not in PARSERS:
+        raise click.BadParameter(f"unknown parser {parser!r}: choose one of {', '.join(sorted(PARSERS))}",
+                                 param_hint="--parser")
+    if token is not None and not token.strip():
+        raise click.BadParameter("the token is empty", param_hint="--token")
+    if not _is_loopback(host) and not token:
+        click.secho(f"warning: serving on {host} without --token: anyone who can reach this port can run "
+                    "commands in its sandboxes", fg="yellow", err=True)
+    try:
+        limits = EpisodeLimits(max_turns=max_turns, command_timeout_s=command_timeout, wall_time_s=wall_time,
+                               max_format_errors=max_format_errors)
+        config = ServerConfig(limits=limits, backend=backend, token=token, max_episodes=max_episodes,
+                              idle_ttl_s=idle_ttl, default_parser=parser,
+                              episode_log=str(episode_log) if episode_log else None)
+        config.ceilings = config.ceilings.model_copy(update={
+            name: max(getattr(config.ceilings, name), getattr(limits, name)) for name in limits.model_fields
+        })
+    except ValueError as exc:
+        raise click.ClickException(f"invalid limits: {exc}") from None
+    try:
+        factory = get_factory(backend)
+    except Exception as exc:  # noqa: BLE001 - a backend that cannot start here (no docker, no credentials)
+        raise click.ClickException(f"the {backend} sandbox backend is not available: {exc}") from None
+
+    sock = _bind(host, port)  # before preparing: a taken port fails fast
+    prepared = _prepare(tasks_spec, ids, store, prepare_workers)
+    app = create_app(prepared, config, factory=factory)
+    bound_host, bound_port = sock.getsockname()[:2]
+    shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+    click.echo(f"patchgym: serving {len(prepared)} task(s) at http://{shown}:{bound_port} "
+               f"(backend {backend}, max {max_episodes} episodes{', token required' if token else ''})")
+    sys.stdout.flush()
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=30,
+                                           access_log=log_level == "debug"))
+    server.run(sockets=[sock])
+
+
+def _prepare(tasks_spec: str, ids: tuple[str, ...], store: Path | None, workers: int) -> dict:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from patchgym.env.tasks_setup import prepare_tasks
+    from patchgym.tasks.loaders import TaskFileError
+    from patchgym.tasks.prepare import PrepareError
+
+    console = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console) as progress:
+        bar = progress.add_task("preparing tasks", total=None)
+
+        def on_loaded(tasks: list) -> None:
+            progress.update(bar, total=len(tasks))
+
+        def on_done(task, prepared, error) -> None:  # noqa: ANN001
+            mark = "[green]ok[/]" if error is None else f"[red]failed[/] {error}"
+            progress.console.print(f"{mark} {task.instance_id}")
+            progress.advance(bar)
+
+        try:
+            return prepare_tasks(tasks_spec, ids=ids, store=store, workers=workers, on_loaded=on_loaded,
+                                 on_done=on_done)
+        except (TaskFileError, PrepareError, ValueError) as exc:
+            raise click.ClickException(str(exc).strip("'\"")) from None
+        except KeyError as exc:
+            raise click.ClickException(str(exc.args[0]) if exc.args else str(exc)) from None

@@ -1,0 +1,335 @@
+"""The Python client of the episode service: `EnvClient` (sync) and `AsyncEnvClient` (asyncio), on httpx.
+
+Both speak to a server over HTTP, or to an app in the same process with the same interface:
+
+    client = EnvClient("http://127.0.0.1:8000", token="...")
+    client = EnvClient.in_process(tasks="bundled")          # builds the app here, no network
+    started = client.start_episode("task-id")               # .episode_id, .messages, .tools
+    result = client.step(started.episode_id, tool_calls=[{"name": "bash", "arguments": {"command": "ls"}}])
+    result = client.step(started.episode_id, text="<tool_call>{...}</tool_call>")
+    result.done, result.status, result.reward
+
+Errors from the server raise `EnvError` (status code and the server's message); a full server raises
+`EnvBusy` with its Retry-After unless `busy_retries` lets the client wait and try again.
+This module is all the RL loop may import from `patchgym.env`: the server is imported only when an
+in-process client is built from tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
+from typing import Any, Iterable, Mapping
+
+import httpx
+
+from patchgym.env.limits import LimitOverrides
+from patchgym.env.schemas import EpisodeStarted, EpisodeState, Health, StepResult, TaskInfo
+
+DEFAULT_URL = "http://127.0.0.1:8000"
+IN_PROCESS_URL = "http://patchgym.in-process"
+
+
+class EnvError(RuntimeError):
+    """The server answered with an error; `message` is its explanation."""
+
+    def __init__(self, status_code: int, message: str, detail: Any = None) -> None:
+        super().__init__(f"{status_code}: {message}")
+        self.status_code, self.message, self.detail = status_code, message, detail
+
+
+class EnvBusy(EnvError):
+    """503: the server runs its maximum of episodes; try again after `retry_after_s`."""
+
+    def __init__(self, status_code: int, message: str, detail: Any, retry_after_s: float) -> None:
+        super().__init__(status_code, message, detail)
+        self.retry_after_s = retry_after_s
+
+
+# --- request building and response reading, shared by both clients ------------------------------
+def _call_dict(call: Any) -> dict[str, Any]:
+    if isinstance(call, Mapping):
+        return dict(call)
+    out = {"name": call.name, "arguments": call.arguments}  # a ToolCall or anything shaped like one
+    if getattr(call, "id", None):
+        out["id"] = call.id
+    return out
+
+
+def _step_body(tool_calls: Iterable[Any] | None, text: str | None) -> dict[str, Any]:
+    if (tool_calls is None) == (text is None):
+        raise ValueError("give exactly one of tool_calls and text")
+    if text is not None:
+        return {"text": text}
+    return {"tool_calls": [_call_dict(call) for call in tool_calls or []]}
+
+
+def _start_body(task_id: str, limits: LimitOverrides | Mapping[str, Any] | None, parser: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {"task_id": task_id}
+    if limits is not None:
+        body["limits"] = limits.model_dump(exclude_none=True) if isinstance(limits, LimitOverrides) else dict(limits)
+    if parser is not None:
+        body["parser"] = parser
+    return body
+
+
+def _raise_for(response: httpx.Response) -> None:
+    if response.status_code < 400:
+        return
+    try:
+        payload = response.json()
+        message = payload.get("error") or str(payload)
+        detail = payload.get("detail")
+    except ValueError:
+        message, detail = response.text[:2000] or response.reason_phrase, None
+    if response.status_code == 503:
+        try:
+            retry_after = float(response.headers.get("retry-after", "5"))
+        except ValueError:
+            retry_after = 5.0
+        raise EnvBusy(503, message, detail, retry_after)
+    raise EnvError(response.status_code, message, detail)
+
+
+def _headers(token: str | None) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"} if token else {}
+
+
+def _build_app(app: Any, tasks: Any, config: Any) -> Any:
+    if app is not None:
+        return app
+    if tasks is None:
+        raise ValueError("give an app, or tasks to build one from")
+    from patchgym.env.server import create_app  # only here: HTTP clients never load the server
+    from patchgym.env.tasks_setup import prepare_tasks
+
+    prepared = prepare_tasks(tasks) if isinstance(tasks, str) else tasks
+    return create_app(prepared, config)
+
+
+# --- in-process transports -----------------------------------------------------------------------
+class InProcessTransport(httpx.BaseTransport):
+    """A sync httpx transport that serves requests with an ASGI app on an event loop in a thread.
+
+    The app's lifespan (reaper, worker threads, shutdown of every sandbox) runs as it would under
+    uvicorn: started here, stopped by `close()`.
+    """
+
+    def __init__(self, app: Any) -> None:
+        import anyio.from_thread
+
+        self._portal_cm = anyio.from_thread.start_blocking_portal()
+        self._portal = self._portal_cm.__enter__()
+        self._lifespan = self._portal.wrap_async_context_manager(app.router.lifespan_context(app))
+        self._lifespan.__enter__()
+        self._asgi = httpx.ASGITransport(app=app)
+        self._closed = False
+        self._lock = threading.Lock()
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        request.read()
+
+        async def send() -> tuple[int, list[tuple[bytes, bytes]], bytes]:
+            response = await self._asgi.handle_async_request(request)
+            body = await response.aread()
+            return response.status_code, response.headers.raw, body
+
+        status, headers, body = self._portal.call(send)
+        return httpx.Response(status, headers=headers, content=body, request=request)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+        try:
+            self._lifespan.__exit__(None, None, None)
+        finally:
+            self._portal_cm.__exit__(None, None, None)
+
+
+class AsyncInProcessTransport(httpx.AsyncBaseTransport):
+    """An async httpx transport over an ASGI app in this event loop, with its lifespan."""
+
+    def __init__(self, app: Any) -> None:
+        self._app = app
+        self._asgi = httpx.ASGITransport(app=app)
+        self._lifespan: AbstractAsyncContextManager[Any] | None = None
+        self._start_lock = asyncio.Lock()
+
+    async def startup(self) -> None:
+        async with self._start_lock:
+            if self._lifespan is None:
+                self._lifespan = self._app.router.lifespan_context(self._app)
+                await self._lifespan.__aenter__()
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        if self._lifespan is None:
+            await self.startup()
+        return await self._asgi.handle_async_request(request)
+
+    async def aclose(self) -> None:
+        if self._lifespan is not None:
+            lifespan, self._lifespan = self._lifespan, None
+            await lifespan.__aexit__(None, None, None)
+
+
+# --- the clients -------------------------------------------------------------------------------------
+class EnvClient(AbstractContextManager["EnvClient"]):
+    """Blocking client. Thread-safe (httpx.Client is), so one client can serve many rollout threads."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout_s: float = 3600.0,
+        busy_retries: int = 0,
+        transport: httpx.BaseTransport | None = None,
+        max_connections: int = 512,
+    ) -> None:
+        self.busy_retries = busy_retries
+        self._http = httpx.Client(
+            base_url=base_url,
+            headers=_headers(token),
+            timeout=httpx.Timeout(timeout_s, connect=30.0),
+            transport=transport,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        )
+
+    @classmethod
+    def in_process(cls, app: Any = None, *, tasks: Any = None, config: Any = None, token: str | None = None) -> "EnvClient":
+        """A client over an app in this process (built from `tasks` and `config` when no app is given)."""
+        return cls(IN_PROCESS_URL, token=token, transport=InProcessTransport(_build_app(app, tasks, config)))
+
+    def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        attempt = 0
+        while True:
+            response = self._http.request(method, path, **kwargs)
+            try:
+                _raise_for(response)
+            except EnvBusy as busy:
+                if attempt >= self.busy_retries:
+                    raise
+                attempt += 1
+                time.sleep(min(busy.retry_after_s, 60.0))
+                continue
+            return response.json()
+
+    def health(self) -> Health:
+        return Health.model_validate(self._request("GET", "/health"))
+
+    def tasks(self) -> list[TaskInfo]:
+        return [TaskInfo.model_validate(t) for t in self._request("GET", "/tasks")["tasks"]]
+
+    def start_episode(
+        self, task_id: str, *, limits: LimitOverrides | Mapping[str, Any] | None = None, parser: str | None = None
+    ) -> EpisodeStarted:
+        return EpisodeStarted.model_validate(self._request("POST", "/episodes", json=_start_body(task_id, limits, parser)))
+
+    def step(self, episode_id: str, *, tool_calls: Iterable[Any] | None = None, text: str | None = None) -> StepResult:
+        body = _step_body(tool_calls, text)
+        return StepResult.model_validate(self._request("POST", f"/episodes/{episode_id}/step", json=body))
+
+    def get_episode(self, episode_id: str) -> EpisodeState:
+        return EpisodeState.model_validate(self._request("GET", f"/episodes/{episode_id}"))
+
+    def delete_episode(self, episode_id: str) -> EpisodeState:
+        return EpisodeState.model_validate(self._request("DELETE", f"/episodes/{episode_id}"))
+
+    def grade(self, task_id: str, patch: str) -> dict[str, Any]:
+        return self._request("POST", "/grade", json={"task_id": task_id, "patch": patch})
+
+    def close(self) -> None:
+        transport = self._http._transport  # the in-process transport owns an event loop thread
+        self._http.close()
+        if isinstance(transport, InProcessTransport):
+            transport.close()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class AsyncEnvClient(AbstractAsyncContextManager["AsyncEnvClient"]):
+    """asyncio client with the same methods as `EnvClient`, each a coroutine."""
+
+    def __init__(
+        self,
+        base_url: str = DEFAULT_URL,
+        *,
+        token: str | None = None,
+        timeout_s: float = 3600.0,
+        busy_retries: int = 0,
+        transport: httpx.AsyncBaseTransport | None = None,
+        max_connections: int = 512,
+    ) -> None:
+        self.busy_retries = busy_retries
+        self._transport = transport
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            headers=_headers(token),
+            timeout=httpx.Timeout(timeout_s, connect=30.0),
+            transport=transport,
+            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+        )
+
+    @classmethod
+    def in_process(
+        cls, app: Any = None, *, tasks: Any = None, config: Any = None, token: str | None = None
+    ) -> "AsyncEnvClient":
+        """A client over an app in this event loop (built from `tasks` and `config` when no app is given)."""
+        return cls(IN_PROCESS_URL, token=token, transport=AsyncInProcessTransport(_build_app(app, tasks, config)))
+
+    async def _request(self, method: str, path: str, **kwargs: Any) -> Any:
+        attempt = 0
+        while True:
+            response = await self._http.request(method, path, **kwargs)
+            try:
+                _raise_for(response)
+            except EnvBusy as busy:
+                if attempt >= self.busy_retries:
+                    raise
+                attempt += 1
+                await asyncio.sleep(min(busy.retry_after_s, 60.0))
+                continue
+            return response.json()
+
+    async def health(self) -> Health:
+        return Health.model_validate(await self._request("GET", "/health"))
+
+    async def tasks(self) -> list[TaskInfo]:
+        return [TaskInfo.model_validate(t) for t in (await self._request("GET", "/tasks"))["tasks"]]
+
+    async def start_episode(
+        self, task_id: str, *, limits: LimitOverrides | Mapping[str, Any] | None = None, parser: str | None = None
+    ) -> EpisodeStarted:
+        body = _start_body(task_id, limits, parser)
+        return EpisodeStarted.model_validate(await self._request("POST", "/episodes", json=body))
+
+    async def step(
+        self, episode_id: str, *, tool_calls: Iterable[Any] | None = None, text: str | None = None
+    ) -> StepResult:
+        body = _step_body(tool_calls, text)
+        return StepResult.model_validate(await self._request("POST", f"/episodes/{episode_id}/step", json=body))
+
+    async def get_episode(self, episode_id: str) -> EpisodeState:
+        return EpisodeState.model_validate(await self._request("GET", f"/episodes/{episode_id}"))
+
+    async def delete_episode(self, episode_id: str) -> EpisodeState:
+        return EpisodeState.model_validate(await self._request("DELETE", f"/episodes/{episode_id}"))
+
+    async def grade(self, task_id: str, patch: str) -> dict[str, Any]:
+        return await self._request("POST", "/grade", json={"task_id": task_id, "patch": patch})
+
+    async def __aenter__(self) -> "AsyncEnvClient":
+        if isinstance(self._transport, AsyncInProcessTransport):
+            await self._transport.startup()
+        return self
+
+    async def aclose(self) -> None:
+        await self._http.aclose()  # closes the transport too (and with it an in-process app's lifespan)
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()

@@ -1,0 +1,143 @@
+"""A tiny task built from scratch, for tests and benchmarks that must not depend on the bundled suite.
+
+`make_toy_task(workdir)` writes a git repository with a one-character bug (`add` subtracts), a
+passing test (`tests/test_mul.py`), and a task whose hidden `test_patch` adds the test that catches
+the bug. Tests use the standard library's unittest, so the task needs no network and no setup.
+`toy_fix_calls()` and `toy_wrong_fix_calls()` are editor tool calls that fix it or do not.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+from typing import Any
+
+from patchgym.tasks.model import Task
+
+CALC = '''"""A tiny calculator."""
+
+
+def add(a, b):
+    """Return the sum of a and b."""
+    return a - b
+
+
+def mul(a, b):
+    """Return the product of a and b."""
+    return a * b
+'''
+
+TEST_MUL = '''import unittest
+
+from calc import mul
+
+
+class TestMul(unittest.TestCase):
+    def test_mul(self):
+        self.assertEqual(mul(3, 4), 12)
+'''
+
+GOLD_PATCH = """diff --git a/calc.py b/calc.py
+--- a/calc.py
++++ b/calc.py
+@@ -3,7 +3,7 @@
+ 
+ def add(a, b):
+     \"\"\"Return the sum of a and b.\"\"\"
+-    return a - b
++    return a + b
+ 
+ 
+ def mul(a, b):
+"""
+
+TEST_PATCH = """diff --git a/tests/test_add.py b/tests/test_add.py
+new file mode 100644
+--- /dev/null
++++ b/tests/test_add.py
+@@ -0,0 +1,8 @@
++import unittest
++
++from calc import add
++
++
++class TestAdd(unittest.TestCase):
++    def test_add(self):
++        self.assertEqual(add(2, 3), 5)
+"""
+
+PROBLEM = "calc.add returns the wrong result: add(2, 3) gives -1, but it should give 5."
+
+GIT_ENV = {
+    "GIT_AUTHOR_NAME": "Toy Author",
+    "GIT_AUTHOR_EMAIL": "toy@example.invalid",
+    "GIT_COMMITTER_NAME": "Toy Author",
+    "GIT_COMMITTER_EMAIL": "toy@example.invalid",
+    "GIT_AUTHOR_DATE": "2024-01-01T00:00:00Z",
+    "GIT_COMMITTER_DATE": "2024-01-01T00:00:00Z",
+    "GIT_CONFIG_NOSYSTEM": "1",
+}
+
+
+def _git(repo: Path, *args: str) -> str:
+    env = {**os.environ, **GIT_ENV, "HOME": str(repo.parent)}
+    return subprocess.run(["git", "-C", str(repo), *args], env=env, check=True, capture_output=True, text=True).stdout
+
+
+def make_toy_repo(dest: Path) -> str:
+    """Write the buggy repository at `dest` and commit it; returns the base commit."""
+    dest.mkdir(parents=True, exist_ok=True)
+    (dest / "calc.py").write_text(CALC)
+    (dest / "tests").mkdir(exist_ok=True)
+    (dest / "tests" / "__init__.py").write_text("")
+    (dest / "tests" / "test_mul.py").write_text(TEST_MUL)
+    (dest / "run.sh").write_text("#!/bin/sh\npython -c 'import calc; print(calc.add(2, 3))'\n")
+    (dest / "run.sh").chmod(0o755)
+    _git(dest, "init", "-q", "-b", "main")
+    _git(dest, "add", "-A")
+    _git(dest, "commit", "-q", "-m", "A tiny calculator")
+    return _git(dest, "rev-parse", "HEAD").strip()
+
+
+def make_toy_task(workdir: Path, instance_id: str = "toy__calc-1") -> Task:
+    """The task over a fresh toy repository under `workdir` (its `source` is that repository)."""
+    repo = workdir / "toy-repo"
+    base = make_toy_repo(repo)
+    return Task(
+        instance_id=instance_id,
+        repo="toy/calc",
+        source=str(repo),
+        base_commit=base,
+        problem_statement=PROBLEM,
+        patch=GOLD_PATCH,
+        test_patch=TEST_PATCH,
+        FAIL_TO_PASS=["tests.test_add.TestAdd.test_add"],
+        PASS_TO_PASS=["tests.test_mul.TestMul.test_mul"],
+        log_parser="unittest",
+        test_cmd="python -m unittest -v tests.test_add tests.test_mul",
+    )
+
+
+def toy_fix_calls() -> list[dict[str, Any]]:
+    """Editor calls that fix the toy task, then submit."""
+    return [
+        {
+            "name": "str_replace_editor",
+            "arguments": {"command": "str_replace", "path": "/testbed/calc.py", "old_str": "return a - b",
+                          "new_str": "return a + b"},
+        },
+        {"name": "submit", "arguments": {}},
+    ]
+
+
+def toy_wrong_fix_calls() -> list[dict[str, Any]]:
+    """Editor calls that change the code without fixing it, then submit."""
+    return [
+        {
+            "name": "str_replace_editor",
+            "arguments": {"command": "str_replace", "path": "/testbed/calc.py", "old_str": "return a - b",
+                          "new_str": "return a * b"},
+        },
+        {"name": "submit", "arguments": {}},
+    ]
