@@ -71,20 +71,20 @@ def dense_coefficients(p: Tensor, q: Tensor, spec: DenseCentering) -> Tensor:
 
 
 def _scaled_rows(
+    out: Tensor,
     logits_rows: Tensor,
     temperature: float,
     support_rows: Tensor | None,
 ) -> Tensor:
-    """A fresh float32 copy of logits_rows / temperature, masked outside the support."""
-    if logits_rows.dtype == torch.float32:
-        x = logits_rows / temperature if temperature != 1.0 else logits_rows.clone()
-    else:
-        x = logits_rows.float()
-        if temperature != 1.0:
-            x.div_(temperature)
+    """Write logits_rows / temperature as float32 into `out` (a reused workspace), masked
+    outside the support, and return it. Reusing one buffer across chunks avoids paying fresh
+    page faults for every chunk."""
+    out.copy_(logits_rows)
+    if temperature != 1.0:
+        out.div_(temperature)
     if support_rows is not None:
-        x.masked_fill_(~support_rows, _MASKED_LOGIT)
-    return x
+        out.masked_fill_(~support_rows, _MASKED_LOGIT)
+    return out
 
 
 def _rowwise_dot(a: Tensor, b: Tensor) -> Tensor:
@@ -121,15 +121,19 @@ class _GatheredLogSoftmax(torch.autograd.Function):
         lse = torch.empty(n_tokens, dtype=torch.float32, device=device)
         entropy = torch.empty(n_tokens if with_entropy else 0, dtype=torch.float32, device=device)
         center = torch.empty(n_tokens if dense_logq is not None else 0, dtype=torch.float32, device=device)
+        rows = min(chunk_size, n_tokens)
+        work_x = torch.empty((rows, logits.shape[1]), dtype=torch.float32, device=device)
+        need_exp_copy = with_entropy or dense_logq is not None
+        work_e = torch.empty_like(work_x) if need_exp_copy else None
         for r0 in range(0, n_tokens, chunk_size):
             r1 = min(n_tokens, r0 + chunk_size)
             support_rows = _support_rows(support_mask, unmasked_rows, r0, r1)
-            x = _scaled_rows(logits[r0:r1], temperature, support_rows)
+            x = _scaled_rows(work_x[: r1 - r0], logits[r0:r1], temperature, support_rows)
             row_max = x.amax(dim=1, keepdim=True)
             x.sub_(row_max)
             shifted_at = x.gather(1, index[r0:r1])
-            if with_entropy or dense_logq is not None:
-                e = torch.exp(x)
+            if need_exp_copy:
+                e = torch.exp(x, out=work_e[: r1 - r0])
                 total = e.sum(dim=1)
                 log_total = total.log()
                 if with_entropy:
@@ -138,7 +142,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
                     logp = x.sub_(log_total.unsqueeze(1))
                     p = e.div_(total.unsqueeze(1))
                     del e
-                    q = dense_logq[r0:r1].float().exp_()
+                    q = torch.exp(dense_logq[r0:r1].float())
                     if support_rows is not None:
                         q.masked_fill_(~support_rows, 0.0)
                     coefficients = dense_coefficients(p, q, centering)
@@ -148,7 +152,6 @@ class _GatheredLogSoftmax(torch.autograd.Function):
             else:
                 total = x.exp_().sum(dim=1)
                 log_total = total.log()
-            del x
             logp_at[r0:r1] = shifted_at - log_total.unsqueeze(1)
             lse[r0:r1] = row_max.squeeze(1) + log_total
         ctx.save_for_backward(logits, index, support_mask, unmasked_rows, dense_logq, lse)
@@ -168,18 +171,19 @@ class _GatheredLogSoftmax(torch.autograd.Function):
         inv_t = 1.0 / temperature
         grad_logp_at = grad_logp_at.float()
         has_center = dense_logq is not None and grad_center is not None and grad_center.numel() > 0
+        work = torch.empty((min(chunk_size, n_tokens), logits.shape[1]), dtype=torch.float32, device=logits.device)
         for r0 in range(0, n_tokens, chunk_size):
             r1 = min(n_tokens, r0 + chunk_size)
             support_rows = _support_rows(support_mask, unmasked_rows, r0, r1)
             g_at = grad_logp_at[r0:r1]
             # d/dx_j of sum_m g_m log p(i_m) = g_j(scattered) - (sum_m g_m) p_j
             p_scale = -g_at.sum(dim=1)
-            p = _scaled_rows(logits[r0:r1], temperature, support_rows)
+            p = _scaled_rows(work[: r1 - r0], logits[r0:r1], temperature, support_rows)
             p.sub_(lse[r0:r1].unsqueeze(1)).exp_()
             if has_center:
                 # d/dx_j of g_c * sum_v c_v log p_v = g_c * (c_j - (sum_v c_v) p_j)
                 g_c = grad_center[r0:r1].float()
-                q = dense_logq[r0:r1].float().exp_()
+                q = torch.exp(dense_logq[r0:r1].float())
                 if support_rows is not None:
                     q.masked_fill_(~support_rows, 0.0)
                 coefficients = dense_coefficients(p, q, ctx.centering)
@@ -192,7 +196,6 @@ class _GatheredLogSoftmax(torch.autograd.Function):
                 p.mul_((p_scale * inv_t).unsqueeze(1))
             p.scatter_add_(1, index[r0:r1], g_at * inv_t)
             grad_logits[r0:r1].copy_(p)
-            del p
         return grad_logits, None, None, None, None, None, None, None, None
 
 
