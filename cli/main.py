@@ -19,7 +19,6 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("patchgym.tasks.cli:tasks", "List, prepare and validate task sets."),
     "grade": ("patchgym.harness.cli:grade", "Grade predictions (SWE-bench format) in fresh sandboxes."),
     "serve": ("patchgym.env.cli:serve", "Serve coding episodes over HTTP."),
-    "train": ("patchgym.rl.cli:train", "Run the asynchronous RL loop."),
 }
 
 
