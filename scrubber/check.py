@@ -88,11 +88,20 @@ def _inspect_post_images(facts: RepoFacts, forbidden: dict[str, str]) -> list[Le
         if facts.types.get(oid) != "blob":
             continue
         if oid in facts.reachable:
-            commits = git_text(
-                ["log", "--format=%H", f"--find-object={oid}", facts.base], cwd=facts.cwd
-            ).split()
-            where = ", ".join(f"commit {commit}" for commit in commits) or "base's history"
+            holders = _commits_holding(facts, oid)
+            where = ", ".join(f"commit {commit}" for commit in holders) or "the history of base"
             leaks.append(Leak("post-image", f"post-image of {path} (blob {oid}) found in {where}"))
         else:
             leaks.append(Leak("post-image", f"post-image of {path} (blob {oid}) is in the store, unreachable"))
     return leaks
+
+
+def _commits_holding(facts: RepoFacts, oid: str) -> list[str]:
+    """Commits in base's history whose tree holds blob OID (where it was added or kept)."""
+    changed = git_text(["log", "--format=%H", f"--find-object={oid}", facts.base], cwd=facts.cwd).split()
+    holders = []
+    for commit in changed:
+        listing = run_git(["ls-tree", "-r", commit], cwd=facts.cwd).stdout.decode(errors="replace")
+        if oid in listing:
+            holders.append(commit)
+    return holders

@@ -25,6 +25,12 @@ from patchgym.scrubber.source import OpenedSource, open_source
 BRANCH = "main"
 SQUASH_TRAILER = "Squashed-from"
 _NO_REFLOG = ["-c", "core.logAllRefUpdates=false"]
+# git clears repository-scoped variables (grafts, replace refs, -c settings) before it starts
+# upload-pack in the source, so they are set again inside the command it runs there.
+UPLOAD_PACK = (
+    "env GIT_GRAFT_FILE=/nonexistent/patchgym-no-grafts GIT_NO_REPLACE_OBJECTS=1 "
+    "git -c safe.directory='*' -c uploadpack.allowAnySHA1InWant=true upload-pack"
+)
 
 
 @dataclass(frozen=True)
@@ -107,6 +113,7 @@ def _fetch(source: OpenedSource, want: str, refspec_or_oid: str, dest: Path) -> 
             "--no-auto-gc",
             "--no-recurse-submodules",
             "--no-show-forced-updates",
+            f"--upload-pack={UPLOAD_PACK}",
             str(source.fetch_url),
             refspec_or_oid,
         ],
