@@ -1,0 +1,271 @@
+"""Per-sandbox control groups: memory and process-count limits, limit events, kill-all, removal.
+
+Three modes, picked once per factory by `detect()`:
+
+* ``v2``: a cgroup2 hierarchy whose root offers the ``memory`` and ``pids`` controllers; each
+  sandbox gets ``<root>/patchgym/<name>`` with ``memory.max``, ``memory.swap.max`` and ``pids.max``.
+* ``v1``: the legacy ``memory`` and ``pids`` hierarchies (``/sys/fs/cgroup/{memory,pids}``); each
+  sandbox gets ``patchgym/<name>`` in both, with ``memory.limit_in_bytes`` (and memsw) and
+  ``pids.max``.
+* ``none``: no usable hierarchy; the caller falls back to rlimits (RLIMIT_AS, RLIMIT_NPROC), which
+  are weaker (RLIMIT_NPROC does not bind uid 0).
+
+Processes are placed in a sandbox's groups by pid before they run the agent's command (see
+local.py); everything they fork inherits the groups, which is what makes "kill the whole tree"
+and "count every process" exact.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+PARENT = "patchgym"
+
+
+@dataclass(frozen=True)
+class LimitEvents:
+    """Counters that grow when a limit bites (compared before and after a command)."""
+
+    oom_kills: int = 0
+    pids_max_hits: int = 0
+
+
+def _read_int_field(path: Path, key: str) -> int:
+    try:
+        for line in path.read_text().splitlines():
+            name, _, value = line.partition(" ")
+            if name == key:
+                return int(value)
+    except (FileNotFoundError, ValueError, OSError):
+        pass
+    return 0
+
+
+class SandboxCgroups:
+    """The cgroups of one sandbox (one directory per hierarchy)."""
+
+    def __init__(self, version: str, dirs: list[Path]) -> None:
+        self.version = version
+        self.dirs = dirs
+
+    @property
+    def paths(self) -> list[str]:
+        return [str(d) for d in self.dirs]
+
+    def procs_files(self) -> list[str]:
+        return [str(d / "cgroup.procs") for d in self.dirs]
+
+    def join(self, pid: int) -> None:
+        """Move process `pid` into every group of this sandbox."""
+        for procs in self.procs_files():
+            with open(procs, "w") as handle:
+                handle.write(str(pid))
+
+    def pids(self) -> set[int]:
+        found: set[int] = set()
+        for procs in self.procs_files():
+            try:
+                with open(procs) as handle:
+                    found.update(int(line) for line in handle if line.strip())
+            except FileNotFoundError:
+                pass
+        return found
+
+    def events(self) -> LimitEvents:
+        oom = pids_hits = 0
+        for d in self.dirs:
+            if self.version == "v2":
+                oom += _read_int_field(d / "memory.events", "oom_kill")
+                pids_hits += _read_int_field(d / "pids.events", "max")
+            else:
+                oom += _read_int_field(d / "memory.oom_control", "oom_kill")
+                pids_hits += _read_int_field(d / "pids.events", "max")
+        return LimitEvents(oom, pids_hits)
+
+    def kill_all(self, deadline_s: float = 5.0) -> bool:
+        """SIGKILL every process in the groups until none is left. True when they are empty."""
+        if self.version == "v2":
+            kill_file = self.dirs[0] / "cgroup.kill"
+            if kill_file.exists():
+                try:
+                    kill_file.write_text("1")
+                except OSError:
+                    pass
+        end = time.monotonic() + deadline_s
+        pause = 0.0005
+        while True:
+            remaining = self.pids()
+            if not remaining:
+                return True
+            for pid in remaining:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+            if time.monotonic() > end:
+                return False
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
+
+    def remove(self, deadline_s: float = 5.0) -> None:
+        """Kill what is left and remove the groups (and the shared parent when it is empty)."""
+        self.kill_all(deadline_s)
+        end = time.monotonic() + deadline_s
+        for d in self.dirs:
+            while True:
+                try:
+                    d.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError as exc:
+                    # EBUSY while exiting processes are still being torn down.
+                    if exc.errno not in (errno.EBUSY, errno.ENOTEMPTY) or time.monotonic() > end:
+                        raise
+                    self.kill_all(0.0)
+                    time.sleep(0.002)
+            try:
+                d.parent.rmdir()
+            except OSError:
+                pass  # other sandboxes (of any process) still use it
+
+
+class CgroupManager:
+    """Creates sandbox cgroups under one parent per hierarchy."""
+
+    def __init__(self, version: str, roots: list[Path]) -> None:
+        self.version = version  # "v2", "v1" or "none"
+        self.roots = roots  # hierarchy mount points (v2: one; v1: pids then memory)
+
+    @property
+    def description(self) -> str:
+        if self.version == "v2":
+            return f"cgroup v2 (memory, pids) at {self.roots[0]}/{PARENT}"
+        if self.version == "v1":
+            return "cgroup v1 (" + ", ".join(f"{r.name} at {r}/{PARENT}" for r in self.roots) + ")"
+        return "no usable cgroup hierarchy"
+
+    def parents(self) -> list[Path]:
+        return [root / PARENT for root in self.roots]
+
+    def _make_parent(self, parent: Path) -> None:
+        parent.mkdir(exist_ok=True)
+        if self.version == "v2":
+            control = parent / "cgroup.subtree_control"
+            if "memory" not in control.read_text() or "pids" not in control.read_text():
+                control.write_text("+memory +pids")
+
+    def create(self, name: str, memory_bytes: int | None, max_processes: int | None) -> SandboxCgroups:
+        if self.version == "none":
+            raise RuntimeError("no cgroup hierarchy to create groups in")
+        dirs: list[Path] = []
+        try:
+            for parent in self.parents():
+                for attempt in range(5):
+                    self._make_parent(parent)
+                    try:
+                        (parent / name).mkdir()
+                        break
+                    except FileNotFoundError:
+                        # Another process removed the (empty) parent between our two mkdirs.
+                        if attempt == 4:
+                            raise
+                dirs.append(parent / name)
+            group = SandboxCgroups(self.version, dirs)
+            self._apply_limits(group, memory_bytes, max_processes)
+            return group
+        except BaseException:
+            SandboxCgroups(self.version, dirs).remove(1.0)
+            raise
+
+    def _apply_limits(self, group: SandboxCgroups, memory_bytes: int | None, max_processes: int | None) -> None:
+        # v1: the first directory is in the pids hierarchy, the second in the memory one.
+        for index, d in enumerate(group.dirs):
+            sets_pids = self.version == "v2" or index == 0
+            sets_memory = self.version == "v2" or index == 1
+            if max_processes is not None and sets_pids:
+                (d / "pids.max").write_text(str(max_processes))
+            if memory_bytes is not None and sets_memory:
+                if self.version == "v2":
+                    (d / "memory.max").write_text(str(memory_bytes))
+                    swap = d / "memory.swap.max"
+                    if swap.exists():
+                        swap.write_text("0")
+                else:
+                    (d / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    memsw = d / "memory.memsw.limit_in_bytes"
+                    if memsw.exists():
+                        memsw.write_text(str(memory_bytes))
+
+    def existing(self) -> list[str]:
+        """Names of the sandbox groups that exist now (in the first hierarchy)."""
+        parents = self.parents()
+        if not parents:
+            return []
+        try:
+            return sorted(p.name for p in parents[0].iterdir() if p.is_dir())
+        except FileNotFoundError:
+            return []
+
+    def group(self, name: str) -> SandboxCgroups:
+        """The groups of an existing sandbox by name (to reap it)."""
+        return SandboxCgroups(self.version, [p / name for p in self.parents() if (p / name).is_dir()])
+
+
+def _cgroup_mounts(mountinfo: str) -> list[tuple[str, str, set[str]]]:
+    """(mount point, fstype, super options) of every cgroup/cgroup2 mount in a mountinfo text."""
+    found = []
+    for line in mountinfo.splitlines():
+        pre, sep, post = line.partition(" - ")
+        if not sep:
+            continue
+        fields, post_fields = pre.split(" "), post.split(" ")
+        fstype = post_fields[0]
+        if fstype in ("cgroup", "cgroup2"):
+            options = set(post_fields[2].split(",")) if len(post_fields) > 2 else set()
+            found.append((fields[4], fstype, options))
+    return found
+
+
+def _usable(root: Path, version: str) -> bool:
+    """Can we create groups under `root` (without leaving anything behind to find out)?"""
+    if (root / PARENT).is_dir():
+        return os.access(root / PARENT, os.W_OK)
+    if version == "v2":
+        return os.access(root / "cgroup.subtree_control", os.W_OK) and os.access(root, os.W_OK)
+    return os.access(root, os.W_OK) and (root / "cgroup.procs").exists()
+
+
+def detect(mountinfo: str | None = None, prefer: str | None = None) -> CgroupManager:
+    """The best usable hierarchy on this machine: v2 with memory+pids, else v1, else none.
+
+    `prefer` ("v2", "v1" or "none") forces a mode when it is usable (tests use "none")."""
+    if mountinfo is None:
+        mountinfo = Path("/proc/self/mountinfo").read_text()
+    mounts = _cgroup_mounts(mountinfo)
+    candidates: list[CgroupManager] = []
+    for point, fstype, _ in mounts:
+        if fstype != "cgroup2":
+            continue
+        try:
+            controllers = (Path(point) / "cgroup.controllers").read_text().split()
+        except OSError:
+            continue
+        if {"memory", "pids"} <= set(controllers) and _usable(Path(point), "v2"):
+            candidates.append(CgroupManager("v2", [Path(point)]))
+            break
+    v1_pids = next((Path(p) for p, t, o in mounts if t == "cgroup" and "pids" in o), None)
+    v1_memory = next((Path(p) for p, t, o in mounts if t == "cgroup" and "memory" in o), None)
+    if v1_pids and v1_memory and _usable(v1_pids, "v1") and _usable(v1_memory, "v1"):
+        candidates.append(CgroupManager("v1", [v1_pids, v1_memory]))
+    candidates.append(CgroupManager("none", []))
+    if prefer:
+        for candidate in candidates:
+            if candidate.version == prefer:
+                return candidate
+    return candidates[0]

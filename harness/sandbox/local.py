@@ -1,0 +1,695 @@
+"""The `local` backend: bubblewrap sandboxes over a copy-on-write view of the prepared snapshot.
+
+Opening a sandbox (no process is started, nothing is copied):
+
+1. a state directory `<state root>/sb-<owner pid>-<owner start>-<n>/` with `owner.json`;
+2. cgroups of the same name (v2, else v1 memory+pids; see cgroups.py) with the memory and process
+   limits;
+3. a private mount namespace (mountns.py) holding a tmpfs of `max_write_bytes` (which caps all the
+   sandbox may write: ENOSPC beyond) with the overlay's upper and work directories and the private
+   /tmp, and a kernel overlayfs whose lower layer is the read-only `prepared.repo_dir`.
+
+Each command is one `bwrap` (bwrap.py for what it mounts) started inside that namespace. bwrap
+stops before running the command (`--block-fd`) and reports the sandbox's first process
+(`--info-fd`); that process is moved into the sandbox's cgroups and given its rlimits
+(RLIMIT_FSIZE = max_file_bytes, no core dumps; RLIMIT_AS/RLIMIT_NPROC only without cgroups) and is
+then released, so everything the command forks is counted and limited. On timeout the process
+group and every process in the cgroups get SIGKILL; the pid namespace dies with its init. Output is
+stdout and stderr merged through one pipe, kept within `max_output_bytes` (head and tail).
+Processes a command leaves in the background die when it ends (its pid namespace goes with it).
+
+Files are read and written from the host beneath the overlay with openat2 and no symlink
+following (safefs.py), or inside the sandbox when the path needs a symlink. The diff is computed on
+the host with trusted git state only (gitdiff.py).
+"""
+
+from __future__ import annotations
+
+import atexit
+import errno
+import itertools
+import json
+import os
+import resource
+import select
+import signal
+import subprocess
+import threading
+import time
+import weakref
+from pathlib import Path
+from typing import Any
+
+from patchgym.harness.sandbox import bwrap as bw
+from patchgym.harness.sandbox import cgroups as cg
+from patchgym.harness.sandbox import gitdiff, linux, mountns, owners, safefs
+from patchgym.harness.sandbox.base import (
+    CommandResult,
+    Limits,
+    Sandbox,
+    SandboxClosed,
+    SandboxError,
+    SandboxFactory,
+)
+from patchgym.harness.sandbox.output import CappedOutput
+from patchgym.tasks.prepared import TESTBED, PreparedTask
+
+SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
+_SEQUENCE = itertools.count(1)
+_START_TIMEOUT_S = 30.0  # bwrap must report its child within this long
+_READ_CHUNK = 1 << 16
+
+
+def default_state_root() -> Path:
+    home = os.environ.get("PATCHGYM_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "patchgym")
+    return Path(home) / "sandboxes"
+
+
+def _escape_overlay_path(path: str) -> str:
+    # overlayfs splits its options on "," and lowerdir on ":"; both may be escaped with "\".
+    return path.replace("\\", "\\\\").replace(",", "\\,").replace(":", "\\:")
+
+
+def _validate_limits(limits: Limits) -> Limits:
+    for name in ("memory_bytes", "max_processes", "max_file_bytes", "max_output_bytes", "max_write_bytes"):
+        value = getattr(limits, name)
+        if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
+            raise ValueError(f"Limits.{name} must be a positive integer or None, got {value!r}")
+    if limits.timeout_s is not None and not limits.timeout_s > 0:
+        raise ValueError(f"Limits.timeout_s must be positive, got {limits.timeout_s!r}")
+    if limits.max_write_bytes is not None and limits.max_write_bytes < 1024 * 1024:
+        raise ValueError(f"Limits.max_write_bytes must be at least 1 MiB, got {limits.max_write_bytes}")
+    return limits
+
+
+def _sandbox_path(path: str) -> str:
+    if not isinstance(path, str) or not path or "\0" in path:
+        raise ValueError(f"a sandbox path must be a non-empty string without NUL bytes, got {path!r}")
+    return path if path.startswith("/") else f"{TESTBED}/{path}"
+
+
+class LocalSandbox(Sandbox):
+    backend = "local"
+    guarantees = (
+        "bubblewrap with every namespace unshared (no network unless opened for trusted setup), "
+        "all capabilities dropped, no nested user namespaces, read-only root and system paths, "
+        "/testbed a copy-on-write overlay of the read-only snapshot, private /tmp; nothing else of "
+        "the host. Memory and process count limited by cgroups where available (else rlimits), file "
+        "size by RLIMIT_FSIZE, total writes by a tmpfs of max_write_bytes, wall time by SIGKILL of "
+        "every process in the sandbox. Processes die with the command that started them and with "
+        "the owning process; mounts vanish with the owner; a later factory removes the rest."
+    )
+
+    def __init__(
+        self,
+        factory: "LocalSandboxFactory",
+        prepared: PreparedTask,
+        limits: Limits,
+        *,
+        name: str,
+        state_dir: Path,
+        ns_fd: int,
+        testbed_fd: int,
+        tmp_fd: int,
+        cgroups: cg.SandboxCgroups | None,
+        network: bool,
+    ) -> None:
+        super().__init__(prepared, limits)
+        self.name = name
+        self.state_dir = state_dir
+        self.network = network
+        self._factory = factory
+        self._ns_fd = ns_fd
+        self._testbed_fd = testbed_fd
+        self._tmp_fd = tmp_fd
+        self.cgroups = cgroups
+        self._layout = bw.Layout(
+            testbed=str(state_dir / "merged"),
+            tmp=str(state_dir / "rw" / "tmp"),
+            venv=str(prepared.venv_dir) if prepared.venv_dir else None,
+            network=network,
+        )
+        self._env = bw.base_env(prepared.venv_dir is not None)
+        self._lock = threading.Lock()
+        self._procs: dict[int, subprocess.Popen] = {}
+        self._closed = False
+
+    # --- processes --------------------------------------------------------------------------
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosed(f"sandbox {self.name} is closed")
+
+    def _start(
+        self,
+        command: list[str],
+        *,
+        env: dict[str, str],
+        cwd: str,
+        stdin: Any,
+        stdout: Any,
+        stderr: Any,
+    ) -> tuple[subprocess.Popen, int]:
+        """Start `command` in the sandbox, limited, and return it with the host pid of its init."""
+        info_r, info_w = os.pipe2(os.O_CLOEXEC)
+        block_r, block_w = os.pipe2(os.O_CLOEXEC)
+        argv = bw.bwrap_argv(
+            self._factory.bwrap_path(), self._layout, command, env=env, cwd=cwd,
+            info_fd=info_w, block_fd=block_r, system=self._factory.system_args,
+        )
+        try:
+            with self._lock:
+                self._check_open()
+                proc = mountns.worker().run_in(
+                    self._ns_fd,
+                    lambda: subprocess.Popen(
+                        argv, stdin=stdin, stdout=stdout, stderr=stderr, env={},
+                        pass_fds=(info_w, block_r), start_new_session=True,
+                    ),
+                )
+                self._procs[proc.pid] = proc
+        except BaseException:
+            os.close(info_r)
+            os.close(block_w)
+            raise
+        finally:
+            os.close(info_w)
+            os.close(block_r)
+        try:
+            child = self._read_child_pid(info_r, proc)
+            self._confine(child)
+            os.write(block_w, b"1")
+            return proc, child
+        except BaseException:
+            self._kill(proc, None)
+            self._reap(proc)
+            raise
+        finally:
+            os.close(info_r)
+            os.close(block_w)
+
+    def _read_child_pid(self, info_r: int, proc: subprocess.Popen) -> int:
+        data = b""
+        deadline = time.monotonic() + _START_TIMEOUT_S
+        while True:
+            try:
+                return int(json.loads(data)["child-pid"])
+            except (ValueError, KeyError):
+                pass
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise SandboxError(f"bwrap did not start within {_START_TIMEOUT_S:.0f}s")
+            ready, _, _ = select.select([info_r], [], [], remaining)
+            if ready:
+                chunk = os.read(info_r, 4096)
+                if not chunk:
+                    break
+                data += chunk
+        # bwrap exited before it made the sandbox: its message is on stdout/stderr.
+        message = ""
+        try:
+            out, err = proc.communicate(timeout=5)
+            message = b"".join(x for x in (out, err) if x).decode(errors="replace").strip()
+        except subprocess.TimeoutExpired:
+            pass
+        self._check_open()
+        raise SandboxError(f"bwrap failed to start the sandbox: {message or f'exit code {proc.returncode}'}")
+
+    def _confine(self, child: int) -> None:
+        """Cgroups and rlimits for the sandbox's first process, before it runs anything."""
+        limits = self.limits
+        if self.cgroups is not None:
+            try:
+                self.cgroups.join(child)
+            except OSError as exc:
+                self._check_open()
+                raise SandboxError(f"cannot move the sandbox into its cgroups: {exc}") from exc
+        try:
+            if limits.max_file_bytes is not None:
+                resource.prlimit(child, resource.RLIMIT_FSIZE, (limits.max_file_bytes, limits.max_file_bytes))
+            resource.prlimit(child, resource.RLIMIT_CORE, (0, 0))
+            if self.cgroups is None:
+                if limits.memory_bytes is not None:
+                    resource.prlimit(child, resource.RLIMIT_AS, (limits.memory_bytes, limits.memory_bytes))
+                if limits.max_processes is not None:
+                    resource.prlimit(child, resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+        except (OSError, ValueError) as exc:
+            raise SandboxError(f"cannot set the sandbox's rlimits: {exc}") from exc
+
+    def _kill(self, proc: subprocess.Popen, child: int | None) -> None:
+        for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), lambda: os.kill(proc.pid, signal.SIGKILL)):
+            try:
+                kill()
+            except (ProcessLookupError, PermissionError):
+                pass
+        if child is not None:
+            try:
+                os.kill(child, signal.SIGKILL)  # the pid namespace's init: everything inside dies with it
+            except ProcessLookupError:
+                pass
+        if self.cgroups is not None:
+            self.cgroups.kill_all(2.0)
+
+    def _reap(self, proc: subprocess.Popen) -> int:
+        try:
+            code = proc.wait()
+        finally:
+            with self._lock:
+                self._procs.pop(proc.pid, None)
+        return code
+
+    # --- the interface ----------------------------------------------------------------------
+    def run(
+        self,
+        command: str,
+        *,
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str = TESTBED,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        self._check_open()
+        if not isinstance(command, str) or "\0" in command:
+            raise ValueError(f"command must be a string without NUL bytes, got {command!r:.80}")
+        timeout = self.limits.timeout_s if timeout_s is None else timeout_s
+        if timeout is not None and not timeout > 0:
+            raise ValueError(f"timeout_s must be positive, got {timeout!r}")
+        full_env = dict(self._env)
+        for key, value in (env or {}).items():
+            if not isinstance(key, str) or not key or "=" in key or "\0" in key:
+                raise ValueError(f"environment variable names must be non-empty, without '=' or NUL: {key!r}")
+            if not isinstance(value, str) or "\0" in value:
+                raise ValueError(f"environment variable {key} must be a string without NUL, got {value!r:.80}")
+            full_env[key] = value
+        workdir = _sandbox_path(cwd)
+        stdin_data = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
+        before = self.cgroups.events() if self.cgroups is not None else None
+        started = time.monotonic()
+        proc, child = self._start(
+            [SHELL, "-c", command], env=full_env, cwd=workdir,
+            stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+        )
+        output = CappedOutput(self.limits.max_output_bytes or (1 << 62))
+        timed_out = self._pump(proc, child, output, stdin_data, None if timeout is None else started + timeout)
+        exit_code = self._reap(proc)
+        duration = time.monotonic() - started
+        extra: dict[str, Any] = {}
+        if before is not None and self.cgroups is not None:
+            after = self.cgroups.events()
+            if after.oom_kills > before.oom_kills:
+                extra["oom_killed"] = True
+            if after.pids_max_hits > before.pids_max_hits:
+                extra["pids_limited"] = True
+        if self._closed:
+            raise SandboxClosed(f"sandbox {self.name} was closed while the command ran")
+        return CommandResult(
+            exit_code=exit_code, output=output.render(), timed_out=timed_out, duration_s=duration,
+            truncated_bytes=output.cut, extra=extra,
+        )
+
+    def _pump(
+        self, proc: subprocess.Popen, child: int, output: CappedOutput, stdin_data: bytes | None, deadline: float | None
+    ) -> bool:
+        """Copy output into `output` (and `stdin_data` in) until EOF or the deadline. True on timeout."""
+        assert proc.stdout is not None
+        out_fd = proc.stdout.fileno()
+        in_fd = proc.stdin.fileno() if proc.stdin is not None else None
+        pending = memoryview(stdin_data or b"")
+        if in_fd is not None:
+            os.set_blocking(in_fd, False)
+            if not pending:
+                proc.stdin.close()  # type: ignore[union-attr]
+                in_fd = None
+        poller = select.poll()
+        poller.register(out_fd, select.POLLIN)
+        if in_fd is not None:
+            poller.register(in_fd, select.POLLOUT)
+        timed_out = False
+        try:
+            while True:
+                wait_ms = None
+                if deadline is not None:
+                    wait_ms = max(0, int((deadline - time.monotonic()) * 1000) + 1)
+                events = poller.poll(wait_ms)
+                if not events and deadline is not None and time.monotonic() >= deadline:
+                    timed_out = True
+                    self._kill(proc, child)
+                    self._drain(out_fd, output)
+                    return True
+                done = False
+                for fd, event in events:
+                    if fd == out_fd:
+                        chunk = os.read(out_fd, _READ_CHUNK) if event & (select.POLLIN | select.POLLHUP) else b""
+                        if chunk:
+                            output.feed(chunk)
+                        elif event & (select.POLLHUP | select.POLLERR | select.POLLIN):
+                            done = True
+                    elif fd == in_fd:
+                        try:
+                            written = os.write(in_fd, pending[:_READ_CHUNK])
+                            pending = pending[written:]
+                        except (BrokenPipeError, OSError):
+                            pending = pending[:0]
+                        if not pending:
+                            poller.unregister(in_fd)
+                            proc.stdin.close()  # type: ignore[union-attr]
+                            in_fd = None
+                if done:
+                    return timed_out
+        finally:
+            if in_fd is not None and proc.stdin is not None and not proc.stdin.closed:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+            proc.stdout.close()
+
+    @staticmethod
+    def _drain(fd: int, output: CappedOutput, limit_s: float = 2.0) -> None:
+        """After a kill: take what is left in the pipe (bounded in time)."""
+        end = time.monotonic() + limit_s
+        while time.monotonic() < end:
+            ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
+            if not ready:
+                return
+            chunk = os.read(fd, _READ_CHUNK)
+            if not chunk:
+                return
+            output.feed(chunk)
+
+    def _run_internal(self, script: str, args: list[str], data: bytes | None, limit: int) -> tuple[int, bytes, bytes]:
+        """Run a fixed shell script of ours in the sandbox; stdout bounded by `limit` bytes."""
+        proc, child = self._start(
+            ["/bin/sh", "-c", script, "sh", *args], env=dict(self._env), cwd="/",
+            stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+        )
+        try:
+            out, err = proc.communicate(input=data, timeout=self.limits.timeout_s or 120.0)
+        except subprocess.TimeoutExpired:
+            self._kill(proc, child)
+            raise SandboxError(f"file operation in sandbox {self.name} timed out")
+        finally:
+            self._reap(proc)
+        return proc.returncode, out[:limit + 1], err[-4000:]
+
+    def _locate(self, path: str) -> tuple[int, str] | None:
+        if path == TESTBED or path.startswith(TESTBED + "/"):
+            return self._testbed_fd, path[len(TESTBED) + 1 :]
+        if path == "/tmp" or path.startswith("/tmp/"):
+            return self._tmp_fd, path[len("/tmp/") :]
+        return None
+
+    def _read_limit(self) -> int:
+        return max(self.limits.max_file_bytes or 0, self.limits.max_write_bytes or 0, 64 << 20)
+
+    def read_file(self, path: str) -> bytes:
+        self._check_open()
+        path = _sandbox_path(path)
+        limit = self._read_limit()
+        located = self._locate(path)
+        if located is not None:
+            try:
+                return safefs.read_beneath(located[0], located[1], limit)
+            except safefs.NeedsSandbox:
+                pass
+        script = 'if [ -d "$1" ]; then exit 21; elif [ ! -e "$1" ]; then exit 2; fi; exec head -c "$2" -- "$1"'
+        code, out, err = self._run_internal(script, [path, str(limit + 1)], None, limit)
+        if code == 2:
+            raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
+        if code == 21:
+            raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        if code != 0:
+            raise _os_error(err, path)
+        if len(out) > limit:
+            raise OSError(errno.EFBIG, f"file is over the {limit}-byte read limit", path)
+        return out
+
+    def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        self._check_open()
+        path = _sandbox_path(path)
+        payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
+        if self.limits.max_file_bytes is not None and len(payload) > self.limits.max_file_bytes:
+            raise OSError(errno.EFBIG, f"{len(payload)} bytes is over the {self.limits.max_file_bytes}-byte file limit", path)
+        if not isinstance(mode, int) or not 0 <= mode <= 0o7777:
+            raise ValueError(f"mode must be an int permission like 0o644, got {mode!r}")
+        located = self._locate(path)
+        if located is not None:
+            try:
+                safefs.write_beneath(located[0], located[1], payload, mode)
+                return
+            except safefs.NeedsSandbox:
+                pass
+        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && chmod "$2" -- "$1"'
+        code, _, err = self._run_internal(script, [path, f"{mode:o}"], payload, 0)
+        if code != 0:
+            raise _os_error(err, path)
+
+    def diff(self) -> str:
+        self._check_open()
+        ns_fd = self._ns_fd
+
+        def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen:
+            with self._lock:
+                self._check_open()
+                return mountns.worker().run_in(ns_fd, lambda: subprocess.Popen(argv, **kwargs))
+
+        try:
+            return gitdiff.diff_worktree(
+                Path(self.prepared.repo_dir), self._layout.testbed, self.prepared.base_commit,
+                self.state_dir, spawn=spawn,
+            )
+        except gitdiff.DiffError as exc:
+            self._check_open()
+            raise SandboxError(f"diff of sandbox {self.name} failed: {exc}") from exc
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            procs = list(self._procs.values())
+        errors: list[str] = []
+        for proc in procs:
+            self._kill(proc, None)
+        if self.cgroups is not None:
+            self.cgroups.kill_all(5.0)
+        merged, rw = str(self.state_dir / "merged"), str(self.state_dir / "rw")
+        for fd in (self._testbed_fd, self._tmp_fd):
+            os.close(fd)
+
+        def unmount() -> None:
+            for point in (merged, rw):
+                try:
+                    linux.umount(point, linux.MNT_DETACH)
+                except OSError as exc:
+                    if exc.errno not in (errno.EINVAL, errno.ENOENT):
+                        errors.append(str(exc))
+
+        try:
+            mountns.worker().run_in(self._ns_fd, unmount)
+        finally:
+            os.close(self._ns_fd)
+        if self.cgroups is not None:
+            try:
+                self.cgroups.remove()
+            except OSError as exc:
+                errors.append(f"cgroup removal: {exc}")
+        _remove_tree(self.state_dir, errors)
+        self._factory._forget(self)
+        if errors:
+            raise SandboxError(f"closing sandbox {self.name} left something behind: {'; '.join(errors)}")
+
+
+def _remove_tree(path: Path, errors: list[str]) -> None:
+    import shutil
+
+    def onerror(func: Any, failed: str, exc_info: Any) -> None:
+        errors.append(f"{failed}: {exc_info[1]}")
+
+    shutil.rmtree(path, onerror=onerror)
+
+
+def _os_error(stderr: bytes, path: str) -> OSError:
+    message = stderr.decode(errors="replace").strip() or "operation failed"
+    for text, code in (
+        ("Read-only file system", errno.EROFS), ("Permission denied", errno.EACCES),
+        ("No space left", errno.ENOSPC), ("Not a directory", errno.ENOTDIR),
+        ("File too large", errno.EFBIG), ("Is a directory", errno.EISDIR),
+    ):
+        if text in message:
+            return OSError(code, message, path)
+    return OSError(errno.EIO, message, path)
+
+
+_FACTORIES: "weakref.WeakSet[LocalSandboxFactory]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_everything_at_exit() -> None:
+    for factory in list(_FACTORIES):
+        try:
+            factory.close_all()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit
+            pass
+
+
+class LocalSandboxFactory(SandboxFactory):
+    """Opens bubblewrap sandboxes. Options:
+
+    state_root: where sandbox state lives (default `$PATCHGYM_HOME/sandboxes`,
+        PATCHGYM_HOME defaulting to ~/.cache/patchgym);
+    bwrap: path of the bwrap executable (default: found on PATH);
+    cgroups: force "v2", "v1" or "none" (default: the best usable);
+    reap: remove what sandboxes of dead owners left, now (default True).
+    """
+
+    backend = "local"
+
+    def __init__(
+        self,
+        state_root: str | os.PathLike[str] | None = None,
+        *,
+        bwrap: str | None = None,
+        cgroups: str | None = None,
+        reap: bool = True,
+        system_paths: list[str] | None = None,
+    ) -> None:
+        if cgroups not in (None, "v2", "v1", "none"):
+            raise ValueError(f"cgroups must be 'v2', 'v1', 'none' or None, got {cgroups!r}")
+        self.state_root = Path(state_root) if state_root is not None else default_state_root()
+        self._bwrap_option = bwrap
+        self._bwrap = bw.find_bwrap(bwrap)
+        self.cgroup_manager = cg.detect(prefer=cgroups) if os.geteuid() == 0 else cg.CgroupManager("none", [])
+        self.system_args = bw.system_mounts(system_paths)
+        self._lock = threading.Lock()
+        self._sandboxes: dict[str, LocalSandbox] = {}
+        self.reaped: list[str] = []
+        if reap and os.geteuid() == 0:
+            self.reaped = self.reap()
+        _FACTORIES.add(self)
+
+    @property
+    def enforcement(self) -> str:
+        """Which mechanism enforces which limit, in words."""
+        if self.cgroup_manager.version == "none":
+            memory = "memory_bytes and max_processes by rlimits (RLIMIT_AS per process; RLIMIT_NPROC, not enforced for uid 0)"
+        else:
+            memory = f"memory_bytes and max_processes by {self.cgroup_manager.description}"
+        return (
+            f"{memory}; max_file_bytes by RLIMIT_FSIZE; core dumps off; max_write_bytes by the size of "
+            "the sandbox's tmpfs (overlay upper layer and /tmp); timeout by SIGKILL of the process group, "
+            "the pid namespace's init and every process in the cgroups"
+        )
+
+    def bwrap_path(self) -> str:
+        if self._bwrap is None:
+            raise SandboxError(_bwrap_missing_message(self._bwrap_option))
+        return self._bwrap
+
+    def _preflight(self) -> None:
+        self.bwrap_path()
+        if os.geteuid() != 0:
+            raise SandboxError(
+                "the local sandbox backend needs root: it mounts an overlay and a tmpfs per sandbox and "
+                "creates cgroups. Run as root (CI containers usually are), or use the docker or modal backend."
+            )
+
+    def reap(self) -> list[str]:
+        """Remove what sandboxes whose owner process died left behind. Returns their names."""
+        return owners.reap(self.state_root, self.cgroup_manager)
+
+    def open(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> LocalSandbox:
+        self._preflight()
+        limits = _validate_limits(limits or Limits())
+        repo_dir = Path(prepared.repo_dir)
+        if not repo_dir.is_dir():
+            raise SandboxError(f"the prepared repository {repo_dir} does not exist (prepare the task first)")
+        if prepared.venv_dir is not None and not Path(prepared.venv_dir).is_dir():
+            raise SandboxError(f"the prepared environment {prepared.venv_dir} does not exist")
+        owner = owners.Owner.me()
+        name = owners.sandbox_name(owner, next(_SEQUENCE))
+        state_dir = self.state_root / name
+        group: cg.SandboxCgroups | None = None
+        try:
+            self.state_root.mkdir(parents=True, exist_ok=True)
+            state_dir.mkdir(mode=0o700)
+            (state_dir / "rw").mkdir()
+            (state_dir / "merged").mkdir()
+            owners.write_record(state_dir, owner, [])
+            if self.cgroup_manager.version != "none":
+                group = self.cgroup_manager.create(name, limits.memory_bytes, limits.max_processes)
+                owners.write_record(state_dir, owner, group.paths)
+            ns_fd, (testbed_fd, tmp_fd) = mountns.worker().create(
+                lambda: _mount_layers(state_dir, repo_dir, limits)
+            )
+        except BaseException as exc:
+            errors: list[str] = []
+            if group is not None:
+                try:
+                    group.remove()
+                except OSError as cleanup_exc:
+                    errors.append(str(cleanup_exc))
+            _remove_tree(state_dir, errors)
+            if isinstance(exc, (SandboxError, ValueError)):
+                raise
+            raise SandboxError(f"cannot open a sandbox for {prepared.instance_id}: {exc}") from exc
+        sandbox = LocalSandbox(
+            self, prepared, limits, name=name, state_dir=state_dir, ns_fd=ns_fd, testbed_fd=testbed_fd,
+            tmp_fd=tmp_fd, cgroups=group, network=network,
+        )
+        with self._lock:
+            self._sandboxes[name] = sandbox
+        return sandbox
+
+    async def aopen(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> LocalSandbox:
+        import asyncio
+
+        return await asyncio.to_thread(self.open, prepared, limits, network=network)
+
+    def _forget(self, sandbox: LocalSandbox) -> None:
+        with self._lock:
+            self._sandboxes.pop(sandbox.name, None)
+
+    def open_sandboxes(self) -> list[LocalSandbox]:
+        with self._lock:
+            return list(self._sandboxes.values())
+
+    def close_all(self) -> None:
+        errors = []
+        for sandbox in self.open_sandboxes():
+            try:
+                sandbox.close()
+            except SandboxError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise SandboxError("; ".join(errors))
+
+
+def _bwrap_missing_message(option: str | None) -> str:
+    if option:
+        return f"the bwrap executable {option!r} does not exist or is not executable; " + bw.INSTALL_HINT
+    return bw.INSTALL_HINT
+
+
+def _mount_layers(state_dir: Path, repo_dir: Path, limits: Limits) -> tuple[int, int]:
+    """Inside the sandbox's new mount namespace: the size-capped tmpfs, then the overlay."""
+    rw, merged = state_dir / "rw", state_dir / "merged"
+    size = limits.max_write_bytes or (1 << 40)
+    inodes = max(4096, size // 4096)
+    linux.mount("patchgym-sandbox", str(rw), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, f"size={size},nr_inodes={inodes},mode=0755")
+    for sub in ("upper", "work", "tmp"):
+        (rw / sub).mkdir()
+    os.chmod(rw / "tmp", 0o1777)
+    options = (
+        f"lowerdir={_escape_overlay_path(str(repo_dir.resolve()))},"
+        f"upperdir={_escape_overlay_path(str(rw / 'upper'))},workdir={_escape_overlay_path(str(rw / 'work'))}"
+    )
+    linux.mount("patchgym-overlay", str(merged), "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
+    testbed_fd = os.open(merged, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    tmp_fd = os.open(rw / "tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    return testbed_fd, tmp_fd
