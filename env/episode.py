@@ -210,6 +210,8 @@ class Episode:
                     log.exception("episode %s: step failed", self.episode_id)
                     self.error = f"{type(exc).__name__}: {exc}"
                     await self.finish(EpisodeStatus.ERROR, f"the step failed: {self.error}")
+            if self._finishing:  # closed from outside while this step ran: report the end
+                await self._finished.wait()
             self.last_active = time.monotonic()
             return {
                 "episode_id": self.episode_id,

@@ -141,3 +141,25 @@ def toy_wrong_fix_calls() -> list[dict[str, Any]]:
         },
         {"name": "submit", "arguments": {}},
     ]
+
+
+def sandbox_unavailable_reason(backend: str = "local") -> str | None:
+    """Why sandboxes of `backend` cannot run here (for pytest skips), or None when they can."""
+    import shutil
+
+    if backend == "local" and not shutil.which("bwrap"):
+        return "bubblewrap (bwrap) is not installed"
+    try:
+        from patchgym.harness.sandbox.base import get_factory
+
+        get_factory(backend)
+    except Exception as exc:  # noqa: BLE001 - any reason is a reason to skip
+        return f"the {backend} sandbox backend is not available: {type(exc).__name__}: {exc}"
+    return None
+
+
+def prepare_toy_task(workdir: Path, instance_id: str = "toy__calc-1"):  # -> PreparedTask
+    """The toy task, prepared for real (scrubbed snapshot and venv) in a store under `workdir`."""
+    from patchgym.tasks.prepare import prepare_task
+
+    return prepare_task(make_toy_task(workdir, instance_id), workdir / "store")
