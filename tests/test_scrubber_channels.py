@@ -94,6 +94,7 @@ def audit_scrubbed(dest: Path, source: Path, base: str) -> list[str]:
         problems.append(f"{len(stored - wanted)} objects too many, {len(wanted - stored)} missing")
     keys = {line.split("=")[0] for line in git_text(["config", "-f", str(git_dir / "config"), "--list"]).splitlines()}
     allowed = {"core.repositoryformatversion", "core.filemode", "core.bare", "core.logallrefupdates"}
+    allowed.add("extensions.objectformat")  # sha256 repositories
     if keys - allowed:
         problems.append(f"config has {sorted(keys - allowed)}")
     status = git_text(["status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=dest)
