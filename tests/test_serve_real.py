@@ -1,0 +1,194 @@
+"""Real use: `python -m patchgym serve` in another process on loopback, driven through the client.
+
+Whole episodes over real HTTP: one fixes the task with the editor and submits (reward 1), one submits
+a wrong fix (reward 0), one sends three malformed calls in a row (format_error). The episode log on
+disk holds all three; SIGTERM shuts the server down cleanly and leaves no sandbox behind.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from patchgym.env.client import AsyncEnvClient, EnvClient, EnvError
+from patchgym.env.episode_log import read_episode_log
+from patchgym.env.testing import make_toy_task, sandbox_unavailable_reason, toy_fix_calls, toy_wrong_fix_calls
+
+skip_reason = sandbox_unavailable_reason("local")
+pytestmark = pytest.mark.skipif(skip_reason is not None, reason=skip_reason or "")
+TOKEN = "real-use-token-91c2"
+TASK = "toy__calc-1"
+SERVING = re.compile(r"serving (\d+) task\(s\) at (http://\S+)")
+
+
+class Server:
+    def __init__(self, workdir: Path, *extra: str) -> None:
+        task = make_toy_task(workdir)
+        self.tasks_file = workdir / "tasks.jsonl"
+        self.tasks_file.write_text(task.model_dump_json() + "\n")
+        self.log_path = workdir / "episodes.jsonl"
+        self.home = workdir / "home"
+        argv = [sys.executable, "-m", "patchgym", "serve", "--tasks", str(self.tasks_file), "--port", "0",
+                "--token", TOKEN, "--episode-log", str(self.log_path), "--store", str(workdir / "store"), *extra]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env={**os.environ, "PATCHGYM_HOME": str(self.home)})
+        self.output: list[str] = []
+        self.url = self._wait_for_url(timeout_s=120)
+        threading.Thread(target=self._drain, daemon=True).start()
+
+    def _wait_for_url(self, timeout_s: float) -> str:
+        found: list[str] = []
+
+        def read() -> None:
+            for line in self.proc.stdout:  # type: ignore[union-attr]
+                self.output.append(line)
+                match = SERVING.search(line)
+                if match:
+                    found.append(match.group(2))
+                    return
+
+        reader = threading.Thread(target=read, daemon=True)
+        reader.start()
+        reader.join(timeout_s)
+        if not found:
+            self.proc.kill()
+            raise AssertionError("the server did not start:\n" + "".join(self.output))
+        # uvicorn may take a moment after the line to accept connections
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(found[0] + "/health", timeout=2).status_code == 200:
+                    return found[0]
+            except httpx.HTTPError:
+                time.sleep(0.1)
+        raise AssertionError("the server never answered /health:\n" + "".join(self.output))
+
+    def _drain(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            self.output.append(line)
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                return self.proc.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                raise
+        return self.proc.returncode
+
+    def sandbox_dirs(self) -> list[Path]:
+        root = self.home / "sandboxes"
+        return sorted(p for p in root.glob("sb-*")) if root.is_dir() else []
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory):
+    running = Server(tmp_path_factory.mktemp("serve"))
+    yield running
+    running.stop()
+
+
+def test_three_whole_episodes_over_http(server: Server) -> None:
+    assert server.url.startswith("http://127.0.0.1:")
+    with EnvClient(server.url, token=TOKEN) as client:
+        assert [t.instance_id for t in client.tasks()] == [TASK]
+
+        fixed = client.start_episode(TASK)
+        look = client.step(fixed.episode_id, tool_calls=[
+            {"name": "str_replace_editor", "arguments": {"command": "view", "path": "/testbed/calc.py",
+                                                         "view_range": [4, 6]}}])
+        assert "return a - b" in look.messages[0]["content"]
+        result = client.step(fixed.episode_id, tool_calls=toy_fix_calls())
+        assert (result.done, result.status, result.reward) == (True, "submitted", 1.0)
+
+        wrong = client.start_episode(TASK)
+        result = client.step(wrong.episode_id, tool_calls=toy_wrong_fix_calls())
+        assert (result.done, result.status, result.reward) == (True, "submitted", 0.0)
+
+        malformed = client.start_episode(TASK)
+        steps = [
+            client.step(malformed.episode_id, text="The fix is to change the minus sign."),
+            client.step(malformed.episode_id, tool_calls=[{"name": "edit_file", "arguments": {"path": "calc.py"}}]),
+            client.step(malformed.episode_id, text='<tool_call>{"name": "bash", "arguments": </tool_call>'),
+        ]
+        assert [s.done for s in steps] == [False, False, True]
+        assert "unknown tool 'edit_file'" in steps[1].messages[0]["content"]
+        assert (steps[2].status, steps[2].reward) == ("format_error", 0.0)
+
+        states = {e: client.get_episode(e) for e in (fixed.episode_id, wrong.episode_id, malformed.episode_id)}
+        assert states[fixed.episode_id].verdict["status"] == "resolved"
+
+    records = {r["episode_id"]: r for r in read_episode_log(server.log_path)}
+    assert records[fixed.episode_id]["reward"] == 1.0 and "return a + b" in records[fixed.episode_id]["diff"]
+    assert records[wrong.episode_id]["verdict"]["status"] == "unresolved"
+    assert records[malformed.episode_id]["status"] == "format_error"
+
+
+def test_async_client_over_http(server: Server) -> None:
+    import asyncio
+
+    async def main() -> float | None:
+        async with AsyncEnvClient(server.url, token=TOKEN) as client:
+            started = await client.start_episode(TASK)
+            results = await asyncio.gather(*(
+                client.step(started.episode_id, tool_calls=[{"name": "bash", "arguments": {"command": "true"}}])
+                for _ in range(2)
+            ), return_exceptions=True)
+            # two steps at once on one episode: one runs, the other is refused with 409
+            refused = [r for r in results if isinstance(r, EnvError)]
+            assert len(refused) <= 1 and all(r.status_code == 409 for r in refused)
+            result = await client.step(started.episode_id, tool_calls=toy_fix_calls())
+            return result.reward
+
+    assert asyncio.run(main()) == 1.0
+
+
+def test_token_is_required(server: Server) -> None:
+    assert httpx.get(server.url + "/health").status_code == 200
+    assert httpx.get(server.url + "/tasks").status_code == 401
+    with pytest.raises(EnvError) as caught:
+        EnvClient(server.url, token="wrong").tasks()
+    assert caught.value.status_code == 401
+
+
+def test_shutdown_closes_live_episodes_and_leaves_no_sandbox(tmp_path: Path) -> None:
+    server = Server(tmp_path, "--max-episodes", "2")
+    try:
+        with EnvClient(server.url, token=TOKEN) as client:
+            ids = [client.start_episode(TASK).episode_id for _ in range(2)]
+            client.step(ids[0], tool_calls=[{"name": "bash", "arguments": {"command": "sleep 1000 &"}}])
+            assert len(server.sandbox_dirs()) == 2
+    finally:
+        code = server.stop()
+    # uvicorn re-raises the SIGTERM it caught once shutdown is complete, so -15 is a clean exit too
+    assert code in (0, -signal.SIGTERM), "".join(server.output)
+    assert "Application shutdown complete" in "".join(server.output)
+    assert server.sandbox_dirs() == []
+    records = read_episode_log(server.log_path)
+    assert sorted(r["episode_id"] for r in records) == sorted(ids)
+    assert {r["status"] for r in records} == {"closed"}
+
+
+def test_bad_command_lines_fail_without_a_traceback(tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "patchgym", "serve", *args], capture_output=True, text=True,
+                              timeout=120, env={**os.environ, "PATCHGYM_HOME": str(tmp_path)})
+
+    missing = run("--tasks", str(tmp_path / "nope.jsonl"), "--port", "0")
+    assert missing.returncode != 0 and "no such file" in missing.stderr and "Traceback" not in missing.stderr
+    bad_parser = run("--parser", "xml")
+    assert bad_parser.returncode != 0 and "unknown parser 'xml'" in bad_parser.stderr
+    with open(tmp_path / "t.jsonl", "w") as handle:
+        handle.write('{"instance_id": "x"}\n')
+    invalid = run("--tasks", str(tmp_path / "t.jsonl"), "--port", "0")
+    assert invalid.returncode != 0 and "Traceback" not in invalid.stderr and "t.jsonl:1" in invalid.stderr
