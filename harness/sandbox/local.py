@@ -249,6 +249,22 @@ class LocalSandbox(Sandbox):
         if self.cgroups is not None:
             self.cgroups.kill_all(2.0)
 
+    @staticmethod
+    def _wait_gone(child: int, start_time: int | None = None, limit_s: float = 2.0) -> None:
+        """Wait until the sandbox's init has exited (bwrap reports its status a moment before it
+        is gone), so nothing of a finished command remains when `run` returns."""
+        end = time.monotonic() + limit_s
+        pause = 0.0002
+        while os.path.exists(f"/proc/{child}") and linux.process_alive(child, linux.process_start_time(child) or -1):
+            if time.monotonic() > end:
+                try:
+                    os.kill(child, signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+                return
+            time.sleep(pause)
+            pause = min(pause * 2, 0.01)
+
     def _reap(self, proc: subprocess.Popen) -> int:
         try:
             code = proc.wait()
@@ -292,6 +308,7 @@ class LocalSandbox(Sandbox):
         output = CappedOutput(self.limits.max_output_bytes or (1 << 62))
         timed_out = self._pump(proc, child, output, stdin_data, None if timeout is None else started + timeout)
         exit_code = self._reap(proc)
+        self._wait_gone(child)
         duration = time.monotonic() - started
         extra: dict[str, Any] = {}
         if before is not None and self.cgroups is not None:

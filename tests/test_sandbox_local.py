@@ -1,0 +1,364 @@
+"""The local (bubblewrap) backend: isolation, abuse, limits, cleanup after close and after crashes.
+
+Every abuse test runs while a second sandbox is open and checks, afterwards, that the second one
+and the host still work and that the abusive one left nothing on the host.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from patchgym.harness.sandbox import linux
+from patchgym.harness.sandbox.base import Limits, SandboxError
+from patchgym.harness.sandbox.local import LocalSandboxFactory
+
+from .test_sandbox_support import STORE_SECRET, local_available, local_factory, prepared  # noqa: F401
+
+pytestmark = pytest.mark.skipif(local_available() is not None, reason=str(local_available()))
+
+
+def host_traces(factory: LocalSandboxFactory, name: str) -> list[str]:
+    """Everything of sandbox `name` still visible on the host: mounts, directories, cgroups, processes."""
+    traces = []
+    with open("/proc/self/mountinfo") as handle:
+        traces += [f"mount: {line.strip()}" for line in handle if name in line or "patchgym-overlay" in line]
+    if (factory.state_root / name).exists():
+        traces.append(f"directory: {factory.state_root / name}")
+    for parent in factory.cgroup_manager.parents():
+        if (parent / name).exists():
+            traces.append(f"cgroup: {parent / name}")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            continue
+        if name in cgroup:
+            traces.append(f"process {pid}")
+    return traces
+
+
+@pytest.fixture()
+def bystander(local_factory, prepared):  # noqa: F811
+    """A second sandbox that must keep working whatever the first one does."""
+    box = local_factory.open(prepared)
+    yield box
+    assert box.run("echo still-here").output == "still-here\n"
+    box.close()
+    assert host_traces(local_factory, box.name) == []
+
+
+def check_after_abuse(factory: LocalSandboxFactory, box, bystander) -> None:  # noqa: ANN001
+    assert subprocess.run(["echo", "host-ok"], capture_output=True, text=True).stdout == "host-ok\n"
+    assert bystander.run("echo fine").output == "fine\n"
+    assert box.run("echo recovered").output == "recovered\n"
+    name = box.name
+    box.close()
+    assert host_traces(factory, name) == []
+
+
+# --- isolation ----------------------------------------------------------------------------------
+
+def test_no_network(local_factory, prepared) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        result = box.run("exec 3<>/dev/tcp/1.1.1.1/53 && echo connected", timeout_s=10)
+        assert result.exit_code != 0 and "connected" not in result.output
+        interfaces = box.run("tail -n +3 /proc/net/dev | cut -d: -f1").output.split()
+        assert interfaces == ["lo"]
+
+
+def test_network_only_when_opened_for_trusted_setup(local_factory, prepared) -> None:  # noqa: F811
+    host_interfaces = sorted(line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:])
+    with local_factory.open(prepared, network=True) as box:
+        inside = box.run("tail -n +3 /proc/net/dev | cut -d: -f1").output.split()
+    assert sorted(inside) == host_interfaces
+
+
+def test_proc_shows_only_the_sandbox(local_factory, prepared) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        pids = [int(p) for p in box.run("ls /proc").output.split() if p.isdigit()]
+        assert pids and max(pids) < 50  # its own pid namespace: a handful of small pids
+        assert str(os.getpid()) not in box.run("cat /proc/*/stat 2>/dev/null").output.split()
+        # Only the sandbox's own processes: bwrap's init, the shell, the reader; not this Python.
+        assert set(box.run("cat /proc/[0-9]*/comm").output.split()) <= {"bwrap", "bash", "cat"}
+        assert box.run("cat /proc/1/cmdline | tr '\\0' ' '").output.startswith(("bwrap", "/usr/bin/bwrap"))
+
+
+def test_sees_nothing_of_the_host_beyond_system_paths(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+    host_secret = tmp_path / "host-secret.txt"
+    host_secret.write_text("top secret")
+    other = local_factory.open(prepared)
+    try:
+        with local_factory.open(prepared) as box:
+            for path in (prepared.root / "gold.patch", prepared.root.parent, host_secret,
+                         local_factory.state_root, other.state_dir, Path.home() / ".bash_history", "/sys/fs/cgroup",
+                         "/var", "/home", "/etc/shadow"):
+                assert box.run(f"test -e '{path}'").exit_code == 1, path
+            assert STORE_SECRET not in box.run("cat /testbed/../*/gold.patch /testbed/../gold.patch 2>&1").output
+            assert box.run("touch /usr/x").exit_code != 0
+            assert box.run("touch /newfile").exit_code != 0
+            assert box.run("echo ok > /tmp/ok && echo ok > /testbed/ok").ok
+            assert box.run("unshare -U true").exit_code != 0  # no nested user namespaces
+            assert box.run("cat /proc/self/status | grep CapEff").output.split()[-1] == "0000000000000000"
+    finally:
+        other.close()
+
+
+def test_environment_is_read_only_and_on_path(local_factory, prepared) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        assert box.run("venv-tool").output == "from-venv\n"
+        assert box.run("touch /patchgym/venv/x").exit_code != 0
+        assert box.run("echo $HOME $VIRTUAL_ENV").output == "/tmp /patchgym/venv\n"
+        assert box.run("env | grep -c PYTEST").output.strip() == "0"  # the host environment is cleared
+
+
+# --- abuse ----------------------------------------------------------------------------------------
+
+def test_fork_bomb(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared, Limits(max_processes=64, timeout_s=5))
+    result = box.run("bomb() { bomb | bomb & }; bomb; sleep 2; echo survived")
+    assert result.extra.get("pids_limited") is True
+    assert result.exit_code != 0 or result.timed_out or "survived" in result.output
+    check_after_abuse(local_factory, box, bystander)
+
+
+def test_memory_bomb(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared, Limits(memory_bytes=128 * 1024**2, timeout_s=30))
+    result = box.run("python3 -c 'x = []\nwhile True: x.append(bytearray(16 * 1024 * 1024))'")
+    assert result.exit_code != 0 and not result.timed_out
+    assert result.extra.get("oom_killed") is True
+    check_after_abuse(local_factory, box, bystander)
+
+
+def test_endless_loop(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared)
+    started = time.monotonic()
+    result = box.run("while :; do :; done", timeout_s=1)
+    assert result.timed_out and result.exit_code == -signal.SIGKILL
+    assert time.monotonic() - started < 10
+    check_after_abuse(local_factory, box, bystander)
+
+
+def test_output_flood(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared, Limits(max_output_bytes=4096, timeout_s=60))
+    result = box.run("head -c 200000000 /dev/urandom | base64 -w 100")
+    assert result.ok and result.truncated_bytes > 200_000_000
+    assert len(result.output.encode()) < 4096 + 100
+    check_after_abuse(local_factory, box, bystander)
+
+
+def test_endless_output_until_timeout(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared, Limits(max_output_bytes=1000))
+    result = box.run("yes flood", timeout_s=1)
+    assert result.timed_out and result.truncated_bytes > 0
+    assert result.output.startswith("flood\n") and "bytes cut" in result.output
+    check_after_abuse(local_factory, box, bystander)
+
+
+def test_huge_file_hits_file_size_limit(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared, Limits(max_file_bytes=1024**2))
+    result = box.run("head -c 5000000 /dev/zero > big; echo rc=$?; stat -c %s big")
+    assert "File too large" in result.output or "rc=153" in result.output
+    assert result.output.strip().endswith("1048576")
+    with pytest.raises(OSError, match="file limit"):
+        box.write_file("big2", b"x" * (1024**2 + 1))
+    check_after_abuse(local_factory, box, bystander)
+
+
+def test_total_writes_capped(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared, Limits(max_write_bytes=8 * 1024**2, max_file_bytes=64 * 1024**2))
+    result = box.run("head -c 6000000 /dev/zero > a && head -c 6000000 /dev/zero > /tmp/b; echo rc=$?")
+    assert "No space left on device" in result.output and "rc=1" in result.output
+    with pytest.raises(OSError):
+        box.write_file("c", b"y" * 6_000_000)
+    assert box.run("rm -f a /tmp/b && head -c 1000000 /dev/zero > a && echo space-again").output == "space-again\n"
+    check_after_abuse(local_factory, box, bystander)
+
+
+def test_background_processes_die_with_their_command(local_factory, prepared) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        assert box.run("(sleep 300 &) ; setsid sleep 301 & echo started").output == "started\n"
+        assert "sleep" not in box.run("cat /proc/*/comm 2>/dev/null").output
+        assert box.cgroups is None or box.cgroups.pids() == set()
+
+
+# --- file access and diff safety ------------------------------------------------------------------
+
+def test_file_access_never_follows_links_to_the_host(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+    secret = tmp_path / "secret.txt"
+    secret.write_text("host secret")
+    with local_factory.open(prepared) as box:
+        box.run(f"ln -s {secret} leak && ln -s {tmp_path} leakdir && ln -s ../../../../../../.. up && ln -s /etc/shadow shadow")
+        for path in ("leak", f"leakdir/{secret.name}", f"up{secret}", "shadow", f"/testbed/../..{secret}"):
+            # A read fails, or finds what the sandbox itself wrote where the link points inside it.
+            try:
+                assert box.read_file(path) == b"overwritten"
+            except OSError:
+                pass
+            # A write may fail, or land inside the sandbox where the link points *there* (a dangling
+            # link into the private /tmp); it must never reach the host file.
+            try:
+                box.write_file(path, "overwritten")
+            except OSError:
+                continue
+            assert box.read_file(path) == b"overwritten"
+        box.write_file(f"/tmp/../testbed/via-tmp.txt", "inside")
+        assert box.read_file("via-tmp.txt") == b"inside"
+    assert secret.read_text() == "host secret"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.txt"]
+
+
+def test_diff_ignores_an_agent_controlled_git_dir(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+    marker = tmp_path / "pwned"
+    payload = f"touch {marker}"
+    with local_factory.open(prepared) as box:
+        box.write_file(".git/hooks/pre-commit", f"#!/bin/sh\n{payload}\n", 0o755)
+        box.write_file(".git/hooks/post-index-change", f"#!/bin/sh\n{payload}\n", 0o755)
+        box.write_file(".git/hooks/fsmonitor", f"#!/bin/sh\n{payload}\n", 0o755)
+        box.write_file(".git/config", textwrap.dedent(f"""\
+            [core]
+                fsmonitor = {box.state_dir}/merged/.git/hooks/fsmonitor
+                hooksPath = .git/hooks
+                pager = {payload}
+            [filter "evil"]
+                clean = {payload}
+                smudge = {payload}
+            [diff "evil"]
+                textconv = {payload}
+                command = {payload}
+            """))
+        box.write_file(".git/objects/info/alternates", "/etc\n")
+        box.write_file(".gitattributes", "* filter=evil diff=evil\n")
+        box.run("echo changed >> README.md")
+        diff = box.diff()
+    assert not marker.exists()
+    assert "+changed" in diff and "b/.gitattributes" in diff and ".git/" not in diff.replace("b/.gitattributes", "")
+
+
+# --- limits mechanisms ----------------------------------------------------------------------------
+
+def test_enforcement_is_reported(local_factory) -> None:  # noqa: F811
+    text = local_factory.enforcement
+    assert "RLIMIT_FSIZE" in text and "tmpfs" in text
+    if local_factory.cgroup_manager.version != "none":
+        assert "cgroup" in text
+
+
+def test_without_cgroups_rlimits_still_bound_memory(tmp_path, prepared) -> None:  # noqa: F811
+    factory = LocalSandboxFactory(state_root=tmp_path / "state", cgroups="none")
+    assert "RLIMIT_AS" in factory.enforcement and "not enforced for uid 0" in factory.enforcement
+    with factory.open(prepared, Limits(memory_bytes=512 * 1024**2)) as box:
+        result = box.run("python3 -c 'x = bytearray(1024 ** 3)'")
+        assert result.exit_code != 0 and "MemoryError" in result.output
+        assert box.run("echo fine").ok
+
+
+def test_missing_bwrap_is_a_clear_error(tmp_path, prepared) -> None:  # noqa: F811
+    factory = LocalSandboxFactory(state_root=tmp_path / "state", bwrap=str(tmp_path / "no-bwrap"))
+    with pytest.raises(SandboxError, match="apt-get install bubblewrap"):
+        factory.open(prepared)
+    assert not any((tmp_path / "state").glob("sb-*"))
+
+
+def test_not_root_is_a_clear_error(tmp_path, prepared, monkeypatch) -> None:  # noqa: F811
+    factory = LocalSandboxFactory(state_root=tmp_path / "state")
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    with pytest.raises(SandboxError, match="needs root"):
+        factory.open(prepared)
+
+
+def test_bad_limits_and_arguments_are_named(local_factory, prepared) -> None:  # noqa: F811
+    with pytest.raises(ValueError, match="max_processes"):
+        local_factory.open(prepared, Limits(max_processes=0))
+    with local_factory.open(prepared) as box:
+        with pytest.raises(ValueError, match="environment variable"):
+            box.run("true", env={"A=B": "x"})
+        with pytest.raises(ValueError, match="timeout_s"):
+            box.run("true", timeout_s=0)
+        result = box.run("true", cwd="/no/such/dir")
+        assert result.exit_code != 0 and "/no/such/dir" in result.output
+
+
+# --- cleanup --------------------------------------------------------------------------------------
+
+def test_close_leaves_no_trace_even_with_work_in_flight(local_factory, prepared) -> None:  # noqa: F811
+    import threading
+
+    box = local_factory.open(prepared)
+    box.write_file("/tmp/x", "x")
+    results: list[object] = []
+    runner = threading.Thread(target=lambda: results.append(_catch(lambda: box.run("sleep 100", timeout_s=60))))
+    runner.start()
+    time.sleep(0.3)
+    box.close()
+    runner.join(10)
+    assert not runner.is_alive()
+    assert results and "closed" in str(results[0])
+    assert host_traces(local_factory, box.name) == []
+
+
+def _catch(call):  # noqa: ANN001, ANN202
+    try:
+        return call()
+    except Exception as exc:  # noqa: BLE001
+        return exc
+
+
+CRASHER = """
+import sys, threading, time
+from patchgym.harness.sandbox.local import LocalSandboxFactory
+from patchgym.tests.test_sandbox_support import make_prepared
+from pathlib import Path
+factory = LocalSandboxFactory(state_root=sys.argv[1])
+prepared = make_prepared(Path(sys.argv[2]))
+boxes = [factory.open(prepared) for _ in range(2)]
+boxes[0].write_file("/tmp/data", "x" * 1000)
+threading.Thread(target=boxes[0].run, args=("sleep 313.5",), kwargs={"timeout_s": 600}, daemon=True).start()
+time.sleep(0.5)
+print(" ".join(b.name for b in boxes), flush=True)
+time.sleep(600)
+"""
+
+
+def test_sigkilled_owner_leaves_nothing_after_next_start(tmp_path) -> None:
+    state = tmp_path / "state"
+    child = subprocess.Popen([sys.executable, "-c", CRASHER, str(state), str(tmp_path / "task")],
+                             stdout=subprocess.PIPE, text=True)
+    names = child.stdout.readline().split()
+    assert len(names) == 2, "the child did not open its sandboxes"
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    time.sleep(0.2)
+    # The processes died with their owner and the mounts with its namespace; directories and
+    # cgroups are still there until the next factory starts.
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and "313.5" in _cmdline(p)]
+    assert linux.mounts_under(str(state)) == []
+    assert all((state / name).exists() for name in names)
+    factory = LocalSandboxFactory(state_root=state)
+    assert sorted(factory.reaped) == sorted(names)
+    for name in names:
+        assert host_traces(factory, name) == []
+    assert [p.name for p in state.iterdir()] == []
+
+
+def _cmdline(pid: str) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def test_reaper_leaves_live_owners_alone(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        other = LocalSandboxFactory(state_root=local_factory.state_root)
+        assert box.name not in other.reaped
+        assert box.run("echo alive").output == "alive\n"
+    assert re.match(r"sb-\d+-\d+-\d+$", box.name)
