@@ -163,3 +163,96 @@ def prepare_toy_task(workdir: Path, instance_id: str = "toy__calc-1"):  # -> Pre
     from patchgym.tasks.prepare import prepare_task
 
     return prepare_task(make_toy_task(workdir, instance_id), workdir / "store")
+
+
+class ServerProcess:
+    """`python -m patchgym serve ... --port 0` in a child process; `url` once it answers /health.
+
+    Used by the real-use tests and by bench/serve. `stop()` sends SIGTERM and waits for the exit code.
+    """
+
+    SERVING = "serving"
+
+    def __init__(self, argv_tail: list[str], *, env: dict[str, str] | None = None, start_timeout_s: float = 600) -> None:
+        import re
+        import sys
+        import threading
+
+        self._pattern = re.compile(r"serving (\d+) task\(s\) at (http://\S+)")
+        argv = [sys.executable, "-m", "patchgym", "serve", "--port", "0", *argv_tail]
+        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                                     env={**os.environ, **(env or {})})
+        self.output: list[str] = []
+        self._found: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+        self.url = self._wait_until_up(start_timeout_s)
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            self.output.append(line)
+            if not self._found:
+                match = self._pattern.search(line)
+                if match:
+                    self._found.append(match.group(2))
+
+    def _wait_until_up(self, timeout_s: float) -> str:
+        import time
+
+        import httpx
+
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                break
+            if self._found:
+                try:
+                    if httpx.get(self._found[0] + "/health", timeout=2).status_code == 200:
+                        return self._found[0]
+                except httpx.HTTPError:
+                    pass
+            time.sleep(0.05)
+        self.proc.kill()
+        self.proc.wait()
+        raise RuntimeError("the server did not come up:\n" + "".join(self.output))
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def stop(self, timeout_s: float = 60) -> int:
+        import signal
+
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+                raise
+        self._reader.join(5)
+        return self.proc.returncode
+
+
+def editor_calls_for_patch(patch: str) -> list[dict[str, Any]]:
+    """str_replace_editor calls that make the change of a unified diff, as an agent would: one
+    `str_replace` per hunk of a changed file, `create` for a new file, `rm` through bash for a deleted one."""
+    from unidiff import PatchSet
+
+    calls: list[dict[str, Any]] = []
+    for patched in PatchSet(patch):
+        path = "/testbed/" + patched.path
+        if patched.is_added_file:
+            text = "".join(line.value for hunk in patched for line in hunk if line.is_added)
+            calls.append({"name": "str_replace_editor", "arguments": {"command": "create", "path": path, "file_text": text}})
+            continue
+        if patched.is_removed_file:
+            calls.append({"name": "bash", "arguments": {"command": f"rm -- {path}"}})
+            continue
+        for hunk in patched:
+            old = "".join(line.value for line in hunk if line.is_context or line.is_removed)
+            new = "".join(line.value for line in hunk if line.is_context or line.is_added)
+            calls.append({"name": "str_replace_editor",
+                          "arguments": {"command": "str_replace", "path": path, "old_str": old, "new_str": new}})
+    return calls

@@ -8,12 +8,9 @@ disk holds all three; SIGTERM shuts the server down cleanly and leaves no sandbo
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
-import threading
-import time
 from pathlib import Path
 
 import httpx
@@ -21,70 +18,26 @@ import pytest
 
 from patchgym.env.client import AsyncEnvClient, EnvClient, EnvError
 from patchgym.env.episode_log import read_episode_log
-from patchgym.env.testing import make_toy_task, sandbox_unavailable_reason, toy_fix_calls, toy_wrong_fix_calls
+from patchgym.env.testing import ServerProcess, make_toy_task, sandbox_unavailable_reason, toy_fix_calls, toy_wrong_fix_calls
 
 skip_reason = sandbox_unavailable_reason("local")
 pytestmark = pytest.mark.skipif(skip_reason is not None, reason=skip_reason or "")
 TOKEN = "real-use-token-91c2"
 TASK = "toy__calc-1"
-SERVING = re.compile(r"serving (\d+) task\(s\) at (http://\S+)")
 
 
-class Server:
+class Server(ServerProcess):
+    """The toy task served by `patchgym serve` in a child process, with its own home and episode log."""
+
     def __init__(self, workdir: Path, *extra: str) -> None:
         task = make_toy_task(workdir)
         self.tasks_file = workdir / "tasks.jsonl"
         self.tasks_file.write_text(task.model_dump_json() + "\n")
         self.log_path = workdir / "episodes.jsonl"
         self.home = workdir / "home"
-        argv = [sys.executable, "-m", "patchgym", "serve", "--tasks", str(self.tasks_file), "--port", "0",
-                "--token", TOKEN, "--episode-log", str(self.log_path), "--store", str(workdir / "store"), *extra]
-        self.proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                     env={**os.environ, "PATCHGYM_HOME": str(self.home)})
-        self.output: list[str] = []
-        self.url = self._wait_for_url(timeout_s=120)
-        threading.Thread(target=self._drain, daemon=True).start()
-
-    def _wait_for_url(self, timeout_s: float) -> str:
-        found: list[str] = []
-
-        def read() -> None:
-            for line in self.proc.stdout:  # type: ignore[union-attr]
-                self.output.append(line)
-                match = SERVING.search(line)
-                if match:
-                    found.append(match.group(2))
-                    return
-
-        reader = threading.Thread(target=read, daemon=True)
-        reader.start()
-        reader.join(timeout_s)
-        if not found:
-            self.proc.kill()
-            raise AssertionError("the server did not start:\n" + "".join(self.output))
-        # uvicorn may take a moment after the line to accept connections
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(found[0] + "/health", timeout=2).status_code == 200:
-                    return found[0]
-            except httpx.HTTPError:
-                time.sleep(0.1)
-        raise AssertionError("the server never answered /health:\n" + "".join(self.output))
-
-    def _drain(self) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            self.output.append(line)
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                return self.proc.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                raise
-        return self.proc.returncode
+        super().__init__(["--tasks", str(self.tasks_file), "--token", TOKEN, "--episode-log", str(self.log_path),
+                          "--store", str(workdir / "store"), *extra], env={"PATCHGYM_HOME": str(self.home)},
+                         start_timeout_s=120)
 
     def sandbox_dirs(self) -> list[Path]:
         root = self.home / "sandboxes"
