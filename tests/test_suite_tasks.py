@@ -1,0 +1,95 @@
+"""Every bundled task is valid, checked by running its tests in a plain git checkout.
+
+At base with test_patch applied every FAIL_TO_PASS test fails and every PASS_TO_PASS test passes;
+with the gold patch added, all pass. Results are read from pytest's JUnit XML, not from its output.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from patchgym.tasks.suite import bundled_tasks
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[dict]]:
+    jsonl = bundled_tasks(tmp_path_factory.mktemp("suite-store"))
+    rows = [json.loads(line) for line in jsonl.read_text().splitlines()]
+    return jsonl, rows
+
+
+def _git(repo: Path, *args: str, stdin: str | None = None) -> str:
+    done = subprocess.run(["git", "-C", str(repo), *args], input=stdin, capture_output=True, text=True)
+    assert done.returncode == 0, f"git {args}: {done.stderr}"
+    return done.stdout
+
+
+def run_tests(checkout: Path, ids: list[str]) -> dict[str, str]:
+    """node id -> 'passed' | 'failed' | 'error' | 'skipped', for the ids pytest reported."""
+    report = checkout.parent / f"{checkout.name}-junit.xml"
+    subprocess.run(
+        [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-q", f"--rootdir={checkout}",
+         f"--junitxml={report}", "-o", "junit_family=xunit1", *ids],
+        cwd=checkout, capture_output=True, text=True, timeout=120,
+        # The tasks' environment is plain pytest; this venv's extra plugins would only slow it down.
+        env={**os.environ, "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"},
+    )
+    outcomes: dict[str, str] = {}
+    for case in ET.parse(report).getroot().iter("testcase"):
+        # xunit1 gives file="tests/test_x.py" and name="test_y" (classname holds the class, if any)
+        file, name, classname = case.get("file", ""), case.get("name", ""), case.get("classname", "")
+        cls = classname.rsplit(".", 1)[-1]
+        node = f"{file}::{cls}::{name}" if cls.startswith("Test") else f"{file}::{name}"
+        status = "passed"
+        for child in case:
+            if child.tag in ("failure", "error", "skipped"):
+                status = {"failure": "failed"}.get(child.tag, child.tag)
+        outcomes[node] = status
+    return outcomes
+
+
+def validate_task(row: dict, jsonl_dir: Path, work: Path) -> list[str]:
+    """Problems found with one task (empty when valid)."""
+    problems: list[str] = []
+    checkout = work / row["instance_id"]
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(jsonl_dir / row["source"]), str(checkout)], check=True)
+    _git(checkout, "checkout", "--quiet", "--detach", row["base_commit"])
+    _git(checkout, "apply", "-", stdin=row["test_patch"])
+    ids = row["FAIL_TO_PASS"] + row["PASS_TO_PASS"]
+    before = run_tests(checkout, ids)
+    for test in row["FAIL_TO_PASS"]:
+        if before.get(test) not in ("failed", "error"):
+            problems.append(f"{row['instance_id']}: FAIL_TO_PASS {test} is {before.get(test, 'missing')} at base")
+    for test in row["PASS_TO_PASS"]:
+        if before.get(test) != "passed":
+            problems.append(f"{row['instance_id']}: PASS_TO_PASS {test} is {before.get(test, 'missing')} at base")
+    _git(checkout, "apply", "-", stdin=row["patch"])
+    after = run_tests(checkout, ids)
+    for test in ids:
+        if after.get(test) != "passed":
+            problems.append(f"{row['instance_id']}: {test} is {after.get(test, 'missing')} with the gold patch")
+    return problems
+
+
+def test_every_task_is_valid(suite: tuple[Path, list[dict]], tmp_path: Path) -> None:
+    jsonl, rows = suite
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        results = list(pool.map(lambda row: validate_task(row, jsonl.parent, tmp_path), rows))
+    problems = [p for result in results for p in result]
+    assert not problems, "\n".join(problems)
+
+
+def test_validation_catches_a_broken_task(suite: tuple[Path, list[dict]], tmp_path: Path) -> None:
+    """The check above can fail: FAIL_TO_PASS tests listed as PASS_TO_PASS are reported."""
+    jsonl, rows = suite
+    broken = dict(rows[0], PASS_TO_PASS=rows[0]["PASS_TO_PASS"] + rows[0]["FAIL_TO_PASS"])
+    problems = validate_task(broken, jsonl.parent, tmp_path)
+    assert any("PASS_TO_PASS" in p for p in problems)
