@@ -84,17 +84,23 @@ class _Grading:
         self.durations[step] = round(self.durations.get(step, 0.0) + time.monotonic() - started, 4)
 
     def verdict(self, status: str, *, tests: dict | None = None, error: str | None = None) -> Verdict:
-        self.durations["total"] = round(self.deadline.elapsed(), 4)
-        verdict = Verdict(
+        return Verdict(
             reward=1.0 if status == "resolved" else 0.0, status=status, tests=tests or _not_run(self.prepared),
-            flags=self.flags, apply_method=self.apply_method, durations=self.durations,
+            flags=list(self.flags), apply_method=self.apply_method, durations={},
             log_dir=str(self.log_dir) if self.log_dir else None, error=error, instance_id=self.task.instance_id,
         )
-        self._log("verdict.json", verdict.model_dump_json(indent=2))
-        return verdict
 
     # --- steps -----------------------------------------------------------------------------
     def run(self) -> Verdict:
+        """Grade; the durations (teardown included) and the log are filled in after the sandbox closed."""
+        verdict = self._run()
+        self.durations["total"] = round(self.deadline.elapsed(), 4)
+        verdict.durations = dict(self.durations)
+        verdict.flags = list(dict.fromkeys(verdict.flags + [f for f in self.flags if f not in verdict.flags]))
+        self._log("verdict.json", verdict.model_dump_json(indent=2))
+        return verdict
+
+    def _run(self) -> Verdict:
         empty = is_empty_patch(self.patch)
         if empty and not self.run_empty:
             return self.verdict("empty_patch", error="the prediction holds no patch")

@@ -5,7 +5,7 @@ them parametrized with spaces, brackets and unicode in its ids); tests already i
 PASS_TO_PASS. The repository has a trusted `conftest.py` and pytest configuration at base.
 
 `build_prepared(tmp)` returns a `PreparedTask` made by hand: the repository committed at base and a
-virtual environment on the host interpreter (system site packages, so pytest is there) holding an
+virtual environment on the base interpreter with pytest linked in, holding an
 editable-install style `.pth` that puts /testbed on sys.path, as `pip install -e .` would.
 `make_patch(prepared, edits)` turns file edits into a diff against base, the way an agent's
 submission would look.
@@ -99,13 +99,36 @@ def diff_of(repo: Path, files: dict[str, str | None], *, extra: list[str] | None
         shutil.rmtree(work, ignore_errors=True)
 
 
+PYTEST_DISTS = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "pygments", "py.py")
+
+
+def _base_site_packages() -> Path:
+    import sysconfig
+
+    return Path(sysconfig.get_paths(vars={"base": sys.base_prefix, "platbase": sys.base_prefix})["purelib"])
+
+
 def build_venv(root: Path) -> Path:
+    """A task environment: a venv on the base interpreter with only pytest and what it needs (linked
+    from the base interpreter's site-packages, which every sandbox mounts), and a .pth putting
+    /testbed on sys.path. Without pytest in the base interpreter it falls back to its whole
+    site-packages."""
     venv = root / "venv"
-    if not (venv / "bin" / "python").exists():
-        subprocess.run([sys._base_executable if hasattr(sys, "_base_executable") else sys.executable, "-m", "venv",
-                        "--system-site-packages", "--without-pip", str(venv)], check=True)
-        site = next((venv / "lib").glob("python3*/site-packages"))
-        (site / "__editable__calc.pth").write_text("/testbed\n")
+    if (venv / "bin" / "python").exists():
+        return venv
+    base_site = _base_site_packages()
+    minimal = (base_site / "pytest").is_dir() and (base_site / "pluggy").is_dir()
+    argv = [getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)]
+    if not minimal:
+        argv.insert(3, "--system-site-packages")
+    subprocess.run(argv, check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    if minimal:
+        for entry in base_site.iterdir():
+            name = entry.name.split("-")[0].lower() if entry.name.endswith(".dist-info") else entry.name
+            if name in PYTEST_DISTS:
+                (site / entry.name).symlink_to(entry)
+    (site / "__editable__calc.pth").write_text("/testbed\n")
     return venv
 
 
