@@ -36,12 +36,12 @@ from torch import Tensor
 # 0 * logit stays 0 (not NaN) in the entropy and centering dot products; exp() of it is 0.
 _MASKED_LOGIT = torch.finfo(torch.float32).min
 
-# Default chunk: about 2**25 float32 elements (128 MiB) per working buffer.
-_CHUNK_ELEMENTS = 1 << 25
+# Default chunk: about 2**24 float32 elements (64 MiB) per working buffer.
+_CHUNK_ELEMENTS = 1 << 24
 
 
 def default_chunk_size(vocab_size: int) -> int:
-    """Rows per chunk so that one [rows, vocab] float32 buffer holds about 2**25 elements."""
+    """Rows per chunk so that one [rows, vocab] float32 buffer holds about 2**24 elements."""
     return max(1, _CHUNK_ELEMENTS // max(1, vocab_size))
 
 

@@ -111,7 +111,7 @@ def policy_loss(
         num_tokens: the denominator of the per-token mean (default sum(loss_mask)); pass the
             global token count when accumulating micro-batches.
         with_entropy: compute the trainer's mean entropy for the metrics (one more pass).
-        chunk_size: token rows per chunk in the vocabulary kernel (default ~2**25 / V).
+        chunk_size: token rows per chunk in the vocabulary kernel (default ~2**24 / V).
 
     Returns:
         (loss, metrics): loss is a float32 scalar, differentiable w.r.t. logits; metrics is a dict
@@ -177,7 +177,7 @@ def policy_loss(
     center = None  # [T] sum_v sg(c_v) log p_v (before any sequence-weight scale)
     resolved = resolve_support(support_t, safe_tokens, vocab_size, active) if support_t is not None else None
     if isinstance(resolved, IndexSupport):
-        logp_s = support_logprobs(logits2d, resolved, temperature)
+        logp_s = support_logprobs(logits2d, resolved, temperature, safe_tokens)
         logp_y = logp_s.gather(1, token_slot(resolved, safe_tokens)).squeeze(1)
         logp_s_finite = torch.where(resolved.valid, logp_s, torch.zeros((), device=device))
         if with_entropy:

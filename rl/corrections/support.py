@@ -118,14 +118,36 @@ def _raise_if_outside(inside: Tensor, active: Tensor | None) -> None:
         )
 
 
-def support_logprobs(
-    logits: Tensor, support: IndexSupport, temperature: float
-) -> Tensor:
-    """log p_S(v) for every support slot: [T, K] float32, -inf at pads; plain autograd.
+class _GatherSupport(torch.autograd.Function):
+    """logits.gather(1, ids) as float32, whose backward scatters straight into one zero-filled
+    gradient in the logits' dtype (plain autograd may widen bfloat16 scatters to float32)."""
 
-    Allocates [T, K] float32 tensors; its backward allocates the [T, V] gradient (logits' dtype).
+    @staticmethod
+    def forward(ctx, logits: Tensor, ids: Tensor, valid: Tensor, fill_slot: Tensor) -> Tensor:  # type: ignore[override]
+        ctx.save_for_backward(ids, valid, fill_slot)
+        ctx.shape, ctx.dtype = logits.shape, logits.dtype
+        return logits.gather(1, ids).float()
+
+    @staticmethod
+    def backward(ctx, grad: Tensor):  # type: ignore[override]
+        ids, valid, fill_slot = ctx.saved_tensors
+        # Pad slots point at the same id as `fill_slot`: give them its value, so the duplicate
+        # writes of scatter_ agree and the result is deterministic.
+        values = torch.where(valid, grad, grad.gather(1, fill_slot))
+        grad_logits = torch.zeros(ctx.shape, dtype=ctx.dtype, device=grad.device)
+        grad_logits.scatter_(1, ids, values.to(ctx.dtype))
+        return grad_logits, None, None, None
+
+
+def support_logprobs(
+    logits: Tensor, support: IndexSupport, temperature: float, tokens: Tensor
+) -> Tensor:
+    """log p_S(v) for every support slot: [T, K] float32, -inf at pads.
+
+    Allocates [T, K] float32 tensors; its backward allocates the [T, V] gradient (logits' dtype)
+    and scatters the [T, K] values into it: no full-vocabulary arithmetic at all.
     """
-    gathered = logits.gather(1, support.ids).float()
+    gathered = _GatherSupport.apply(logits, support.ids, support.valid, token_slot(support, tokens))
     if temperature != 1.0:
         gathered = gathered / temperature
     gathered = gathered.masked_fill(~support.valid, float("-inf"))
@@ -156,7 +178,7 @@ def token_logprobs(
     on logits outside S is exactly 0. A token outside its support raises ValueError.
 
     Allocates: without support or with a mask, one or two [chunk_size, V] float32 buffers at a time
-    (see kernel.py; chunk_size defaults to about 2**25 / V rows) and the [*] output; with index
+    (see kernel.py; chunk_size defaults to about 2**24 / V rows) and the [*] output; with index
     lists, [*, K] float32. Backward allocates the gradient [*, V] in the logits' dtype.
     """
     logits2d, flat_tokens = _flatten(logits, tokens)
@@ -169,7 +191,7 @@ def token_logprobs(
         support_t = support_t.reshape(flat_tokens.shape[0], -1) if support_t.dim() >= 1 else support_t
         resolved = resolve_support(support_t, flat_tokens, vocab_size, active=None)
         if isinstance(resolved, IndexSupport):
-            logp_s = support_logprobs(logits2d, resolved, temperature)
+            logp_s = support_logprobs(logits2d, resolved, temperature, flat_tokens)
             return logp_s.gather(1, token_slot(resolved, flat_tokens)).reshape(tokens.shape)
         logp_at, _, _ = gathered_logprobs(
             logits2d, flat_tokens.unsqueeze(1), temperature=temperature, support_mask=resolved, chunk_size=chunk_size
