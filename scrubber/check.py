@@ -44,9 +44,10 @@ def check(
     leaks: list[Leak] = []
     ref_leaks, refs_checked = inspect_refs(facts)
     leaks += ref_leaks
-    leaks += inspect_git_dir(paths.common_dir)
+    known_message = _known_messages(facts)
+    leaks += inspect_git_dir(paths.common_dir, known_message=known_message)
     if paths.git_dir != paths.common_dir:
-        leaks += inspect_git_dir(paths.git_dir)
+        leaks += inspect_git_dir(paths.git_dir, known_message=known_message)
     leaks += inspect_objects(facts)
     leaks += _inspect_post_images(facts, forbidden)
     if include_worktree:
@@ -80,6 +81,19 @@ def _effective_base(paths: RepoPaths, cwd: Path, base: str) -> tuple[str, str | 
             if key == SQUASH_TRAILER and is_root and len(wanted) >= 4 and value.startswith(wanted):
                 return head_id, value
         raise missing
+
+
+def _known_messages(facts: RepoFacts):
+    """A test for 'is this the message of base or an ancestor' (history read only if asked)."""
+    cache: list[set[str]] = []
+
+    def known(text: str) -> bool:
+        if not cache:
+            log = run_git(["log", "--format=%B%x00", facts.base], cwd=facts.cwd).stdout.decode(errors="replace")
+            cache.append({message.strip() for message in log.split("\0")})
+        return text in cache[0]
+
+    return known
 
 
 def _inspect_post_images(facts: RepoFacts, forbidden: dict[str, str]) -> list[Leak]:

@@ -10,12 +10,13 @@ The config may not name remotes or URLs, hooks paths, includes, or commands git 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from pathlib import Path
 
 from patchgym.scrubber.git import run_git
 from patchgym.scrubber.report import Leak
 
-_INSPECTED_ELSEWHERE = {"HEAD", "config", "description", "index", "objects", "refs", "logs", "packed-refs", "shallow"}
+_INSPECTED_ELSEWHERE = {"HEAD", "config", "index", "objects", "refs", "logs", "packed-refs", "shallow"}
 _STATE = {
     "rebase-merge",
     "rebase-apply",
@@ -25,7 +26,6 @@ _STATE = {
     "MERGE_RR",
     "SQUASH_MSG",
     "AUTO_MERGE",
-    "COMMIT_EDITMSG",
     "TAG_EDITMSG",
     "NOTES_EDITMSG",
     "gitk.cache",
@@ -53,12 +53,29 @@ def _ls(directory: Path) -> list[Path]:
     return sorted(directory.iterdir()) if directory.is_dir() else []
 
 
-def inspect_git_dir(git_dir: Path, *, label: str = "") -> list[Leak]:
-    """Leaks among the files of one git directory (the common dir, or a linked worktree's dir)."""
+_DEFAULT_DESCRIPTION = "Unnamed repository; edit this file 'description' to name the repository."
+
+
+def inspect_git_dir(git_dir: Path, *, known_message: Callable[[str], bool]) -> list[Leak]:
+    """Leaks among the files of one git directory (the common dir, or a linked worktree's dir).
+
+    KNOWN_MESSAGE tells whether a text is the message of base or an ancestor: COMMIT_EDITMSG
+    holding one of those is harmless; any other text may be the message of a future commit.
+    """
     leaks: list[Leak] = []
     for entry in _ls(git_dir):
         name = entry.name
         if name in _INSPECTED_ELSEWHERE or re.fullmatch(r"sharedindex\.[0-9a-f]+", name):
+            continue
+        if name == "COMMIT_EDITMSG" and entry.is_file():
+            text = _strip_comments(entry.read_text(errors="replace"))
+            if not known_message(text):
+                leaks.append(Leak("state", f"{entry} holds a message that is not base's or an ancestor's"))
+            continue
+        if name == "description" and entry.is_file():
+            text = entry.read_text(errors="replace").strip()
+            if text and text != _DEFAULT_DESCRIPTION:
+                leaks.append(Leak("unknown", f"{entry} has non-default text: {text[:80]!r}"))
             continue
         if name.endswith("_HEAD"):
             content = entry.read_text(errors="replace").strip() if entry.is_file() else ""
@@ -89,6 +106,10 @@ def inspect_git_dir(git_dir: Path, *, label: str = "") -> list[Leak]:
     if config.is_file():
         leaks += inspect_config(config)
     return leaks
+
+
+def _strip_comments(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if not line.startswith("#")).strip()
 
 
 def _listing(directory: Path) -> str:

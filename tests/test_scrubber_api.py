@@ -308,3 +308,54 @@ def test_check_does_not_touch_the_repository(sample: SampleHistory, tmp_path: Pa
     before = snapshot(repo)
     check(repo, sample.base, forbid_patch=sample.fix_patch)
     assert snapshot(repo) == before
+
+
+# ---- repositories made by ordinary git use ------------------------------------------------------
+
+
+def test_ordinary_repository_without_a_future_is_clean(tmp_path: Path) -> None:
+    repo = tmp_path / "plain"
+    run_git(["init", "-q", "-b", "main", str(repo)])  # default templates: hooks samples, description
+    for number in range(3):
+        (repo / "f.txt").write_text(f"{number}\n")
+        git(repo, "add", "f.txt")
+        git(repo, "commit", "-q", "-m", f"commit {number}", date=number)
+    base = git(repo, "rev-parse", "HEAD")
+    assert check(repo, base).ok, check(repo, base).leaks
+    (repo / "f.txt").write_text("future\n")
+    git(repo, "commit", "-q", "-am", "the future", date=5)
+    git(repo, "reset", "-q", "--hard", base)
+    result = check(repo, base)
+    assert {"reflogs", "objects", "head-files", "state"} <= set(result.channels())
+
+
+def test_base_reachable_from_no_ref(sample: SampleHistory, tmp_path: Path) -> None:
+    source = tmp_path / "src"
+    shutil.copytree(sample.repo, source)
+    (source / "extra.txt").write_text("only in a dangling commit\n")
+    git(source, "add", "extra.txt")
+    tree = git(source, "write-tree")
+    dangling = git(source, "commit-tree", tree, "-p", sample.base, "-m", "dangling")
+    git(source, "reset", "-q", "--hard")
+    scrub(source, tmp_path / "d", dangling)
+    assert audit_scrubbed(tmp_path / "d", source, dangling) == []
+    assert (tmp_path / "d" / "extra.txt").exists()
+
+
+def test_submodule_links_and_eol_attributes_survive_a_clean_check(tmp_path: Path) -> None:
+    repo = tmp_path / "src"
+    run_git(["init", "-q", "-b", "main", str(repo)])
+    (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    (repo / "notes.txt").write_text("line one\nline two\n")
+    (repo / "run.sh").write_text("#!/bin/sh\necho hi\n")
+    (repo / "run.sh").chmod(0o755)
+    (repo / "link").symlink_to("notes.txt")
+    git(repo, "add", "-A")
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'ab' * 20},vendor/lib")
+    git(repo, "commit", "-q", "-m", "files of every kind")
+    base = git(repo, "rev-parse", "HEAD")
+    dest = tmp_path / "d"
+    scrub(repo, dest, base)
+    assert (dest / "notes.txt").read_bytes() == b"line one\r\nline two\r\n"
+    assert (dest / "link").is_symlink() and (dest / "run.sh").stat().st_mode & 0o100
+    assert check(dest, base).ok, check(dest, base).leaks
