@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 
 from patchgym.harness.parsers import PASSING, get_parser
 from patchgym.harness.results import read_stream
-from patchgym.harness.runner import TestRun, is_direct_pytest
-from patchgym.harness.verdict import F2P, MISSING, P2P, all_pass, lookup, test_statuses
+from patchgym.harness.runner import GradingRun, is_direct_pytest
+from patchgym.harness.verdict import F2P, MISSING, P2P, all_pass, lookup, graded_statuses
 from patchgym.tasks.model import Task
 
 DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch")
@@ -41,7 +41,7 @@ class Outcome:
         return all_pass(self.tests) and not self.disqualified
 
 
-def decide(task: Task, run: TestRun) -> Outcome:
+def decide(task: Task, run: GradingRun) -> Outcome:
     log = run.result.output
     log_statuses = get_parser(task.log_parser)(log)
     flags: list[str] = []
@@ -51,13 +51,13 @@ def decide(task: Task, run: TestRun) -> Outcome:
         flags.append("process_limit_hit")
 
     if run.channel is None:
-        tests = test_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, log_statuses)
+        tests = graded_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, log_statuses)
         if all_pass(tests) and run.result.exit_code != 0:
             flags.append("exit_code_mismatch")
         return Outcome(tests, flags, log_statuses)
 
     stream = read_stream(run.channel, run.stream)
-    tests = test_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, stream.tests)
+    tests = graded_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, stream.tests)
     flags += [f"result_stream: {problem}" for problem in stream.problems]
     flags += [f"tamper: {what}" for what in stream.integrity]
     for test_id, note in stream.notes.items():

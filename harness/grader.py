@@ -30,7 +30,7 @@ from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
 from patchgym.harness.neutralize import Plan, plan_neutralization, pytest_sections_changed
 from patchgym.harness.patch_check import check_patch
-from patchgym.harness.runner import TestRun, pytest_files, run_tests, test_command
+from patchgym.harness.runner import GradingRun, pytest_files, run_tests, grading_command
 from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFactory, get_factory
 from patchgym.harness.verdict import F2P, MISSING, P2P, Verdict
 from patchgym.tasks.patches import is_empty_patch
@@ -170,7 +170,7 @@ class _Grading:
 
         started = time.monotonic()
         present = self._present(sandbox, pytest_files(self.task)) if self.task.log_parser == "pytest" else None
-        command = test_command(self.task, present)
+        command = grading_command(self.task, present)
         patched = [p for p in touched if p not in plan.restore]
         run = run_tests(sandbox, self.task, command, patched_files=patched,
                         timeout_s=self.deadline.check("running the tests"))
@@ -229,7 +229,7 @@ class _Grading:
         result = sandbox.run(script, timeout_s=self.deadline.check("listing test files"))
         return set((result.stdout if result.stdout is not None else result.output).splitlines())
 
-    def _log_run(self, run: TestRun) -> None:
+    def _log_run(self, run: GradingRun) -> None:
         header = f"$ {run.command}\n[exit {run.result.exit_code}, {run.result.duration_s:.2f}s, timed_out={run.result.timed_out}, "
         header += f"truncated_bytes={run.result.truncated_bytes}, extra={json.dumps(run.result.extra, default=str)}]\n"
         self._log("test_output.log", header + run.result.output)

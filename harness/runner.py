@@ -1,6 +1,6 @@
 """Running a task's tests in a grading sandbox, with the signed reporter in place.
 
-`test_command(task, present)` is the command: the task's `test_cmd`, or for `log_parser: pytest`
+`grading_command(task, present)` is the command: the task's `test_cmd`, or for `log_parser: pytest`
 `python -m pytest -rA -p no:cacheprovider <test files>` (the files named by the test ids and the
 test files `test_patch` touches), for `unittest` `python -m unittest -v <test ids>`.
 
@@ -39,7 +39,7 @@ def pytest_files(task: Task) -> list[str]:
     return files
 
 
-def test_command(task: Task, present: set[str] | None = None) -> str:
+def grading_command(task: Task, present: set[str] | None = None) -> str:
     """The command that runs the grading tests (files absent after test_patch are left out)."""
     if task.test_cmd:
         return task.test_cmd
@@ -55,14 +55,14 @@ def is_direct_pytest(command: str) -> bool:
 
 
 @dataclass
-class TestRun:
+class GradingRun:
     command: str
     result: CommandResult
     channel: Channel | None
     stream: bytes | None
 
 
-def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float) -> TestRun:
+def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float) -> GradingRun:
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider",
            "PY_COLORS": "0", "NO_COLOR": "1"}
     stdin = None
@@ -79,4 +79,4 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
             stream = sandbox.read_file(channel.results_path)
         except (FileNotFoundError, IsADirectoryError, PermissionError):
             stream = None
-    return TestRun(command, result, channel, stream)
+    return GradingRun(command, result, channel, stream)

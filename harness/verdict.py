@@ -70,7 +70,7 @@ def lookup(test_id: str, observed: dict[str, str]) -> str:
     return MISSING
 
 
-def test_statuses(fail_to_pass: list[str], pass_to_pass: list[str], observed: dict[str, str]) -> dict[str, dict[str, str]]:
+def graded_statuses(fail_to_pass: list[str], pass_to_pass: list[str], observed: dict[str, str]) -> dict[str, dict[str, str]]:
     return {F2P: {t: lookup(t, observed) for t in fail_to_pass}, P2P: {t: lookup(t, observed) for t in pass_to_pass}}
 
 

@@ -1,0 +1,176 @@
+"""The grader's pure parts: patch checks, the neutralisation policy, the signed stream, the
+verdict rules (checked against SWE-bench's own grading functions as an oracle)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from patchgym.harness.neutralize import infra_reason, looks_like_test, plan_neutralization, pytest_sections_changed
+from patchgym.harness.patch_check import check_patch, unquote_git_path
+from patchgym.harness.results import Channel, _signature, new_channel, read_stream
+from patchgym.harness.verdict import F2P, P2P, all_pass, lookup, graded_statuses
+
+SIMPLE = "diff --git a/pkg/x.py b/pkg/x.py\n--- a/pkg/x.py\n+++ b/pkg/x.py\n@@ -1 +1 @@\n-a\n+b\n"
+
+
+def _diff(path: str, *, header: str = "") -> str:
+    return f"diff --git a/{path} b/{path}\n{header}--- a/{path}\n+++ b/{path}\n@@ -1 +1 @@\n-a\n+b\n"
+
+
+# --- patch checks ---------------------------------------------------------------------------------
+def test_a_plain_diff_passes_and_lists_its_files() -> None:
+    check = check_patch(SIMPLE)
+    assert check.ok and check.files == ["pkg/x.py"] and check.added == []
+
+
+@pytest.mark.parametrize("text, rule", [
+    ("", "not_a_diff"),
+    ("just words\n", "not_a_diff"),
+    ("--- a/x.py\n+++ b/x.py\n@@ -1,3 +1 @@\n-a\n", "not_a_diff"),
+    (_diff("../outside.py"), "path_escape"),
+    (_diff("pkg/../../etc/x"), "path_escape"),
+    ("--- /etc/passwd\n+++ /etc/passwd\n@@ -1 +1 @@\n-a\n+b\n", "absolute_path"),
+    (_diff(".git/config"), "git_dir"),
+    (_diff("pkg/.git/hooks/pre-commit"), "git_dir"),
+    ("diff --git a/l b/l\nnew file mode 120000\n--- /dev/null\n+++ b/l\n@@ -0,0 +1 @@\n+/etc\n", "symlink"),
+    ("diff --git a/m b/m\nold mode 100644\nnew mode 160000\n", "symlink"),
+    ("diff --git a/x.bin b/x.bin\nnew file mode 100644\nindex 0000000..e69de29\nGIT binary patch\nliteral 3\nKcmZQzWMT#Y01f~L\n\nliteral 0\nKcmV+b0RR6000031\n\n", "binary"),
+    ("diff --git a/a b/b\nsimilarity index 90%\nrename from src/a.py\nrename to ../b.py\n", "path_escape"),
+])
+def test_each_rule_is_named(text: str, rule: str) -> None:
+    check = check_patch(text)
+    assert not check.ok and check.rule == rule, check
+
+
+def test_size_caps() -> None:
+    assert check_patch(SIMPLE, max_bytes=10).rule == "too_large"
+    many = "".join(_diff(f"f{i}.py") for i in range(5))
+    assert check_patch(many, max_files=4).rule == "too_large"
+    assert check_patch(many, max_files=5).ok
+
+
+def test_binary_allowed_when_asked() -> None:
+    text = "diff --git a/x.bin b/x.bin\nindex 1111111..2222222 100644\nBinary files a/x.bin and b/x.bin differ\n"
+    assert check_patch(text).rule == "binary"
+    assert check_patch(text, allow_binary=True).ok
+
+
+def test_quoted_paths_are_unquoted_before_checking() -> None:
+    assert unquote_git_path('"a/caf\\303\\251.py"') == "a/café.py"
+    quoted = '--- "a/../x\\t.py"\n+++ "b/../x\\t.py"\n@@ -1 +1 @@\n-a\n+b\n'
+    assert check_patch(quoted).rule == "path_escape"
+
+
+def test_added_files_are_reported() -> None:
+    text = "diff --git a/new.py b/new.py\nnew file mode 100644\n--- /dev/null\n+++ b/new.py\n@@ -0,0 +1 @@\n+x = 1\n"
+    check = check_patch(text)
+    assert check.ok and check.added == ["new.py"]
+
+
+# --- neutralisation policy ------------------------------------------------------------------------
+@pytest.mark.parametrize("path, reason", [
+    ("conftest.py", "conftest.py"), ("deep/er/conftest.py", "conftest.py"), ("pytest.ini", "pytest.ini"),
+    ("tox.ini", "tox.ini"), ("sitecustomize.py", "sitecustomize.py"), ("lib/usercustomize.py", "usercustomize.py"),
+    ("x.pth", "*.pth"), (".pytest_cache/v/cache/lastfailed", ".pytest_cache"), ("pkg/__pycache__/m.cpython-311.pyc", "compiled bytecode"),
+    ("pkg/module.py", None), ("setup.cfg", None),
+])
+def test_infra_files(path: str, reason: str | None) -> None:
+    assert infra_reason(path) == reason
+
+
+@pytest.mark.parametrize("path, is_test", [
+    ("tests/helpers.py", True), ("pkg/tests/data.json", True), ("test_x.py", True), ("pkg/x_test.py", True),
+    ("pkg/testing/utils.py", False), ("pkg/contest.py", False), ("src/pkg/core.py", False),
+])
+def test_test_paths(path: str, is_test: bool) -> None:
+    assert looks_like_test(path) is is_test
+
+
+def test_plan_restores_tests_and_infra_and_shadowing_modules_only() -> None:
+    touched = ["pkg/core.py", "tests/test_core.py", "conftest.py", "pytest.py", "pkg/json.py", "setup.cfg", "run_tests.sh"]
+    plan = plan_neutralization(touched, added=["pytest.py", "pkg/json.py"], protected=["tests/test_core.py"],
+                               test_cmd="bash run_tests.sh -x")
+    assert plan.restore == ["tests/test_core.py", "conftest.py", "pytest.py", "run_tests.sh"]
+    assert plan.check_sections == ["setup.cfg"]
+    assert "removed_shadowing_module:pytest.py" in plan.flags
+    # pkg/json.py is a submodule of a package, not on sys.path: kept.
+    assert "pkg/json.py" not in plan.restore
+
+
+def test_pytest_sections() -> None:
+    base_toml = "[project]\nname='x'\n[tool.pytest.ini_options]\naddopts='-q'\n"
+    assert not pytest_sections_changed("pyproject.toml", base_toml, base_toml.replace("name='x'", "name='y'"))
+    assert pytest_sections_changed("pyproject.toml", base_toml, base_toml.replace("-q", "-k nothing"))
+    assert pytest_sections_changed("pyproject.toml", "[project]\nname='x'\n", base_toml)
+    cfg = "[metadata]\nname = x\n"
+    assert not pytest_sections_changed("setup.cfg", cfg, cfg + "[flake8]\nmax-line-length = 1\n")
+    assert pytest_sections_changed("setup.cfg", cfg, cfg + "[tool:pytest]\naddopts = -x\n")
+    assert pytest_sections_changed("setup.cfg", cfg, None) is False
+    assert pytest_sections_changed("setup.cfg", cfg + "[tool:pytest]\n", None)
+
+
+# --- the signed stream ----------------------------------------------------------------------------
+def _stream(channel: Channel, records: list[dict]) -> bytes:
+    lines = []
+    for seq, record in enumerate(records):
+        payload = json.dumps({"seq": seq, **record}, sort_keys=True)
+        lines.append(f"{payload}\t{_signature(channel, seq, payload)}")
+    return ("\n".join(lines) + "\n").encode()
+
+
+GOOD = [{"kind": "start"}, {"kind": "test", "id": "t.py::a", "status": "PASSED"}, {"kind": "end", "exitstatus": 0}]
+
+
+def test_a_signed_stream_reads_back() -> None:
+    channel = new_channel()
+    out = read_stream(channel, _stream(channel, GOOD))
+    assert out.trustworthy and out.tests == {"t.py::a": "PASSED"} and out.exitstatus == 0
+
+
+def test_forged_reordered_truncated_or_foreign_streams_are_rejected() -> None:
+    channel = new_channel()
+    good = _stream(channel, GOOD)
+    forged = good.replace(b'"PASSED"', b'"FAILED"')
+    assert not read_stream(channel, forged).trustworthy
+    lines = good.splitlines(keepends=True)
+    assert not read_stream(channel, lines[0] + lines[2] + lines[1]).trustworthy
+    assert not read_stream(channel, b"".join(lines[:2])).trustworthy  # no end
+    assert not read_stream(channel, b"").trustworthy
+    assert not read_stream(channel, None).trustworthy
+    other = new_channel()
+    assert not read_stream(other, good).trustworthy  # another run's key
+    assert not read_stream(channel, good + lines[1]).trustworthy  # replayed record after the end
+
+
+# --- verdict rules vs SWE-bench -------------------------------------------------------------------
+def test_swebench_rules() -> None:
+    observed = {"a": "PASSED", "b": "XFAIL", "c": "SKIPPED", "d": "FAILED", "e": "ERROR"}
+    assert all_pass(graded_statuses(["a", "b"], ["a", "c"], observed))
+    assert not all_pass(graded_statuses(["c"], [], observed))  # skipped F2P fails
+    assert not all_pass(graded_statuses(["a"], ["missing"], observed))  # missing fails
+    assert not all_pass(graded_statuses(["a"], ["e"], observed))
+
+
+def test_truncated_expected_ids() -> None:
+    observed = {"t.py::f[log(photon x)]": "PASSED", "t.py::g[a b]": "PASSED", "t.py::g[a c]": "FAILED"}
+    assert lookup("t.py::f[log(photon", observed) == "PASSED"
+    assert lookup("t.py::g[a", observed) == "MISSING"  # ambiguous: one passes, one fails
+    assert lookup("t.py::f", observed) == "MISSING"  # not truncated mid-parameter: exact only
+
+
+STATUSES = st.sampled_from(["PASSED", "FAILED", "SKIPPED", "ERROR", "XFAIL"])
+IDS = st.sampled_from(["t::a", "t::b", "t::c[x", "t::c[x y]", "t::c[x z]", "t::d", "t::e"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(observed=st.dictionaries(IDS, STATUSES), f2p=st.lists(IDS, min_size=1, max_size=4, unique=True),
+       p2p=st.lists(IDS, max_size=4, unique=True))
+def test_resolution_matches_swebench(observed: dict[str, str], f2p: list[str], p2p: list[str]) -> None:
+    grading = pytest.importorskip("swebench.harness.grading")
+    report = grading.get_eval_tests_report(observed, {F2P: f2p, P2P: p2p})
+    theirs = grading.get_resolution_status(report) == "RESOLVED_FULL"
+    assert all_pass(graded_statuses(f2p, p2p, observed)) == theirs

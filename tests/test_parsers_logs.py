@@ -1,0 +1,223 @@
+"""Log parsers, checked against SWE-bench's own parsers (the `swebench` package, a dev-only oracle)
+on logs produced here by real pytest and unittest runs."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patchgym.harness.parsers import available_parsers, get_parser, register_parser
+from patchgym.harness.parsers.pytest_log import parse_pytest_log
+from patchgym.harness.parsers.unittest_log import parse_unittest_log
+from patchgym.harness.verdict import lookup
+
+swebench_python = pytest.importorskip("swebench.harness.log_parsers.python")
+swebench_grading = pytest.importorskip("swebench.harness.grading")
+
+PYTEST_MODULE = textwrap.dedent("""\
+    import pytest
+
+    @pytest.mark.parametrize("x", ["a b", "caf\\u00e9", "[1, 2]", "c - d", "x]y", "plain"])
+    def test_param(x):
+        assert x not in ("c - d", "plain")
+
+    def test_ok():
+        pass
+
+    def test_fails():
+        assert 1 == 2, "a message - with a dash"
+
+    @pytest.mark.skip(reason="not here")
+    def test_skipped():
+        pass
+
+    @pytest.mark.xfail(reason="known")
+    def test_xfailed():
+        assert 0
+
+    @pytest.fixture
+    def broken():
+        raise RuntimeError("setup broke")
+
+    def test_setup_error(broken):
+        pass
+
+    class TestGroup:
+        def test_method(self):
+            pass
+
+        @pytest.mark.parametrize("n", [1, 2])
+        def test_numbers(self, n):
+            assert n == 1
+    """)
+
+
+@pytest.fixture(scope="module")
+def pytest_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("pytest-log")
+    (root / "test_sample.py").write_text(PYTEST_MODULE)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_sample.py"],
+                          cwd=root, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTEST_ADDOPTS": ""})
+    assert "short test summary info" in done.stdout, done.stdout + done.stderr
+    return done.stdout
+
+
+def test_pytest_parser_reads_every_outcome(pytest_log: str) -> None:
+    parsed = parse_pytest_log(pytest_log)
+    assert parsed["test_sample.py::test_ok"] == "PASSED"
+    assert parsed["test_sample.py::test_fails"] == "FAILED"
+    assert parsed["test_sample.py::test_xfailed"] == "XFAIL"
+    assert parsed["test_sample.py::test_setup_error"] == "ERROR"
+    assert parsed["test_sample.py::TestGroup::test_method"] == "PASSED"
+    assert parsed["test_sample.py::TestGroup::test_numbers[2]"] == "FAILED"
+    # Ids with spaces, brackets, " - " and (escaped) unicode are kept whole.
+    assert parsed["test_sample.py::test_param[a b]"] == "PASSED"
+    assert parsed["test_sample.py::test_param[caf\\xe9]"] == "PASSED"
+    assert parsed["test_sample.py::test_param[[1, 2]]"] == "PASSED"
+    assert parsed["test_sample.py::test_param[c - d]"] == "FAILED"
+    assert parsed["test_sample.py::test_param[x]y]"] == "PASSED"
+    assert parsed["test_sample.py::test_param[plain]"] == "FAILED"
+    # The aggregated "SKIPPED [1] file:line: reason" line names no test.
+    assert not any(key.startswith("[") for key in parsed)
+
+
+def test_pytest_parser_agrees_with_swebench_on_ids_without_spaces(pytest_log: str) -> None:
+    ours = parse_pytest_log(pytest_log)
+    theirs = swebench_python.parse_log_pytest(pytest_log, None)
+    comparable = {k: v for k, v in theirs.items() if k in ours}
+    assert len(comparable) >= 8
+    assert {k: ours[k] for k in comparable} == comparable
+    # Every id SWE-bench reads whole, we read too.
+    assert set(theirs) - set(ours) <= {k for k in theirs if k.count("[") > k.count("]")}
+
+
+def test_truncated_ids_are_matched_as_swebench_matches_them(pytest_log: str) -> None:
+    """SWE-bench data holds ids cut at the first space (`test_param[a`); they must still match."""
+    ours = parse_pytest_log(pytest_log)
+    theirs = swebench_python.parse_log_pytest(pytest_log, None)
+    for truncated in [k for k in theirs if k.count("[") > k.count("]")]:
+        expected_pass = swebench_grading.test_passed(truncated, theirs)
+        assert (lookup(truncated, ours) in ("PASSED", "XFAIL", "XPASS")) == expected_pass, truncated
+
+
+def test_full_ids_match_swebench_v2_parser(pytest_log: str) -> None:
+    """SWE-bench's v2 parser keeps spaces; on PASSED lines it must agree with ours exactly."""
+    ours = parse_pytest_log(pytest_log)
+    theirs = swebench_python.parse_log_pytest_v2(pytest_log, None)
+    for test_id, status in theirs.items():
+        if status == "PASSED":
+            assert ours.get(test_id) == "PASSED", test_id
+
+
+def test_pytest_verbose_lines_without_summary() -> None:
+    log = "test_x.py::test_a PASSED                                   [ 50%]\ntest_x.py::test_b[1 2] FAILED   [100%]\n"
+    assert parse_pytest_log(log) == {"test_x.py::test_a": "PASSED", "test_x.py::test_b[1 2]": "FAILED"}
+
+
+def test_a_failing_phase_beats_a_passing_one() -> None:
+    log = "PASSED t.py::test_a\nERROR t.py::test_a - RuntimeError: teardown\n"
+    assert parse_pytest_log(log) == {"t.py::test_a": "ERROR"}
+    assert parse_pytest_log("ERROR t.py::test_a - x\nPASSED t.py::test_a\n") == {"t.py::test_a": "ERROR"}
+
+
+def test_colour_codes_are_ignored() -> None:
+    assert parse_pytest_log("\x1b[32mPASSED\x1b[0m t.py::test_a\n") == {"t.py::test_a": "PASSED"}
+
+
+UNITTEST_MODULE = textwrap.dedent("""\
+    import unittest
+
+    class Sample(unittest.TestCase):
+        def test_ok(self):
+            pass
+
+        def test_documented(self):
+            \"\"\"A docstring line.\"\"\"
+
+        def test_prints(self):
+            print("noise", end="")
+
+        def test_fails(self):
+            self.assertEqual(1, 2)
+
+        def test_errors(self):
+            raise ValueError("boom")
+
+        @unittest.skip("why")
+        def test_skipped(self):
+            pass
+
+        @unittest.expectedFailure
+        def test_expected_failure(self):
+            self.assertEqual(1, 2)
+
+        def test_subtests(self):
+            for i in range(2):
+                with self.subTest(i=i):
+                    self.assertEqual(i, 0)
+    """)
+
+
+@pytest.fixture(scope="module")
+def unittest_log(tmp_path_factory: pytest.TempPathFactory) -> str:
+    root = tmp_path_factory.mktemp("unittest-log")
+    (root / "sample_mod.py").write_text(UNITTEST_MODULE)
+    done = subprocess.run([sys.executable, "-m", "unittest", "-v", "sample_mod"], cwd=root, stdout=subprocess.PIPE,
+                          stderr=subprocess.STDOUT, text=True, env={"PATH": "/usr/bin:/bin", "PYTHONUNBUFFERED": "1"})
+    return done.stdout
+
+
+def test_unittest_parser_reads_every_outcome(unittest_log: str) -> None:
+    parsed = parse_unittest_log(unittest_log)
+    assert parsed == {
+        "sample_mod.Sample.test_ok": "PASSED",
+        "sample_mod.Sample.test_documented": "PASSED",
+        "sample_mod.Sample.test_prints": "PASSED",
+        "sample_mod.Sample.test_fails": "FAILED",
+        "sample_mod.Sample.test_errors": "ERROR",
+        "sample_mod.Sample.test_skipped": "SKIPPED",
+        "sample_mod.Sample.test_expected_failure": "XFAIL",
+        "sample_mod.Sample.test_subtests": "FAILED",
+    }
+
+
+def test_unittest_parser_agrees_with_swebench_django_parser(unittest_log: str) -> None:
+    """SWE-bench reads unittest output with its Django parser, keyed `test_m (module.Class...)`."""
+    from patchgym.harness.parsers.unittest_log import unittest_id
+
+    ours = parse_unittest_log(unittest_log)
+    theirs = swebench_python.parse_log_django(unittest_log, None)
+    compared = 0
+    for key, status in theirs.items():
+        if " (" not in key or not key.endswith(")"):
+            continue
+        method, where = key[:-1].split(" (", 1)
+        test_id = unittest_id(method, where.split(")")[0])
+        if test_id in ours:
+            compared += 1
+            assert ours[test_id] == status, (key, ours[test_id], status)
+    assert compared >= 5
+
+
+def test_unittest_old_style_names() -> None:
+    log = "test_a (pkg.mod.K) ... ok\ntest_b (pkg.mod.K) ... FAIL\n"
+    assert parse_unittest_log(log) == {"pkg.mod.K.test_a": "PASSED", "pkg.mod.K.test_b": "FAILED"}
+
+
+def test_registry_is_extensible() -> None:
+    assert {"pytest", "unittest"} <= set(available_parsers())
+
+    @register_parser("tap-test-only")
+    def parse_tap(log: str) -> dict[str, str]:
+        return {line.split(" - ", 1)[1]: "PASSED" if line.startswith("ok") else "FAILED"
+                for line in log.splitlines() if line.startswith(("ok", "not ok"))}
+
+    assert get_parser("tap-test-only")("ok 1 - first\nnot ok 2 - second\n") == {"first": "PASSED", "second": "FAILED"}
+    with pytest.raises(ValueError, match="already registered"):
+        register_parser("tap-test-only")(lambda log: {})
+    with pytest.raises(KeyError, match="unknown log parser 'nope'"):
+        get_parser("nope")
