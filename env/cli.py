@@ -30,8 +30,12 @@ def _is_loopback(host: str) -> bool:
 
 def _bind(host: str, port: int) -> socket.socket:
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
+    # proto=IPPROTO_TCP matters: asyncio turns Nagle off (TCP_NODELAY) only on sockets that say they
+    # are TCP, and accepted sockets inherit this one's proto. With Nagle on, a response written as
+    # headers then body waits ~40 ms for the client's delayed ACK.
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
     try:
         sock.bind((host, port))
     except OSError as exc:
@@ -40,6 +44,18 @@ def _bind(host: str, port: int) -> socket.socket:
     sock.listen(2048)
     sock.set_inheritable(True)
     return sock
+
+
+def _raise_open_file_limit(wanted: int = 65536) -> None:
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+        except (ValueError, OSError):
+            pass
 
 
 @click.command()
@@ -110,6 +126,7 @@ def serve(
     except Exception as exc:  # noqa: BLE001 - a backend that cannot start here (no docker, no credentials)
         raise click.ClickException(f"the {backend} sandbox backend is not available: {exc}") from None
 
+    _raise_open_file_limit()  # each live episode holds descriptors (its sandbox, its connection)
     sock = _bind(host, port)  # before preparing: a taken port fails fast
     prepared = _prepare(tasks_spec, ids, store, prepare_workers)
     app = create_app(prepared, config, factory=factory)

@@ -18,6 +18,7 @@ in-process client is built from tasks.
 from __future__ import annotations
 
 import asyncio
+import socket
 import threading
 import time
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
@@ -29,6 +30,9 @@ from patchgym.env.limits import LimitOverrides
 from patchgym.env.schemas import EpisodeStarted, EpisodeState, Health, StepResult, TaskInfo
 
 DEFAULT_URL = "http://127.0.0.1:8000"
+# Small requests go out at once: with Nagle on, a request written as headers then body can wait for
+# the server's delayed ACK (tens of milliseconds per step).
+NO_DELAY = [(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)]
 IN_PROCESS_URL = "http://patchgym.in-process"
 
 
@@ -191,12 +195,12 @@ class EnvClient(AbstractContextManager["EnvClient"]):
         max_connections: int = 512,
     ) -> None:
         self.busy_retries = busy_retries
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self._http = httpx.Client(
             base_url=base_url,
             headers=_headers(token),
             timeout=httpx.Timeout(timeout_s, connect=30.0),
-            transport=transport,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport or httpx.HTTPTransport(limits=limits, socket_options=NO_DELAY),
         )
 
     @classmethod
@@ -267,12 +271,12 @@ class AsyncEnvClient(AbstractAsyncContextManager["AsyncEnvClient"]):
     ) -> None:
         self.busy_retries = busy_retries
         self._transport = transport
+        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers=_headers(token),
             timeout=httpx.Timeout(timeout_s, connect=30.0),
-            transport=transport,
-            limits=httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections),
+            transport=transport or httpx.AsyncHTTPTransport(limits=limits, socket_options=NO_DELAY),
         )
 
     @classmethod

@@ -86,7 +86,10 @@ def _git(repo: Path, *args: str) -> str:
 
 
 def make_toy_repo(dest: Path) -> str:
-    """Write the buggy repository at `dest` and commit it; returns the base commit."""
+    """Write the buggy repository at `dest` and commit it; returns the base commit (the same on
+    every machine: fixed authors and dates). An existing toy repository at `dest` is reused."""
+    if (dest / ".git").is_dir():
+        return _git(dest, "rev-parse", "HEAD").strip()
     dest.mkdir(parents=True, exist_ok=True)
     (dest / "calc.py").write_text(CALC)
     (dest / "tests").mkdir(exist_ok=True)

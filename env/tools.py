@@ -252,7 +252,7 @@ class ToolBox:
                 raise CallFormatError(f"unknown tool {name!r}")
         except _Failed as exc:
             return ToolResult(self._cap(f"Error: {exc}"), is_error=True)
-        except (ValueError, UnicodeError) as exc:  # e.g. text the sandbox cannot encode
+        except UnicodeError as exc:  # text the sandbox cannot encode; anything else is the sandbox's failure
             return ToolResult(self._cap(f"Error: {type(exc).__name__}: {exc}"), is_error=True)
         return ToolResult(self._cap(output))
 

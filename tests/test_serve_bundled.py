@@ -9,7 +9,7 @@ from patchgym.env.client import EnvClient
 from patchgym.env.testing import ServerProcess, editor_calls_for_patch, sandbox_unavailable_reason
 
 skip_reason = sandbox_unavailable_reason("local")
-pytestmark = [pytest.mark.slow, pytest.mark.skipif(skip_reason is not None, reason=skip_reason or "")]
+pytestmark = pytest.mark.skipif(skip_reason is not None, reason=skip_reason or "")
 
 
 @pytest.fixture(scope="module")
