@@ -93,3 +93,36 @@ def test_validation_catches_a_broken_task(suite: tuple[Path, list[dict]], tmp_pa
     broken = dict(rows[0], PASS_TO_PASS=rows[0]["PASS_TO_PASS"] + rows[0]["FAIL_TO_PASS"])
     problems = validate_task(broken, jsonl.parent, tmp_path)
     assert any("PASS_TO_PASS" in p for p in problems)
+
+
+NAIVE_FIXES = {
+    # instance id -> (file, text, naive replacement): the obvious one-liner that breaks PASS_TO_PASS
+    "iniconf-inline-comments": (
+        "iniconf/lexer.py",
+        "value = unquote(stripped[split_at + 1 :].strip())",
+        'value = unquote(stripped[split_at + 1 :].split(";")[0].split("#")[0].strip())',
+    ),
+    "semverlite-prerelease-numeric-order": (
+        "semverlite/version.py",
+        "    return identifier\n",
+        "    return int(identifier) if identifier.isdigit() else identifier\n",
+    ),
+}
+
+
+@pytest.mark.parametrize("instance_id", sorted(NAIVE_FIXES))
+def test_a_naive_fix_breaks_pass_to_pass(suite: tuple[Path, list[dict]], tmp_path: Path, instance_id: str) -> None:
+    """PASS_TO_PASS matters for these tasks: the obvious fix passes FAIL_TO_PASS yet breaks others."""
+    jsonl, rows = suite
+    row = next(r for r in rows if r["instance_id"] == instance_id)
+    checkout = tmp_path / "checkout"
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(jsonl.parent / row["source"]), str(checkout)], check=True)
+    _git(checkout, "checkout", "--quiet", "--detach", row["base_commit"])
+    _git(checkout, "apply", "-", stdin=row["test_patch"])
+    path, text, naive = NAIVE_FIXES[instance_id]
+    source = (checkout / path).read_text()
+    assert source.count(text) == 1
+    (checkout / path).write_text(source.replace(text, naive))
+    outcomes = run_tests(checkout, row["FAIL_TO_PASS"] + row["PASS_TO_PASS"])
+    broken = [t for t in row["PASS_TO_PASS"] if outcomes.get(t) != "passed"]
+    assert broken, "the naive fix should break a PASS_TO_PASS test"

@@ -17,9 +17,10 @@ from pathlib import Path
 
 from patchgym.tasks.store import file_lock, patchgym_home
 from patchgym.tasks.suite.build import build_suite
+from patchgym.tasks.suite.history import CACHE_DIRS
 
 SUITE_DIR = Path(__file__).resolve().parent
-_IGNORED_PARTS = {"__pycache__", ".pytest_cache"}
+_IGNORED_PARTS = CACHE_DIRS
 
 
 def suite_hash(root: Path = SUITE_DIR) -> str:
@@ -53,6 +54,8 @@ def bundled_tasks(store: Path | None = None) -> Path:
             return jsonl
         if final.exists():  # a leftover from a crash before this layout was complete
             shutil.rmtree(final)
+        for stale in store.glob(f".{key}.building-*"):  # builds killed before they could clean up
+            shutil.rmtree(stale, ignore_errors=True)
         work = Path(tempfile.mkdtemp(prefix=f".{key}.building-", dir=store))
         try:
             build_suite(work)

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Mapping, Sequence, Union
 
 DIFFICULTIES = ("easy", "medium", "hard")
+CACHE_DIRS = {"__pycache__", ".pytest_cache"}  # left behind by running a library's tests in place
 
 
 class HistoryError(ValueError):
@@ -144,7 +145,10 @@ def replay(library: Library, tree: Path) -> list[dict[str, str]]:
                 if not source.is_file():
                     raise HistoryError(f"{library.name}: commit {commit.key!r} names {path}, missing from {tree}")
                 final[path] = source.read_text(encoding="utf-8")
-    on_disk = {p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_file() and "__pycache__" not in p.parts}
+    on_disk = {
+        p.relative_to(tree).as_posix() for p in tree.rglob("*")
+        if p.is_file() and not CACHE_DIRS.intersection(p.relative_to(tree).parts) and p.suffix != ".pyc"
+    }
     unlisted = sorted(on_disk - set(final))
     if unlisted:
         raise HistoryError(f"{library.name}: files in the tree that no commit adds: {unlisted}")

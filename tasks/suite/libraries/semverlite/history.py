@@ -270,7 +270,8 @@ We publish release candidates up to `rc.11` and `max()` over our versions picks 
 >>> from semverlite import parse
 >>> parse("1.0.0-rc.10") < parse("1.0.0-rc.2")
 True
->>> sorted(str(v) for v in map(parse, ["1.0.0-beta.11", "1.0.0-beta.2"]))  # by precedence
+>>> str(max(map(parse, ["1.0.0-rc.2", "1.0.0-rc.10"])))
+'1.0.0-rc.2'
 ```
 
 Per semver.org section 11, identifiers consisting of only digits are compared numerically, so

@@ -257,9 +257,9 @@ render() crashes on empty tables and on rows of different lengths
 >>> render([])
 IndexError: list index out of range
 >>> render([["a"], ["b", "c"]])
-IndexError: list assignment index out of range
+IndexError: list index out of range
 >>> render([["1", "x", "y"]], headers=["n"])
-IndexError: list assignment index out of range
+IndexError: list index out of range
 >>> print(render([["a", "b"], ["c"]], style="grid"))
 +---+---+
 | a | b |

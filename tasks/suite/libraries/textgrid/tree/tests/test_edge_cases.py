@@ -22,3 +22,15 @@ def test_short_rows_are_padded_in_grids():
 
 def test_headers_shorter_than_rows():
     assert render([["1", "x", "y"]], headers=["n"]) == "n\n-  -  -\n1  x  y"
+
+
+def test_single_cell():
+    assert render([["x"]]) == "x"
+
+
+def test_headers_only_grid():
+    assert render([], headers=["a", "b"], style="grid") == "+---+---+\n| a | b |\n+===+===+\n+---+---+"
+
+
+def test_blank_cells_in_a_number_column():
+    assert render([["1"], [""], ["22"]]) == " 1\n\n22"
