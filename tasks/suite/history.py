@@ -15,8 +15,16 @@ Two kinds of edit:
   methods. Undoing removes each definition (with its decorators and the blank lines above it),
   found with `ast`.
 
+`Edit("", text)` adds `text` (which must then be unique in the file). Other commit fields:
+`add` (files that appear, with their content at that point), `tag` (+ `tag_message` for an
+annotated tag) on the commit `main` points at afterwards, and `merge=True`: the commit is made on
+`fix/<slug>` (or `topic/<key>`) and merged into `main` with a merge commit.
+
 A `TaskSpec` names its fix commit; the task's `base_commit` is that commit's first parent. The
 gold `patch` is the fix commit's diff of non-test files, `test_patch` its diff of `tests/`.
+A bug present since its file was created is just part of that file's first version, and the fix
+commit's Edit removes it. A bug *injected* at base is an Edit made by the base commit that the fix
+commit reverses, so the base's parent holds the fixed file (such a task is tagged `injected-bug`).
 """
 
 from __future__ import annotations
