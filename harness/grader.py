@@ -232,7 +232,7 @@ class _Grading:
     def _log_run(self, run: GradingRun) -> None:
         header = f"$ {run.command}\n[exit {run.result.exit_code}, {run.result.duration_s:.2f}s, timed_out={run.result.timed_out}, "
         header += f"truncated_bytes={run.result.truncated_bytes}, extra={json.dumps(run.result.extra, default=str)}]\n"
-        self._log("test_output.log", header + run.result.output)
+        self._log("test_output.txt", header + run.result.output)
         if run.stream is not None:
             self._log("results.jsonl", run.stream)
 

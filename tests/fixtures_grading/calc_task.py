@@ -132,11 +132,10 @@ def build_venv(root: Path) -> Path:
     return venv
 
 
-def build_prepared(root: Path, *, instance_id: str = "calc-1", base_files: dict[str, str] | None = None,
-                   test_patch_files: dict[str, str] | None = None, gold_files: dict[str, str] | None = None,
-                   fail_to_pass: list[str] | None = None, pass_to_pass: list[str] | None = None,
-                   venv: Path | None = None, **task_fields: object) -> tuple[PreparedTask, str]:
-    """A prepared task under `root` and its gold patch."""
+def build_task(root: Path, *, instance_id: str = "calc-1", base_files: dict[str, str] | None = None,
+               test_patch_files: dict[str, str] | None = None, gold_files: dict[str, str] | None = None,
+               fail_to_pass: list[str] | None = None, pass_to_pass: list[str] | None = None, **task_fields: object) -> Task:
+    """The task, with its repository committed at base under `root` (the task's `source`)."""
     repo = root / f"{instance_id}-repo"
     repo.mkdir(parents=True)
     git(repo, "init", "-q", "-b", "main")
@@ -146,8 +145,24 @@ def build_prepared(root: Path, *, instance_id: str = "calc-1", base_files: dict[
     base = git(repo, "rev-parse", "HEAD").strip()
     test_patch = diff_of(repo, test_patch_files or TEST_PATCH_FILES)
     gold = diff_of(repo, gold_files or GOLD_FILES)
-    task = Task(instance_id=instance_id, repo="example/calc", base_commit=base, problem_statement="add() subtracts",
+    return Task(instance_id=instance_id, repo="example/calc", base_commit=base, problem_statement="add() subtracts",
                 FAIL_TO_PASS=fail_to_pass or FAIL_TO_PASS, PASS_TO_PASS=PASS_TO_PASS if pass_to_pass is None else pass_to_pass,
-                patch=gold, test_patch=test_patch, **task_fields)
+                patch=gold, test_patch=test_patch, source=str(repo), **task_fields)
+
+
+def build_prepared(root: Path, *, venv: Path | None = None, **task_kw) -> tuple[PreparedTask, str]:
+    """A prepared task under `root`, made by hand (no scrub), and its gold patch."""
+    task = build_task(root, **task_kw)
     venv_dir = venv if venv is not None else build_venv(root)
-    return PreparedTask(task=task, root=root, repo_dir=repo, venv_dir=venv_dir, key="fixture"), gold
+    return PreparedTask(task=task, root=root, repo_dir=Path(task.source), venv_dir=venv_dir, key="fixture"), task.patch
+
+
+def setup_linking_pytest() -> list[str]:
+    """`environment.setup` for a task prepared by patchgym.tasks.prepare without network: link pytest
+    from the base interpreter into the task's venv and put /testbed on its path."""
+    base_site = _base_site_packages()
+    names = [e.name for e in base_site.iterdir()
+             if (e.name.split("-")[0].lower() if e.name.endswith(".dist-info") else e.name) in PYTEST_DISTS]
+    site = '"$(python -c \'import sysconfig; print(sysconfig.get_paths()["purelib"])\')"'
+    links = " ".join(f"{base_site}/{name}" for name in names)
+    return [f"site={site}; for p in {links}; do ln -s \"$p\" \"$site/\"; done; echo /testbed > \"$site/calc.pth\""]
