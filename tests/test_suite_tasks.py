@@ -126,3 +126,53 @@ def test_a_naive_fix_breaks_pass_to_pass(suite: tuple[Path, list[dict]], tmp_pat
     outcomes = run_tests(checkout, row["FAIL_TO_PASS"] + row["PASS_TO_PASS"])
     broken = [t for t in row["PASS_TO_PASS"] if outcomes.get(t) != "passed"]
     assert broken, "the naive fix should break a PASS_TO_PASS test"
+
+
+# instance id -> (code run at base, what it prints there): the symptom each issue text reports.
+SYMPTOMS = {
+    "semverlite-bump-major-keeps-minor": ("from semverlite import bump_major; print(bump_major('1.4.2'))", "2.4.0"),
+    "semverlite-prerelease-numeric-order": (
+        "from semverlite import parse; print(parse('1.0.0-rc.10') < parse('1.0.0-rc.2'))", "True"),
+    "semverlite-caret-zero-major": ("from semverlite import satisfies; print(satisfies('0.9.0', '^0.2.3'))", "True"),
+    "semverlite-build-metadata-precedence": ("from semverlite import bump_patch; print(bump_patch('1.2.3+ci.7'))", "1.2.4+ci.7"),
+    "iniconf-to-list-strip": ("from iniconf.values import to_list; print(to_list('a, b,  c '))", "['a', ' b', '  c ']"),
+    "iniconf-escaped-reference": (
+        "from iniconf import loads; print(loads('[s]\\nname = world\\nt = hello $${name}\\n').get('s', 't'))", "hello world"),
+    "iniconf-inline-comments": (
+        "from iniconf import loads; print(loads('[s]\\nport = 8080 ; the public port\\n').get('s', 'port'))",
+        "8080 ; the public port"),
+    "iniconf-typed-getter-fallback": (
+        "from iniconf import loads; loads('[server]\\nport = 8080\\n').getint('server', 'workers', fallback=4)",
+        "MissingOption"),
+    "textgrid-truncate-too-long": ("from textgrid.cells import truncate; print(truncate('abcdefgh', 5))", "abcdef…"),
+    "textgrid-markdown-numeric-rule": (
+        "from textgrid import render; print(render([['a', 1.5]], headers=['f', 'kg'], style='markdown'))", "|:--|:-----|"),
+    "textgrid-wide-characters": ("from textgrid.cells import pad; print(repr(pad('東京', 6)))", "'東京    '"),
+    "textgrid-ragged-and-empty-tables": ("from textgrid import render; render([])", "IndexError"),
+    "spancal-range-length-off-by-one": (
+        "from datetime import date; from spancal import DateRange; print(len(DateRange(date(2024, 1, 1), date(2024, 1, 3))))", "2"),
+    "spancal-add-months-month-end": (
+        "from datetime import date; from spancal import add_months; add_months(date(2024, 1, 31), 1)",
+        "day is out of range for month"),
+    "spancal-monthly-drift": (
+        "from datetime import date; from itertools import islice; from spancal import monthly; "
+        "print(list(islice(monthly(date(2024, 1, 31)), 3))[-1])", "2024-03-29"),
+    "spancal-business-days-backwards": (
+        "from datetime import date; from spancal import add_business_days; print(add_business_days(date(2024, 3, 11), -1))",
+        "2024-03-11"),
+}
+
+
+def test_each_issue_text_reports_what_happens_at_base(suite: tuple[Path, list[dict]], tmp_path: Path) -> None:
+    jsonl, rows = suite
+    assert {row["instance_id"] for row in rows} == set(SYMPTOMS)
+    wrong = []
+    for row in rows:
+        checkout = tmp_path / row["instance_id"]
+        subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(jsonl.parent / row["source"]), str(checkout)], check=True)
+        _git(checkout, "checkout", "--quiet", "--detach", row["base_commit"])
+        code, expected = SYMPTOMS[row["instance_id"]]
+        done = subprocess.run([sys.executable, "-c", code], cwd=checkout, capture_output=True, text=True)
+        if expected not in done.stdout + done.stderr:
+            wrong.append(f"{row['instance_id']}: expected {expected!r}, got {(done.stdout + done.stderr)[-300:]!r}")
+    assert not wrong, "\n".join(wrong)
