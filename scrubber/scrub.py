@@ -1,9 +1,11 @@
 """`scrub`: write a new repository holding a base commit and nothing that came after it.
 
-The new repository is built, never copied: `git init` with no templates (so no hooks), then one
-`git fetch` of the base commit alone from the source, which transfers exactly the objects
-reachable from it (no other refs, tags, notes, reflogs, stash, loose or dangling objects exist
-there to travel), then a checkout. The source is only read (by `git upload-pack`).
+The new repository is built, never copied: `git init` with no templates (so no hooks), then
+`git pack-objects --revs` run in the source writes one pack of exactly the objects reachable from
+base (with its index) straight into the new store (no other refs, tags, notes, reflogs, stash,
+loose or dangling objects exist there to travel), then `main` is set and checked out. A shallow
+source is fetched from instead (`git fetch` of base alone, which also records the shallow
+boundary). The source is only read.
 
 With `squash=True` only base's tree is fetched and a single root commit is made from it. Its id
 differs from base: `ScrubResult.head` holds it, grading must diff against it, and its message
@@ -64,10 +66,15 @@ def scrub(src: str | Path, dest: str | Path, base: str, *, squash: bool = False)
             object_format = git_text(["rev-parse", "--show-object-format"], cwd=source.cwd)
             dest_path.mkdir(exist_ok=True)
             run_git(["init", "-q", "--template=", f"--object-format={object_format}", "-b", BRANCH, str(dest_path)])
+            shallow = git_text(["rev-parse", "--is-shallow-repository"], cwd=source.cwd) == "true"
             if squash:
-                head = _fetch_squashed(source, base_id, dest_path)
-            else:
+                head = _copy_squashed(source, base_id, dest_path, shallow)
+            elif shallow:
                 _fetch(source, base_id, f"{base_id}:refs/heads/{BRANCH}", dest_path)
+                head = base_id
+            else:
+                _pack_reachable(source, base_id, dest_path)
+                run_git([*_NO_REFLOG, "update-ref", f"refs/heads/{BRANCH}", base_id], cwd=dest_path)
                 head = base_id
         _tidy_git_dir(dest_path / ".git")
         run_git(["read-tree", "--reset", "-u", "HEAD"], cwd=dest_path)
@@ -113,6 +120,7 @@ def _fetch(source: OpenedSource, want: str, refspec_or_oid: str, dest: Path) -> 
             "--no-auto-gc",
             "--no-recurse-submodules",
             "--no-show-forced-updates",
+            "--update-shallow",
             f"--upload-pack={UPLOAD_PACK}",
             str(source.fetch_url),
             refspec_or_oid,
@@ -125,11 +133,35 @@ def _fetch(source: OpenedSource, want: str, refspec_or_oid: str, dest: Path) -> 
         raise ScrubError(f"could not fetch {want} from {source.label}: {detail}")
 
 
-def _fetch_squashed(source: OpenedSource, base_id: str, dest: Path) -> str:
-    """Fetch base's tree only and make the single root commit; return its id."""
+def _pack_reachable(source: OpenedSource, want: str, dest: Path) -> None:
+    """Write one pack (and index) of everything reachable from WANT into DEST's object store.
+
+    `git pack-objects` runs in DEST and reads the source's store as an alternate given through
+    the environment only (no alternates file is written, and git writes its temporary files in
+    DEST, never in the source); it reuses the source's stored deltas, and grafts and replace refs
+    are ignored (see git.isolated_env)."""
+    pack_dir = dest / ".git" / "objects" / "pack"
+    pack_dir.mkdir(parents=True, exist_ok=True)
+    proc = run_git(
+        ["pack-objects", "--revs", "--quiet", "--delta-base-offset", str(pack_dir / "pack")],
+        cwd=dest,
+        input=f"{want}\n".encode(),
+        check=False,
+        extra_env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir)},
+    )
+    if proc.returncode != 0:
+        detail = proc.stderr.decode(errors="replace").strip()
+        raise ScrubError(f"could not copy the objects of {want} from {source.label}: {detail}")
+
+
+def _copy_squashed(source: OpenedSource, base_id: str, dest: Path, shallow: bool) -> str:
+    """Copy base's tree only and make the single root commit; return its id."""
     tree = git_text(["rev-parse", "--verify", f"{base_id}^{{tree}}"], cwd=source.cwd)
     raw = run_git(["cat-file", "commit", base_id], cwd=source.cwd).stdout
-    _fetch(source, base_id, tree, dest)
+    if shallow:
+        _fetch(source, base_id, tree, dest)
+    else:
+        _pack_reachable(source, tree, dest)
     commit = squash_commit_object(raw, tree, base_id)
     head = git_text(["hash-object", "-t", "commit", "-w", "--stdin"], cwd=dest, input=commit)
     run_git([*_NO_REFLOG, "update-ref", f"refs/heads/{BRANCH}", head], cwd=dest)

@@ -28,6 +28,10 @@ class OpenedSource:
     cwd: Path
     label: str
 
+    @property
+    def objects_dir(self) -> Path:
+        return self.fetch_url / "objects"
+
 
 def is_bundle(path: Path) -> bool:
     if not path.is_file():

@@ -359,3 +359,33 @@ def test_submodule_links_and_eol_attributes_survive_a_clean_check(tmp_path: Path
     assert (dest / "notes.txt").read_bytes() == b"line one\r\nline two\r\n"
     assert (dest / "link").is_symlink() and (dest / "run.sh").stat().st_mode & 0o100
     assert check(dest, base).ok, check(dest, base).leaks
+
+
+def test_source_borrowing_all_its_objects(sample: SampleHistory, tmp_path: Path) -> None:
+    """A `clone --shared` holds no objects of its own; the scrub must still stand alone."""
+    shared = tmp_path / "shared"
+    run_git(["clone", "-q", "--shared", str(sample.repo), str(shared)])
+    assert not list((shared / ".git/objects/pack").iterdir())
+    before = snapshot(shared)
+    scrub(shared, tmp_path / "d", sample.base)
+    assert snapshot(shared) == before
+    assert audit_scrubbed(tmp_path / "d", sample.repo, sample.base) == []
+    assert "alternates" in check(shared, sample.base).channels()
+
+
+def test_shallow_source(sample: SampleHistory, tmp_path: Path) -> None:
+    shallow = tmp_path / "shallow"
+    run_git(["clone", "-q", "--depth", "2", f"file://{sample.repo}", str(shallow)])
+    base = git(shallow, "rev-parse", "HEAD~1")
+    assert base == sample.future[0]
+    before = snapshot(shallow)
+    dest = tmp_path / "d"
+    scrub(shallow, dest, base)
+    assert snapshot(shallow) == before
+    assert git_text(["rev-list", "--all"], cwd=dest).split() == [base]
+    assert (dest / ".git/shallow").read_text().split() == [base]
+    assert not (dest / ".git/FETCH_HEAD").exists() and not (dest / ".git/logs").exists()
+    assert check(dest, base).ok, check(dest, base).leaks
+    squashed = tmp_path / "sq"
+    result = scrub(shallow, squashed, base, squash=True)
+    assert check(squashed, base).ok and result.head != base
