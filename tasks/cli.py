@@ -5,6 +5,7 @@ TASKS is a JSONL file, a v5 task directory, or the word `bundled` (the default).
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import click
@@ -57,7 +58,7 @@ def list_tasks(tasks_spec: str, as_json: bool) -> None:
     for task in loaded:
         table.add_row(task.instance_id, task.repo, task.difficulty or "-", str(len(task.FAIL_TO_PASS)),
                       str(len(task.PASS_TO_PASS)), task.base_commit[:10])
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 200).print(table)
 
 
 def progress_bar() -> Progress:

@@ -14,15 +14,19 @@ What setup leaves untracked in the repository (egg-info, build files) is added t
 from __future__ import annotations
 
 import configparser
+import hashlib
+import json
 import os
 import shlex
 import shutil
 import subprocess
+import sys
 from pathlib import Path
 
 from patchgym.tasks.hostfs import host_python, readonly_system_paths
 from patchgym.tasks.model import Task
 from patchgym.tasks.prepared import TESTBED, VENV_MOUNT
+from patchgym.tasks.store import file_lock
 
 SETUP_TIMEOUT_S = 1800
 
@@ -103,8 +107,38 @@ def _git(repo: Path, *args: str) -> str:
     return subprocess.run(["git", "-C", str(repo), *args], capture_output=True, text=True, check=True).stdout
 
 
-def build_environment(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path) -> None:
-    """Create the venv and run environment.setup; hide what setup left untracked from diffs."""
+def shared_environment_key(task: Task) -> str:
+    """Key of an environment that tasks with the same setup share (environment.shared)."""
+    shape = {"setup": task.environment.setup, "python": sys.version.split()[0], "interpreter": sys.base_prefix,
+             "v": 1}
+    return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def build_shared_environment(task: Task, envs_dir: Path) -> Path:
+    """Build (once, under a lock) the shared venv for tasks whose setup ignores the repository.
+
+    Setup runs with an empty /testbed, so it cannot depend on any task's files. Returns the venv.
+    """
+    key = shared_environment_key(task)
+    final = envs_dir / key
+    with file_lock(envs_dir / f".{key}.lock"):
+        if (final / "venv").is_dir() and (final / "done").is_file():
+            return final / "venv"
+        build = envs_dir / f".build-{key}"
+        shutil.rmtree(build, ignore_errors=True)
+        (build / "empty").mkdir(parents=True)
+        try:
+            _run_setup(task, build / "empty", build / "venv", build / "setup.log")
+            shutil.rmtree(final, ignore_errors=True)
+            (build / "done").write_text(task.instance_id + "\n")
+            build.rename(final)
+        except BaseException:
+            shutil.rmtree(build, ignore_errors=True)
+            raise
+    return final / "venv"
+
+
+def _run_setup(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path) -> None:
     venv_dir.mkdir(parents=True, exist_ok=True)
     argv = bwrap_setup_argv(repo_dir, venv_dir, setup_command(task))
     with open(log_path, "wb") as log:
@@ -116,6 +150,11 @@ def build_environment(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path
         tail = log_path.read_text(errors="replace")[-1500:]
         raise SetupError(f"task {task.instance_id}: environment setup failed with exit code {done.returncode} "
                          f"(log: {log_path}):\n{tail}")
+
+
+def build_environment(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path) -> None:
+    """Create the venv and run environment.setup; hide what setup left untracked from diffs."""
+    _run_setup(task, repo_dir, venv_dir, log_path)
     changed = _git(repo_dir, "status", "--porcelain", "--untracked-files=no").strip()
     if changed:
         raise SetupError(f"task {task.instance_id}: environment setup modified tracked files, which would "

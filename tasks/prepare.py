@@ -8,7 +8,8 @@
    base_commit already holds the fix (a synthetic task whose bug was injected at base), scrub again
    with `squash=True`: one root commit with base's tree. If anything still leaks, refuse the task.
 3. Build the environment (patchgym.tasks.environment): the venv at /patchgym/venv and
-   environment.setup, with network, in bubblewrap.
+   environment.setup, with network, in bubblewrap. With `environment.shared` the venv is built
+   once per distinct setup (in `<store>/.envs/`) and shared read-only by those tasks.
 4. Write `prepared.json` and move the build into place with one atomic rename.
 
 The result is keyed by a hash of everything that shapes it (source, base commit, gold patch,
@@ -28,7 +29,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-from patchgym.tasks.environment import build_environment
+from patchgym.tasks.environment import build_environment, build_shared_environment
 from patchgym.tasks.model import Task
 from patchgym.tasks.prepared import PreparedTask
 from patchgym.tasks.sources import resolve_source
@@ -60,7 +61,7 @@ def _load_done(root: Path, task: Task) -> PreparedTask | None:
     if not meta_path.is_file():
         return None
     meta = json.loads(meta_path.read_text())
-    venv = root / "venv"
+    venv = Path(meta["venv"]) if meta.get("venv") else root / "venv"
     return PreparedTask(task=task, root=root, repo_dir=root / "repo", venv_dir=venv if venv.is_dir() else None,
                         key=meta["key"], head=meta.get("head"))
 
@@ -111,8 +112,13 @@ def prepare_task(task: Task, store: Path | None = None, *, force: bool = False) 
             source = resolve_source(task)
             head, squashed, notes = _scrub_snapshot(task, source, build / "repo")
             scrubbed = time.monotonic()
-            build_environment(task, build / "repo", build / "venv", build / "setup.log")
+            if task.environment.shared:
+                venv = build_shared_environment(task, store / ".envs")
+            else:
+                build_environment(task, build / "repo", build / "venv", build / "setup.log")
+                venv = root / "venv"
             meta = {
+                "venv": str(venv),
                 "key": key, "instance_id": task.instance_id, "base_commit": task.base_commit, "head": head,
                 "squashed": squashed, "notes": notes, "source": str(source),
                 "durations": {"scrub_s": scrubbed - started, "environment_s": time.monotonic() - scrubbed},

@@ -136,3 +136,13 @@ def test_bad_base_commit_names_the_task(tmp_path: Path) -> None:
     repo, _, gold = make_repo(tmp_path)
     with pytest.raises(PrepareError, match="acme__calc-1"):
         prepare_tasks([make_task(repo, "f" * 40, gold)], tmp_path / "store")
+
+
+def test_shared_environment_is_built_once_without_the_repository(tmp_path: Path) -> None:
+    repo, base, gold = make_repo(tmp_path)
+    setup = {"setup": ["test -z \"$(ls -A /testbed)\"", "echo once >> /patchgym/venv/built"], "shared": True}
+    first = prepare_task(make_task(repo, base, gold, environment=setup), tmp_path / "store")
+    second = prepare_task(make_task(repo, base, gold, environment=setup, instance_id="acme__calc-2"), tmp_path / "store")
+    assert first.venv_dir == second.venv_dir and first.root != second.root
+    assert (first.venv_dir / "built").read_text() == "once\n"
+    assert (first.repo_dir / "calc.py").read_text() == BUGGY  # the snapshot is still per task
