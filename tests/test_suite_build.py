@@ -163,13 +163,14 @@ def test_fixed_files_never_exist_before_base_except_for_the_injected_bug(suite: 
             assert not leaked, f"{row['instance_id']}: fixed versions of {leaked} exist at or before base"
 
 
-def test_bundled_tasks_is_cached(tmp_path: Path) -> None:
-    first = bundled_tasks(tmp_path)
+def test_bundled_tasks_is_cached(suite: tuple[Path, list[dict]]) -> None:
+    first, _ = suite
+    store = first.parent.parent
     stamp = first.stat().st_mtime_ns
-    again = bundled_tasks(tmp_path)
+    again = bundled_tasks(store)
     assert again == first and again.stat().st_mtime_ns == stamp
     assert first.parent.name == suite_hash()
-    assert [p.name for p in tmp_path.iterdir() if not p.name.endswith(".lock")] == [suite_hash()]
+    assert [p.name for p in store.iterdir() if not p.name.endswith(".lock")] == [suite_hash()]
 
 
 def test_bundled_tasks_concurrent_callers_build_once(tmp_path: Path) -> None:

@@ -47,7 +47,7 @@ COMMITS = [
         "skeleton",
         "Start iniconf: lexer, parser and Config",
         add=[
-            "pyproject.toml", "README.md", "iniconf/__init__.py", "iniconf/lexer.py", "iniconf/parser.py",
+            "pyproject.toml", "README.md", ".gitignore", "iniconf/__init__.py", "iniconf/lexer.py", "iniconf/parser.py",
             "iniconf/config.py", "tests/test_lexer.py", "tests/test_parser.py", "tests/test_config.py",
         ],
     ),

@@ -21,7 +21,7 @@ COMMITS = [
     Commit(
         "skeleton",
         "Start semverlite: parse, print and compare semantic versions",
-        add=["pyproject.toml", "README.md", "semverlite/__init__.py", "semverlite/version.py", "tests/test_version.py"],
+        add=["pyproject.toml", "README.md", ".gitignore", "semverlite/__init__.py", "semverlite/version.py", "tests/test_version.py"],
     ),
     Commit(
         "bump",

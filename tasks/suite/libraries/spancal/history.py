@@ -57,7 +57,7 @@ COMMITS = [
     Commit(
         "skeleton",
         "Start spancal: DateRange and month arithmetic",
-        add=["pyproject.toml", "README.md", "spancal/__init__.py", "spancal/months.py", "spancal/ranges.py",
+        add=["pyproject.toml", "README.md", ".gitignore", "spancal/__init__.py", "spancal/months.py", "spancal/ranges.py",
              "tests/test_months.py", "tests/test_ranges.py"],
     ),
     Commit(

@@ -14,7 +14,7 @@ COMMITS = [
     Commit(
         "skeleton",
         "Start textgrid: cell padding, truncation and display width",
-        add=["pyproject.toml", "README.md", "textgrid/__init__.py", "textgrid/width.py", "textgrid/cells.py",
+        add=["pyproject.toml", "README.md", ".gitignore", "textgrid/__init__.py", "textgrid/width.py", "textgrid/cells.py",
              "tests/test_width.py", "tests/test_cells.py"],
     ),
     Commit(
