@@ -250,3 +250,10 @@ def test_scrubbing_a_task_repo_removes_the_future_and_squash_handles_the_injecte
     assert git(squashed, "rev-parse", f"{head}^{{tree}}") == git(jsonl.parent / injected["source"], "rev-parse", f"{injected['base_commit']}^{{tree}}")
     check = _patchgym("scrub", "--check", str(squashed), "--base", head, "--forbid", str(tmp_path / f"{injected['instance_id']}.patch"))
     assert check.returncode == 0, check.stdout + check.stderr
+
+
+def test_building_over_an_existing_suite_is_refused(tmp_path: Path) -> None:
+    (tmp_path / "tasks.jsonl").write_text("")
+    done = subprocess.run([sys.executable, "-m", "patchgym.tasks.suite", str(tmp_path)], capture_output=True, text=True)
+    assert done.returncode == 2
+    assert "already holds a suite" in done.stderr and "Traceback" not in done.stderr

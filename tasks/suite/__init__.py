@@ -19,6 +19,7 @@ files the fix touches.
 Public API:
     build_suite(dest) -> Path            build repos and tasks.jsonl under dest (deterministic ids)
     bundled_tasks(store=None) -> Path    the cached build's tasks.jsonl, built on first use
+    python -m patchgym.tasks.suite [DEST] builds into DEST (or the cache) and prints tasks.jsonl
 """
 
 from patchgym.tasks.suite.build import build_suite

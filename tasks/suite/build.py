@@ -93,7 +93,10 @@ class Git:
             GIT_AUTHOR_NAME=name, GIT_AUTHOR_EMAIL=email, GIT_AUTHOR_DATE=stamp,
             GIT_COMMITTER_NAME=name, GIT_COMMITTER_EMAIL=email, GIT_COMMITTER_DATE=stamp,
         )
-        done = subprocess.run(["git", "-C", str(self.repo), *args], input=stdin, capture_output=True, env=env)
+        try:
+            done = subprocess.run(["git", "-C", str(self.repo), *args], input=stdin, capture_output=True, env=env)
+        except FileNotFoundError:
+            raise SuiteBuildError("git is not installed (or not on PATH); the bundled suite is built with it") from None
         if done.returncode != 0:
             raise SuiteBuildError(f"git {' '.join(args)} failed in {self.repo}: {done.stderr.decode(errors='replace').strip()}")
         return done.stdout.decode("utf-8")

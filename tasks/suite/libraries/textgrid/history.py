@@ -188,7 +188,7 @@ Expected `'abcd…'` (5 characters: four letters and the ellipsis). With `ellips
     TaskSpec(
         slug="markdown-numeric-rule",
         fix="fix-markdown-rule",
-        difficulty="easy",
+        difficulty="medium",
         tags=["single-line", "changed-test"],
         fail_to_pass=["tests/test_render.py::test_markdown_style"],
         problem_statement="""\
