@@ -33,6 +33,8 @@ def host_traces(factory: LocalSandboxFactory, name: str) -> list[str]:
         traces += [f"mount: {line.strip()}" for line in handle if name in line or "patchgym-overlay" in line]
     if (factory.state_root / name).exists():
         traces.append(f"directory: {factory.state_root / name}")
+    if name.startswith("f-") or not name.startswith("sb-"):
+        return traces
     for parent in factory.cgroup_manager.parents():
         if (parent / name).exists():
             traces.append(f"cgroup: {parent / name}")
@@ -99,7 +101,7 @@ def test_sees_nothing_of_the_host_beyond_system_paths(local_factory, prepared, t
     try:
         with local_factory.open(prepared) as box:
             for path in (prepared.root / "gold.patch", prepared.root.parent, host_secret,
-                         local_factory.state_root, other.state_dir, Path.home() / ".bash_history", "/sys/fs/cgroup",
+                         local_factory.state_root, other.home, Path.home() / ".bash_history", "/sys/fs/cgroup",
                          "/var", "/home", "/etc/shadow"):
                 assert box.run(f"test -e '{path}'").exit_code == 1, path
             assert STORE_SECRET not in box.run("cat /testbed/../*/gold.patch /testbed/../gold.patch 2>&1").output
@@ -187,6 +189,10 @@ def test_background_processes_die_with_their_command(local_factory, prepared) ->
     with local_factory.open(prepared) as box:
         assert box.run("(sleep 300 &) ; setsid sleep 301 & echo started").output == "started\n"
         assert "sleep" not in box.run("cat /proc/*/comm 2>/dev/null").output
+        # The pid namespace is torn down asynchronously just after the command returns.
+        deadline = time.monotonic() + 2
+        while box.cgroups is not None and box.cgroups.pids() and time.monotonic() < deadline:
+            time.sleep(0.01)
         assert box.cgroups is None or box.cgroups.pids() == set()
 
 
@@ -225,7 +231,7 @@ def test_diff_ignores_an_agent_controlled_git_dir(local_factory, prepared, tmp_p
         box.write_file(".git/hooks/fsmonitor", f"#!/bin/sh\n{payload}\n", 0o755)
         box.write_file(".git/config", textwrap.dedent(f"""\
             [core]
-                fsmonitor = {box.state_dir}/merged/.git/hooks/fsmonitor
+                fsmonitor = {box.testbed_dir}/.git/hooks/fsmonitor
                 hooksPath = .git/hooks
                 pager = {payload}
             [filter "evil"]
@@ -323,7 +329,7 @@ boxes = [factory.open(prepared) for _ in range(2)]
 boxes[0].write_file("/tmp/data", "x" * 1000)
 threading.Thread(target=boxes[0].run, args=("sleep 313.5",), kwargs={"timeout_s": 600}, daemon=True).start()
 time.sleep(0.5)
-print(" ".join(b.name for b in boxes), flush=True)
+print(factory.home.name, " ".join(b.name for b in boxes), flush=True)
 time.sleep(600)
 """
 
@@ -332,18 +338,19 @@ def test_sigkilled_owner_leaves_nothing_after_next_start(tmp_path) -> None:
     state = tmp_path / "state"
     child = subprocess.Popen([sys.executable, "-c", CRASHER, str(state), str(tmp_path / "task")],
                              stdout=subprocess.PIPE, text=True)
-    names = child.stdout.readline().split()
+    home, *names = child.stdout.readline().split()
     assert len(names) == 2, "the child did not open its sandboxes"
     child.send_signal(signal.SIGKILL)
     child.wait()
     time.sleep(0.2)
-    # The processes died with their owner and the mounts with its namespace; directories and
-    # cgroups are still there until the next factory starts.
+    # The processes died with their owner and the mounts with its namespaces; its directory and
+    # the cgroups are still there until the next factory starts.
     assert not [p for p in os.listdir("/proc") if p.isdigit() and "313.5" in _cmdline(p)]
     assert linux.mounts_under(str(state)) == []
-    assert all((state / name).exists() for name in names)
+    assert (state / home).exists()
     factory = LocalSandboxFactory(state_root=state)
-    assert sorted(factory.reaped) == sorted(names)
+    if factory.cgroup_manager.version != "none":
+        assert sorted(factory.reaped) == sorted([home, *names])
     for name in names:
         assert host_traces(factory, name) == []
     assert [p.name for p in state.iterdir()] == []

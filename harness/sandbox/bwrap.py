@@ -1,10 +1,10 @@
-"""The `bwrap` command line of a local sandbox, and the environment its commands start with.
+"""What a local sandbox's root holds, the `bwrap` command line, and the environment of commands.
 
-Pure functions (no processes, no mounts), so what a sandbox can see is unit-testable by reading the
-argument list: the read-only system paths of `patchgym.tasks.hostfs` and nothing else of the host,
-the sandbox's overlay at /testbed, the task's environment read-only at /patchgym/venv, a private
-/tmp, a new /proc and /dev, every namespace unshared (the network too unless asked for), all
-capabilities dropped, no nested user namespaces, and a read-only root.
+Pure functions (no processes, no mounts), so what a sandbox can see is unit-testable: the root is
+the read-only system paths of `patchgym.tasks.hostfs` (`root_plan`) plus the sandbox's overlay at
+/testbed, the task's environment read-only at /patchgym/venv and a private /tmp (assembled by
+local.py); bwrap adds a new /proc and /dev, unshares every namespace (the network too unless asked
+for), drops all capabilities, forbids nested user namespaces and makes the root read-only.
 """
 
 from __future__ import annotations
@@ -32,12 +32,42 @@ def find_bwrap(path: str | None = None) -> str | None:
 
 @dataclass(frozen=True)
 class Layout:
-    """Host-side sources (paths in the sandbox's mount namespace) of what a sandbox mounts."""
+    """Where a sandbox's assembled root lives (a path in the sandbox's mount namespace)."""
 
-    testbed: str  # the overlay's merged directory
-    tmp: str  # the private /tmp (on the sandbox's size-capped tmpfs)
-    venv: str | None  # the task's environment, or None
+    root: str  # the directory bwrap binds at / (see RootEntry and local.py)
     network: bool = False
+
+
+@dataclass(frozen=True)
+class RootEntry:
+    """One system path in a sandbox's root: a read-only bind of the host path, or a symlink."""
+
+    path: str  # absolute path inside the sandbox (the same as on the host)
+    kind: str  # "dir", "file" (read-only binds) or "symlink"
+    source: str  # the host path to bind, or the symlink's target text
+
+
+def root_plan(paths: list[str] | None = None) -> list[RootEntry]:
+    """What of the host a sandbox's root holds: the read-only system paths of
+    `patchgym.tasks.hostfs`, and nothing else. A path that is a symlink into another listed path
+    (/bin -> usr/bin on merged-/usr systems, /etc/localtime -> /usr/share/zoneinfo/...) becomes a
+    symlink; any other symlink is bound as what it points to."""
+    paths = hostfs.readonly_system_paths() if paths is None else paths
+    real = [p for p in paths if not os.path.islink(p)]
+    plan = []
+    for path in paths:
+        if os.path.islink(path):
+            target = os.path.realpath(path)
+            if any(target == d or target.startswith(d.rstrip("/") + "/") for d in real):
+                plan.append(RootEntry(path, "symlink", os.readlink(path)))
+                continue
+            source = target
+        else:
+            source = path
+        if not os.path.exists(source):
+            continue
+        plan.append(RootEntry(path, "dir" if os.path.isdir(source) else "file", source))
+    return plan
 
 
 def base_env(has_venv: bool) -> dict[str, str]:
@@ -51,22 +81,6 @@ def base_env(has_venv: bool) -> dict[str, str]:
     return env
 
 
-def system_mounts(paths: list[str] | None = None) -> list[str]:
-    """bwrap arguments for the read-only system paths. A path that is a symlink into another
-    mounted path (/bin -> usr/bin on merged-/usr systems) becomes a symlink, not a second mount."""
-    paths = hostfs.readonly_system_paths() if paths is None else paths
-    args: list[str] = []
-    real_dirs = [p for p in paths if not os.path.islink(p)]
-    for path in paths:
-        if os.path.islink(path):
-            target = os.path.realpath(path)
-            if any(target == d or target.startswith(d.rstrip("/") + "/") for d in real_dirs):
-                args += ["--symlink", os.readlink(path), path]
-                continue
-        args += ["--ro-bind", path, path]
-    return args
-
-
 def bwrap_argv(
     bwrap: str,
     layout: Layout,
@@ -76,8 +90,10 @@ def bwrap_argv(
     cwd: str = TESTBED,
     info_fd: int | None = None,
     block_fd: int | None = None,
-    system: list[str] | None = None,
 ) -> list[str]:
+    """The bwrap command line. The root (system paths read-only, /testbed, /tmp, the venv) is
+    assembled beforehand in the sandbox's mount namespace, so bwrap binds one tree instead of
+    twenty-odd paths (each `--ro-bind` costs bwrap a scan of the mount table)."""
     argv = [bwrap, "--unshare-all"]
     if layout.network:
         argv.append("--share-net")
@@ -89,12 +105,11 @@ def bwrap_argv(
         "--cap-drop", "ALL",
         "--hostname", "sandbox",
         "--clearenv",
+        "--bind", layout.root, "/",
+        "--proc", "/proc",
+        "--dev", "/dev",
+        "--remount-ro", "/",
     ]
-    argv += system if system is not None else system_mounts()
-    argv += ["--bind", layout.testbed, TESTBED]
-    if layout.venv:
-        argv += ["--ro-bind", layout.venv, VENV_MOUNT]
-    argv += ["--proc", "/proc", "--dev", "/dev", "--bind", layout.tmp, "/tmp", "--remount-ro", "/"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", cwd]

@@ -66,6 +66,12 @@ class SandboxCgroups:
             with open(procs, "w") as handle:
                 handle.write(str(pid))
 
+    def thread_files(self) -> list[str]:
+        """v1 only: the per-thread membership files. Writing "0" to one moves the calling thread
+        alone, which the kernel does without the global lock a process move takes (that lock costs
+        an RCU grace period, milliseconds, per move); children the thread forks start inside."""
+        return [str(d / "tasks") for d in self.dirs]
+
     def pids(self) -> set[int]:
         found: set[int] = set()
         for procs in self.procs_files():
@@ -112,8 +118,9 @@ class SandboxCgroups:
             time.sleep(pause)
             pause = min(pause * 2, 0.02)
 
-    def remove(self, deadline_s: float = 5.0) -> None:
-        """Kill what is left and remove the groups (and the shared parent when it is empty)."""
+    def remove(self, deadline_s: float = 5.0, remove_parent: bool = True) -> None:
+        """Kill what is left and remove the groups (and the shared parent when it is empty and
+        `remove_parent`: a factory keeps it while it may open more sandboxes)."""
         self.kill_all(deadline_s)
         end = time.monotonic() + deadline_s
         for d in self.dirs:
@@ -129,10 +136,11 @@ class SandboxCgroups:
                         raise
                     self.kill_all(0.0)
                     time.sleep(0.002)
-            try:
-                d.parent.rmdir()
-            except OSError:
-                pass  # other sandboxes (of any process) still use it
+            if remove_parent:
+                try:
+                    d.parent.rmdir()
+                except OSError:
+                    pass  # other sandboxes (of any process) still use it
 
 
 class CgroupManager:
@@ -141,6 +149,17 @@ class CgroupManager:
     def __init__(self, version: str, roots: list[Path]) -> None:
         self.version = version  # "v2", "v1" or "none"
         self.roots = roots  # hierarchy mount points (v2: one; v1: pids then memory)
+
+    def thread_home(self) -> list[str]:
+        """v1: the `tasks` files of the groups the calling thread is in now (to move it back)."""
+        if self.version != "v1":
+            return []
+        where: dict[str, str] = {}
+        for line in Path("/proc/thread-self/cgroup").read_text().splitlines():
+            _, controllers, path = line.split(":", 2)
+            for controller in controllers.split(","):
+                where[controller] = path
+        return [str(root / where.get(kind, "/").lstrip("/") / "tasks") for root, kind in zip(self.roots, ("pids", "memory"))]
 
     @property
     def description(self) -> str:

@@ -22,8 +22,11 @@ _libc.syscall.restype = ctypes.c_long
 CLONE_FS = 0x00000200
 CLONE_NEWNS = 0x00020000
 
+MS_RDONLY = 1
 MS_NOSUID = 2
 MS_NODEV = 4
+MS_REMOUNT = 32
+MS_BIND = 4096
 MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MS_SLAVE = 1 << 19
@@ -144,7 +147,7 @@ def _unescape_mountinfo(field: str) -> str:
 
 
 __all__ = [
-    "CLONE_FS", "CLONE_NEWNS", "MS_NODEV", "MS_NOSUID", "MS_PRIVATE", "MS_REC", "MS_SLAVE", "MNT_DETACH",
+    "CLONE_FS", "CLONE_NEWNS", "MS_BIND", "MS_RDONLY", "MS_REMOUNT", "MS_NODEV", "MS_NOSUID", "MS_PRIVATE", "MS_REC", "MS_SLAVE", "MNT_DETACH",
     "RESOLVE_BENEATH", "RESOLVE_NO_MAGICLINKS", "RESOLVE_NO_SYMLINKS", "RESOLVE_NO_XDEV",
     "mount", "umount", "unshare", "setns", "openat2", "process_start_time", "process_alive", "mounts_under",
 ]

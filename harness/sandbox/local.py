@@ -52,7 +52,7 @@ from patchgym.harness.sandbox.base import (
     SandboxFactory,
 )
 from patchgym.harness.sandbox.output import CappedOutput
-from patchgym.tasks.prepared import TESTBED, PreparedTask
+from patchgym.tasks.prepared import TESTBED, VENV_MOUNT, PreparedTask
 
 SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 _SEQUENCE = itertools.count(1)
@@ -88,6 +88,40 @@ def _sandbox_path(path: str) -> str:
     return path if path.startswith("/") else f"{TESTBED}/{path}"
 
 
+class _Launch:
+    """One started bwrap: the process, and the pipe on which bwrap reports its sandbox's init."""
+
+    def __init__(self, proc: subprocess.Popen, info_fd: int) -> None:
+        self.proc = proc
+        self.child: int | None = None
+        self._info_fd: int | None = info_fd
+        self._info = b""
+        self._lock = threading.Lock()
+
+    def child_pid(self) -> int | None:
+        """The host pid of the sandbox's init, read from bwrap's info pipe when first needed."""
+        with self._lock:
+            while self.child is None and self._info_fd is not None:
+                try:
+                    chunk = os.read(self._info_fd, 4096)
+                except BlockingIOError:
+                    break
+                if not chunk:
+                    break
+                self._info += chunk
+                try:
+                    self.child = int(json.loads(self._info)["child-pid"])
+                except (ValueError, KeyError):
+                    continue
+            return self.child
+
+    def close(self) -> None:
+        with self._lock:
+            if self._info_fd is not None:
+                os.close(self._info_fd)
+                self._info_fd = None
+
+
 class LocalSandbox(Sandbox):
     backend = "local"
     guarantees = (
@@ -107,7 +141,7 @@ class LocalSandbox(Sandbox):
         limits: Limits,
         *,
         name: str,
-        state_dir: Path,
+        home: Path,
         ns_fd: int,
         testbed_fd: int,
         tmp_fd: int,
@@ -116,22 +150,18 @@ class LocalSandbox(Sandbox):
     ) -> None:
         super().__init__(prepared, limits)
         self.name = name
-        self.state_dir = state_dir
+        self.home = home  # the factory's directory: mount points (same paths in every sandbox's namespace) and scratch
         self.network = network
         self._factory = factory
         self._ns_fd = ns_fd
         self._testbed_fd = testbed_fd
         self._tmp_fd = tmp_fd
         self.cgroups = cgroups
-        self._layout = bw.Layout(
-            testbed=str(state_dir / "merged"),
-            tmp=str(state_dir / "rw" / "tmp"),
-            venv=str(prepared.venv_dir) if prepared.venv_dir else None,
-            network=network,
-        )
+        self._layout = bw.Layout(root=str(home / "root"), network=network)
+        self.testbed_dir = str(home / "root" / "testbed")  # /testbed, as seen in the sandbox's mount namespace
         self._env = bw.base_env(prepared.venv_dir is not None)
         self._lock = threading.Lock()
-        self._procs: dict[int, subprocess.Popen] = {}
+        self._procs: dict[int, _Launch] = {}
         self._closed = False
 
     # --- processes --------------------------------------------------------------------------
@@ -148,44 +178,96 @@ class LocalSandbox(Sandbox):
         stdin: Any,
         stdout: Any,
         stderr: Any,
-    ) -> tuple[subprocess.Popen, int]:
-        """Start `command` in the sandbox, limited, and return it with the host pid of its init."""
+    ) -> "_Launch":
+        """Start `command` (already wrapped by `_shell`) in the sandbox, inside its cgroups.
+
+        With cgroup v1 or none, bwrap starts without waiting on us: it is born in the groups
+        (`_spawn_in_groups`) and the shell sets the rlimits. With v2 the sandbox's first process
+        is moved into its group by pid: bwrap waits (`--block-fd`) until that is done."""
+        needs_join = self.cgroups is not None and self.cgroups.version == "v2"
         info_r, info_w = os.pipe2(os.O_CLOEXEC)
-        block_r, block_w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(info_r, False)
+        block_r, block_w = os.pipe2(os.O_CLOEXEC) if needs_join else (None, None)
+        passed = (info_w,) if block_r is None else (info_w, block_r)
         argv = bw.bwrap_argv(
             self._factory.bwrap_path(), self._layout, command, env=env, cwd=cwd,
-            info_fd=info_w, block_fd=block_r, system=self._factory.system_args,
+            info_fd=info_w, block_fd=block_r,
         )
         try:
             with self._lock:
                 self._check_open()
                 proc = mountns.worker().run_in(
                     self._ns_fd,
-                    lambda: subprocess.Popen(
+                    lambda: self._spawn_in_groups(
                         argv, stdin=stdin, stdout=stdout, stderr=stderr, env={},
-                        pass_fds=(info_w, block_r), start_new_session=True,
+                        pass_fds=passed, start_new_session=True,
                     ),
                 )
-                self._procs[proc.pid] = proc
+                self._procs[proc.pid] = _Launch(proc, info_r)
         except BaseException:
             os.close(info_r)
-            os.close(block_w)
+            if block_w is not None:
+                os.close(block_w)
             raise
         finally:
             os.close(info_w)
-            os.close(block_r)
+            if block_r is not None:
+                os.close(block_r)
+        launch = self._procs[proc.pid]
+        if block_w is None:
+            return launch
         try:
-            child = self._read_child_pid(info_r, proc)
-            self._confine(child)
+            launch.child = self._read_child_pid(info_r, proc)
+            self._confine(launch.child)
             os.write(block_w, b"1")
-            return proc, child
+            return launch
         except BaseException:
-            self._kill(proc, None)
-            self._reap(proc)
+            self._kill(launch)
+            self._reap(launch)
             raise
         finally:
-            os.close(info_r)
             os.close(block_w)
+
+    def _shell(self, script: str, *args: str) -> list[str]:
+        """The shell command line for `script`, with the per-process limits set first (soft and
+        hard, so the script cannot raise them: it has no CAP_SYS_RESOURCE)."""
+        limits = self.limits
+        unit = 1024 if SHELL.endswith("bash") else 512  # ulimit -f counts KiB in bash, 512 B blocks in POSIX sh
+        steps = ["ulimit -c 0"]
+        if limits.max_file_bytes is not None:
+            steps.append(f"ulimit -f {-(-limits.max_file_bytes // unit)}")
+        if self.cgroups is None:
+            if limits.memory_bytes is not None:
+                steps.append(f"ulimit -v {limits.memory_bytes // 1024}")
+            if limits.max_processes is not None:
+                steps.append(f"ulimit -{'u' if SHELL.endswith('bash') else 'p'} {limits.max_processes}")
+        prefix = " && ".join(steps) + ' || { echo "patchgym: cannot set the sandbox limits" >&2; exit 125; }\n'
+        # On a line of its own before the script, so the script keeps `bash -c` semantics.
+        return [SHELL, "-c", prefix + script, *( ["sh", *args] if args else [])]
+
+    def _spawn_in_groups(self, argv: list[str], **popen: Any) -> subprocess.Popen:
+        """On the namespace worker thread: start bwrap already inside the sandbox's cgroups.
+
+        With cgroup v1 the thread steps into the groups, forks, and steps back, so bwrap and all
+        it forks are born inside; with v2 the sandbox's first process is moved in by pid in
+        `_confine` (before it runs anything)."""
+        thread_files = self.cgroups.thread_files() if self.cgroups is not None and self.cgroups.version == "v1" else []
+        if not thread_files:
+            return subprocess.Popen(argv, **popen)
+        home = self._factory.cgroup_manager.thread_home()
+        try:
+            for tasks in thread_files:
+                with open(tasks, "w") as handle:
+                    handle.write("0")
+            return subprocess.Popen(argv, **popen)
+        except OSError as exc:
+            if exc.errno == errno.EAGAIN:
+                raise SandboxError(f"sandbox {self.name} is at its process limit: cannot start a command") from exc
+            raise
+        finally:
+            for tasks in home:
+                with open(tasks, "w") as handle:
+                    handle.write("0")
 
     def _read_child_pid(self, info_r: int, proc: subprocess.Popen) -> int:
         data = b""
@@ -200,7 +282,10 @@ class LocalSandbox(Sandbox):
                 raise SandboxError(f"bwrap did not start within {_START_TIMEOUT_S:.0f}s")
             ready, _, _ = select.select([info_r], [], [], remaining)
             if ready:
-                chunk = os.read(info_r, 4096)
+                try:
+                    chunk = os.read(info_r, 4096)
+                except BlockingIOError:
+                    continue
                 if not chunk:
                     break
                 data += chunk
@@ -217,7 +302,7 @@ class LocalSandbox(Sandbox):
     def _confine(self, child: int) -> None:
         """Cgroups and rlimits for the sandbox's first process, before it runs anything."""
         limits = self.limits
-        if self.cgroups is not None:
+        if self.cgroups is not None and self.cgroups.version != "v1":
             try:
                 self.cgroups.join(child)
             except OSError as exc:
@@ -235,12 +320,14 @@ class LocalSandbox(Sandbox):
         except (OSError, ValueError) as exc:
             raise SandboxError(f"cannot set the sandbox's rlimits: {exc}") from exc
 
-    def _kill(self, proc: subprocess.Popen, child: int | None) -> None:
+    def _kill(self, launch: "_Launch") -> None:
+        proc = launch.proc
         for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), lambda: os.kill(proc.pid, signal.SIGKILL)):
             try:
                 kill()
             except (ProcessLookupError, PermissionError):
                 pass
+        child = launch.child_pid()
         if child is not None:
             try:
                 os.kill(child, signal.SIGKILL)  # the pid namespace's init: everything inside dies with it
@@ -249,28 +336,13 @@ class LocalSandbox(Sandbox):
         if self.cgroups is not None:
             self.cgroups.kill_all(2.0)
 
-    @staticmethod
-    def _wait_gone(child: int, start_time: int | None = None, limit_s: float = 2.0) -> None:
-        """Wait until the sandbox's init has exited (bwrap reports its status a moment before it
-        is gone), so nothing of a finished command remains when `run` returns."""
-        end = time.monotonic() + limit_s
-        pause = 0.0002
-        while os.path.exists(f"/proc/{child}") and linux.process_alive(child, linux.process_start_time(child) or -1):
-            if time.monotonic() > end:
-                try:
-                    os.kill(child, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                return
-            time.sleep(pause)
-            pause = min(pause * 2, 0.01)
-
-    def _reap(self, proc: subprocess.Popen) -> int:
+    def _reap(self, launch: "_Launch") -> int:
         try:
-            code = proc.wait()
+            code = launch.proc.wait()
         finally:
+            launch.close()
             with self._lock:
-                self._procs.pop(proc.pid, None)
+                self._procs.pop(launch.proc.pid, None)
         return code
 
     # --- the interface ----------------------------------------------------------------------
@@ -300,15 +372,14 @@ class LocalSandbox(Sandbox):
         stdin_data = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
         before = self.cgroups.events() if self.cgroups is not None else None
         started = time.monotonic()
-        proc, child = self._start(
-            [SHELL, "-c", command], env=full_env, cwd=workdir,
+        launch = self._start(
+            self._shell(command), env=full_env, cwd=workdir,
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
         output = CappedOutput(self.limits.max_output_bytes or (1 << 62))
-        timed_out = self._pump(proc, child, output, stdin_data, None if timeout is None else started + timeout)
-        exit_code = self._reap(proc)
-        self._wait_gone(child)
+        timed_out = self._pump(launch, output, stdin_data, None if timeout is None else started + timeout)
+        exit_code = self._reap(launch)
         duration = time.monotonic() - started
         extra: dict[str, Any] = {}
         if before is not None and self.cgroups is not None:
@@ -324,10 +395,9 @@ class LocalSandbox(Sandbox):
             truncated_bytes=output.cut, extra=extra,
         )
 
-    def _pump(
-        self, proc: subprocess.Popen, child: int, output: CappedOutput, stdin_data: bytes | None, deadline: float | None
-    ) -> bool:
+    def _pump(self, launch: "_Launch", output: CappedOutput, stdin_data: bytes | None, deadline: float | None) -> bool:
         """Copy output into `output` (and `stdin_data` in) until EOF or the deadline. True on timeout."""
+        proc = launch.proc
         assert proc.stdout is not None
         out_fd = proc.stdout.fileno()
         in_fd = proc.stdin.fileno() if proc.stdin is not None else None
@@ -350,7 +420,7 @@ class LocalSandbox(Sandbox):
                 events = poller.poll(wait_ms)
                 if not events and deadline is not None and time.monotonic() >= deadline:
                     timed_out = True
-                    self._kill(proc, child)
+                    self._kill(launch)
                     self._drain(out_fd, output)
                     return True
                 done = False
@@ -396,19 +466,19 @@ class LocalSandbox(Sandbox):
 
     def _run_internal(self, script: str, args: list[str], data: bytes | None, limit: int) -> tuple[int, bytes, bytes]:
         """Run a fixed shell script of ours in the sandbox; stdout bounded by `limit` bytes."""
-        proc, child = self._start(
-            ["/bin/sh", "-c", script, "sh", *args], env=dict(self._env), cwd="/",
+        launch = self._start(
+            self._shell(script, *args), env=dict(self._env), cwd="/",
             stdin=subprocess.PIPE if data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         )
         try:
-            out, err = proc.communicate(input=data, timeout=self.limits.timeout_s or 120.0)
+            out, err = launch.proc.communicate(input=data, timeout=self.limits.timeout_s or 120.0)
         except subprocess.TimeoutExpired:
-            self._kill(proc, child)
+            self._kill(launch)
             raise SandboxError(f"file operation in sandbox {self.name} timed out")
         finally:
-            self._reap(proc)
-        return proc.returncode, out[:limit + 1], err[-4000:]
+            self._reap(launch)
+        return launch.proc.returncode, out[:limit + 1], err[-4000:]
 
     def _locate(self, path: str) -> tuple[int, str] | None:
         if path == TESTBED or path.startswith(TESTBED + "/"):
@@ -473,8 +543,8 @@ class LocalSandbox(Sandbox):
 
         try:
             return gitdiff.diff_worktree(
-                Path(self.prepared.repo_dir), self._layout.testbed, self.prepared.base_commit,
-                self.state_dir, spawn=spawn,
+                Path(self.prepared.repo_dir), self.testbed_dir, self.prepared.base_commit,
+                self.home, spawn=spawn,
             )
         except gitdiff.DiffError as exc:
             self._check_open()
@@ -489,34 +559,21 @@ class LocalSandbox(Sandbox):
             if self._closed:
                 return
             self._closed = True
-            procs = list(self._procs.values())
+            launches = list(self._procs.values())
         errors: list[str] = []
-        for proc in procs:
-            self._kill(proc, None)
+        for launch in launches:
+            self._kill(launch)
         if self.cgroups is not None:
             self.cgroups.kill_all(5.0)
-        merged, rw = str(self.state_dir / "merged"), str(self.state_dir / "rw")
         for fd in (self._testbed_fd, self._tmp_fd):
             os.close(fd)
-
-        def unmount() -> None:
-            for point in (merged, rw):
-                try:
-                    linux.umount(point, linux.MNT_DETACH)
-                except OSError as exc:
-                    if exc.errno not in (errno.EINVAL, errno.ENOENT):
-                        errors.append(str(exc))
-
-        try:
-            mountns.worker().run_in(self._ns_fd, unmount)
-        finally:
-            os.close(self._ns_fd)
+        # The mounts live only in this namespace: dropping the last reference frees them all.
+        os.close(self._ns_fd)
         if self.cgroups is not None:
             try:
-                self.cgroups.remove()
+                self.cgroups.remove(remove_parent=False)
             except OSError as exc:
                 errors.append(f"cgroup removal: {exc}")
-        _remove_tree(self.state_dir, errors)
         self._factory._forget(self)
         if errors:
             raise SandboxError(f"closing sandbox {self.name} left something behind: {'; '.join(errors)}")
@@ -550,7 +607,7 @@ _FACTORIES: "weakref.WeakSet[LocalSandboxFactory]" = weakref.WeakSet()
 def _close_everything_at_exit() -> None:
     for factory in list(_FACTORIES):
         try:
-            factory.close_all()
+            factory.shutdown()
         except Exception:  # noqa: BLE001 - best effort at interpreter exit
             pass
 
@@ -562,7 +619,14 @@ class LocalSandboxFactory(SandboxFactory):
         PATCHGYM_HOME defaulting to ~/.cache/patchgym);
     bwrap: path of the bwrap executable (default: found on PATH);
     cgroups: force "v2", "v1" or "none" (default: the best usable);
-    reap: remove what sandboxes of dead owners left, now (default True).
+    reap: remove what sandboxes of dead owners left, now (default True);
+    system_paths: the host paths every sandbox sees read-only (default:
+        `patchgym.tasks.hostfs.readonly_system_paths()`).
+
+    State: one directory per factory, `<state_root>/f-<pid>-<start>-<n>/` with `owner.json`, the
+    mount points `root/` and `rw/` (empty on the host: what is mounted there exists only inside each
+    sandbox's mount namespace) and the diff scratch space. The system part of every sandbox's root
+    is assembled once, in a base mount namespace, that each sandbox's namespace is a copy of.
     """
 
     backend = "local"
@@ -582,9 +646,11 @@ class LocalSandboxFactory(SandboxFactory):
         self._bwrap_option = bwrap
         self._bwrap = bw.find_bwrap(bwrap)
         self.cgroup_manager = cg.detect(prefer=cgroups) if os.geteuid() == 0 else cg.CgroupManager("none", [])
-        self.system_args = bw.system_mounts(system_paths)
+        self.root_plan = bw.root_plan(system_paths)
         self._lock = threading.Lock()
         self._sandboxes: dict[str, LocalSandbox] = {}
+        self._home: Path | None = None
+        self._base_ns: int | None = None
         self.reaped: list[str] = []
         if reap and os.geteuid() == 0:
             self.reaped = self.reap()
@@ -603,6 +669,11 @@ class LocalSandboxFactory(SandboxFactory):
             "the pid namespace's init and every process in the cgroups"
         )
 
+    @property
+    def home(self) -> Path | None:
+        """This factory's state directory (created on the first open)."""
+        return self._home
+
     def bwrap_path(self) -> str:
         if self._bwrap is None:
             raise SandboxError(_bwrap_missing_message(self._bwrap_option))
@@ -620,43 +691,54 @@ class LocalSandboxFactory(SandboxFactory):
         """Remove what sandboxes whose owner process died left behind. Returns their names."""
         return owners.reap(self.state_root, self.cgroup_manager)
 
+    def _base(self) -> tuple[Path, int]:
+        """The factory's directory and base mount namespace (made on first use)."""
+        with self._lock:
+            if self._home is None or self._base_ns is None:
+                owner = owners.Owner.me()
+                home = self.state_root / owners.factory_dir_name(owner, next(_SEQUENCE))
+                self.state_root.mkdir(parents=True, exist_ok=True)
+                home.mkdir(mode=0o700)
+                for sub in ("root", "rw"):
+                    (home / sub).mkdir()
+                owners.write_record(home, owner)
+                try:
+                    self._base_ns, _ = mountns.worker().create(lambda: _mount_system_root(home, self.root_plan))
+                except BaseException:
+                    _remove_tree(home, [])
+                    raise
+                self._home = home
+            return self._home, self._base_ns
+
     def open(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> LocalSandbox:
         self._preflight()
         limits = _validate_limits(limits or Limits())
         repo_dir = Path(prepared.repo_dir)
         if not repo_dir.is_dir():
             raise SandboxError(f"the prepared repository {repo_dir} does not exist (prepare the task first)")
-        if prepared.venv_dir is not None and not Path(prepared.venv_dir).is_dir():
-            raise SandboxError(f"the prepared environment {prepared.venv_dir} does not exist")
-        owner = owners.Owner.me()
-        name = owners.sandbox_name(owner, next(_SEQUENCE))
-        state_dir = self.state_root / name
+        venv_dir = Path(prepared.venv_dir) if prepared.venv_dir is not None else None
+        if venv_dir is not None and not venv_dir.is_dir():
+            raise SandboxError(f"the prepared environment {venv_dir} does not exist")
+        name = owners.sandbox_name(owners.Owner.me(), next(_SEQUENCE))
         group: cg.SandboxCgroups | None = None
         try:
-            self.state_root.mkdir(parents=True, exist_ok=True)
-            state_dir.mkdir(mode=0o700)
-            (state_dir / "rw").mkdir()
-            (state_dir / "merged").mkdir()
-            owners.write_record(state_dir, owner, [])
+            home, base_ns = self._base()
             if self.cgroup_manager.version != "none":
                 group = self.cgroup_manager.create(name, limits.memory_bytes, limits.max_processes)
-                owners.write_record(state_dir, owner, group.paths)
             ns_fd, (testbed_fd, tmp_fd) = mountns.worker().create(
-                lambda: _mount_layers(state_dir, repo_dir, limits)
+                lambda: _mount_sandbox(home, repo_dir, venv_dir, limits), copy_of=base_ns
             )
         except BaseException as exc:
-            errors: list[str] = []
             if group is not None:
                 try:
-                    group.remove()
-                except OSError as cleanup_exc:
-                    errors.append(str(cleanup_exc))
-            _remove_tree(state_dir, errors)
+                    group.remove(remove_parent=False)
+                except OSError:
+                    pass
             if isinstance(exc, (SandboxError, ValueError)):
                 raise
             raise SandboxError(f"cannot open a sandbox for {prepared.instance_id}: {exc}") from exc
         sandbox = LocalSandbox(
-            self, prepared, limits, name=name, state_dir=state_dir, ns_fd=ns_fd, testbed_fd=testbed_fd,
+            self, prepared, limits, name=name, home=home, ns_fd=ns_fd, testbed_fd=testbed_fd,
             tmp_fd=tmp_fd, cgroups=group, network=network,
         )
         with self._lock:
@@ -686,6 +768,23 @@ class LocalSandboxFactory(SandboxFactory):
         if errors:
             raise SandboxError("; ".join(errors))
 
+    def shutdown(self) -> None:
+        """Close every sandbox and remove the factory's own state (its directory, the base
+        namespace, the shared cgroup parents when empty). Idempotent; run at interpreter exit."""
+        self.close_all()
+        with self._lock:
+            if self._base_ns is not None:
+                os.close(self._base_ns)
+                self._base_ns = None
+            if self._home is not None:
+                _remove_tree(self._home, [])
+                self._home = None
+        for parent in self.cgroup_manager.parents():
+            try:
+                parent.rmdir()
+            except OSError:
+                pass  # still used by sandboxes of other factories or processes
+
 
 def _bwrap_missing_message(option: str | None) -> str:
     if option:
@@ -693,12 +792,41 @@ def _bwrap_missing_message(option: str | None) -> str:
     return bw.INSTALL_HINT
 
 
-def _mount_layers(state_dir: Path, repo_dir: Path, limits: Limits) -> tuple[int, int]:
-    """Inside the sandbox's new mount namespace: the size-capped tmpfs, then the overlay."""
-    rw, merged = state_dir / "rw", state_dir / "merged"
+def _mount_system_root(home: Path, plan: list[bw.RootEntry]) -> None:
+    """In the factory's base mount namespace: a small tmpfs at home/root holding read-only binds of
+    the system paths (or symlinks) and the mount points a sandbox adds, then made read-only."""
+    root = home / "root"
+    flags = linux.MS_NOSUID | linux.MS_NODEV
+    linux.mount("patchgym-root", str(root), "tmpfs", flags, "size=1m,nr_inodes=4096,mode=0755")
+    for entry in plan:
+        target = root / entry.path.lstrip("/")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if entry.kind == "symlink":
+            os.symlink(entry.source, target)
+            continue
+        if entry.kind == "dir":
+            target.mkdir(exist_ok=True)
+        else:
+            target.touch()
+        _bind_readonly(entry.source, str(target))
+    for sub in ("testbed", "tmp", "proc", "dev", VENV_MOUNT.lstrip("/")):
+        (root / sub).mkdir(parents=True, exist_ok=True)
+    linux.mount(None, str(root), None, linux.MS_REMOUNT | linux.MS_RDONLY | flags, "size=1m,nr_inodes=4096,mode=0755")
+
+
+def _mount_sandbox(home: Path, repo_dir: Path, venv_dir: Path | None, limits: Limits) -> tuple[int, int]:
+    """In a sandbox's own mount namespace (a copy of the base one):
+
+    rw/            tmpfs of max_write_bytes: the overlay's upper and work directories and /tmp
+    root/testbed   overlayfs: lower = the read-only prepared repository, upper on rw/
+    root/tmp       rw/tmp
+    root/patchgym/venv   the task's environment, read-only
+    """
+    rw, root = home / "rw", home / "root"
     size = limits.max_write_bytes or (1 << 40)
     inodes = max(4096, size // 4096)
-    linux.mount("patchgym-sandbox", str(rw), "tmpfs", linux.MS_NOSUID | linux.MS_NODEV, f"size={size},nr_inodes={inodes},mode=0755")
+    flags = linux.MS_NOSUID | linux.MS_NODEV
+    linux.mount("patchgym-sandbox", str(rw), "tmpfs", flags, f"size={size},nr_inodes={inodes},mode=0755")
     for sub in ("upper", "work", "tmp"):
         (rw / sub).mkdir()
     os.chmod(rw / "tmp", 0o1777)
@@ -706,7 +834,15 @@ def _mount_layers(state_dir: Path, repo_dir: Path, limits: Limits) -> tuple[int,
         f"lowerdir={_escape_overlay_path(str(repo_dir.resolve()))},"
         f"upperdir={_escape_overlay_path(str(rw / 'upper'))},workdir={_escape_overlay_path(str(rw / 'work'))}"
     )
-    linux.mount("patchgym-overlay", str(merged), "overlay", linux.MS_NOSUID | linux.MS_NODEV, options)
-    testbed_fd = os.open(merged, os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
+    linux.mount("patchgym-overlay", str(root / "testbed"), "overlay", flags, options)
+    linux.mount(str(rw / "tmp"), str(root / "tmp"), None, linux.MS_BIND)
+    if venv_dir is not None:
+        _bind_readonly(str(venv_dir), str(root / VENV_MOUNT.lstrip("/")))
+    testbed_fd = os.open(root / "testbed", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     tmp_fd = os.open(rw / "tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     return testbed_fd, tmp_fd
+
+
+def _bind_readonly(source: str, target: str) -> None:
+    linux.mount(source, target, None, linux.MS_BIND | linux.MS_REC)
+    linux.mount(None, target, None, linux.MS_BIND | linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID | linux.MS_NODEV)

@@ -35,6 +35,7 @@ class NamespaceWorker:
 
     def __init__(self) -> None:
         self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], int | None, bool, Future]] = queue.SimpleQueue()
+        # (job, namespace to enter or to copy, whether to make a new namespace, result)
         self._ready: Future = Future()
         self._thread = threading.Thread(target=self._serve, name="patchgym-mountns", daemon=True)
         self._thread.start()
@@ -53,12 +54,13 @@ class NamespaceWorker:
             if not future.set_running_or_notify_cancel():
                 continue
             try:
+                if ns_fd is not None:
+                    linux.setns(ns_fd, linux.CLONE_NEWNS)
                 if fresh:
                     linux.unshare(linux.CLONE_NEWNS)
-                    # Receive the host's mount events, never send ours back.
-                    linux.mount(None, "/", None, linux.MS_REC | linux.MS_SLAVE)
-                elif ns_fd is not None:
-                    linux.setns(ns_fd, linux.CLONE_NEWNS)
+                    if ns_fd is None:
+                        # A copy of the host's: receive its mount events, never send ours back.
+                        linux.mount(None, "/", None, linux.MS_REC | linux.MS_SLAVE)
                 result = job()
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 future.set_exception(exc)
@@ -77,15 +79,17 @@ class NamespaceWorker:
         """Run `job` on the worker thread inside the mount namespace `ns_fd`."""
         return self._submit(job, ns_fd, False)
 
-    def create(self, setup: Callable[[], T]) -> tuple[int, T]:
-        """Make a new mount namespace (a private copy of this one), run `setup` inside it (the
-        mounts), and return a file descriptor that keeps it alive, with `setup`'s result."""
+    def create(self, setup: Callable[[], T], copy_of: int | None = None) -> tuple[int, T]:
+        """Make a new mount namespace, a copy of `copy_of` (a namespace fd) or of the host's,
+        run `setup` inside it (the mounts), and return a file descriptor that keeps it alive, with
+        `setup`'s result. Copying is done by the kernel: a namespace built once with many mounts
+        is cheap to copy, where making those mounts again would not be."""
 
         def job() -> tuple[int, T]:
             result = setup()
             return os.open("/proc/thread-self/ns/mnt", os.O_RDONLY | os.O_CLOEXEC), result
 
-        return self._submit(job, None, True)
+        return self._submit(job, copy_of, True)
 
 
 _worker: NamespaceWorker | None = None

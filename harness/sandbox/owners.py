@@ -1,10 +1,10 @@
 """Who owns a local sandbox, and removing what owners that died left behind.
 
-A sandbox's name carries its owner: `sb-<pid>-<start time>-<n>` (the start time, in clock ticks
-since boot, tells a live owner from a later process that reused its pid). The same name is used for
-its state directory and its cgroups, and `owner.json` in the state directory repeats it with the
-cgroup paths. Mounts need no record: they live in a mount namespace held by the owner, which the
-kernel frees when the owner dies (see mountns.py).
+Names carry their owner: a factory's state directory is `f-<pid>-<start time>-<n>` (with
+`owner.json` repeating pid and start time), a sandbox's cgroups are `sb-<pid>-<start time>-<n>`.
+The start time, in clock ticks since boot, tells a live owner from a later process that reused its
+pid. Mounts need no record: they live in mount namespaces held by the owner, which the kernel frees
+when the owner dies (see mountns.py); sandbox processes die with it (bwrap --die-with-parent).
 
 `reap()` runs when a factory starts: for every state directory and cgroup whose owner is dead it
 kills the processes in the cgroups, removes the cgroups, detaches any mount found under the
@@ -24,8 +24,8 @@ from pathlib import Path
 from patchgym.harness.sandbox import linux
 from patchgym.harness.sandbox.cgroups import CgroupManager, SandboxCgroups
 
-NAME = re.compile(r"^sb-(\d+)-(\d+)-(\d+)$")
-CLAIMED = re.compile(r"^\.reap-(sb-\d+-\d+-\d+)-(\d+)-(\d+)$")
+NAME = re.compile(r"^(?:sb|f)-(\d+)-(\d+)-(\d+)$")
+CLAIMED = re.compile(r"^\.reap-((?:sb|f)-\d+-\d+-\d+)-(\d+)-(\d+)$")
 OWNER_FILE = "owner.json"
 
 
@@ -49,13 +49,17 @@ def sandbox_name(owner: Owner, seq: int) -> str:
     return f"sb-{owner.pid}-{owner.start_time}-{seq}"
 
 
+def factory_dir_name(owner: Owner, seq: int) -> str:
+    return f"f-{owner.pid}-{owner.start_time}-{seq}"
+
+
 def owner_of(name: str) -> Owner | None:
     match = NAME.match(name)
     return Owner(int(match.group(1)), int(match.group(2))) if match else None
 
 
-def write_record(state_dir: Path, owner: Owner, cgroup_paths: list[str]) -> None:
-    record = {"pid": owner.pid, "start_time": owner.start_time, "cgroups": cgroup_paths, "name": state_dir.name}
+def write_record(state_dir: Path, owner: Owner, cgroup_paths: list[str] | None = None) -> None:
+    record = {"pid": owner.pid, "start_time": owner.start_time, "cgroups": cgroup_paths or [], "name": state_dir.name}
     tmp = state_dir / (OWNER_FILE + ".tmp")
     tmp.write_text(json.dumps(record))
     tmp.replace(state_dir / OWNER_FILE)
