@@ -136,7 +136,9 @@ def serve(
                f"(backend {backend}, max {max_episodes} episodes{', token required' if token else ''})")
     sys.stdout.flush()
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=30,
+    # In-flight steps get 5 s to finish at shutdown; then every episode is closed, which kills what
+    # still runs in its sandbox (a step may run for minutes: waiting for it would stall the shutdown).
+    server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=5,
                                            access_log=log_level == "debug"))
     server.run(sockets=[sock])
 

@@ -180,8 +180,11 @@ class EpisodeManager:
         return episode
 
     async def close(self, episode_id: str) -> Episode:
+        """Close the episode (if still live) and forget it: it is logged, then gone from the API."""
         episode = self.get(episode_id)
         await episode.close("closed by the client")
+        self._live.pop(episode_id, None)
+        self._finished.pop(episode_id, None)
         return episode
 
     async def _on_finish(self, episode: Episode) -> None:

@@ -12,9 +12,9 @@ or an unknown tool, is the agent's format error (reported in the episode), not a
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Annotated, Any, Literal, Union
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Discriminator, Field, Tag, field_validator, model_validator
 
 from patchgym.env.limits import EpisodeLimits, LimitOverrides
 
@@ -41,32 +41,51 @@ def clean_json_value(value: Any, depth: int = 0) -> Any:
     return value
 
 
-class ToolCallIn(BaseModel):
+class _ArgumentsCleaned(BaseModel):
+    @field_validator("arguments", check_fields=False)
+    @classmethod
+    def _clean(cls, value: Any) -> Any:
+        return clean_json_value(value)
+
+
+class ToolCallIn(_ArgumentsCleaned):
+    """`{"name", "arguments", "id"?}`."""
+
     model_config = ConfigDict(extra="forbid")
 
     name: str = Field(min_length=1, max_length=256)
     arguments: Any = Field(default_factory=dict, description="an object, or a string holding a JSON object")
     id: str | None = Field(None, max_length=256)
 
-    @model_validator(mode="before")
-    @classmethod
-    def _openai_form(cls, data: Any) -> Any:
-        if isinstance(data, dict) and "function" in data:
-            function = data.get("function")
-            if not isinstance(function, dict):
-                raise ValueError("'function' must be an object with 'name' and 'arguments'")
-            unknown = set(data) - {"id", "type", "function"}
-            if unknown:
-                raise ValueError(f"unknown field(s) {sorted(unknown)} next to 'function'")
-            if data.get("type", "function") != "function":
-                raise ValueError(f"only tool calls of type 'function' are supported (got {data.get('type')!r})")
-            extra = set(function) - {"name", "arguments"}
-            if extra:
-                raise ValueError(f"unknown field(s) {sorted(extra)} in 'function'")
-            data = {"name": function.get("name"), "arguments": function.get("arguments", {}), "id": data.get("id")}
-        if isinstance(data, dict) and "arguments" in data:
-            data = {**data, "arguments": clean_json_value(data["arguments"])}
-        return data
+
+class FunctionCallIn(_ArgumentsCleaned):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=256)
+    arguments: Any = Field(default_factory=dict, description="a string holding a JSON object (or the object)")
+
+
+class OpenAIToolCallIn(BaseModel):
+    """OpenAI's `{"id", "type": "function", "function": {"name", "arguments"}}`."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str | None = Field(None, max_length=256)
+    type: Literal["function"] = "function"
+    function: FunctionCallIn
+
+    def plain(self) -> ToolCallIn:
+        return ToolCallIn(name=self.function.name, arguments=self.function.arguments, id=self.id)
+
+
+def _call_form(value: Any) -> str:
+    return "openai" if isinstance(value, dict) and "function" in value else "plain"
+
+
+AnyToolCallIn = Annotated[
+    Union[Annotated[ToolCallIn, Tag("plain")], Annotated[OpenAIToolCallIn, Tag("openai")]],
+    Discriminator(_call_form),
+]
 
 
 class StartEpisodeRequest(BaseModel):
@@ -78,10 +97,19 @@ class StartEpisodeRequest(BaseModel):
 
 
 class StepRequest(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(
+        extra="forbid",
+        json_schema_extra={"oneOf": [{"required": ["tool_calls"]}, {"required": ["text"]}]},
+    )
 
-    tool_calls: list[ToolCallIn] | None = Field(None, max_length=MAX_CALLS_PER_REQUEST)
-    text: str | None = Field(None, max_length=MAX_TEXT_CHARS, description="the assistant's raw text")
+    # Not nullable: a step carries exactly one of the two (the schema's oneOf says so too).
+    tool_calls: list[AnyToolCallIn] = Field(None, max_length=MAX_CALLS_PER_REQUEST)  # type: ignore[assignment]
+    text: str = Field(None, max_length=MAX_TEXT_CHARS, description="the assistant's raw text")  # type: ignore[assignment]
+
+    def calls(self) -> list[ToolCallIn] | None:
+        if self.tool_calls is None:
+            return None
+        return [call.plain() if isinstance(call, OpenAIToolCallIn) else call for call in self.tool_calls]
 
     @model_validator(mode="after")
     def _exactly_one(self) -> "StepRequest":

@@ -36,6 +36,7 @@ from patchgym.env.episode import EpisodeBusy, EpisodeFinished, Grader
 from patchgym.env.manager import EpisodeManager, ServerFull, UnknownEpisode, UnknownTask
 from patchgym.env.schemas import (
     EpisodeStarted,
+    ErrorBody,
     EpisodeState,
     GradeRequest,
     Health,
@@ -45,7 +46,7 @@ from patchgym.env.schemas import (
     TaskList,
     clean_json_value,
 )
-from patchgym.env.toolcalls import ToolCall
+from patchgym.env.toolcalls import PARSERS, ToolCall
 from patchgym.harness.sandbox.base import SandboxError, SandboxFactory, get_factory
 from patchgym.tasks.prepared import PreparedTask
 
@@ -155,13 +156,18 @@ def _install_error_handlers(app: FastAPI) -> None:
         return _error(422, message, detail)
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         message = exc.detail if isinstance(exc.detail, str) else "request failed"
+        headers = dict(getattr(exc, "headers", None) or {})
         if exc.status_code == 404 and message == "Not Found":
             message = "no such route"
+        if exc.status_code == 400 and message == "There was an error parsing the body":
+            message = "the body could not be read as JSON (is it UTF-8?)"
         if exc.status_code == 405:
-            message = "method not allowed on this route"
-        return _error(exc.status_code, message, headers=getattr(exc, "headers", None))
+            allowed = _allowed_methods(app, request.scope)
+            headers["Allow"] = ", ".join(allowed)
+            message = f"method {request.method} not allowed on this route; allowed: {', '.join(allowed)}"
+        return _error(exc.status_code, message, headers=headers or None)
 
     @app.exception_handler(UnknownTask)
     async def _unknown_task(_: Request, exc: UnknownTask) -> JSONResponse:
@@ -191,6 +197,63 @@ def _install_error_handlers(app: FastAPI) -> None:
     async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error")
         return _error(500, f"internal error: {type(exc).__name__}")
+
+
+def _allowed_methods(app: FastAPI, scope: Scope) -> list[str]:
+    """Every method some route serves at this path (routes with one path but different methods are
+    separate routes, so the router's own 405 names only the first)."""
+    from starlette.routing import Match
+
+    methods: set[str] = set()
+    for route in app.router.routes:
+        match, _ = route.matches({**scope, "method": "GET", "type": "http"})
+        if match is not Match.NONE and getattr(route, "methods", None):
+            methods |= set(route.methods)
+    return sorted(methods)
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorBody, "description": "The body is not readable"},
+    401: {"model": ErrorBody, "description": "Missing or wrong bearer token (when the server has one)"},
+    413: {"model": ErrorBody, "description": "The body (or the patch) is too large"},
+    422: {"model": ErrorBody, "description": "The request is invalid; `error` says what was wrong"},
+}
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    more = {
+        404: {"model": ErrorBody, "description": "Unknown task or episode"},
+        409: {"model": ErrorBody, "description": "The episode has ended, or is running another step"},
+        503: {"model": ErrorBody, "description": "At capacity (see Retry-After), or the sandbox backend failed"},
+    }
+    return {**ERRORS, **{code: more[code] for code in codes}}
+
+
+_EPISODE_ID = {"episode_id": "$response.body#/episode_id"}
+EPISODE_LINKS = {
+    name: {"operationId": operation, "parameters": _EPISODE_ID}
+    for name, operation in [("Step", "step_episode"), ("Get", "get_episode"), ("Delete", "delete_episode")]
+}
+
+
+def _document_task_ids(app: FastAPI, task_ids: list[str]) -> None:
+    """Put the served task ids in the OpenAPI document as examples, so clients (and fuzzers) that
+    read it can start real episodes; and the registered tool-call parsers as the parser's enum."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = build()
+            for model in ("StartEpisodeRequest", "GradeRequest"):
+                props = schema.get("components", {}).get("schemas", {}).get(model, {}).get("properties", {})
+                if "task_id" in props:
+                    props["task_id"]["examples"] = task_ids[:20]
+                if "parser" in props:
+                    props["parser"]["anyOf"] = [{"type": "string", "enum": sorted(PARSERS)}, {"type": "null"}]
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 # --- the app -------------------------------------------------------------------------------------
@@ -232,7 +295,7 @@ def create_app(
     app.state.config = config
     _install_error_handlers(app)
 
-    @app.get("/health", response_model=Health)
+    @app.get("/health", response_model=Health, operation_id="health")
     async def health() -> dict[str, Any]:
         """Liveness and capacity (no authentication)."""
         return {
@@ -243,12 +306,13 @@ def create_app(
             "max_episodes": config.max_episodes,
         }
 
-    @app.get("/tasks", response_model=TaskList)
+    @app.get("/tasks", response_model=TaskList, responses=_errors(), operation_id="list_tasks")
     async def list_tasks() -> dict[str, Any]:
         """The tasks served: ids, repositories and problem statements only."""
         return {"tasks": [prepared.task.public_view() for prepared in manager.tasks.values()]}
 
-    @app.post("/episodes", status_code=201, response_model=EpisodeStarted)
+    @app.post("/episodes", status_code=201, response_model=EpisodeStarted, operation_id="start_episode",
+              responses={**_errors(404, 503), 201: {"description": "The episode started", "links": EPISODE_LINKS}})
     async def start_episode(body: StartEpisodeRequest) -> dict[str, Any]:
         """Open an episode on a task: a sandbox at the task's base commit, the opening messages and tools."""
         try:
@@ -264,29 +328,32 @@ def create_app(
             "limits": episode.limits,
         }
 
-    @app.post("/episodes/{episode_id}/step", response_model=StepResult)
+    @app.post("/episodes/{episode_id}/step", response_model=StepResult, responses=_errors(404, 409, 503),
+              operation_id="step_episode")
     async def step_episode(episode_id: str, body: StepRequest) -> dict[str, Any]:
         """One assistant turn: structured tool calls, or raw text to parse."""
         episode = manager.get(episode_id)
         calls = None
         if body.tool_calls is not None:
-            calls = [ToolCall(name=c.name, arguments=c.arguments, id=c.id) for c in body.tool_calls]
+            calls = [ToolCall(name=c.name, arguments=c.arguments, id=c.id) for c in body.calls() or []]
         stepping = asyncio.ensure_future(episode.step(tool_calls=calls, text=body.text))
         return await asyncio.shield(stepping)
 
-    @app.get("/episodes/{episode_id}", response_model=EpisodeState)
+    @app.get("/episodes/{episode_id}", response_model=EpisodeState, responses=_errors(404), operation_id="get_episode")
     async def get_episode(episode_id: str) -> dict[str, Any]:
         """Status, turns, transcript, reward and verdict."""
         return manager.get(episode_id).state()
 
-    @app.delete("/episodes/{episode_id}", response_model=EpisodeState)
+    @app.delete("/episodes/{episode_id}", response_model=EpisodeState, responses=_errors(404),
+                operation_id="delete_episode")
     async def delete_episode(episode_id: str) -> dict[str, Any]:
-        """Close an episode now (status closed, reward 0) and its sandbox; a finished one is left as it is."""
+        """Close an episode now (status closed, reward 0, its sandbox closed) and forget it: the answer is
+        its final state; afterwards the id is unknown (404). A finished episode keeps its status."""
         closing = asyncio.ensure_future(manager.close(episode_id))
         episode = await asyncio.shield(closing)
         return episode.state()
 
-    @app.post("/grade")
+    @app.post("/grade", response_model=dict[str, Any], responses=_errors(404, 503), operation_id="grade")
     async def grade(body: GradeRequest) -> dict[str, Any]:
         """Grade a patch against a task in a fresh sandbox; returns the verdict."""
         prepared = manager.tasks.get(body.task_id)
@@ -298,6 +365,7 @@ def create_app(
         verdict = await asyncio.shield(asyncio.ensure_future(manager.grader(prepared, patch)))
         return verdict.model_dump(mode="json") if hasattr(verdict, "model_dump") else dict(verdict)
 
+    _document_task_ids(app, list(manager.tasks))
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     if config.token:
         app.add_middleware(BearerAuthMiddleware, token=config.token)

@@ -115,16 +115,29 @@ def test_openai_shaped_structured_calls_and_bad_argument_json_is_a_format_error(
     client.delete_episode(started.episode_id)
 
 
-def test_delete_then_step_is_a_conflict_and_delete_is_idempotent(served) -> None:
+def test_delete_returns_the_final_state_then_the_episode_is_gone(served) -> None:
     client, raw, _, log_path = served
     started = client.start_episode(TASK)
+    sandbox = served[2].state.manager.get(started.episode_id).sandbox
     closed = client.delete_episode(started.episode_id)
-    assert closed.status == "closed" and closed.reward == 0.0
-    assert client.delete_episode(started.episode_id).status == "closed"
+    assert closed.status == "closed" and closed.reward == 0.0 and len(closed.transcript) >= 2
+    assert sandbox.closed
+    for call in (lambda: client.delete_episode(started.episode_id), lambda: client.get_episode(started.episode_id),
+                 lambda: client.step(started.episode_id, tool_calls=[{"name": "bash", "arguments": {"command": "ls"}}])):
+        with pytest.raises(EnvError) as caught:
+            call()
+        assert caught.value.status_code == 404 and "unknown episode" in caught.value.message
+    assert [r["status"] for r in read_episode_log(log_path)] == ["closed"]
+
+
+def test_step_on_a_finished_episode_is_a_conflict(served) -> None:
+    client, _, _, _ = served
+    started = client.start_episode(TASK)
+    client.step(started.episode_id, tool_calls=[{"name": "submit", "arguments": {}}])
     with pytest.raises(EnvError) as caught:
         client.step(started.episode_id, tool_calls=[{"name": "bash", "arguments": {"command": "ls"}}])
-    assert caught.value.status_code == 409 and "has ended (closed)" in caught.value.message
-    assert [r["status"] for r in read_episode_log(log_path)] == ["closed"]
+    assert caught.value.status_code == 409 and "has ended (submitted)" in caught.value.message
+    assert client.get_episode(started.episode_id).status == "submitted"
 
 
 def test_grade_route(served) -> None:
@@ -228,7 +241,8 @@ HOSTILE = [
     ("POST", "/episodes/nope/step", b'{"text": "x"}', 404, "unknown episode 'nope'"),
     ("GET", "/episodes/nope", b"", 404, "unknown episode"),
     ("DELETE", "/episodes/nope", b"", 404, "unknown episode"),
-    ("PUT", "/episodes", b"{}", 405, "method not allowed"),
+    ("PUT", "/episodes", b"{}", 405, "method PUT not allowed on this route; allowed: POST"),
+    ("PATCH", "/episodes/x", b"{}", 405, "allowed: DELETE, GET"),
     ("GET", "/nowhere", b"", 404, "no such route"),
     ("POST", "/grade", b'{"task_id": "toy__calc-1"}', 422, "patch: is required but missing"),
     ("POST", "/grade", b"x" * 70_000, 413, "larger than"),
@@ -255,7 +269,9 @@ def test_hostile_steps_on_a_live_episode(served) -> None:
         ({"text": "x", "tool_calls": []}, 422, "exactly one of"),
         ({"tool_calls": "bash"}, 422, "tool_calls"),
         ({"tool_calls": [{"arguments": {}}]}, 422, "name: is required but missing"),
-        ({"tool_calls": [{"type": "function", "function": "bash"}]}, 422, "'function' must be an object"),
+        ({"tool_calls": [{"type": "function", "function": "bash"}]}, 422, "function: Input should be a valid dict"),
+        ({"tool_calls": [{"type": "code", "function": {"name": "bash"}}]}, 422, "'function'"),
+        ({"tool_calls": None}, 422, "tool_calls"),
         ({"tool_calls": [{"name": "x", "arguments": {}}] * 1001}, 422, "tool_calls"),
         ({"text": "x" * (5 * 1024 * 1024)}, 413, "larger than"),
     ]:

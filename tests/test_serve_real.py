@@ -2,7 +2,8 @@
 
 Whole episodes over real HTTP: one fixes the task with the editor and submits (reward 1), one submits
 a wrong fix (reward 0), one sends three malformed calls in a row (format_error). The episode log on
-disk holds all three; SIGTERM shuts the server down cleanly and leaves no sandbox behind.
+disk holds all three; SIGTERM shuts the server down cleanly, closing every episode and killing the
+commands still running in them.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
@@ -114,22 +116,54 @@ def test_token_is_required(server: Server) -> None:
     assert caught.value.status_code == 401
 
 
-def test_shutdown_closes_live_episodes_and_leaves_no_sandbox(tmp_path: Path) -> None:
+def _processes_running(marker: str) -> list[int]:
+    import psutil
+
+    found = []
+    for process in psutil.process_iter(["cmdline"]):
+        if marker in " ".join(process.info.get("cmdline") or []):
+            found.append(process.pid)
+    return found
+
+
+def test_shutdown_closes_live_episodes_and_kills_running_commands(tmp_path: Path) -> None:
+    import threading
+
+    marker = "sleep 987654"
     server = Server(tmp_path, "--max-episodes", "2")
+    outcome: list[object] = []
     try:
         with EnvClient(server.url, token=TOKEN) as client:
             ids = [client.start_episode(TASK).episode_id for _ in range(2)]
-            client.step(ids[0], tool_calls=[{"name": "bash", "arguments": {"command": "sleep 1000 &"}}])
-            assert len(server.sandbox_dirs()) == 2
+            assert client.health().live_episodes == 2
+
+            def long_step() -> None:
+                try:
+                    outcome.append(client.step(ids[0], tool_calls=[{"name": "bash", "arguments": {"command": marker}}]))
+                except Exception as exc:  # noqa: BLE001 - the server going away mid-request is expected
+                    outcome.append(exc)
+
+            stepping = threading.Thread(target=long_step, daemon=True)
+            stepping.start()
+            deadline = time.monotonic() + 20
+            while not _processes_running(marker) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            assert _processes_running(marker), "the long command never started"
+            began = time.monotonic()
+            code = server.stop()
+            stopped_in = time.monotonic() - began
+            stepping.join(30)
     finally:
-        code = server.stop()
+        server.stop()
     # uvicorn re-raises the SIGTERM it caught once shutdown is complete, so -15 is a clean exit too
     assert code in (0, -signal.SIGTERM), "".join(server.output)
     assert "Application shutdown complete" in "".join(server.output)
-    assert server.sandbox_dirs() == []
+    assert stopped_in < 30
+    assert _processes_running(marker) == []
     records = read_episode_log(server.log_path)
     assert sorted(r["episode_id"] for r in records) == sorted(ids)
     assert {r["status"] for r in records} == {"closed"}
+    assert all("shut down" in r["end_reason"] for r in records)
 
 
 def test_bad_command_lines_fail_without_a_traceback(tmp_path: Path) -> None:
