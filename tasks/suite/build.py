@@ -221,8 +221,7 @@ def build_repo(loaded: LoadedLibrary, dest: Path, home: Path) -> BuiltRepo:
     for line in git("for-each-ref", "--format=%(refname) %(objectname)", "refs/keys/").splitlines():
         ref, sha = line.split()
         shas[ref.removeprefix("refs/keys/")] = sha
-    for key in shas:
-        git("update-ref", "-d", f"refs/keys/{key}")
+    git("update-ref", "--stdin", stdin="".join(f"delete refs/keys/{key}\n" for key in shas).encode())
 
     bases: dict[str, str] = {}
     branches: dict[str, str] = {}
