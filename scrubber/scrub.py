@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from patchgym.scrubber.errors import ScrubError
+from patchgym.scrubber.facts import DISTRUST
 from patchgym.scrubber.git import git_text, run_git
 from patchgym.scrubber.revisions import resolve_commit
 from patchgym.scrubber.source import OpenedSource, open_source
@@ -139,11 +140,12 @@ def _pack_reachable(source: OpenedSource, want: str, dest: Path) -> None:
     `git pack-objects` runs in DEST and reads the source's store as an alternate given through
     the environment only (no alternates file is written, and git writes its temporary files in
     DEST, never in the source); it reuses the source's stored deltas, and grafts and replace refs
-    are ignored (see git.isolated_env)."""
+    are ignored (see git.isolated_env), and so are its commit-graph and multi-pack-index files:
+    parents and objects are read from the objects themselves."""
     pack_dir = dest / ".git" / "objects" / "pack"
     pack_dir.mkdir(parents=True, exist_ok=True)
     proc = run_git(
-        ["pack-objects", "--revs", "--quiet", "--delta-base-offset", str(pack_dir / "pack")],
+        [*DISTRUST, "pack-objects", "--revs", "--quiet", "--delta-base-offset", str(pack_dir / "pack")],
         cwd=dest,
         input=f"{want}\n".encode(),
         check=False,
