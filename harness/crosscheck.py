@@ -5,7 +5,8 @@ must verify (signed, complete, `start` to `end`) and report no tampering. The lo
 of the same run and the process exit code must agree with it:
 - a graded test the log shows passing but the stream does not (or the reverse) is a disagreement;
   a test absent from the log is not, when the log was cut or the command prints no summary;
-- for a direct pytest command, the exit code must equal the exit status pytest reported.
+- for a direct pytest command, the process must not exit 0 when pytest's own exit status was not 0
+  (code that forges a clean exit after a failed session).
 Any problem or disagreement makes the run not resolved and is named in the flags
 (`result_stream:`, `tamper:`, `log_disagrees:`, `exit_code_mismatch`).
 
@@ -70,6 +71,8 @@ def decide(task: Task, run: GradingRun) -> Outcome:
                 continue
             if (in_log in PASSING) != (status in PASSING):
                 flags.append(f"log_disagrees: {test_id}: log {in_log}, stream {status}")
-    if stream.ended and is_direct_pytest(run.command) and stream.exitstatus != run.result.exit_code:
-        flags.append(f"exit_code_mismatch: pytest reported {stream.exitstatus}, the process exited {run.result.exit_code}")
+    if stream.ended and is_direct_pytest(run.command) and run.result.exit_code == 0 and stream.exitstatus != 0:
+        # Only the direction that claims more than pytest saw: a crash at interpreter shutdown after a
+        # clean session (exit != 0, pytest 0) gains nothing and is not held against the patch.
+        flags.append(f"exit_code_mismatch: pytest reported {stream.exitstatus}, the process exited 0")
     return Outcome(tests, flags, log_statuses)

@@ -19,9 +19,10 @@ or test module (so before any code under test) is imported, and then:
 
 Only the outermost pytest session in the process reports (pytester's inline runs do not), and only
 in the process that read the key: children and xdist workers see stdin at EOF and stay silent.
-"""
 
-from __future__ import annotations
+It runs on the task's interpreter, not patchgym's, so it is written for Python >= 3.6, pytest >= 3.10
+and pluggy 0.13 or later (no annotations, no newer syntax).
+"""
 
 import builtins
 import hashlib
@@ -35,10 +36,10 @@ import pytest
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
 
-_state: dict = {"claimed": False}
+_state = {"claimed": False}
 
 
-def _read_config() -> dict | None:
+def _read_config():
     if os.environ.pop(_MARKER_ENV, None) != "1":
         return None
     chunks = []
@@ -56,42 +57,46 @@ def _read_config() -> dict | None:
         return None
 
 
-def _machinery() -> dict[str, object]:
+def _machinery():
     """Objects whose replacement would let code forge outcomes; checked at every report."""
-    import _pytest.python
-    import _pytest.reports
-    import _pytest.runner
-    import _pytest.skipping
-    import pluggy
+    import importlib
 
-    watched: dict[str, object] = {}
-    for module, names in (
-        (_pytest.runner, ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
-                          "pytest_runtest_makereport", "pytest_runtest_call", "pytest_runtest_setup",
-                          "pytest_runtest_teardown", "pytest_runtest_protocol")),
-        (_pytest.python, ("pytest_pyfunc_call",)),
-        (_pytest.skipping, ("pytest_runtest_makereport", "pytest_runtest_setup", "pytest_runtest_call",
-                            "evaluate_xfail_marks", "evaluate_skip_marks")),
+    watched = {}
+    for module_name, names in (
+        ("_pytest.runner", ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
+                            "pytest_runtest_makereport", "pytest_runtest_call", "pytest_runtest_setup",
+                            "pytest_runtest_teardown", "pytest_runtest_protocol")),
+        ("_pytest.python", ("pytest_pyfunc_call",)),
+        ("_pytest.skipping", ("pytest_runtest_makereport", "pytest_runtest_setup", "pytest_runtest_call",
+                              "evaluate_xfail_marks", "evaluate_skip_marks")),
+        ("pluggy._callers", ("_multicall",)),
+        ("pluggy.callers", ("_multicall",)),
     ):
+        try:
+            module = importlib.import_module(module_name)
+        except ImportError:
+            continue
         for name in names:
             if hasattr(module, name):
-                watched[f"{module.__name__}.{name}"] = getattr(module, name)
-    for cls in (_pytest.reports.TestReport, _pytest.reports.BaseReport, _pytest.runner.CallInfo,
-                _pytest.python.Function):
+                watched["{}.{}".format(module_name, name)] = getattr(module, name)
+    classes = []
+    for module_name, class_name in (("_pytest.reports", "TestReport"), ("_pytest.reports", "BaseReport"),
+                                    ("_pytest.runner", "CallInfo"), ("_pytest.python", "Function"),
+                                    ("pluggy", "HookCaller"), ("pluggy.hooks", "_HookCaller")):
+        module = sys.modules.get(module_name)
+        cls = getattr(module, class_name, None) if module is not None else None
+        if isinstance(cls, type) and cls not in classes:
+            classes.append(cls)
+    for cls in classes:
         for name, value in vars(cls).items():
-            watched[f"{cls.__module__}.{cls.__qualname__}.{name}"] = value
-    for name in ("_multicall",):
-        callers = sys.modules.get("pluggy._callers")
-        if callers is not None and hasattr(callers, name):
-            watched[f"pluggy._callers.{name}"] = getattr(callers, name)
-    watched["pluggy.HookCaller.__call__"] = pluggy.HookCaller.__call__
+            watched["{}.{}.{}".format(cls.__module__, cls.__qualname__, name)] = value
     return watched
 
 
-def _namespace() -> dict[str, object]:
+def _namespace():
     """Public objects tests rely on; checked after each test's teardown (fixtures may patch them
     while a test runs) and at the end."""
-    watched: dict[str, object] = {}
+    watched = {}
     for name in ("skip", "xfail", "fail", "exit", "raises", "approx", "param", "fixture", "importorskip",
                  "warns", "deprecated_call", "mark"):
         if hasattr(pytest, name):
@@ -106,14 +111,14 @@ def _namespace() -> dict[str, object]:
     return watched
 
 
-def _changed(snapshot: dict[str, object], now: dict[str, object]) -> list[str]:
+def _changed(snapshot, now):
     return sorted(name for name, value in snapshot.items() if now.get(name, None) is not value)
 
 
 class Reporter:
     """The per-session reporter, registered on the outermost pytest config only."""
 
-    def __init__(self, config: dict, mac: "hmac.HMAC", fd: int) -> None:
+    def __init__(self, config, mac, fd):
         self._mac = mac
         self._fd = fd
         self._nonce = str(config.get("nonce", ""))
@@ -122,12 +127,12 @@ class Reporter:
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self._machinery_snapshot = _machinery()
         self._namespace_snapshot = _namespace()
-        self._phases: dict[str, dict[str, str]] = {}
-        self._untrusted: dict[str, str] = {}
+        self._phases = {}  # node id -> {phase: status}
+        self._untrusted = {}  # node id -> patched file a skip/xfail came from
         self._reported_violations: set[str] = set()
 
     # --- the signed channel -------------------------------------------------------------------
-    def emit(self, kind: str, **fields: object) -> None:
+    def emit(self, kind, **fields):
         record = {"seq": self._seq, "kind": kind, **fields}
         payload = json.dumps(record, sort_keys=True, ensure_ascii=True)
         mac = self._mac.copy()
@@ -140,24 +145,24 @@ class Reporter:
             pass
 
     # --- tamper checks ------------------------------------------------------------------------
-    def _violation(self, what: str, detail: str) -> None:
+    def _violation(self, what, detail):
         key = f"{what}:{detail}"
         if key not in self._reported_violations:
             self._reported_violations.add(key)
             self.emit("integrity", what=what, detail=detail)
 
-    def _is_patched(self, filename: str | None) -> bool:
+    def _is_patched(self, filename):
         return bool(filename) and os.path.realpath(filename) in self._patched
 
-    def check_machinery(self) -> None:
+    def check_machinery(self):
         for name in _changed(self._machinery_snapshot, _machinery()):
             self._violation("replaced", name)
 
-    def check_namespace(self) -> None:
+    def check_namespace(self):
         for name in _changed(self._namespace_snapshot, _namespace()):
             self._violation("replaced", name)
 
-    def check_hooks(self, config: pytest.Config) -> None:
+    def check_hooks(self, config):
         for hook_name in ("pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_protocol",
                           "pytest_runtest_call", "pytest_pyfunc_call", "pytest_report_teststatus",
                           "pytest_collection_modifyitems", "pytest_deselected", "pytest_ignore_collect",
@@ -173,7 +178,7 @@ class Reporter:
 
     # --- pytest hooks -------------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
-    def pytest_runtest_makereport(self, item: pytest.Item, call: pytest.CallInfo):
+    def pytest_runtest_makereport(self, item, call):
         yield
         excinfo = call.excinfo
         if excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
@@ -187,8 +192,11 @@ class Reporter:
             if self._is_patched(origin):
                 self._untrusted[item.nodeid] = os.path.relpath(origin, self._testbed)
 
-    def pytest_runtest_logreport(self, report: pytest.TestReport) -> None:
+    def pytest_runtest_logreport(self, report):
         self.check_machinery()
+        if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
+            self._phases.pop(report.nodeid, None)
+            return
         phases = self._phases.setdefault(report.nodeid, {})
         if report.when == "call":
             if report.passed:
@@ -208,30 +216,34 @@ class Reporter:
                 phases["teardown"] = "ERROR"
 
     @pytest.hookimpl(trylast=True)
-    def pytest_runtest_logfinish(self, nodeid: str, location: object) -> None:
-        phases = self._phases.pop(nodeid, {})
+    def pytest_runtest_logfinish(self, nodeid, location):
+        self._emit_test(nodeid, self._phases.pop(nodeid, {}))
+
+    def _emit_test(self, nodeid, phases):
         status = phases.get("setup") or phases.get("call") or "ERROR"
         if phases.get("teardown") == "ERROR":
             status = "ERROR"
-        fields: dict[str, object] = {"id": nodeid, "status": status}
+        fields = {"id": nodeid, "status": status}
         if nodeid in self._untrusted and status in ("SKIPPED", "XFAIL"):
             fields["status"] = "FAILED"
             fields["note"] = f"{status.lower()} raised from patched file {self._untrusted[nodeid]}"
             self._violation("skip_from_patched_file", f"{nodeid} ({self._untrusted[nodeid]})")
         self.emit("test", **fields)
 
-    def pytest_collectreport(self, report: pytest.CollectReport) -> None:
+    def pytest_collectreport(self, report):
         if report.failed:
             self.emit("collect", id=report.nodeid, status="ERROR")
 
     @pytest.hookimpl(trylast=True)
-    def pytest_collection_finish(self, session: pytest.Session) -> None:
+    def pytest_collection_finish(self, session):
         self.check_machinery()
         self.check_hooks(session.config)
         self.emit("collected", count=len(session.items))
 
     @pytest.hookimpl(trylast=True)
-    def pytest_sessionfinish(self, session: pytest.Session, exitstatus: int) -> None:
+    def pytest_sessionfinish(self, session, exitstatus):
+        for nodeid in list(self._phases):  # tests whose logfinish never came (a runner that skips it)
+            self._emit_test(nodeid, self._phases.pop(nodeid))
         self.check_machinery()
         self.check_namespace()
         self.check_hooks(session.config)
@@ -243,7 +255,7 @@ class Reporter:
             pass
 
 
-def _claim() -> Reporter | None:
+def _claim():
     config = _read_config()
     if not config:
         return None
@@ -262,7 +274,7 @@ def _claim() -> Reporter | None:
 _pending = _claim()
 
 
-def pytest_configure(config: pytest.Config) -> None:
+def pytest_configure(config):
     global _pending
     if _pending is not None and not _state["claimed"]:
         _state["claimed"] = True

@@ -174,3 +174,16 @@ def test_resolution_matches_swebench(observed: dict[str, str], f2p: list[str], p
     report = grading.get_eval_tests_report(observed, {F2P: f2p, P2P: p2p})
     theirs = grading.get_resolution_status(report) == "RESOLVED_FULL"
     assert all_pass(graded_statuses(f2p, p2p, observed)) == theirs
+
+
+def test_reporter_plugin_parses_as_python_3_6() -> None:
+    """The plugin runs on the task's interpreter, which may be as old as SWE-bench's 3.6 images."""
+    import ast
+
+    from patchgym.harness.results import PLUGIN_SOURCE
+
+    tree = ast.parse(PLUGIN_SOURCE.read_text(), feature_version=(3, 6))
+    imports = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
+    assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "unittest", "pytest", "importlib"}
+    assert "from __future__ import annotations" not in PLUGIN_SOURCE.read_text()

@@ -6,6 +6,7 @@ from the verbose lines (`ok`, `FAIL`, `ERROR`, `skipped ...`, `expected failure`
 success`), including a result word that lands on a later line because the test printed something
 or has a docstring, and from the `FAIL: ...` / `ERROR: ...` headers of the failure report (which
 also catch failing subtests of a test whose line said `ok`). A failure beats a pass for one id.
+Each result is also recorded under SWE-bench's Django-style id, `test_m (module.Class)`.
 """
 
 from __future__ import annotations
@@ -45,10 +46,13 @@ def _status_of(word: str) -> str | None:
 
 
 def _record(results: dict[str, str], test_id: str, status: str) -> None:
-    old = results.get(test_id)
-    if old is not None and old not in PASSING and status in PASSING:
-        return
-    results[test_id] = status
+    """Record under `module.Class.test_m` and SWE-bench's Django-style `test_m (module.Class)`."""
+    method = test_id.rsplit(".", 1)[-1]
+    for key in (test_id, f"{method} ({test_id.rsplit('.', 1)[0]})"):
+        old = results.get(key)
+        if old is not None and old not in PASSING and status in PASSING:
+            continue
+        results[key] = status
 
 
 @register_parser("unittest")
