@@ -45,9 +45,9 @@ def check(
     ref_leaks, refs_checked = inspect_refs(facts)
     leaks += ref_leaks
     known_message = _known_messages(facts)
-    leaks += inspect_git_dir(paths.common_dir, known_message=known_message)
+    leaks += inspect_git_dir(paths.common_dir, base=base_commit, known_message=known_message)
     if paths.git_dir != paths.common_dir:
-        leaks += inspect_git_dir(paths.git_dir, known_message=known_message)
+        leaks += inspect_git_dir(paths.git_dir, base=base_commit, known_message=known_message)
     leaks += inspect_objects(facts)
     leaks += _inspect_post_images(facts, forbidden)
     if include_worktree:

@@ -56,7 +56,7 @@ def _ls(directory: Path) -> list[Path]:
 _DEFAULT_DESCRIPTION = "Unnamed repository; edit this file 'description' to name the repository."
 
 
-def inspect_git_dir(git_dir: Path, *, known_message: Callable[[str], bool]) -> list[Leak]:
+def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], bool]) -> list[Leak]:
     """Leaks among the files of one git directory (the common dir, or a linked worktree's dir).
 
     KNOWN_MESSAGE tells whether a text is the message of base or an ancestor: COMMIT_EDITMSG
@@ -93,6 +93,8 @@ def inspect_git_dir(git_dir: Path, *, known_message: Callable[[str], bool]) -> l
             for item in _ls(entry):
                 if item.name == "grafts":
                     leaks.append(Leak("grafts", f"{item} rewrites ancestry"))
+                elif item.name == "refs" and item.is_file():
+                    leaks += _inspect_server_info(item, base)
                 elif item.name not in _INFO_ALLOWED:
                     leaks.append(Leak("unknown", f"unexpected file {item}"))
         elif name == "branches" and entry.is_dir():
@@ -105,6 +107,16 @@ def inspect_git_dir(git_dir: Path, *, known_message: Callable[[str], bool]) -> l
     config = git_dir / "config"
     if config.is_file():
         leaks += inspect_config(config)
+    return leaks
+
+
+def _inspect_server_info(path: Path, base: str) -> list[Leak]:
+    """info/refs (written by `git update-server-info`, e.g. during gc) lists refs and their ids."""
+    leaks = []
+    for line in path.read_text(errors="replace").splitlines():
+        oid, _, refname = line.partition("\t")
+        if not (refname.startswith("refs/heads/") and oid == base):
+            leaks.append(Leak("refs", f"{path} lists {refname or line!r} at {oid}"))
     return leaks
 
 

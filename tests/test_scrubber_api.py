@@ -389,3 +389,22 @@ def test_shallow_source(sample: SampleHistory, tmp_path: Path) -> None:
     squashed = tmp_path / "sq"
     result = scrub(shallow, squashed, base, squash=True)
     assert check(squashed, base).ok and result.head != base
+
+
+def test_housekeeping_keeps_a_clean_repository_clean(sample: SampleHistory, tmp_path: Path) -> None:
+    """gc, pack-refs, commit-graph, multi-pack-index, bitmaps, server info: no false leaks."""
+    dest = tmp_path / "d"
+    scrub(sample.repo, dest, sample.base)
+    git(dest, "gc", "-q", "--prune=now")
+    git(dest, "pack-refs", "--all")
+    git(dest, "commit-graph", "write", "--reachable")
+    git(dest, "repack", "-a", "-d", "-q", "--write-bitmap-index")
+    git(dest, "multi-pack-index", "write")
+    git(dest, "update-server-info")
+    git(dest, "status")
+    assert (dest / ".git/packed-refs").exists() and (dest / ".git/info/refs").exists()
+    result = check(dest, sample.base, forbid_patch=sample.fix_patch)
+    assert result.ok, result.leaks
+    git(dest, "tag", "v0", sample.ancestors[0])
+    git(dest, "update-server-info")
+    assert {"tags", "refs"} <= set(check(dest, sample.base).channels())
