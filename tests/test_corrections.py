@@ -542,3 +542,40 @@ def test_cuda_matches_cpu(kind):
         out.append((loss.item(), torch.autograd.grad(loss, zz)[0].cpu()))
     assert out[0][0] == pytest.approx(out[1][0], abs=1e-5)
     assert torch.allclose(out[0][1], out[1][1], atol=1e-6)
+
+
+@pytest.mark.parametrize("centering", ["index", "mask", "dense", "topk"])
+def test_garbage_at_untrained_tokens_never_reaches_loss_or_gradient(centering):
+    torch.manual_seed(21)
+    T, V = 5, 8
+    z = torch.randn(T, V, requires_grad=True)
+    y = torch.tensor([1, -100, 3, 2, -100])
+    mask = y >= 0
+    nan = float("nan")
+    adv = torch.tensor([1.0, nan, -1.0, 0.5, nan])
+    logq_y = torch.tensor([-1.0, nan, -2.0, -1.5, nan])
+    extra: dict = {}
+    if centering == "index":
+        extra["support"] = torch.tensor([[1, 0], [99, 99], [3, 4], [2, 5], [-7, 0]])
+        extra["sampler_support_logprobs"] = torch.tensor([[-0.5, -1.0], [nan, nan], [-0.3, -1.4], [-0.7, -0.7], [nan, 1.0]])
+    elif centering == "mask":
+        support = torch.zeros(T, V, dtype=torch.bool)
+        support[[0, 2, 3], [1, 3, 2]] = True
+        support[0, 0] = True
+        extra["support"] = support
+        extra["sampler_support_logprobs"] = torch.where(support, -0.7, nan)
+    elif centering == "dense":
+        logq = torch.log_softmax(torch.randn(T, V), -1)
+        logq[[1, 4]] = nan
+        extra["sampler_support_logprobs"] = logq
+    else:
+        extra["sampler_topk_ids"] = torch.tensor([[1, 0], [77, -5], [3, 4], [2, 5], [0, 1]])
+        extra["sampler_topk_logprobs"] = torch.tensor([[-0.5, -1.0], [nan, nan], [-0.3, -1.4], [-0.7, -0.9], [nan, nan]])
+    # The dense case also runs the sequence level (TIS: a whole-sequence MIS drop would zero it all).
+    kind, level = ("sc_tis", "sequence") if centering == "dense" else ("sc_mis", "token")
+    loss, metrics = policy_loss(z, y, adv, logq_y, kind=kind, loss_mask=mask, level=level, **extra)
+    (grad,) = torch.autograd.grad(loss, z)
+    assert torch.isfinite(loss) and bool(torch.isfinite(grad).all())
+    assert bool((grad[~mask] == 0).all())
+    assert bool((grad[mask] != 0).any())
+    assert metrics["tokens"].item() == 3 and math.isfinite(metrics["k3"].item())

@@ -94,7 +94,7 @@ def test_topk_sc_is_exact_when_the_sampler_tail_follows_the_tail_model(seed, voc
         sampler_topk_logprobs=q_head.log().unsqueeze(0).expand(vocab, k), low=0.7, high=1.6, cap=1.4,
     )
     grad = torch.autograd.grad(loss, zz)[0]
-    assert grad.abs().max().item() < 3e-6
+    assert grad.abs().max().item() < 2e-5  # the uncentered drift here is of order 0.1
 
 
 @SETTINGS

@@ -19,7 +19,8 @@ Peak memory: one fresh subprocess per case (same seed, same batch). On CUDA,
 torch.cuda.max_memory_allocated after reset_peak_memory_stats. On CPU, the kernel's resident-set
 high-water mark (VmHWM in /proc/self/status), reset through /proc/self/clear_refs ("5") once the
 batch is built; large tensors are mmap-backed, so they enter and leave the RSS as they are
-allocated and freed. Reported: the peak total (the batch's inputs included: logits, their
+allocated and freed. The returned gradient is touched page by page before reading the mark, so
+a lazily zero-filled gradient counts in full, as on CUDA. Reported: the peak total (the batch's inputs included: logits, their
 gradient and the loss's buffers) and the peak above the inputs; ratios are on the total.
 
 Goal (issue 6): sc_mis <= 1.15x the time and <= 1.1x the peak memory of grpo.
@@ -157,6 +158,9 @@ def measure_memory_here(case: str, tokens: int, vocab: int, device: str, chunk_s
     base = _proc_kib("VmRSS") * 1024
     Path("/proc/self/clear_refs").write_text("5")
     grad = run_case(case, batch, logits, chunk_size)
+    # A zero-filled gradient may sit on lazily mapped zero pages that are not resident until
+    # written; the trainer will read it, so touch one element per 4 KiB page of it.
+    grad.view(-1)[:: max(1, 4096 // grad.element_size())].add_(0)
     peak = _proc_kib("VmHWM") * 1024
     inputs = sum(t.numel() * t.element_size() for t in batch.values())
     del grad

@@ -86,10 +86,11 @@ def policy_loss(
         logits: [*, V] trainer logits before temperature (float32/bfloat16/float16).
         tokens: [*] sampled token ids (int). Ids of tokens with loss_mask 0 may be anything
             (e.g. -100 padding).
-        advantages: [*] per token (a sequence's advantage broadcast over its tokens), or [B]
-            per sequence for a [B, L] layout. Detached.
-        sampler_logprobs: [*] log q(y_t) as the sampler reported it (same temperature; on the
-            support when replaying). Needed by the tis/mis kinds unless it can be read from
+        advantages: [*] per token (a sequence's advantage broadcast over its tokens), [B] per
+            sequence for a [B, L] layout, or a scalar. Detached.
+        sampler_logprobs: [*] log q(y_t) as the sampler reported it (on the support when
+            replaying). All sampler log-probs must come from the same temperature as `temperature`
+            and without penalties or logit bias. Needed by the tis/mis kinds unless it can be read from
             sampler_support_logprobs; used for the mismatch metrics when given.
         kind: "grpo", "tis", "mis", "sc", "sc_tis" or "sc_mis".
         loss_mask: [*] bool/0-1; 0 for tokens not trained on (environment / template tokens,
@@ -144,8 +145,12 @@ def policy_loss(
     mask_weight = counted.float() if loss_mask is not None else torch.ones(n_tokens, device=device)
     check_tokens(flat_tokens, vocab_size, rows=active)
     safe_tokens = torch.where(active, flat_tokens, torch.zeros((), dtype=torch.long, device=device))
-    adv = _advantages(advantages, shape, device)
-    logq_y = None if sampler_logprobs is None else _token_field(sampler_logprobs, shape, "sampler_logprobs", device).float()
+    # Values at tokens not trained on may be anything (NaN included): zero them so 0 * NaN
+    # never reaches the loss or the gradient.
+    adv = torch.where(active, _advantages(advantages, shape, device), 0.0)
+    logq_y = None
+    if sampler_logprobs is not None:
+        logq_y = torch.where(active, _token_field(sampler_logprobs, shape, "sampler_logprobs", device).float(), 0.0)
 
     support_t = as_support_tensor(support, device)
     if support_t is not None:
@@ -184,7 +189,8 @@ def policy_loss(
             entropy = -(logp_s_finite.detach().exp() * logp_s_finite.detach()).masked_fill(~resolved.valid, 0.0).sum(1)
         if sampler_support_logprobs is not None:
             logq_s = _aligned(sampler_support_logprobs, shape, resolved.ids.shape[1], "sampler_support_logprobs", "K")
-            logq_s = logq_s.float().reshape(n_tokens, -1).masked_fill(~resolved.valid, float("-inf"))
+            logq_s = logq_s.float().reshape(n_tokens, -1).masked_fill(~active.unsqueeze(1), 0.0)
+            logq_s = logq_s.masked_fill(~resolved.valid, float("-inf"))
             if logq_y is None:
                 logq_y = logq_s.gather(1, token_slot(resolved, safe_tokens)).squeeze(1)
             if centered:
@@ -198,6 +204,10 @@ def policy_loss(
         if sampler_support_logprobs is not None and not use_topk:
             dense_logq = _aligned(sampler_support_logprobs, shape, vocab_size, "sampler_support_logprobs", "V")
             dense_logq = dense_logq.reshape(n_tokens, vocab_size)
+            if not bool(active.all()):
+                # One [T, V] copy in the caller's dtype, only for this dense (small-vocabulary or
+                # mask-support) path: rows not trained on may hold anything.
+                dense_logq = dense_logq.masked_fill(~active.unsqueeze(1), 0.0)
             if logq_y is None:
                 logq_y = dense_logq.gather(1, safe_tokens.unsqueeze(1)).squeeze(1).float()
             if not centered:
@@ -206,7 +216,7 @@ def policy_loss(
         if use_topk:
             topk_ids = _aligned(sampler_topk_ids, shape, None, "sampler_topk_ids", "k").reshape(n_tokens, -1)
             topk_logq = _aligned(sampler_topk_logprobs, shape, topk_ids.shape[1], "sampler_topk_logprobs", "k")
-            topk_logq = topk_logq.reshape(n_tokens, -1).float()
+            topk_logq = topk_logq.reshape(n_tokens, -1).float().masked_fill(~active.unsqueeze(1), float("-inf"))
             check_tokens(topk_ids, vocab_size, name="sampler_topk_ids", rows=active)
             topk_ids = torch.where(active.unsqueeze(1), topk_ids.long(), torch.zeros((), dtype=torch.long, device=device))
             index = torch.cat([index, topk_ids], dim=1)
@@ -297,6 +307,8 @@ def _advantages(advantages: Tensor, shape: torch.Size, device: torch.device) -> 
     advantages = advantages.detach().float().to(device)
     if tuple(advantages.shape) == tuple(shape):
         return advantages.reshape(-1)
+    if advantages.dim() == 0:
+        return advantages.expand(shape).reshape(-1)
     if len(shape) >= 2 and tuple(advantages.shape) == tuple(shape[:-1]):
         return advantages.unsqueeze(-1).expand(shape).reshape(-1)
     raise ValueError(

@@ -3,7 +3,7 @@
 Owns `mismatch_metrics`. With r = p(y)/q(y) on the counted tokens:
 k1 = mean(-log r), k2 = mean(0.5 (log r)^2), k3 = mean(r - 1 - log r) (all estimate KL(q || p)
 from samples of q; k3 >= 0 termwise), fractions of r below `low` / above `high`, effective
-sample size (sum r)^2 / (n sum r^2) <= 1, chi2 = mean(r^2) - 1, |p(y) - q(y)| mean and max,
+sample size (sum r)^2 / (n sum r^2) <= 1 (or over given weights), chi2 = mean(r^2) - 1, |p(y) - q(y)| mean and max,
 and, when given, the mean entropy and the mean / max SC tail ratio.
 """
 
@@ -22,6 +22,7 @@ def mismatch_metrics(
     high: float = 5.0,
     entropy: Tensor | None = None,
     tail_ratio: Tensor | None = None,
+    weights: Tensor | None = None,
 ) -> dict[str, Tensor]:
     """Mismatch statistics between trainer and sampler on the sampled tokens.
 
@@ -32,6 +33,8 @@ def mismatch_metrics(
         low, high: the MIS band for the masked-fraction counts.
         entropy: [*] per-token entropy of the trainer's distribution, optional.
         tail_ratio: [*] per-token SC tail ratio rho_tail, optional.
+        weights: [*] the importance weights actually applied, optional: the effective sample
+            size is then (sum w)^2 / (n sum w^2) over them instead of over the raw ratios r.
 
     Returns a dict of 0-dim float32 tensors (detached, on the inputs' device; call .item() to
     log): tokens, k1, k2, k3, masked_below, masked_above, ess, chi2, prob_diff_mean,
@@ -65,7 +68,8 @@ def mismatch_metrics(
             out["k3"] = (r - 1.0 - log_r).clamp_min(0.0).mean()
             out["masked_below"] = (r < low).float().mean()
             out["masked_above"] = (r > high).float().mean()
-            out["ess"] = r.sum().square() / (n * r.square().sum())
+            w = r if weights is None else weights.detach().float()[counted]
+            out["ess"] = w.sum().square() / (n * w.square().sum()).clamp_min(torch.finfo(torch.float32).tiny)
             out["chi2"] = r.square().mean() - 1.0
             diff = (lp.exp() - lq.exp()).abs()
             out["prob_diff_mean"] = diff.mean()
