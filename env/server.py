@@ -33,6 +33,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from patchgym.env.config import ServerConfig
 from patchgym.env.episode import EpisodeBusy, EpisodeFinished, Grader
+from patchgym.env.limits import EpisodeLimits
 from patchgym.env.manager import EpisodeManager, ServerFull, UnknownEpisode, UnknownTask
 from patchgym.env.schemas import (
     EpisodeStarted,
@@ -236,16 +237,22 @@ EPISODE_LINKS = {
 }
 
 
-def _document_task_ids(app: FastAPI, task_ids: list[str]) -> None:
-    """Put the served task ids in the OpenAPI document as examples, so clients (and fuzzers) that
-    read it can start real episodes; and the registered tool-call parsers as the parser's enum."""
+def _describe_this_server(app: FastAPI, task_ids: list[str], ceilings: EpisodeLimits) -> None:
+    """Make the OpenAPI document say what this server accepts: the served task ids as examples (so
+    clients and fuzzers that read it can start real episodes), the registered tool-call parsers as
+    the parser's enum, and this server's ceilings as the maxima of per-episode limits."""
     build = app.openapi
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = build()
+            models = schema.get("components", {}).get("schemas", {})
+            for name, prop in models.get("LimitOverrides", {}).get("properties", {}).items():
+                for branch in prop.get("anyOf", [prop]):
+                    if branch.get("type") in ("integer", "number") and hasattr(ceilings, name):
+                        branch["maximum"] = min(branch.get("maximum", float("inf")), getattr(ceilings, name))
             for model in ("StartEpisodeRequest", "GradeRequest"):
-                props = schema.get("components", {}).get("schemas", {}).get(model, {}).get("properties", {})
+                props = models.get(model, {}).get("properties", {})
                 if "task_id" in props:
                     props["task_id"]["examples"] = task_ids[:20]
                 if "parser" in props:
@@ -365,7 +372,7 @@ def create_app(
         verdict = await asyncio.shield(asyncio.ensure_future(manager.grader(prepared, patch)))
         return verdict.model_dump(mode="json") if hasattr(verdict, "model_dump") else dict(verdict)
 
-    _document_task_ids(app, list(manager.tasks))
+    _describe_this_server(app, list(manager.tasks), config.ceilings)
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
     if config.token:
         app.add_middleware(BearerAuthMiddleware, token=config.token)
