@@ -149,11 +149,21 @@ def _pack_reachable(source: OpenedSource, want: str, dest: Path) -> None:
         cwd=dest,
         input=f"{want}\n".encode(),
         check=False,
-        extra_env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": str(source.objects_dir)},
+        extra_env={"GIT_ALTERNATE_OBJECT_DIRECTORIES": quote_alternate(source.objects_dir)},
     )
     if proc.returncode != 0:
         detail = proc.stderr.decode(errors="replace").strip()
         raise ScrubError(f"could not copy the objects of {want} from {source.label}: {detail}")
+
+
+def quote_alternate(path: Path) -> str:
+    """PATH as one entry of GIT_ALTERNATE_OBJECT_DIRECTORIES (colon-separated; a C-quoted entry may
+    hold colons)."""
+    text = str(path)
+    if not any(char in text for char in ':"\\\n\t'):
+        return text
+    escaped = text.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n").replace("\t", "\\t")
+    return f'"{escaped}"'
 
 
 def _copy_squashed(source: OpenedSource, base_id: str, dest: Path, shallow: bool) -> str:

@@ -408,3 +408,17 @@ def test_housekeeping_keeps_a_clean_repository_clean(sample: SampleHistory, tmp_
     git(dest, "tag", "v0", sample.ancestors[0])
     git(dest, "update-server-info")
     assert {"tags", "refs"} <= set(check(dest, sample.base).channels())
+
+
+def test_paths_with_colons_quotes_and_spaces(sample: SampleHistory, tmp_path: Path) -> None:
+    odd = tmp_path / 'we:ird "dir" with\\ spaces'
+    odd.mkdir()
+    source = odd / "src:repo"
+    shutil.copytree(sample.repo, source)
+    bundle = odd / "all:of it.bundle"
+    git(source, "bundle", "create", "-q", str(bundle), "--all")
+    for origin, name in ((source, "d:1"), (bundle, "d 2")):
+        dest = odd / name
+        scrub(origin, dest, sample.base)
+        assert audit_scrubbed(dest, sample.repo, sample.base) == []
+        assert check(dest, sample.base, forbid_patch=sample.fix_patch).ok
