@@ -104,7 +104,7 @@ class _StoreWalk:
         if declared != len(ids):
             self.leak("objects", f"pack {pack} declares {declared} objects but its index lists {len(ids)}")
         for oid in ids:
-            self.located.setdefault(oid, f"in {pack.name}")
+            self.located.setdefault(oid, f"in {pack}")
             if oid not in self.facts.types:
                 self.leak("objects", f"object {oid} listed by {index.name} cannot be read")
 
