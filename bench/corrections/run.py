@@ -12,8 +12,11 @@ Cases (all through patchgym.rl.corrections.policy_loss, forward + backward, bflo
                  tensor, gather, mean; shown for scale, not part of the goal
 
 Time: one process per vocabulary builds the batch once, then runs `--reps` rounds in which every
-case runs once (interleaved, so load from other processes hits all cases alike); the median is
-reported, and the ratio of medians to grpo.
+case runs once (interleaved, order alternating, so load from other processes hits all cases
+alike). Reported: the median wall-clock seconds and the median process CPU seconds
+(time.process_time, all threads), each with its ratio to grpo. On a shared, loaded CPU the CPU
+seconds are the steadier measure of the work done; on CUDA read the wall-clock columns (the
+CPU column is then only the host's launch and synchronisation cost).
 
 Peak memory: one fresh subprocess per case (same seed, same batch). On CUDA,
 torch.cuda.max_memory_allocated after reset_peak_memory_stats. On CPU, the kernel's resident-set
@@ -121,18 +124,22 @@ def _sync(device: str) -> None:
         torch.cuda.synchronize()
 
 
-def time_cases(cases: list[str], batch: dict, device: str, reps: int, chunk_size: int | None) -> dict[str, list[float]]:
+def time_cases(
+    cases: list[str], batch: dict, device: str, reps: int, chunk_size: int | None
+) -> dict[str, dict[str, list[float]]]:
+    """Wall-clock and process CPU seconds of each case, rounds interleaved (order alternating)."""
     logits = batch["logits"].requires_grad_(True)
-    times: dict[str, list[float]] = {c: [] for c in cases}
+    times: dict[str, dict[str, list[float]]] = {c: {"wall": [], "cpu": []} for c in cases}
     for c in cases:  # warm-up
         run_case(c, batch, logits, chunk_size)
-    for _ in range(reps):
-        for c in cases:
+    for rep in range(reps):
+        for c in cases if rep % 2 == 0 else cases[::-1]:
             _sync(device)
-            t0 = time.perf_counter()
+            w0, c0 = time.perf_counter(), time.process_time()
             grad = run_case(c, batch, logits, chunk_size)
             _sync(device)
-            times[c].append(time.perf_counter() - t0)
+            times[c]["wall"].append(time.perf_counter() - w0)
+            times[c]["cpu"].append(time.process_time() - c0)
             del grad
     return times
 
@@ -185,6 +192,7 @@ def main() -> None:
     ap.add_argument("--tokens", type=int, default=8192)
     ap.add_argument("--reps", type=int, default=5)
     ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--chunk-size", type=int, default=None, help="rows per kernel chunk (default ~2**24 / V)")
     ap.add_argument("--naive", action="store_true", help="also run the textbook full-tensor GRPO (much more memory)")
     ap.add_argument("--no-memory", action="store_true", help="skip the per-case memory subprocesses")
@@ -196,6 +204,8 @@ def main() -> None:
         print(json.dumps(measure_memory_here(args.child, args.tokens, args.vocab[0], args.device, args.chunk_size)))
         return
 
+    if args.threads:
+        torch.set_num_threads(args.threads)
     cases = list(CASES) + (["naive_grpo"] if args.naive else [])
     threads = torch.get_num_threads()
     print(f"# device={args.device} torch={torch.__version__} threads={threads} tokens={args.tokens} "
@@ -206,22 +216,24 @@ def main() -> None:
         times = time_cases(cases, batch, args.device, args.reps, args.chunk_size)
         del batch
         memory = {} if args.no_memory else {c: measure_memory(c, args.tokens, vocab, args.device, args.chunk_size) for c in cases}
-        base_t = statistics.median(times["grpo"])
+        base_wall = statistics.median(times["grpo"]["wall"])
+        base_cpu = statistics.median(times["grpo"]["cpu"])
         base_m = memory.get("grpo", {}).get("peak_total")
         print(f"\n## vocab {vocab:,}, {args.tokens:,} tokens, bf16 logits ({args.tokens * vocab * 2 / 2**30:.2f} GiB)")
-        print("| case | time median (s) | time min (s) | time / grpo | peak total (GiB) | peak above inputs (GiB) | peak / grpo |")
-        print("|---|---|---|---|---|---|---|")
+        print("| case | wall median (s) | wall / grpo | CPU median (s) | CPU / grpo | peak total (GiB) "
+              "| peak above inputs (GiB) | peak / grpo |")
+        print("|---|---|---|---|---|---|---|---|")
         for c in cases:
-            med, low = statistics.median(times[c]), min(times[c])
-            row = {"vocab": vocab, "tokens": args.tokens, "case": c, "times": times[c], "time_median": med,
-                   "time_ratio": med / base_t, **memory.get(c, {})}
+            wall, cpu = statistics.median(times[c]["wall"]), statistics.median(times[c]["cpu"])
+            row = {"vocab": vocab, "tokens": args.tokens, "case": c, **times[c], "wall_median": wall,
+                   "cpu_median": cpu, "wall_ratio": wall / base_wall, "cpu_ratio": cpu / base_cpu, **memory.get(c, {})}
             if c in memory:
                 row["memory_ratio"] = memory[c]["peak_total"] / base_m
                 mem = (f"{memory[c]['peak_total'] / 2**30:.2f} | {memory[c]['peak_extra'] / 2**30:.2f} | "
                        f"{row['memory_ratio']:.3f}")
             else:
                 mem = "- | - | -"
-            print(f"| {c} | {med:.3f} | {low:.3f} | {med / base_t:.3f} | {mem} |")
+            print(f"| {c} | {wall:.3f} | {wall / base_wall:.3f} | {cpu:.3f} | {cpu / base_cpu:.3f} | {mem} |")
             results.append(row)
         sys.stdout.flush()
     if args.json:
