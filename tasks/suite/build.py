@@ -302,7 +302,8 @@ def task_row(loaded: LoadedLibrary, built: BuiltRepo, git: Git, task: TaskSpec) 
         "FAIL_TO_PASS": list(task.fail_to_pass),
         "PASS_TO_PASS": pass_to_pass,
         "log_parser": "pytest",
-        "environment": {"setup": list(SETUP_COMMANDS)},
+        # Setup only installs the test runner, so every task shares one environment (tasks/environment.py).
+        "environment": {"setup": list(SETUP_COMMANDS), "shared": True},
         "difficulty": task.difficulty,
         "tags": list(task.tags),
         "created_at": created.strftime("%Y-%m-%dT%H:%M:%SZ"),
