@@ -26,7 +26,9 @@ SHOWN_PER_CHANNEL = 20
 @click.argument("dest", required=False, type=click.Path(path_type=Path))
 @click.option("--base", required=True, metavar="SHA", help="The base commit (full or abbreviated SHA).")
 @click.option("--squash", is_flag=True, help="Keep a single root commit with base's tree instead of its history.")
-@click.option("--check", "check_path", type=click.Path(path_type=Path), metavar="REPO", help="Check REPO instead of scrubbing.")
+@click.option(
+    "--check", "check_path", type=click.Path(path_type=Path), metavar="REPO", help="Check REPO instead of scrubbing."
+)
 @click.option(
     "--forbid",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
@@ -62,6 +64,8 @@ def scrub(
         result = scrub_repository(src, dest, base, squash=squash)
     except ScrubError as exc:
         raise click.ClickException(str(exc)) from exc
+    except OSError as exc:  # e.g. a destination whose parent cannot be written
+        raise click.ClickException(f"{exc.strerror or exc}: {exc.filename or ''}".rstrip(": ")) from exc
     line = f"scrubbed {src} at {result.base} into {result.dest}: {result.branch} -> {result.head}"
     if result.squashed:
         line += f" (a squashed root commit; grade against {result.head})"

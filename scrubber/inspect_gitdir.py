@@ -41,7 +41,11 @@ _CONFIG_RULES = [
     (re.compile(r"url$"), "remotes", "URL"),
     (re.compile(r"^core\.hookspath$"), "hooks", "hooks path"),
     (re.compile(r"^include\.|^includeif\."), "config", "include of another config file"),
-    (re.compile(r"^core\.(fsmonitor|alternaterefscommand|alternaterefsprefixes|worktree|sshcommand)$"), "config", "setting"),
+    (
+        re.compile(r"^core\.(fsmonitor|alternaterefscommand|alternaterefsprefixes|worktree|sshcommand)$"),
+        "config",
+        "setting",
+    ),
     (re.compile(r"^extensions\.(partialclone|worktreeconfig)$"), "config", "extension"),
     (re.compile(r"^filter\..*\.(clean|smudge|process)$"), "config", "filter command"),
     (re.compile(r"^(diff|merge)\..*\.(textconv|command|driver)$"), "config", "external command"),

@@ -19,14 +19,23 @@ def inspect_index_and_worktree(facts: RepoFacts, forbidden: dict[str, str]) -> l
     if work_tree is None:
         return []
     leaks: list[Leak] = []
-    diff = run_git(["diff-index", "--cached", "--no-renames", "--name-status", "-z", facts.base], cwd=work_tree, check=False)
+    diff = run_git(
+        ["diff-index", "--cached", "--no-renames", "--name-status", "-z", facts.base], cwd=work_tree, check=False
+    )
     if diff.returncode != 0:
-        leaks.append(Leak("index", f"the index cannot be compared with base: {diff.stderr.decode(errors='replace').strip()}"))
+        reason = diff.stderr.decode(errors="replace").strip()
+        leaks.append(Leak("index", f"the index cannot be compared with base: {reason}"))
     else:
         fields = diff.stdout.decode(errors="replace").split("\0")
         for status, path in zip(fields[0::2], fields[1::2]):
             if status:
                 leaks.append(Leak("index", f"index entry {path} differs from base ({status})"))
+    flagged = run_git(["ls-files", "-v", "-z"], cwd=work_tree, check=False).stdout.decode(errors="replace")
+    for record in flagged.split("\0"):
+        tag, _, path = record.partition(" ")
+        if path and (tag.islower() or tag == "S"):
+            bit = "skip-worktree" if tag == "S" else "assume-unchanged"
+            leaks.append(Leak("index", f"index entry {path} is hidden from git status ({bit})"))
     status = run_git(
         ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames"],
         cwd=work_tree,

@@ -42,10 +42,13 @@ def post_images(repo_cwd: Path, base: str, patch_text: str) -> dict[str, str]:
             run_git(["hash-object", "-w", "--no-filters", "--stdin"], cwd=work, input=content)
         index = {"GIT_INDEX_FILE": str(scratch / "index")}
         info = "".join(f"{mode} {oid}\t{path}\0" for path, (mode, oid) in before.items())
-        run_git(["update-index", "-z", "--index-info"], cwd=work, input=info.encode(errors="surrogateescape"), extra_env=index)
+        entries = info.encode(errors="surrogateescape")
+        run_git(["update-index", "-z", "--index-info"], cwd=work, input=entries, extra_env=index)
         patch_file = scratch / "fix.patch"
         patch_file.write_text(patch_text if patch_text.endswith("\n") else patch_text + "\n", errors="surrogateescape")
-        applied = run_git(["apply", "--cached", "--whitespace=nowarn", str(patch_file)], cwd=work, check=False, extra_env=index)
+        applied = run_git(
+            ["apply", "--cached", "--whitespace=nowarn", str(patch_file)], cwd=work, check=False, extra_env=index
+        )
         if applied.returncode != 0:
             detail = applied.stderr.decode(errors="replace").strip()
             if "No valid patches" in detail:

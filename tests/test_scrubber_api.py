@@ -206,7 +206,8 @@ def test_squash_keeps_one_root_commit_with_base_tree(sample: SampleHistory, tmp_
     base_tree = git_text(["rev-parse", f"{sample.base}^{{tree}}"], cwd=sample.repo)
     assert git_text(["rev-parse", "HEAD^{tree}"], cwd=dest) == base_tree
     stored = set(git_text(["cat-file", "--batch-all-objects", "--batch-check=%(objectname)"], cwd=dest).split())
-    tree_objects = set(git_text(["rev-list", "--objects", "--no-object-names", "--no-walk", base_tree], cwd=sample.repo).split())
+    listing = git_text(["rev-list", "--objects", "--no-object-names", "--no-walk", base_tree], cwd=sample.repo)
+    tree_objects = set(listing.split())
     assert stored == tree_objects | {result.head}
     assert git_text(["status", "--porcelain", "--ignored"], cwd=dest) == ""
     by_base = check(dest, sample.base[:10], forbid_patch=sample.fix_patch)
@@ -227,7 +228,9 @@ def test_squash_trailer_does_not_excuse_other_commits(sample: SampleHistory, tmp
     assert "branches" in check(dest, result.head).channels()
 
 
-def test_injected_bug_ancestor_is_a_post_image_leak_and_squash_hides_it(injected: SampleHistory, tmp_path: Path) -> None:
+def test_injected_bug_ancestor_is_a_post_image_leak_and_squash_hides_it(
+    injected: SampleHistory, tmp_path: Path
+) -> None:
     kept = tmp_path / "kept"
     scrub(injected.repo, kept, injected.base)
     assert check(kept, injected.base).ok  # nothing after base survives ...
@@ -422,3 +425,14 @@ def test_paths_with_colons_quotes_and_spaces(sample: SampleHistory, tmp_path: Pa
         scrub(origin, dest, sample.base)
         assert audit_scrubbed(dest, sample.repo, sample.base) == []
         assert check(dest, sample.base, forbid_patch=sample.fix_patch).ok
+
+
+def test_files_hidden_from_status_are_still_seen(sample: SampleHistory, tmp_path: Path) -> None:
+    dest = tmp_path / "d"
+    scrub(sample.repo, dest, sample.base)
+    target = dest / sample.fixed_path
+    git(dest, "update-index", "--assume-unchanged", sample.fixed_path)
+    target.write_text(target.read_text().replace("value >= high + 1", "value > high"))
+    assert git_text(["status", "--porcelain"], cwd=dest) == ""  # git itself no longer tells
+    details = [leak.detail for leak in check(dest, sample.base).leaks if leak.channel == "index"]
+    assert any("assume-unchanged" in detail and sample.fixed_path in detail for detail in details)

@@ -4,9 +4,9 @@
 The source is generated with `git fast-import`: COMMITS commits on `main` over a tree of FILES
 text files (each commit edits a few of them), then a future the scrub must drop: a branch of
 extra commits, tags, notes and a stash. Base is the tip of `main`, so both sides move the same
-history; the baseline's clone also checks out, as the scrub does. The scrub is timed as the library call
-that task preparation makes (no interpreter start-up), the baseline as the two git commands. Repetitions alternate which side
-runs first; medians are reported.
+history; the baseline's clone also checks out, as the scrub does. The scrub is timed as the
+library call that task preparation makes (no interpreter start-up), the baseline as the two git
+commands. Repetitions alternate which side runs first; medians are reported.
 
     python bench/scrub/run.py [--commits 12000] [--files 400] [--reps 5] [--workdir DIR]
 """
