@@ -15,7 +15,7 @@ from pathlib import Path
 
 from patchgym.scrubber.errors import ScrubError
 from patchgym.scrubber.facts import RepoFacts, gather_facts, repo_cwd
-from patchgym.scrubber.git import RepoPaths, git_text, locate_repo, run_git
+from patchgym.scrubber.git import git_text, locate_repo, run_git
 from patchgym.scrubber.inspect_gitdir import inspect_git_dir
 from patchgym.scrubber.inspect_objects import inspect_objects
 from patchgym.scrubber.inspect_refs import inspect_refs
@@ -38,7 +38,7 @@ def check(
     working-tree inspection (for a repository something was deliberately built in)."""
     paths = locate_repo(repo, role="repository")
     cwd = repo_cwd(paths)
-    base_commit, squashed_from = _effective_base(paths, cwd, base)
+    base_commit, squashed_from = _effective_base(cwd, base)
     facts = gather_facts(paths, base_commit)
     forbidden = post_images(cwd, base_commit, forbid_patch) if forbid_patch is not None else {}
     leaks: list[Leak] = []
@@ -62,7 +62,7 @@ def check(
     )
 
 
-def _effective_base(paths: RepoPaths, cwd: Path, base: str) -> tuple[str, str | None]:
+def _effective_base(cwd: Path, base: str) -> tuple[str, str | None]:
     """(commit to check against, base when that commit is a squash of it)."""
     try:
         return resolve_commit(cwd, base, where=f"repository {cwd}"), None

@@ -8,7 +8,6 @@ the expected channel.
 
 from __future__ import annotations
 
-import os
 import shutil
 import stat
 from collections.abc import Callable
