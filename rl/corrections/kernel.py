@@ -92,12 +92,22 @@ def _rowwise_dot(a: Tensor, b: Tensor) -> Tensor:
     return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
 
 
-def _support_rows(support_mask: Tensor | None, unmasked_rows: Tensor | None, r0: int, r1: int) -> Tensor | None:
+def _sampler_probs(dense_logq: Tensor, support_rows: Tensor | None, inactive_rows: Tensor | None, r0: int, r1: int) -> Tensor:
+    """q for rows r0:r1 as a new float32 chunk: 0 outside the support and on inactive rows."""
+    q = torch.exp(dense_logq[r0:r1].float())
+    if support_rows is not None:
+        q.masked_fill_(~support_rows, 0.0)
+    if inactive_rows is not None:
+        q.masked_fill_(inactive_rows[r0:r1].unsqueeze(1), 0.0)
+    return q
+
+
+def _support_rows(support_mask: Tensor | None, inactive_rows: Tensor | None, r0: int, r1: int) -> Tensor | None:
     if support_mask is None:
         return None
     rows = support_mask[r0:r1]
-    if unmasked_rows is not None:
-        rows = rows | unmasked_rows[r0:r1, None]
+    if inactive_rows is not None:
+        rows = rows | inactive_rows[r0:r1, None]
     return rows
 
 
@@ -108,7 +118,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
         logits: Tensor,
         index: Tensor,
         support_mask: Tensor | None,
-        unmasked_rows: Tensor | None,
+        inactive_rows: Tensor | None,
         dense_logq: Tensor | None,
         centering: DenseCentering,
         temperature: float,
@@ -127,7 +137,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
         work_e = torch.empty_like(work_x) if need_exp_copy else None
         for r0 in range(0, n_tokens, chunk_size):
             r1 = min(n_tokens, r0 + chunk_size)
-            support_rows = _support_rows(support_mask, unmasked_rows, r0, r1)
+            support_rows = _support_rows(support_mask, inactive_rows, r0, r1)
             x = _scaled_rows(work_x[: r1 - r0], logits[r0:r1], temperature, support_rows)
             row_max = x.amax(dim=1, keepdim=True)
             x.sub_(row_max)
@@ -142,9 +152,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
                     logp = x.sub_(log_total.unsqueeze(1))
                     p = e.div_(total.unsqueeze(1))
                     del e
-                    q = torch.exp(dense_logq[r0:r1].float())
-                    if support_rows is not None:
-                        q.masked_fill_(~support_rows, 0.0)
+                    q = _sampler_probs(dense_logq, support_rows, inactive_rows, r0, r1)
                     coefficients = dense_coefficients(p, q, centering)
                     del p, q
                     center[r0:r1] = _rowwise_dot(coefficients, logp)
@@ -154,7 +162,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
                 log_total = total.log()
             logp_at[r0:r1] = shifted_at - log_total.unsqueeze(1)
             lse[r0:r1] = row_max.squeeze(1) + log_total
-        ctx.save_for_backward(logits, index, support_mask, unmasked_rows, dense_logq, lse)
+        ctx.save_for_backward(logits, index, support_mask, inactive_rows, dense_logq, lse)
         ctx.centering = centering
         ctx.temperature = temperature
         ctx.chunk_size = chunk_size
@@ -163,7 +171,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
 
     @staticmethod
     def backward(ctx, grad_logp_at: Tensor, grad_center: Tensor, _grad_entropy: Tensor):  # type: ignore[override]
-        logits, index, support_mask, unmasked_rows, dense_logq, lse = ctx.saved_tensors
+        logits, index, support_mask, inactive_rows, dense_logq, lse = ctx.saved_tensors
         temperature: float = ctx.temperature
         chunk_size: int = ctx.chunk_size
         n_tokens = logits.shape[0]
@@ -174,7 +182,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
         work = torch.empty((min(chunk_size, n_tokens), logits.shape[1]), dtype=torch.float32, device=logits.device)
         for r0 in range(0, n_tokens, chunk_size):
             r1 = min(n_tokens, r0 + chunk_size)
-            support_rows = _support_rows(support_mask, unmasked_rows, r0, r1)
+            support_rows = _support_rows(support_mask, inactive_rows, r0, r1)
             g_at = grad_logp_at[r0:r1]
             # d/dx_j of sum_m g_m log p(i_m) = g_j(scattered) - (sum_m g_m) p_j
             p_scale = -g_at.sum(dim=1)
@@ -183,9 +191,7 @@ class _GatheredLogSoftmax(torch.autograd.Function):
             if has_center:
                 # d/dx_j of g_c * sum_v c_v log p_v = g_c * (c_j - (sum_v c_v) p_j)
                 g_c = grad_center[r0:r1].float()
-                q = torch.exp(dense_logq[r0:r1].float())
-                if support_rows is not None:
-                    q.masked_fill_(~support_rows, 0.0)
+                q = _sampler_probs(dense_logq, support_rows, inactive_rows, r0, r1)
                 coefficients = dense_coefficients(p, q, ctx.centering)
                 del q
                 p_scale -= g_c * coefficients.sum(dim=1)
@@ -205,7 +211,7 @@ def gathered_logprobs(
     *,
     temperature: float = 1.0,
     support_mask: Tensor | None = None,
-    unmasked_rows: Tensor | None = None,
+    inactive_rows: Tensor | None = None,
     dense_logq: Tensor | None = None,
     centering: DenseCentering | None = None,
     with_entropy: bool = False,
@@ -214,9 +220,9 @@ def gathered_logprobs(
     """log p at `index`, and optionally the dense centering term and the entropy, chunked.
 
     Shapes: logits [T, V] (any float dtype); index [T, M] int64 in [0, V); support_mask [T, V]
-    bool or None; unmasked_rows [T] bool or None (rows where the support mask is ignored, e.g.
-    tokens that are not trained on and may have an empty support); dense_logq [T, V] (log q,
-    any float dtype) or None.
+    bool or None; inactive_rows [T] bool or None (tokens not trained on: their support mask is
+    ignored, since it may be empty, and their dense q is taken as 0, since it may be garbage);
+    dense_logq [T, V] (log q, any float dtype) or None.
 
     Returns (logp_at [T, M] float32, center [T] float32 or None, entropy [T] float32 or None).
 
@@ -234,7 +240,7 @@ def gathered_logprobs(
         logits,
         index,
         support_mask,
-        unmasked_rows,
+        inactive_rows,
         dense_logq,
         centering or DenseCentering(),
         float(temperature),

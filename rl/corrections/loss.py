@@ -204,12 +204,8 @@ def policy_loss(
         if sampler_support_logprobs is not None and not use_topk:
             dense_logq = _aligned(sampler_support_logprobs, shape, vocab_size, "sampler_support_logprobs", "V")
             dense_logq = dense_logq.reshape(n_tokens, vocab_size)
-            if not bool(active.all()):
-                # One [T, V] copy in the caller's dtype, only for this dense (small-vocabulary or
-                # mask-support) path: rows not trained on may hold anything.
-                dense_logq = dense_logq.masked_fill(~active.unsqueeze(1), 0.0)
             if logq_y is None:
-                logq_y = dense_logq.gather(1, safe_tokens.unsqueeze(1)).squeeze(1).float()
+                logq_y = torch.where(active, dense_logq.gather(1, safe_tokens.unsqueeze(1)).squeeze(1).float(), 0.0)
             if not centered:
                 dense_logq = None
         index = safe_tokens.unsqueeze(1)
@@ -225,7 +221,7 @@ def policy_loss(
             index,
             temperature=temperature,
             support_mask=support_mask,
-            unmasked_rows=(~active if support_mask is not None else None),
+            inactive_rows=None if bool(active.all()) else ~active,
             dense_logq=dense_logq,
             centering=DenseCentering(mode=centering_mode, low=low, high=high, cap=cap),
             with_entropy=with_entropy,
