@@ -99,6 +99,9 @@ def main() -> None:
     def floor() -> None:
         subprocess.run(FLOOR, check=True)
 
+    def floor_captured() -> None:
+        subprocess.run(FLOOR[:-1] + ["bash", "-c", "true"], check=True, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+
     phases = {"open": [], "run": [], "close": []}
 
     def patchgym_local() -> None:
@@ -120,7 +123,11 @@ def main() -> None:
         env.cleanup()
         assert result["returncode"] == 0, result
 
-    contenders: dict[str, Callable[[], None]] = {"floor: bare bwrap --unshare-all": floor, "patchgym local": patchgym_local}
+    contenders: dict[str, Callable[[], None]] = {
+        "floor: bare bwrap --unshare-all": floor,
+        "reference: the floor running `bash -c true` with its output captured": floor_captured,
+        "patchgym local": patchgym_local,
+    }
     if mswea_class is not None:
         contenders[f"{mswea_label} BubblewrapEnvironment"] = mini_swe_agent
     samples: dict[str, list[float]] = {name: [] for name in contenders}

@@ -43,8 +43,8 @@ class RootEntry:
     """One system path in a sandbox's root: a read-only bind of the host path, or a symlink."""
 
     path: str  # absolute path inside the sandbox (the same as on the host)
-    kind: str  # "dir", "file" (read-only binds) or "symlink"
-    source: str  # the host path to bind, or the symlink's target text
+    kind: str  # "dir", "file" (read-only binds), "copy" (small /etc entries) or "symlink"
+    source: str  # the host path to bind or copy, or the symlink's target text
 
 
 def root_plan(paths: list[str] | None = None) -> list[RootEntry]:
@@ -65,6 +65,12 @@ def root_plan(paths: list[str] | None = None) -> list[RootEntry]:
         else:
             source = path
         if not os.path.exists(source):
+            continue
+        if path.startswith("/etc/"):
+            # Small configuration files and directories: copied into the read-only root once per
+            # factory rather than bound one by one (every bind is a mount that each bwrap start
+            # re-processes; measured in bench/sandbox/RESULTS.md).
+            plan.append(RootEntry(path, "copy", source))
             continue
         plan.append(RootEntry(path, "dir" if os.path.isdir(source) else "file", source))
     return plan

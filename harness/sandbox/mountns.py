@@ -75,6 +75,10 @@ class NamespaceWorker:
         self._jobs.put((job, ns_fd, fresh, future))
         return future.result()
 
+    def run_here(self, job: Callable[[], T]) -> T:
+        """Run `job` on the worker thread in the host's mount namespace."""
+        return self._submit(job, None, False)
+
     def run_in(self, ns_fd: int, job: Callable[[], T]) -> T:
         """Run `job` on the worker thread inside the mount namespace `ns_fd`."""
         return self._submit(job, ns_fd, False)
