@@ -1,7 +1,7 @@
 """The contract every sandbox backend keeps, run against each backend that can run here.
 
-`local` runs wherever bubblewrap and root are available. Docker and Modal run when asked for and
-reachable (they are skipped with the reason otherwise):
+`local` runs wherever bubblewrap and root are available, `docker` wherever an engine is reachable;
+Modal only when asked for (it spends money). Each is skipped with the reason otherwise:
 
     PATCHGYM_TEST_BACKENDS=docker pytest tests/test_sandbox_contract.py   # needs a Docker engine
     PATCHGYM_TEST_BACKENDS=modal pytest tests/test_sandbox_contract.py    # needs Modal credentials
@@ -27,7 +27,7 @@ from patchgym.tasks.prepared import PreparedTask
 from .test_sandbox_support import BINARY_BLOB, git, local_available, make_prepared, snapshot_tree
 
 ALL_BACKENDS = ("local", "docker", "modal")
-REQUESTED = [b.strip() for b in os.environ.get("PATCHGYM_TEST_BACKENDS", "local").split(",") if b.strip()]
+REQUESTED = [b.strip() for b in os.environ.get("PATCHGYM_TEST_BACKENDS", "local,docker").split(",") if b.strip()]
 TEST_IMAGE = os.environ.get("PATCHGYM_TEST_IMAGE", "python:3.11-slim")
 
 
