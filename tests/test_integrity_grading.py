@@ -9,7 +9,6 @@ attacks (fork bomb, memory bomb) need the local backend's cgroup limits and are 
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
