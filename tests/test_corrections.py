@@ -218,6 +218,30 @@ def test_check5_temperature_and_replayed_support(kind, form):
     assert torch.allclose(grad, grad_ref, atol=2e-6)
 
 
+def test_check5_with_a_mask_and_q_listed_over_the_support():
+    """q = [4/7, 3/7] given over S = {2, 3} (ascending ids) alongside a boolean mask."""
+    torch.manual_seed(5)
+    z = torch.randn(1, 6) * 2
+    mask = torch.zeros(1, 6, dtype=torch.bool)
+    mask[0, [3, 2]] = True
+    q_s = torch.tensor([[4 / 7, 3 / 7]])
+    zz = z.clone().requires_grad_(True)
+    loss, _ = policy_loss(zz, torch.tensor([2]), torch.tensor([0.7]), kind="sc", temperature=0.7, support=mask,
+                          sampler_support_logprobs=q_s.log())
+    log_p_s = torch.log_softmax(z[0, [2, 3]] / 0.7, 0)
+    expected = -0.7 * (log_p_s[0] - (q_s[0] * log_p_s).sum())
+    assert loss.item() == pytest.approx(expected.item(), abs=2e-6)
+    (grad,) = torch.autograd.grad(loss, zz)
+    assert bool((grad[~mask] == 0).all()) and bool((grad[mask] != 0).all())
+
+
+def test_mask_to_index_lists():
+    from patchgym.rl.corrections import mask_to_index_lists
+
+    mask = torch.tensor([[0, 1, 0, 1, 1], [1, 0, 0, 0, 0], [0, 0, 0, 0, 1]], dtype=torch.bool)
+    assert mask_to_index_lists(mask).tolist() == [[1, 3, 4], [0, -1, -1], [4, -1, -1]]
+
+
 # ----------------------------------------------------------------------------- check 6
 @pytest.mark.parametrize("form", ["mask", "index"])
 def test_check6_replay_ratio_is_one_and_no_replay_bias_is_log_kept_mass(form):

@@ -8,6 +8,8 @@ Cases (all through patchgym.rl.corrections.policy_loss, forward + backward, bflo
   sc_mis_replay  kind="sc_mis" with top-p mask replay: support as index lists (8..32 ids per
                  token, -1 padded) and the sampler's log q over it (exact centering)
   sc_mis_topk    kind="sc_mis" with the sampler's top-20 log-probs (head-plus-tail centering)
+  sc_mis_replay_mask  (with --mask) the same replay with the support as a [T, V] bool mask and q
+                 listed over its ids in ascending order (the mask is an input: 1 byte per entry)
   naive_grpo     (with --naive) the textbook loss: log_softmax over the whole float32 [T, V]
                  tensor, gather, mean; shown for scale, not part of the goal
 
@@ -77,6 +79,13 @@ def build_batch(tokens: int, vocab: int, device: str, seed: int = 0) -> dict:
     noise = 0.05 * torch.randn(tokens, SUPPORT_MAX, generator=g).to(device)
     support_logq = torch.log_softmax((top_logp + noise).masked_fill(~valid, float("-inf")), -1)
     topk_logq = (top_logp[:, :TOPK] + noise[:, :TOPK]).clamp(max=0.0)
+    # The same support as a boolean mask, with q listed over its ids in ascending order (how an
+    # engine that returns a mask would report it).
+    order = torch.where(valid, support, vocab).argsort(dim=1)
+    ascending_ids = support.gather(1, order)
+    support_logq_ascending = support_logq.gather(1, order)
+    support_mask = torch.zeros(tokens, vocab, dtype=torch.bool, device=device)
+    support_mask.scatter_(1, torch.where(ascending_ids >= 0, ascending_ids, ascending_ids.gather(1, torch.zeros_like(pick).unsqueeze(1))), True)
     with torch.no_grad():
         logp_y = token_logprobs(logits, y)
     sampler_logprobs = logp_y + 0.2 * torch.randn(tokens, generator=g).to(device)
@@ -88,6 +97,8 @@ def build_batch(tokens: int, vocab: int, device: str, seed: int = 0) -> dict:
         "sampler_logprobs": sampler_logprobs,
         "support": support,
         "support_logq": support_logq,
+        "support_mask": support_mask,
+        "support_logq_ascending": support_logq_ascending,
         "topk_ids": top_ids[:, :TOPK].contiguous(),
         "topk_logq": topk_logq.contiguous(),
     }
@@ -104,6 +115,11 @@ def run_case(case: str, batch: dict, logits: torch.Tensor, chunk_size: int | Non
         loss, _ = policy_loss(
             logits, batch["tokens"], batch["advantages"], kind="sc_mis", support=batch["support"],
             sampler_support_logprobs=batch["support_logq"], **common,
+        )
+    elif case == "sc_mis_replay_mask":
+        loss, _ = policy_loss(
+            logits, batch["tokens"], batch["advantages"], kind="sc_mis", support=batch["support_mask"],
+            sampler_support_logprobs=batch["support_logq_ascending"], **common,
         )
     elif case == "sc_mis_topk":
         loss, _ = policy_loss(
@@ -195,6 +211,7 @@ def main() -> None:
     ap.add_argument("--threads", type=int, default=None, help="torch CPU threads (default: torch's choice)")
     ap.add_argument("--chunk-size", type=int, default=None, help="rows per kernel chunk (default ~2**24 / V)")
     ap.add_argument("--naive", action="store_true", help="also run the textbook full-tensor GRPO (much more memory)")
+    ap.add_argument("--mask", action="store_true", help="also run sc_mis_replay_mask (support as a [T, V] bool mask)")
     ap.add_argument("--no-memory", action="store_true", help="skip the per-case memory subprocesses")
     ap.add_argument("--json", type=Path, default=None, help="write all measurements here")
     ap.add_argument("--child", default=None, help=argparse.SUPPRESS)
@@ -206,7 +223,7 @@ def main() -> None:
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    cases = list(CASES) + (["naive_grpo"] if args.naive else [])
+    cases = list(CASES) + (["sc_mis_replay_mask"] if args.mask else []) + (["naive_grpo"] if args.naive else [])
     threads = torch.get_num_threads()
     print(f"# device={args.device} torch={torch.__version__} threads={threads} tokens={args.tokens} "
           f"reps={args.reps} chunk_size={args.chunk_size or 'auto'}")

@@ -23,7 +23,7 @@ from .centering import exact_coefficients, sc_head_coefficients
 from .kernel import default_chunk_size
 from .loss import KINDS, policy_loss
 from .metrics import mismatch_metrics
-from .support import pad_index_lists, token_logprobs
+from .support import mask_to_index_lists, pad_index_lists, token_logprobs
 from .weights import importance_weights
 
 __all__ = [
@@ -32,6 +32,7 @@ __all__ = [
     "exact_coefficients",
     "group_advantages",
     "importance_weights",
+    "mask_to_index_lists",
     "mismatch_metrics",
     "pad_index_lists",
     "policy_loss",

@@ -39,6 +39,7 @@ from .support import (
     _flatten,
     as_support_tensor,
     check_tokens,
+    mask_to_index_lists,
     resolve_support,
     support_logprobs,
     token_slot,
@@ -100,7 +101,8 @@ def policy_loss(
             lists [*, K] padded with -1 (or a ragged list of lists for 1-D tokens). p is then
             renormalised on it; gradients outside it are exactly 0.
         sampler_support_logprobs: log q over the support, for exact score centering: [*, K]
-            aligned with index lists, or [*, V] vocabulary-aligned for a mask support or, with no
+            aligned with index lists (or, with a mask, over its ids in ascending order, -1-padded
+            rows' tails ignored), or [*, V] vocabulary-aligned for a mask support or, with no
             support, for a full-vocabulary q (small vocabularies). Entries outside the support
             are ignored.
         sampler_topk_ids, sampler_topk_logprobs: [*, k] the sampler's k largest log-probs over
@@ -160,6 +162,14 @@ def policy_loss(
                 f"got {tuple(support_t.shape)}"
             )
         support_t = support_t.reshape(n_tokens, support_t.shape[-1])
+        if (
+            support_t.dtype == torch.bool
+            and isinstance(sampler_support_logprobs, Tensor)
+            and sampler_support_logprobs.shape[-1] != vocab_size
+        ):
+            # q given over the support's entries rather than the vocabulary: with a mask, that
+            # is the support's ids in ascending order (index lists make the order explicit).
+            support_t = mask_to_index_lists(support_t)
     use_topk = sampler_topk_ids is not None or sampler_topk_logprobs is not None
     if use_topk and (sampler_topk_ids is None or sampler_topk_logprobs is None):
         raise ValueError("top-k centering needs both sampler_topk_ids and sampler_topk_logprobs")

@@ -44,6 +44,21 @@ def pad_index_lists(rows: Sequence[Sequence[int]], device: torch.device | None =
     return out
 
 
+def mask_to_index_lists(mask: Tensor) -> Tensor:
+    """A boolean support mask [T, V] as index lists [T, K] (ids ascending, -1 padded), K the
+    largest support. Allocates O(number of True entries) plus the [T, K] result."""
+    if mask.dtype != torch.bool or mask.dim() != 2:
+        raise ValueError(f"expected a [T, V] boolean mask, got {mask.dtype} {tuple(mask.shape)}")
+    counts = mask.sum(dim=1)
+    width = max(1, int(counts.max())) if mask.shape[0] else 1
+    rows, cols = mask.nonzero(as_tuple=True)  # row-major: ids ascend within a row
+    starts = torch.cumsum(counts, 0) - counts
+    position = torch.arange(rows.shape[0], device=mask.device) - starts[rows]
+    out = torch.full((mask.shape[0], width), -1, dtype=torch.long, device=mask.device)
+    out[rows, position] = cols
+    return out
+
+
 def as_support_tensor(support: Tensor | Sequence[Sequence[int]] | None, device: torch.device) -> Tensor | None:
     """Accept a tensor or a ragged list of index lists; return a tensor (or None)."""
     if support is None or isinstance(support, Tensor):
