@@ -1,45 +1,82 @@
-"""Applying a diff inside a sandbox, with SWE-bench's fallbacks, and recording how it applied.
+"""Preparing the grading tree inside a sandbox in one command: apply, neutralise, test_patch.
 
-Methods, tried in order, each from a clean tree (what a failed attempt left is reset first):
-`git_apply` (`git apply`), `git_apply_3way` (`git apply --3way`), `patch_fuzz`
-(`patch --batch --fuzz=5 -p1`, without backup files). The method that worked is returned.
+`tree_script(...)` is a bash script run at /testbed that
+1. applies the submitted diff with SWE-bench's fallbacks, each from a clean tree: `git_apply`
+   (`git apply`), `git_apply_3way` (`git apply --3way`), `patch_fuzz` (`patch --batch --fuzz=5
+   -p1`, no backup files); it stops there if none works;
+2. restores the files the neutralisation plan names to base_commit (deletes those absent at base);
+3. applies `test_patch` (`git apply`, then `patch --fuzz=5`);
+4. lists which of the candidate test files exist.
+Each outcome is a marker line (`@@PG-<nonce> <what> ...`) on its output; `parse_tree_output` reads
+them back. One command instead of four saves a sandbox round trip per step.
 """
 
 from __future__ import annotations
 
+import secrets
 import shlex
-from dataclasses import dataclass
-
-from patchgym.harness.sandbox.base import Sandbox
+from dataclasses import dataclass, field
 
 GIT = "git -c safe.directory='*' -c core.hooksPath=/dev/null"
-METHODS: list[tuple[str, str]] = [
+APPLY_METHODS: list[tuple[str, str]] = [
     ("git_apply", GIT + " apply --verbose --whitespace=nowarn {p}"),
     ("git_apply_3way", GIT + " apply --verbose --whitespace=nowarn --3way {p}"),
     ("patch_fuzz", "patch --batch --fuzz=5 -p1 --no-backup-if-mismatch -i {p}"),
 ]
+TEST_PATCH_METHODS = [APPLY_METHODS[0], APPLY_METHODS[2]]
 RESET = GIT + " reset --hard -q && " + GIT + " clean -fdq"
 
 
 @dataclass
-class ApplyResult:
-    method: str | None  # None: no method applied it
-    log: str
-    timed_out: bool = False
+class TreeResult:
+    method: str | None = None  # how the submitted diff applied (None: it did not, or there was none)
+    apply_failed: bool = False
+    restore_failed: list[str] = field(default_factory=list)
+    test_patch_ok: bool | None = None  # None: no test_patch
+    present: set[str] = field(default_factory=set)
 
 
-def apply_in_sandbox(sandbox: Sandbox, patch_path: str, *, timeout_s: float, methods: list[tuple[str, str]] | None = None,
-                     reset_between: bool = True) -> ApplyResult:
-    """Apply the diff at `patch_path` (a path inside the sandbox) to /testbed."""
-    log: list[str] = []
-    for index, (name, template) in enumerate(methods or METHODS):
-        command = template.format(p=shlex.quote(patch_path))
-        if index and reset_between:
-            command = f"{RESET} && {command}"
-        result = sandbox.run(command, timeout_s=max(1.0, timeout_s))
-        log.append(f"$ {command}\n{result.output}\n[exit {result.exit_code}]")
-        if result.timed_out:
-            return ApplyResult(None, "\n".join(log), timed_out=True)
-        if result.exit_code == 0:
-            return ApplyResult(name, "\n".join(log))
-    return ApplyResult(None, "\n".join(log))
+def new_marker() -> str:
+    return f"@@PG-{secrets.token_hex(6)}"
+
+
+def tree_script(marker: str, base: str, *, patch_path: str | None, restore: list[str], test_patch_path: str | None,
+                candidates: list[str]) -> str:
+    q = shlex.quote
+    lines = ["set -u"]
+    if patch_path:
+        attempts = []
+        for index, (name, template) in enumerate(APPLY_METHODS):
+            command = template.format(p=q(patch_path))
+            prefix = f"{RESET} && " if index else ""
+            attempts.append(f"if {prefix}{command}; then echo '{marker} method {name}'; else")
+        lines.append(" ".join(attempts) + f" echo '{marker} apply_failed'; exit 0; " + "fi; " * len(APPLY_METHODS))
+    for path in restore:
+        lines.append(f"if {GIT} cat-file -e {q(base)}:{q(path)} 2>/dev/null; then {GIT} checkout -q {q(base)} -- {q(path)} "
+                     f"|| echo '{marker} restore_failed '{q(path)}; else rm -rf -- {q(path)}; fi")
+    if test_patch_path:
+        tries = " || ".join(f"{{ {template.format(p=q(test_patch_path))}; }}" for _, template in TEST_PATCH_METHODS)
+        lines.append(f"if {tries}; then echo '{marker} test_patch ok'; else echo '{marker} test_patch failed'; fi")
+    if candidates:
+        lines.append("for f in " + " ".join(q(c) for c in candidates) + f"; do [ -e \"$f\" ] && echo '{marker} present '\"$f\"; done")
+    lines.append("true")
+    return "\n".join(lines)
+
+
+def parse_tree_output(marker: str, output: str) -> TreeResult:
+    result = TreeResult()
+    for line in output.splitlines():
+        if not line.startswith(marker + " "):
+            continue
+        what, _, rest = line[len(marker) + 1 :].partition(" ")
+        if what == "method":
+            result.method = rest.strip()
+        elif what == "apply_failed":
+            result.apply_failed = True
+        elif what == "restore_failed":
+            result.restore_failed.append(rest)
+        elif what == "test_patch":
+            result.test_patch_ok = rest.strip() == "ok"
+        elif what == "present":
+            result.present.add(rest)
+    return result

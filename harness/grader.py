@@ -19,13 +19,13 @@ from __future__ import annotations
 import asyncio
 import json
 import secrets
-import shlex
+import subprocess
 import threading
 import time
 import traceback
 from pathlib import Path
 
-from patchgym.harness.apply import GIT, METHODS, apply_in_sandbox
+from patchgym.harness.apply import new_marker, parse_tree_output, tree_script
 from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
 from patchgym.harness.neutralize import Plan, plan_neutralization, pytest_sections_changed
@@ -140,37 +140,44 @@ class _Grading:
             return self.verdict("infra_error", error=f"grader error: {type(exc).__name__}: {exc}")
 
     def _in_sandbox(self, sandbox: Sandbox, check, empty: bool) -> Verdict:
-        touched: list[str] = []
+        started = time.monotonic()
+        touched = check.files if check else []
+        plan = plan_neutralization(touched, check.added if check else [], self.task.test_files(), self.task.test_cmd)
+        patch_path = test_patch_path = None
         if not empty:
-            started = time.monotonic()
             patch_path = f"{self.workdir}/model.diff"
             sandbox.write_file(patch_path, self.patch or "")
-            applied = apply_in_sandbox(sandbox, patch_path, timeout_s=self.deadline.check("applying the patch"))
-            self._timed("apply", started)
-            self._log("apply.log", applied.log)
-            if applied.timed_out:
-                raise DeadlineExceeded("applying the patch ran past the deadline")
-            if applied.method is None:
+        if not is_empty_patch(self.task.test_patch):
+            test_patch_path = f"{self.workdir}/test.diff"
+            sandbox.write_file(test_patch_path, self.task.test_patch or "")
+        candidates = pytest_files(self.task) if self.task.log_parser == "pytest" else []
+        marker = new_marker()
+        script = tree_script(marker, self.prepared.base_commit, patch_path=patch_path, restore=plan.restore,
+                             test_patch_path=test_patch_path, candidates=candidates)
+        result = sandbox.run(script, timeout_s=self.deadline.check("applying the patch"))
+        self._timed("apply", started)
+        self._log("apply.log", f"$ (apply, neutralise, test_patch)\n{result.output}\n[exit {result.exit_code}]")
+        if result.timed_out:
+            raise DeadlineExceeded("applying the patch ran past the deadline")
+        tree = parse_tree_output(marker, result.output)
+        if patch_path and tree.method is None:
+            if tree.apply_failed:
                 return self.verdict("patch_error", error="the patch does not apply to base_commit "
                                     "(git apply, git apply --3way and patch --fuzz=5 all failed)")
-            self.apply_method = applied.method
-            if applied.method != "git_apply":
-                self.flags.append(f"applied_with:{applied.method}")
-            touched = check.files
-
-        started = time.monotonic()
-        plan = plan_neutralization(touched, check.added if check else [], self.task.test_files(), self.task.test_cmd)
-        neutral_log = self._neutralize(sandbox, plan)
+            raise SandboxError(f"applying the patch did not finish: {result.output[-500:]}")
+        self.apply_method = tree.method
+        if tree.method and tree.method != "git_apply":
+            self.flags.append(f"applied_with:{tree.method}")
+        if tree.restore_failed:
+            raise SandboxError(f"could not restore {', '.join(tree.restore_failed)} to base_commit")
+        self._revert_changed_sections(sandbox, plan)
         self.flags += plan.flags
-        test_patch_error = self._apply_test_patch(sandbox, neutral_log)
-        self._timed("neutralize", started)
-        self._log("neutralize.log", "\n".join(neutral_log))
-        if test_patch_error:
-            return self.verdict("infra_error", error=test_patch_error)
+        self._log("neutralize.log", "restored to base: " + (", ".join(plan.restore) or "nothing") + "\n")
+        if test_patch_path and not tree.test_patch_ok:
+            return self.verdict("infra_error", error="test_patch does not apply after the patch's test files were restored (a task defect)")
 
         started = time.monotonic()
-        present = self._present(sandbox, pytest_files(self.task)) if self.task.log_parser == "pytest" else None
-        command = grading_command(self.task, present)
+        command = grading_command(self.task, tree.present if candidates else None)
         patched = [p for p in touched if p not in plan.restore]
         run = run_tests(sandbox, self.task, command, patched_files=patched,
                         timeout_s=self.deadline.check("running the tests"))
@@ -183,51 +190,32 @@ class _Grading:
         self.flags += outcome.flags
         return self.verdict("resolved" if outcome.resolved else "unresolved", tests=outcome.tests)
 
-    def _neutralize(self, sandbox: Sandbox, plan: Plan) -> list[str]:
-        log: list[str] = []
-        base = shlex.quote(self.prepared.base_commit)
+    def _base_text(self, path: str) -> str | None:
+        """A file at base_commit, read from the prepared repository on the host (no sandbox trip)."""
+        done = subprocess.run(["git", "-C", str(self.prepared.repo_dir), "show", f"{self.prepared.base_commit}:{path}"],
+                              capture_output=True)
+        return done.stdout.decode("utf-8", errors="replace") if done.returncode == 0 else None
+
+    def _revert_changed_sections(self, sandbox: Sandbox, plan: Plan) -> None:
+        """setup.cfg / pyproject.toml whose pytest sections the patch changed go back to base too."""
+        reverted = []
         for path in plan.check_sections:
-            before = sandbox.run(f"{GIT} show {base}:{shlex.quote(path)}", timeout_s=self.deadline.check("neutralising"))
             try:
                 after = sandbox.read_file(path).decode("utf-8", errors="replace")
             except FileNotFoundError:
                 after = None
-            base_text = (before.stdout if before.stdout is not None else before.output) if before.exit_code == 0 else None
-            if pytest_sections_changed(path, base_text, after):
+            if pytest_sections_changed(path, self._base_text(path), after):
                 plan.add(path, "reverted_test_infra")
-        if not plan.restore:
-            return log
-        lines = ["set -u"]
-        for path in plan.restore:
-            quoted = shlex.quote(path)
-            lines.append(f"if {GIT} cat-file -e {base}:{quoted} 2>/dev/null; then {GIT} checkout -q {base} -- {quoted}; "
-                         f"else rm -rf -- {quoted}; fi")
-        result = sandbox.run("\n".join(lines), timeout_s=self.deadline.check("neutralising"))
-        log.append(f"restored to base: {', '.join(plan.restore)}\n{result.output}[exit {result.exit_code}]")
-        if result.exit_code != 0:
-            raise SandboxError(f"could not restore files to base_commit: {result.output[-500:]}")
-        return log
-
-    def _apply_test_patch(self, sandbox: Sandbox, log: list[str]) -> str | None:
-        if is_empty_patch(self.task.test_patch):
-            return None
-        path = f"{self.workdir}/test.diff"
-        sandbox.write_file(path, self.task.test_patch or "")
-        applied = apply_in_sandbox(sandbox, path, timeout_s=self.deadline.check("applying test_patch"),
-                                   methods=[METHODS[0], METHODS[2]], reset_between=False)
-        log.append("test_patch:\n" + applied.log)
-        if applied.timed_out:
-            raise DeadlineExceeded("applying test_patch ran past the deadline")
-        if applied.method is None:
-            return "test_patch does not apply after the patch's test files were restored (a task defect)"
-        return None
-
-    def _present(self, sandbox: Sandbox, files: list[str]) -> set[str]:
-        if not files:
-            return set()
-        script = "for f in " + " ".join(shlex.quote(f) for f in files) + '; do [ -e "$f" ] && printf "%s\\n" "$f"; done; true'
-        result = sandbox.run(script, timeout_s=self.deadline.check("listing test files"))
-        return set((result.stdout if result.stdout is not None else result.output).splitlines())
+                reverted.append(path)
+        if not reverted:
+            return
+        started = time.monotonic()
+        script = tree_script(new_marker(), self.prepared.base_commit, patch_path=None, restore=reverted,
+                             test_patch_path=None, candidates=[])
+        result = sandbox.run(script, timeout_s=self.deadline.check("neutralising"))
+        self._timed("neutralize", started)
+        if result.exit_code != 0 or "restore_failed" in result.output:
+            raise SandboxError(f"could not restore {', '.join(reverted)} to base_commit: {result.output[-500:]}")
 
     def _log_run(self, run: GradingRun) -> None:
         header = f"$ {run.command}\n[exit {run.result.exit_code}, {run.result.duration_s:.2f}s, timed_out={run.result.timed_out}, "

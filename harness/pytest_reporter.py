@@ -12,8 +12,9 @@ or test module (so before any code under test) is imported, and then:
    sequence number and the record: `start`, one `test` record per test (all phases folded into one
    status), `collect` records for collection errors, `integrity` records, and `end` with pytest's
    exit status. The grader rejects a stream with a bad signature, a gap, or no `end`.
-3. watches for tampering by the code under test: pytest's reporting machinery and public functions,
-   unittest's assertion methods and builtins are snapshotted at import and compared while tests run;
+3. watches for tampering by the code under test: pytest's reporting machinery (compared at each
+   test's call report), pytest's public functions, unittest's assertion methods and builtins
+   (after each test's teardown) are snapshotted at import;
    hook implementations defined in files the patch changed are reported; a skip or xfail raised from
    a file the patch changed is reported and turns the test into a failure.
 
@@ -57,62 +58,68 @@ def _read_config():
         return None
 
 
+_MISSING = object()
+
+
 def _machinery():
-    """Objects whose replacement would let code forge outcomes; checked at every report."""
+    """Objects whose replacement would let code forge outcomes, as (label, live namespace, name,
+    value) entries: checked at each test's call report, after collection and at the end."""
     import importlib
 
-    watched = {}
+    entries = []
     for module_name, names in (
         ("_pytest.runner", ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
                             "pytest_runtest_makereport", "pytest_runtest_call", "pytest_runtest_setup",
-                            "pytest_runtest_teardown", "pytest_runtest_protocol")),
-        ("_pytest.python", ("pytest_pyfunc_call",)),
+                            "pytest_runtest_teardown", "pytest_runtest_protocol", "CallInfo")),
+        ("_pytest.python", ("pytest_pyfunc_call", "Function")),
+        ("_pytest.reports", ("TestReport", "BaseReport")),
         ("_pytest.skipping", ("pytest_runtest_makereport", "pytest_runtest_setup", "pytest_runtest_call",
                               "evaluate_xfail_marks", "evaluate_skip_marks")),
         ("pluggy._callers", ("_multicall",)),
         ("pluggy.callers", ("_multicall",)),
+        ("pluggy", ("HookCaller",)),
+        ("pluggy.hooks", ("_HookCaller",)),
     ):
         try:
             module = importlib.import_module(module_name)
         except ImportError:
             continue
         for name in names:
-            if hasattr(module, name):
-                watched["{}.{}".format(module_name, name)] = getattr(module, name)
+            if name in vars(module):
+                entries.append(("{}.{}".format(module_name, name), vars(module), name, vars(module)[name]))
     classes = []
-    for module_name, class_name in (("_pytest.reports", "TestReport"), ("_pytest.reports", "BaseReport"),
-                                    ("_pytest.runner", "CallInfo"), ("_pytest.python", "Function"),
-                                    ("pluggy", "HookCaller"), ("pluggy.hooks", "_HookCaller")):
-        module = sys.modules.get(module_name)
-        cls = getattr(module, class_name, None) if module is not None else None
-        if isinstance(cls, type) and cls not in classes:
-            classes.append(cls)
+    for _, _, _, value in list(entries):
+        if isinstance(value, type) and value not in classes:
+            classes.append(value)
     for cls in classes:
-        for name, value in vars(cls).items():
-            watched["{}.{}.{}".format(cls.__module__, cls.__qualname__, name)] = value
-    return watched
+        namespace = vars(cls)
+        for name, value in namespace.items():
+            entries.append(("{}.{}.{}".format(cls.__module__, cls.__qualname__, name), namespace, name, value))
+    return entries
 
 
 def _namespace():
-    """Public objects tests rely on; checked after each test's teardown (fixtures may patch them
-    while a test runs) and at the end."""
-    watched = {}
+    """Public objects tests rely on, as entries like `_machinery`'s; checked after each test's
+    teardown (fixtures may patch them while a test runs) and at the end."""
+    entries = []
     for name in ("skip", "xfail", "fail", "exit", "raises", "approx", "param", "fixture", "importorskip",
                  "warns", "deprecated_call", "mark"):
-        if hasattr(pytest, name):
-            watched[f"pytest.{name}"] = getattr(pytest, name)
-    for name, value in vars(unittest.TestCase).items():
+        if name in vars(pytest):
+            entries.append(("pytest." + name, vars(pytest), name, vars(pytest)[name]))
+    testcase = vars(unittest.TestCase)
+    for name, value in testcase.items():
         if name.startswith(("assert", "fail", "skip", "run", "_callTestMethod", "_callSetUp", "_callTearDown")):
-            watched[f"unittest.TestCase.{name}"] = value
+            entries.append(("unittest.TestCase." + name, testcase, name, value))
+    entries.append(("unittest.TestCase", vars(unittest), "TestCase", unittest.TestCase))
     for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
-                 "__import__", "print", "repr", "str", "int", "float", "eq", "type"):
-        if hasattr(builtins, name):
-            watched[f"builtins.{name}"] = getattr(builtins, name)
-    return watched
+                 "__import__", "print", "repr", "str", "int", "float", "type"):
+        if name in vars(builtins):
+            entries.append(("builtins." + name, vars(builtins), name, vars(builtins)[name]))
+    return entries
 
 
-def _changed(snapshot, now):
-    return sorted(name for name, value in snapshot.items() if now.get(name, None) is not value)
+def _changed(entries):
+    return [label for label, namespace, name, value in entries if namespace.get(name, _MISSING) is not value]
 
 
 class Reporter:
@@ -125,8 +132,8 @@ class Reporter:
         self._seq = 0
         self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
-        self._machinery_snapshot = _machinery()
-        self._namespace_snapshot = _namespace()
+        self._machinery = _machinery()
+        self._namespace = _namespace()
         self._phases = {}  # node id -> {phase: status}
         self._untrusted = {}  # node id -> patched file a skip/xfail came from
         self._reported_violations: set[str] = set()
@@ -155,11 +162,11 @@ class Reporter:
         return bool(filename) and os.path.realpath(filename) in self._patched
 
     def check_machinery(self):
-        for name in _changed(self._machinery_snapshot, _machinery()):
+        for name in _changed(self._machinery):
             self._violation("replaced", name)
 
     def check_namespace(self):
-        for name in _changed(self._namespace_snapshot, _namespace()):
+        for name in _changed(self._namespace):
             self._violation("replaced", name)
 
     def check_hooks(self, config):
@@ -193,12 +200,12 @@ class Reporter:
                 self._untrusted[item.nodeid] = os.path.relpath(origin, self._testbed)
 
     def pytest_runtest_logreport(self, report):
-        self.check_machinery()
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
             self._phases.pop(report.nodeid, None)
             return
         phases = self._phases.setdefault(report.nodeid, {})
         if report.when == "call":
+            self.check_machinery()
             if report.passed:
                 phases["call"] = "XPASS" if hasattr(report, "wasxfail") else "PASSED"
             elif report.skipped:

@@ -52,7 +52,7 @@ def test_logs_and_durations(task, tmp_path: Path) -> None:
         assert (tmp_path / "logs" / name).is_file(), name
     assert json.loads((tmp_path / "logs" / "verdict.json").read_text())["status"] == "resolved"
     assert "PASSED tests/test_add.py::test_add" in (tmp_path / "logs" / "test_output.txt").read_text()
-    for step in ("check", "open", "apply", "neutralize", "tests", "close", "total"):
+    for step in ("check", "open", "apply", "tests", "close", "total"):
         assert step in verdict.durations
     assert verdict.durations["total"] >= verdict.durations["tests"]
 
