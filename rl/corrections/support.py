@@ -49,9 +49,10 @@ def mask_to_index_lists(mask: Tensor) -> Tensor:
     largest support. Allocates O(number of True entries) plus the [T, K] result."""
     if mask.dtype != torch.bool or mask.dim() != 2:
         raise ValueError(f"expected a [T, V] boolean mask, got {mask.dtype} {tuple(mask.shape)}")
-    counts = mask.sum(dim=1)
-    width = max(1, int(counts.max())) if mask.shape[0] else 1
     rows, cols = mask.nonzero(as_tuple=True)  # row-major: ids ascend within a row
+    # Counted from the hits: mask.sum(dim=1) on CPU widens the whole bool mask to int64 first.
+    counts = torch.bincount(rows, minlength=mask.shape[0])
+    width = max(1, int(counts.max())) if mask.shape[0] else 1
     starts = torch.cumsum(counts, 0) - counts
     position = torch.arange(rows.shape[0], device=mask.device) - starts[rows]
     out = torch.full((mask.shape[0], width), -1, dtype=torch.long, device=mask.device)
