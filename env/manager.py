@@ -146,7 +146,8 @@ class EpisodeManager:
     async def open(self, task_id: str, overrides: LimitOverrides | None = None, parser: str | None = None) -> Episode:
         prepared = self.tasks.get(task_id)
         if prepared is None:
-            raise UnknownTask(f"unknown task_id {task_id!r}: GET /tasks lists the {len(self.tasks)} tasks served")
+            shown = task_id if len(task_id) <= 80 else task_id[:80] + "..."
+            raise UnknownTask(f"unknown task_id {shown!r}: GET /tasks lists the {len(self.tasks)} tasks served")
         limits = self.config.limits.with_overrides(overrides, self.config.ceilings)  # ValueError names the field
         parser = parser or self.config.default_parser
         get_parser(parser)  # ValueError names the parsers
@@ -175,7 +176,8 @@ class EpisodeManager:
         if episode is None:
             found = self._finished.get(episode_id)
             if found is None:
-                raise UnknownEpisode(f"unknown episode {episode_id!r} (never opened, or finished and forgotten)")
+                shown = episode_id if len(episode_id) <= 80 else episode_id[:80] + "..."
+                raise UnknownEpisode(f"unknown episode {shown!r} (never opened, deleted, or finished and forgotten)")
             episode = found[1]
         return episode
 

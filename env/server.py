@@ -365,7 +365,8 @@ def create_app(
         """Grade a patch against a task in a fresh sandbox; returns the verdict."""
         prepared = manager.tasks.get(body.task_id)
         if prepared is None:
-            raise UnknownTask(f"unknown task_id {body.task_id!r}: GET /tasks lists the tasks served")
+            shown = body.task_id if len(body.task_id) <= 80 else body.task_id[:80] + "..."
+            raise UnknownTask(f"unknown task_id {shown!r}: GET /tasks lists the tasks served")
         if len(body.patch.encode("utf-8", "surrogatepass")) > config.max_patch_bytes:
             raise HTTPException(413, f"the patch is larger than {config.max_patch_bytes} bytes")
         patch = clean_json_value(body.patch)

@@ -320,3 +320,37 @@ def test_fuzzed_bodies_never_get_a_5xx(served, body, route) -> None:
         assert response.json()["error"]
     if route == "/episodes" and response.status_code == 201:
         client.delete_episode(response.json()["episode_id"])
+
+
+def test_client_waits_out_a_full_server_when_told_to(prepared, factory) -> None:
+    import threading
+
+    app = create_app([prepared], ServerConfig(max_episodes=1, retry_after_s=1), factory=factory)
+    with EnvClient.in_process(app) as client:
+        first = client.start_episode(TASK).episode_id
+        freeing = threading.Timer(1.5, lambda: client.delete_episode(first))
+        freeing.start()
+        patient = EnvClient("http://in-process", transport=client._http._transport, busy_retries=5)
+        began = time.monotonic()
+        second = patient.start_episode(TASK)
+        assert second.episode_id != first and time.monotonic() - began >= 1.0
+        freeing.join()
+        client.delete_episode(second.episode_id)
+
+
+def test_in_process_client_built_from_a_task_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from patchgym.env.testing import make_toy_task
+
+    monkeypatch.setenv("PATCHGYM_HOME", str(tmp_path / "home"))
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(make_toy_task(tmp_path).model_dump_json() + "\n")
+    with EnvClient.in_process(tasks=str(tasks_file), config=ServerConfig(max_episodes=2)) as client:
+        assert client.health().max_episodes == 2
+        started = client.start_episode(TASK)
+        assert client.step(started.episode_id, tool_calls=toy_fix_calls()).reward == 1.0
+
+
+def test_long_ids_are_not_echoed_whole(served) -> None:
+    _, raw, _, _ = served
+    response = raw.get("/episodes/" + "a" * 5000)
+    assert response.status_code == 404 and len(response.json()["error"]) < 300
