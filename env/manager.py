@@ -21,7 +21,7 @@ from patchgym.env.episode import Episode, EpisodeStatus, Grader
 from patchgym.env.episode_log import EpisodeLog
 from patchgym.env.limits import LimitOverrides
 from patchgym.env.toolcalls import get_parser
-from patchgym.harness.sandbox.base import SandboxFactory
+from patchgym.harness.sandbox.base import SandboxError, SandboxFactory
 from patchgym.tasks.prepared import PreparedTask
 
 log = logging.getLogger(__name__)
@@ -159,10 +159,16 @@ class EpisodeManager:
         self._opening += 1
         try:
             episode_id = secrets.token_hex(12)
-            episode = await Episode.start(
-                episode_id, prepared, self.factory, limits, grader=self.grader, parser=parser,
-                on_finish=self._on_finish,
-            )
+            try:
+                episode = await Episode.start(
+                    episode_id, prepared, self.factory, limits, grader=self.grader, parser=parser,
+                    on_finish=self._on_finish,
+                )
+            except SandboxError:
+                raise
+            except Exception as exc:  # noqa: BLE001 - a sandbox that cannot open is the backend's failure
+                log.exception("could not open a sandbox for %s", task_id)
+                raise SandboxError(f"could not open a sandbox for {task_id}: {type(exc).__name__}: {exc}") from exc
             self._live[episode_id] = episode
             self.counters["opened"] += 1
         finally:

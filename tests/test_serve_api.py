@@ -354,3 +354,17 @@ def test_long_ids_are_not_echoed_whole(served) -> None:
     _, raw, _, _ = served
     response = raw.get("/episodes/" + "a" * 5000)
     assert response.status_code == 404 and len(response.json()["error"]) < 300
+
+
+def test_finished_episodes_are_forgotten_beyond_the_kept_number(prepared, factory) -> None:
+    app = create_app([prepared], ServerConfig(keep_finished=1), factory=factory)
+    with EnvClient.in_process(app) as client:
+        ids = []
+        for _ in range(2):
+            started = client.start_episode(TASK)
+            client.step(started.episode_id, tool_calls=[{"name": "submit", "arguments": {}}])
+            ids.append(started.episode_id)
+        assert client.get_episode(ids[1]).status == "submitted"
+        with pytest.raises(EnvError) as caught:
+            client.get_episode(ids[0])
+        assert caught.value.status_code == 404
