@@ -74,7 +74,8 @@ def _raise_open_file_limit(wanted: int = 65536) -> None:
               help="Append every finished episode (task, transcript, diff, verdict) to this JSONL file.")
 @click.option("--idle-ttl", default=900.0, show_default=True, type=click.FloatRange(min=1),
               help="Seconds without a request before an episode is closed.")
-@click.option("--max-turns", default=50, show_default=True, type=click.IntRange(1, 10_000))
+@click.option("--max-turns", default=50, show_default=True, type=click.IntRange(1, 10_000),
+              help="Steps before an episode ends with turn_limit.")
 @click.option("--command-timeout", default=120.0, show_default=True, type=click.FloatRange(min=0.1, max=86400),
               help="Seconds one bash command may run.")
 @click.option("--wall-time", default=3600.0, show_default=True, type=click.FloatRange(min=1, max=7 * 86400),
@@ -84,7 +85,8 @@ def _raise_open_file_limit(wanted: int = 65536) -> None:
 @click.option("--parser", default="auto", show_default=True, help="Default tool-call parser for text steps.")
 @click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Task store (default $PATCHGYM_HOME/tasks).")
-@click.option("--prepare-workers", default=2, show_default=True, type=click.IntRange(1, 64))
+@click.option("--prepare-workers", default=2, show_default=True, type=click.IntRange(1, 64),
+              help="Tasks prepared in parallel at startup.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
 def serve(

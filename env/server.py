@@ -282,7 +282,10 @@ def create_app(
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         loop = asyncio.get_running_loop()
-        executor = ThreadPoolExecutor(max_workers=config.worker_threads, thread_name_prefix="patchgym-env")
+        # One thread per live episode's step, grading and opening, so a full server never queues
+        # work behind the pool (threads are started lazily; idle ones cost little).
+        workers = min(max(config.worker_threads, config.max_episodes + config.max_concurrent_grades + 8), 4096)
+        executor = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="patchgym-env")
         loop.set_default_executor(executor)
         manager.start_reaper()
         try:
