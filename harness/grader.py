@@ -179,7 +179,7 @@ class _Grading:
         started = time.monotonic()
         command = grading_command(self.task, tree.present if candidates else None)
         patched = [p for p in touched if p not in plan.restore]
-        run = run_tests(sandbox, self.task, command, patched_files=patched,
+        run = run_tests(sandbox, self.task, command, patched_files=patched, protected_files=sorted(tree.present),
                         timeout_s=self.deadline.check("running the tests"))
         self._timed("tests", started)
         self._log_run(run)

@@ -16,7 +16,10 @@ or test module (so before any code under test) is imported, and then:
    test's call report), pytest's public functions, unittest's assertion methods and builtins
    (after each test's teardown) are snapshotted at import;
    hook implementations defined in files the patch changed are reported; a skip or xfail raised from
-   a file the patch changed is reported and turns the test into a failure.
+   a file the patch changed is reported and turns the test into a failure; the grading test files and
+   their conftest.py files are hashed at import and checked after each is collected and at the end
+   (rewritten on disk, or bytecode planted next to them, during the run); import hooks defined in
+   patched files are reported.
 
 Only the outermost pytest session in the process reports (pytester's inline runs do not), and only
 in the process that read the key: children and xdist workers see stdin at EOF and stay silent.
@@ -31,6 +34,7 @@ import hmac
 import json
 import os
 import sys
+import time
 import unittest
 
 import pytest
@@ -118,6 +122,14 @@ def _namespace():
     return entries
 
 
+def _digest(path):
+    try:
+        with open(path, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
+
+
 def _changed(entries):
     return [label for label, namespace, name, value in entries if namespace.get(name, _MISSING) is not value]
 
@@ -132,6 +144,8 @@ class Reporter:
         self._seq = 0
         self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
+        self._started = time.time()
+        self._protected = self._hash_protected(config.get("protected_files", []))
         self._machinery = _machinery()
         self._namespace = _namespace()
         self._phases = {}  # node id -> {phase: status}
@@ -168,6 +182,46 @@ class Reporter:
     def check_namespace(self):
         for name in _changed(self._namespace):
             self._violation("replaced", name)
+
+    def _hash_protected(self, test_files):
+        """Hashes of the grading test files and the conftest.py files above them, taken before any
+        code under test has run: code that rewrites them on disk later is caught."""
+        paths = set()
+        for rel in test_files:
+            path = os.path.realpath(os.path.join(self._testbed, rel))
+            paths.add(path)
+            folder = os.path.dirname(path)
+            while folder.startswith(self._testbed):
+                paths.add(os.path.join(folder, "conftest.py"))
+                if folder == self._testbed:
+                    break
+                folder = os.path.dirname(folder)
+        return {path: _digest(path) for path in sorted(paths)}
+
+    def check_protected(self, only=None):
+        for path, expected in self._protected.items():
+            if only is not None and path != only:
+                continue
+            if _digest(path) != expected:
+                self._violation("test_file_changed_during_run", os.path.relpath(path, self._testbed))
+            cache = os.path.join(os.path.dirname(path), "__pycache__")
+            stem = os.path.basename(path)[:-3] + "."
+            try:
+                planted = [name for name in os.listdir(cache) if name.startswith(stem)
+                           and os.stat(os.path.join(cache, name)).st_mtime >= self._started - 1]
+            except OSError:
+                planted = []
+            if planted:
+                self._violation("bytecode_written_during_run", os.path.relpath(os.path.join(cache, planted[0]), self._testbed))
+
+    def check_importers(self):
+        """Import hooks (sys.meta_path, sys.path_hooks) defined in files the patch changed could serve
+        forged test modules without touching the disk."""
+        for hook in list(sys.meta_path) + list(sys.path_hooks):
+            for attr in ("find_spec", "find_module", "__call__", "__init__"):
+                code = getattr(getattr(hook, attr, None), "__code__", None)
+                if code is not None and self._is_patched(code.co_filename):
+                    self._violation("import_hook_from_patched_file", os.path.relpath(code.co_filename, self._testbed))
 
     def check_hooks(self, config):
         for hook_name in ("pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_protocol",
@@ -238,11 +292,16 @@ class Reporter:
         self.emit("test", **fields)
 
     def pytest_collectreport(self, report):
+        fspath = getattr(report, "fspath", None)
+        if fspath:
+            self.check_protected(os.path.realpath(os.path.join(self._testbed, str(fspath))))
         if report.failed:
             self.emit("collect", id=report.nodeid, status="ERROR")
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
+        self.check_protected()
+        self.check_importers()
         self.check_machinery()
         self.check_hooks(session.config)
         self.emit("collected", count=len(session.items))
@@ -251,6 +310,8 @@ class Reporter:
     def pytest_sessionfinish(self, session, exitstatus):
         for nodeid in list(self._phases):  # tests whose logfinish never came (a runner that skips it)
             self._emit_test(nodeid, self._phases.pop(nodeid))
+        self.check_protected()
+        self.check_importers()
         self.check_machinery()
         self.check_namespace()
         self.check_hooks(session.config)

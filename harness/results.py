@@ -56,10 +56,11 @@ def new_channel() -> Channel:
                    workdir=f"/tmp/.patchgym-grade-{secrets.token_hex(8)}")
 
 
-def channel_config(channel: Channel, *, patched_files: list[str], testbed: str) -> str:
+def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
+                   protected_files: list[str] | None = None) -> str:
     """The JSON the plugin reads from stdin."""
     return json.dumps({"key": channel.key.hex(), "nonce": channel.nonce, "results": channel.results_path,
-                       "patched_files": patched_files, "testbed": testbed})
+                       "patched_files": patched_files, "testbed": testbed, "protected_files": protected_files or []})
 
 
 def _signature(channel: Channel, seq: int, payload: str) -> str:

@@ -62,7 +62,8 @@ class GradingRun:
     stream: bytes | None
 
 
-def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float) -> GradingRun:
+def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float,
+              protected_files: list[str] | None = None) -> GradingRun:
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider",
            "PY_COLORS": "0", "NO_COLOR": "1"}
     stdin = None
@@ -71,7 +72,7 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         channel = new_channel()
         sandbox.write_file(channel.plugin_path, PLUGIN_SOURCE.read_bytes())
         env.update({"PYTEST_PLUGINS": PLUGIN_MODULE, "PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
-        stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED)
+        stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files)
     result = sandbox.run(command, timeout_s=max(1.0, timeout_s), env=env, stdin=stdin)
     stream = None
     if channel is not None:

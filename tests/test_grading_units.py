@@ -185,5 +185,5 @@ def test_reporter_plugin_parses_as_python_3_6() -> None:
     tree = ast.parse(PLUGIN_SOURCE.read_text(), feature_version=(3, 6))
     imports = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
-    assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "unittest", "pytest", "importlib"}
+    assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "time", "unittest", "pytest", "importlib"}
     assert "from __future__ import annotations" not in PLUGIN_SOURCE.read_text()

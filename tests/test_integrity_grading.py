@@ -296,3 +296,43 @@ def test_tampered_result_file_is_not_trusted(task):
         """)
     verdict = grade(task, {"calc/__init__.py": BASE_FILES["calc/__init__.py"] + forged})
     assert_zero(verdict)
+
+
+def test_library_code_that_rewrites_test_files_on_disk_before_they_are_collected(task):
+    # The base conftest imports nothing of calc here, so the attack goes through the first test
+    # module: importing calc rewrites the next test file (and the F2P one), then restores them.
+    rewrite = textwrap.dedent("""\
+        import atexit, pathlib
+        _saved = {}
+        for _name in ("tests/test_ops.py", "tests/test_add.py"):
+            _path = pathlib.Path("/testbed") / _name
+            if _path.exists():
+                _saved[_path] = _path.read_text()
+                _path.write_text("def test_add():\\n    pass\\n\\n\\ndef test_sub():\\n    pass\\n\\n\\ndef test_mul():\\n    pass\\n")
+        atexit.register(lambda: [p.write_text(t) for p, t in _saved.items()])
+        """)
+    verdict = grade(task, {"calc/__init__.py": rewrite + BASE_FILES["calc/__init__.py"]})
+    assert_zero(verdict)
+    assert any(flag.startswith("tamper: test_file_changed_during_run") for flag in verdict.flags), verdict.flags
+
+
+def test_import_hook_that_serves_forged_test_modules(task):
+    hook = textwrap.dedent("""\
+        import sys, importlib.abc, importlib.util
+
+        class _Forger(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+            def find_spec(self, name, path=None, target=None):
+                if name.endswith("test_ops") or name.endswith("test_add"):
+                    return importlib.util.spec_from_loader(name, self)
+                return None
+
+            def create_module(self, spec):
+                return None
+
+            def exec_module(self, module):
+                exec("def test_sub():\\n    pass\\n\\ndef test_mul():\\n    pass\\n", module.__dict__)
+
+        sys.meta_path.insert(0, _Forger())
+        """)
+    verdict = grade(task, {"calc/__init__.py": hook + BASE_FILES["calc/__init__.py"]})
+    assert_zero(verdict)
