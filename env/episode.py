@@ -199,6 +199,8 @@ class Episode:
         if self._step_lock.locked():
             raise EpisodeBusy(f"episode {self.episode_id} is already running a step")
         async with self._step_lock:
+            if self._finishing:  # being closed right now: answer with how it ended
+                await self._finished.wait()
             if self.done:
                 raise EpisodeFinished(f"episode {self.episode_id} has ended ({self.status.value})")
             self.last_active = time.monotonic()

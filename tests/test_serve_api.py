@@ -368,3 +368,17 @@ def test_finished_episodes_are_forgotten_beyond_the_kept_number(prepared, factor
         with pytest.raises(EnvError) as caught:
             client.get_episode(ids[0])
         assert caught.value.status_code == 404
+
+
+def test_an_idle_episode_past_its_wall_time_ends_with_time_limit(prepared, factory) -> None:
+    app = create_app([prepared], ServerConfig(reap_interval_s=0.1), factory=factory)
+    with EnvClient.in_process(app) as client:
+        started = client.start_episode(TASK, limits={"wall_time_s": 0.5})
+        deadline = time.monotonic() + 10
+        while client.get_episode(started.episode_id).status == "running" and time.monotonic() < deadline:
+            time.sleep(0.1)
+        state = client.get_episode(started.episode_id)
+        assert (state.status, state.reward) == ("time_limit", 0.0)
+        with pytest.raises(EnvError) as caught:
+            client.step(started.episode_id, tool_calls=[{"name": "bash", "arguments": {"command": "true"}}])
+        assert caught.value.status_code == 409 and "time_limit" in caught.value.message
