@@ -6,10 +6,12 @@ After the patch is applied in the fresh grading sandbox, and before the tests ru
    PASS_TO_PASS test, or that `test_patch` touches, is restored to `base_commit` (deleted if the
    patch created it); then `test_patch` is applied. Editing, emptying or deleting tests has no
    effect. Flag: `restored_test_file:<path>`.
-2. **Other test files are restored too.** A touched file that looks like a test (`test_*.py`,
-   `*_test.py`, or anything under a directory named `tests` or `test`) is restored: helpers the
-   tests import are part of the tests. Gold patches never need this (SWE-bench puts every test-side
-   change into `test_patch`). Flag: `restored_test_file:<path>`.
+2. **Other test files are restored too.** A touched file named like a test (`test_*.py`,
+   `*_test.py`) or inside the folders that hold the grading tests (the outermost `tests`/`test`
+   folder above each grading test file, else its own folder) is restored: helpers, `__init__.py`
+   and data the tests use are part of the tests. Library code in a package that happens to be
+   called `test` (`django/test/`) is not touched. Gold patches never need this (SWE-bench puts every
+   test-side change into `test_patch`). Flag: `restored_test_file:<path>`.
 3. **Test infrastructure is reverted.** `conftest.py` anywhere, `pytest.ini`, `.pytest.ini`,
    `pytest.toml`, `.pytest.toml`, `tox.ini`, `sitecustomize.py`, `usercustomize.py`, any `*.pth`,
    anything under `.pytest_cache/` or `__pycache__/`, and compiled `*.pyc` files: restored to base
@@ -63,11 +65,32 @@ def infra_reason(path: str) -> str | None:
 
 
 def looks_like_test(path: str) -> bool:
-    parts = path.split("/")
-    name = parts[-1]
-    if name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py")):
-        return True
-    return any(part in TEST_DIR_NAMES for part in parts[:-1])
+    """A test module by its name: `test_*.py` or `*_test.py`, anywhere."""
+    name = path.split("/")[-1]
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def grading_test_roots(test_files: list[str]) -> set[str]:
+    """The folders that hold the grading tests: for each test file, its outermost ancestor folder
+    named `tests` or `test` (else its own folder, unless that is the repository root)."""
+    roots: set[str] = set()
+    for test_file in test_files:
+        parts = test_file.split("/")[:-1]
+        for index, part in enumerate(parts):
+            if part in TEST_DIR_NAMES:
+                roots.add("/".join(parts[: index + 1]))
+                break
+        else:
+            if parts:
+                roots.add("/".join(parts))
+    return roots
+
+
+def in_test_suite(path: str, roots: set[str]) -> bool:
+    """A file inside the grading tests' folders (helpers, `__init__.py`, data) or named like a test.
+    Library code in a package that happens to be called `test` (`django/test/`) is not: only the
+    folders that hold the grading tests count."""
+    return looks_like_test(path) or any(path.startswith(root + "/") for root in roots)
 
 
 def _ini_pytest_sections(text: str | None) -> dict[str, dict[str, str]]:
@@ -162,8 +185,9 @@ def plan_neutralization(touched: list[str], added: list[str], protected: list[st
     protected_set = set(protected)
     named_by_command = set(command_files(test_cmd))
     added_set = set(added)
+    roots = grading_test_roots(protected)
     for path in touched:
-        if path in protected_set or looks_like_test(path):
+        if path in protected_set or in_test_suite(path, roots):
             plan.add(path, "restored_test_file")
         elif infra_reason(path) or path in named_by_command:
             plan.add(path, "reverted_test_infra")

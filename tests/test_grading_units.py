@@ -9,7 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from patchgym.harness.neutralize import infra_reason, looks_like_test, plan_neutralization, pytest_sections_changed
+from patchgym.harness.neutralize import (in_test_suite, infra_reason, plan_neutralization, pytest_sections_changed,
+                                         grading_test_roots)
 from patchgym.harness.patch_check import check_patch, unquote_git_path
 from patchgym.harness.results import Channel, _signature, new_channel, read_stream
 from patchgym.harness.verdict import F2P, P2P, all_pass, lookup, graded_statuses
@@ -83,11 +84,14 @@ def test_infra_files(path: str, reason: str | None) -> None:
 
 
 @pytest.mark.parametrize("path, is_test", [
-    ("tests/helpers.py", True), ("pkg/tests/data.json", True), ("test_x.py", True), ("pkg/x_test.py", True),
-    ("pkg/testing/utils.py", False), ("pkg/contest.py", False), ("src/pkg/core.py", False),
+    ("tests/helpers.py", True), ("tests/__init__.py", True), ("tests/data/input.json", True), ("test_x.py", True),
+    ("pkg/x_test.py", True), ("pkg/core/tests/__init__.py", True),
+    ("django/test/utils.py", False), ("pkg/testing/utils.py", False), ("pkg/contest.py", False), ("src/pkg/core.py", False),
 ])
 def test_test_paths(path: str, is_test: bool) -> None:
-    assert looks_like_test(path) is is_test
+    roots = grading_test_roots(["tests/test_core.py", "tests/sub/test_more.py", "pkg/core/tests/test_z.py"])
+    assert roots == {"tests", "pkg/core/tests"}
+    assert in_test_suite(path, roots) is is_test
 
 
 def test_plan_restores_tests_and_infra_and_shadowing_modules_only() -> None:
