@@ -123,6 +123,9 @@ def policy_loss(
         masked_above, ess, chi2, prob_diff_mean, prob_diff_max), plus entropy and (top-k SC)
         tail_ratio / tail_ratio_max.
 
+    Pass logits whose leading dimensions flatten to a view (e.g. contiguous [B, L, V]); a
+    strided slice such as logits[:, :-1] is copied once by the flattening.
+
     Allocates: with index-list supports only [T, K] float32 tensors in forward; otherwise the
     chunked kernel's one to four [chunk_size, V] float32 buffers at a time. Backward writes one
     [T, V] gradient in the logits' dtype. Never a full [T, V] float32 tensor (unless the logits
