@@ -97,10 +97,10 @@ class RateLimiter:
                 now = self._clock()
                 self._tokens = min(self.burst, self._tokens + (now - self._last) * self.rate)
                 self._last = now
-                if self._tokens >= 1:
-                    self._tokens -= 1
+                if self._tokens >= 1 - 1e-9:  # tolerate float rounding of the refill
+                    self._tokens = max(0.0, self._tokens - 1)
                     return waited
-                pause = (1 - self._tokens) / self.rate
+                pause = max((1 - self._tokens) / self.rate, 1e-4)
             self._sleep(pause)
             waited += pause
 
