@@ -104,3 +104,40 @@ def test_a_tiny_deadline_times_out_before_the_sandbox(task) -> None:
     prepared, gold = task
     verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=1e-9)
     assert verdict.status == "timeout"
+
+
+UNITTEST_BASE = {
+    **{k: v for k, v in BASE_FILES.items() if k not in ("tests/test_ops.py", "tests/conftest.py")},
+    "tests/test_ops.py": ("import unittest\n\nfrom calc import mul, sub\n\n\nclass OpsTest(unittest.TestCase):\n"
+                          "    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n\n"
+                          "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"),
+}
+UNITTEST_TEST_PATCH = {"tests/test_add.py": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                                             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")}
+
+
+@pytest.fixture(scope="module")
+def unittest_task(tmp_path_factory: pytest.TempPathFactory):
+    return build_prepared(tmp_path_factory.mktemp("unittest"), instance_id="calc-ut", base_files=UNITTEST_BASE,
+                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"],
+                          log_parser="unittest")
+
+
+def test_unittest_task_gold_resolves_and_empty_fails(unittest_task) -> None:
+    prepared, gold = unittest_task
+    fixed = grade_patch(prepared, gold, factory=FACTORY)
+    assert fixed.status == "resolved", fixed.model_dump_json(indent=1)
+    assert fixed.tests["FAIL_TO_PASS"] == {"tests.test_add.AddTest.test_add": "PASSED"}
+    empty = grade_patch(prepared, "", factory=FACTORY, run_empty=True)
+    assert empty.status == "empty_patch" and empty.tests["FAIL_TO_PASS"]["tests.test_add.AddTest.test_add"] == "FAILED"
+    assert empty.tests["PASS_TO_PASS"]["tests.test_ops.OpsTest.test_sub"] == "PASSED"
+
+
+def test_unittest_task_forged_ok_lines_with_failing_exit_code(unittest_task) -> None:
+    prepared, _ = unittest_task
+    forged = ("import sys\nsys.stderr.write('test_add (tests.test_add.AddTest.test_add) ... ok\\n')\n"
+              + BASE_FILES["calc/__init__.py"])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": forged}), factory=FACTORY)
+    assert verdict.reward == 0.0
+    assert verdict.tests["FAIL_TO_PASS"]["tests.test_add.AddTest.test_add"] == "FAILED"

@@ -83,12 +83,16 @@ def run_plain(prepared, checkout: Path) -> float:
     return elapsed
 
 
-def run_graded(prepared, factory) -> float:
+STEPS: dict[str, list[dict[str, float]]] = {}
+
+
+def run_graded(prepared, factory, name: str = "") -> float:
     started = time.perf_counter()
     verdict = grade_patch(prepared, prepared.task.patch, factory=factory)
     elapsed = time.perf_counter() - started
     if verdict.status != "resolved":
         raise SystemExit(f"gold did not resolve: {verdict.model_dump_json(indent=1)}")
+    STEPS.setdefault(name, []).append(verdict.durations)
     return elapsed
 
 
@@ -99,7 +103,7 @@ def overhead(name: str, prepared, work: Path, factory, repeat: int) -> dict:
     plain, graded = [], []
     for _ in range(repeat):
         plain.append(run_plain(prepared, checkout))
-        graded.append(run_graded(prepared, factory))
+        graded.append(run_graded(prepared, factory, name))
     tests = len(prepared.task.FAIL_TO_PASS) + len(prepared.task.PASS_TO_PASS)
     return {"suite": name, "tests": tests, "plain_s": statistics.median(plain), "graded_s": statistics.median(graded),
             "ratio": statistics.median(graded) / statistics.median(plain)}
@@ -127,10 +131,14 @@ def main() -> None:
         small, _ = build_prepared(work / "small")
         medium, _ = build_prepared(work / "medium", instance_id="medium-1", **medium_suite())
         rows = [overhead("small", small, work, factory, args.repeat), overhead("medium", medium, work, factory, args.repeat)]
-        print(f"cores: {os.cpu_count()}, repeat: {args.repeat} (medians)\n")
+        print(f"cores: {os.cpu_count()}, repeat: {args.repeat} (medians), load average before: {os.getloadavg()[0]:.1f}\n")
         print("| suite | tests | plain run (s) | graded (s) | ratio |\n|---|---|---|---|---|")
         for row in rows:
             print(f"| {row['suite']} | {row['tests']} | {row['plain_s']:.3f} | {row['graded_s']:.3f} | {row['ratio']:.2f}x |")
+        print("\nwhere the graded time goes (medians, ms):\n\n| suite | open | apply+neutralise | tests | close |\n|---|---|---|---|---|")
+        for name, runs in STEPS.items():
+            med = {step: statistics.median(r.get(step, 0.0) for r in runs) * 1000 for step in ("open", "apply", "tests", "close")}
+            print(f"| {name} | {med['open']:.0f} | {med['apply']:.0f} | {med['tests']:.0f} | {med['close']:.0f} |")
         print("\n| workers | gradings/s | speed-up |\n|---|---|---|")
         base = None
         for workers in range(1, (os.cpu_count() or 1) + 1):
