@@ -149,6 +149,14 @@ def test_endless_loop(local_factory, prepared, bystander) -> None:  # noqa: F811
     check_after_abuse(local_factory, box, bystander)
 
 
+def test_timeout_holds_after_the_output_is_closed(local_factory, prepared) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        started = time.monotonic()
+        result = box.run("echo bye; exec >&- 2>&-; sleep 30", timeout_s=1)
+        assert result.timed_out and result.output == "bye\n"
+        assert time.monotonic() - started < 10
+
+
 def test_output_flood(local_factory, prepared, bystander) -> None:  # noqa: F811
     box = local_factory.open(prepared, Limits(max_output_bytes=4096, timeout_s=60))
     result = box.run("head -c 200000000 /dev/urandom | base64 -w 100")

@@ -136,8 +136,8 @@ class SandboxFactory(abc.ABC):
     def close_all(self) -> None:
         """Close every sandbox this factory opened and has not closed yet."""
 
-    async def aopen(self, prepared: PreparedTask, limits: Limits | None = None) -> Sandbox:
-        return await asyncio.to_thread(self.open, prepared, limits)
+    async def aopen(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> Sandbox:
+        return await asyncio.to_thread(self.open, prepared, limits, network=network)
 
 
 def get_factory(backend: str = "local", **options: Any) -> SandboxFactory:

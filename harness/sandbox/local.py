@@ -380,7 +380,16 @@ class LocalSandbox(Sandbox):
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
         output = CappedOutput(self.limits.max_output_bytes or (1 << 62))
-        timed_out = self._pump(launch, output, stdin_data, None if timeout is None else started + timeout)
+        deadline = None if timeout is None else started + timeout
+        timed_out = self._pump(launch, output, stdin_data, deadline)
+        if not timed_out:
+            # The output may close before the command ends (`exec >&-; sleep 100`): the deadline
+            # still holds for the wait.
+            try:
+                launch.proc.wait(None if deadline is None else max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                timed_out = True
+                self._kill(launch)
         exit_code = self._reap(launch)
         duration = time.monotonic() - started
         extra: dict[str, Any] = {}
@@ -493,6 +502,14 @@ class LocalSandbox(Sandbox):
         return max(self.limits.max_file_bytes or 0, self.limits.max_write_bytes or 0, 64 << 20)
 
     def read_file(self, path: str) -> bytes:
+        try:
+            return self._read_file(path)
+        except OSError as exc:
+            if self._closed and exc.errno == errno.EBADF:
+                raise SandboxClosed(f"sandbox {self.name} was closed during the read") from exc
+            raise
+
+    def _read_file(self, path: str) -> bytes:
         self._check_open()
         path = _sandbox_path(path)
         limit = self._read_limit()
@@ -515,6 +532,14 @@ class LocalSandbox(Sandbox):
         return out
 
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        try:
+            self._write_file(path, data, mode)
+        except OSError as exc:
+            if self._closed and exc.errno == errno.EBADF:
+                raise SandboxClosed(f"sandbox {self.name} was closed during the write") from exc
+            raise
+
+    def _write_file(self, path: str, data: bytes | str, mode: int) -> None:
         self._check_open()
         path = _sandbox_path(path)
         payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
@@ -757,11 +782,6 @@ class LocalSandboxFactory(SandboxFactory):
         with self._lock:
             self._sandboxes[name] = sandbox
         return sandbox
-
-    async def aopen(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> LocalSandbox:
-        import asyncio
-
-        return await asyncio.to_thread(self.open, prepared, limits, network=network)
 
     def _forget(self, sandbox: LocalSandbox) -> None:
         with self._lock:
