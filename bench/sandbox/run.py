@@ -200,6 +200,7 @@ def main() -> None:
     started = time.perf_counter()
     factory.close_all()
     close_s = time.perf_counter() - started
+    factory.shutdown()
     leftovers = list((work / "state").iterdir())
     with open("/proc/self/mountinfo") as handle:
         leftover_mounts = [line for line in handle if str(work) in line]
@@ -213,9 +214,10 @@ def main() -> None:
         f"{per_box_rss / 1024:.0f} KiB of this process's RSS",
         f"- a command, a file write and a file read in every one (8 threads): {'all correct' if all_ok else 'FAILURES'} "
         f"in {exercise_s:.2f} s",
-        f"- floor bwrap while they are open: p50 {floor_open['p50']:.2f} ms (vs {floor_stats['p50']:.2f} ms before): "
-        "their mounts live in private namespaces, not in the one every bwrap copies",
-        f"- closed all in {close_s:.2f} s; left behind: {len(leftovers)} directories, {len(leftover_mounts)} mounts",
+        f"- the floor bwrap while they are all open: p50 {floor_open['p50']:.2f} ms (p50 over the whole first part: "
+        f"{floor_stats['p50']:.2f} ms); their mounts are in private namespaces, none in the host's",
+        f"- closed all in {close_s:.2f} s; left behind after the factory's shutdown: {len(leftovers)} files or "
+        f"directories, {len(leftover_mounts)} mounts",
         f"- max RSS of the benchmark process: {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB",
     ]
     report = "\n".join(lines)
