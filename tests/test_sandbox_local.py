@@ -114,6 +114,37 @@ def test_sees_nothing_of_the_host_beyond_system_paths(local_factory, prepared, t
         other.close()
 
 
+TTY_CHILD = """
+import sys
+from pathlib import Path
+from patchgym.harness.sandbox.local import LocalSandboxFactory
+from patchgym.tests.test_sandbox_support import make_prepared
+factory = LocalSandboxFactory(state_root=sys.argv[1])
+with factory.open(make_prepared(Path(sys.argv[2]))) as box:
+    print("RESULT:" + box.run("(exec 3</dev/tty) 2>/dev/null && echo HAS-TTY || echo NO-TTY").output.strip(), flush=True)
+factory.shutdown()
+"""
+
+
+def test_sandbox_cannot_reach_the_owners_terminal(tmp_path) -> None:
+    import pty
+
+    pid, fd = pty.fork()
+    if pid == 0:  # this child has the pty as its controlling terminal
+        os.execv(sys.executable, [sys.executable, "-c", TTY_CHILD, str(tmp_path / "state"), str(tmp_path / "task")])
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 4096)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.waitpid(pid, 0)
+    assert b"RESULT:NO-TTY" in output, output.decode(errors="replace")
+
+
 def test_environment_is_read_only_and_on_path(local_factory, prepared) -> None:  # noqa: F811
     with local_factory.open(prepared) as box:
         assert box.run("venv-tool").output == "from-venv\n"

@@ -63,8 +63,32 @@ def test_bwrap_argv_isolates_and_shares_network_only_on_request() -> None:
     assert argv[argv.index("--") + 1 :] == ["/bin/bash", "-c", "true"]
     host_paths = [a for a in argv[: argv.index("--")] if a.startswith("/") and a not in ("/", "/proc", "/dev", "/tmp", "/testbed/pkg")]
     assert host_paths == ["/usr/bin/bwrap", layout.root]  # nothing else of the host is named
-    networked = bw.bwrap_argv("bwrap", bw.Layout(root="/r", network=True), ["true"], env={})
-    assert "--share-net" in networked
+    networked = bw.bwrap_argv("bwrap", bw.Layout(root="/r", network=True), ["true"], env={}, new_session=False)
+    assert "--share-net" in networked and "--new-session" not in networked
+
+
+def test_new_session_exactly_when_there_is_a_terminal_to_protect() -> None:
+    import pty
+
+    script = "from patchgym.harness.sandbox.bwrap import has_controlling_terminal as h; print(h())"
+    import sys
+
+    detached = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, start_new_session=True)
+    assert detached.stdout.strip() == "False"
+    pid, fd = pty.fork()
+    if pid == 0:  # the child of pty.fork has the pty as its controlling terminal
+        os.execv(sys.executable, [sys.executable, "-c", script])
+    output = b""
+    while True:
+        try:
+            chunk = os.read(fd, 1024)
+        except OSError:
+            break
+        if not chunk:
+            break
+        output += chunk
+    os.waitpid(pid, 0)
+    assert b"True" in output
 
 
 def test_root_plan_binds_dirs_copies_etc_and_turns_inner_links_into_symlinks(tmp_path: Path) -> None:

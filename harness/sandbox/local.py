@@ -127,7 +127,8 @@ class LocalSandbox(Sandbox):
     backend = "local"
     guarantees = (
         "bubblewrap with every namespace unshared (no network unless opened for trusted setup), "
-        "all capabilities dropped, no nested user namespaces, read-only root and system paths, "
+        "all capabilities dropped, no nested user namespaces, no access to the owner's terminal "
+        "(its own session whenever the owner has one), read-only root and system paths, "
         "/testbed a copy-on-write overlay of the read-only snapshot, private /tmp; nothing else of "
         "the host. Memory and process count limited by cgroups where available (else rlimits), file "
         "size by RLIMIT_FSIZE, total writes by a tmpfs of max_write_bytes, wall time by SIGKILL of "
@@ -195,7 +196,7 @@ class LocalSandbox(Sandbox):
         passed = (info_w,) if block_r is None else (info_w, block_r)
         argv = bw.bwrap_argv(
             self._factory.bwrap_path(), self._layout, command, env=env, cwd=cwd,
-            info_fd=info_w, block_fd=block_r,
+            info_fd=info_w, block_fd=block_r, new_session=bw.has_controlling_terminal(),
         )
         try:
             with self._lock:
