@@ -14,7 +14,9 @@ After the patch is applied in the fresh grading sandbox, and before the tests ru
    test-side change into `test_patch`). Flag: `restored_test_file:<path>`.
 3. **Test infrastructure is reverted.** `conftest.py` anywhere, `pytest.ini`, `.pytest.ini`,
    `pytest.toml`, `.pytest.toml`, `tox.ini`, `sitecustomize.py`, `usercustomize.py`, any `*.pth`,
-   anything under `.pytest_cache/` or `__pycache__/`, and compiled `*.pyc` files: restored to base
+   anything under `.pytest_cache/` or `__pycache__/`, compiled `*.pyc` files, and package metadata
+   (`*.dist-info/`, `*.egg-info/`, `*.egg-link`, `entry_points.txt`: a `[pytest11]` entry point on
+   sys.path would load a plugin before the grader's): restored to base
    (deleted if new). `setup.cfg` and `pyproject.toml` are reverted as a whole only when the patch
    changes their pytest sections (`[tool:pytest]`/`[pytest]`, `[tool.pytest...]`), so a fix that
    edits the package metadata keeps its change. Files the task's `test_cmd` names are reverted.
@@ -61,6 +63,9 @@ def infra_reason(path: str) -> str | None:
         return ".pytest_cache"
     if "__pycache__" in parts or name.endswith((".pyc", ".pyo")):
         return "compiled bytecode"
+    if any(part.endswith((".dist-info", ".egg-info", ".egg-link")) for part in parts) or name == "entry_points.txt":
+        # Package metadata on sys.path: a [pytest11] entry point would load a plugin before the grader's.
+        return "package metadata"
     return None
 
 

@@ -77,6 +77,7 @@ def test_added_files_are_reported() -> None:
     ("conftest.py", "conftest.py"), ("deep/er/conftest.py", "conftest.py"), ("pytest.ini", "pytest.ini"),
     ("tox.ini", "tox.ini"), ("sitecustomize.py", "sitecustomize.py"), ("lib/usercustomize.py", "usercustomize.py"),
     ("x.pth", "*.pth"), (".pytest_cache/v/cache/lastfailed", ".pytest_cache"), ("pkg/__pycache__/m.cpython-311.pyc", "compiled bytecode"),
+    ("evil-1.0.dist-info/entry_points.txt", "package metadata"), ("src/pkg.egg-info/PKG-INFO", "package metadata"),
     ("pkg/module.py", None), ("setup.cfg", None),
 ])
 def test_infra_files(path: str, reason: str | None) -> None:

@@ -336,3 +336,12 @@ def test_import_hook_that_serves_forged_test_modules(task):
         """)
     verdict = grade(task, {"calc/__init__.py": hook + BASE_FILES["calc/__init__.py"]})
     assert_zero(verdict)
+
+
+def test_entry_point_plugin_in_package_metadata(task):
+    # /testbed is on sys.path, so a dist-info there is a distribution pytest autoloads plugins from.
+    evil = SITECUSTOMIZE
+    verdict = grade(task, {"calc_evil.py": evil, "calc_evil-1.0.dist-info/METADATA": "Metadata-Version: 2.1\nName: calc-evil\nVersion: 1.0\n",
+                           "calc_evil-1.0.dist-info/entry_points.txt": "[pytest11]\nevil = calc_evil\n"})
+    assert_zero(verdict)
+    assert "reverted_test_infra:calc_evil-1.0.dist-info/entry_points.txt" in verdict.flags
