@@ -127,13 +127,15 @@ def pytest_sections_changed(path: str, before: str | None, after: str | None) ->
     return _ini_pytest_sections(before) != _ini_pytest_sections(after)
 
 
-def shadowed_module(path: str) -> str | None:
-    """The module name a file would provide if it sat on sys.path (`x.py` or `x/__init__.py`)."""
-    parts = path.split("/")
-    if parts[-1].endswith(".py") and parts[-1] != "__init__.py":
-        return parts[-1][:-3]
-    if len(parts) >= 2 and parts[-1] in ("__init__.py",):
-        return parts[-2]
+def shadowed_module(relative: str) -> str | None:
+    """The module a path provides to whoever has its folder on sys.path: `x.py` -> `x`,
+    `x/__init__.py` -> `x`. (A folder without `__init__.py` is a namespace portion, which never wins
+    over a module found later on sys.path, so it shadows nothing.)"""
+    parts = relative.split("/")
+    if len(parts) == 1 and parts[0].endswith(".py"):
+        return parts[0][:-3]
+    if len(parts) == 2 and parts[1] == "__init__.py":
+        return parts[0]
     return None
 
 
@@ -149,16 +151,16 @@ def _sys_path_dirs(test_files: list[str]) -> set[str]:
 
 
 def is_shadowing(path: str, added: bool, test_files: list[str]) -> bool:
+    """A new file that makes a standard-library or pytest module importable from a folder on sys.path."""
     if not added:
         return False
-    module = shadowed_module(path)
-    if not module:
-        return False
-    parts = path.split("/")
-    folder = "/".join(parts[:-1]) if parts[-1] != "__init__.py" else "/".join(parts[:-2])
-    if folder not in _sys_path_dirs(test_files):
-        return False
-    return module in sys.stdlib_module_names or module in SHADOW_EXTRA
+    for folder in _sys_path_dirs(test_files):
+        if folder and not path.startswith(folder + "/"):
+            continue
+        name = shadowed_module(path[len(folder) + 1 :] if folder else path)
+        if name and (name in sys.stdlib_module_names or name in SHADOW_EXTRA):
+            return True
+    return False
 
 
 def command_files(test_cmd: str | None) -> list[str]:
