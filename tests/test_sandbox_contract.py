@@ -22,8 +22,6 @@ from pathlib import Path
 import pytest
 
 from patchgym.harness.sandbox.base import Limits, SandboxClosed, get_factory
-from patchgym.tasks.prepared import PreparedTask
-
 from .test_sandbox_support import BINARY_BLOB, git, local_available, make_prepared, snapshot_tree
 
 ALL_BACKENDS = ("local", "docker", "modal")

@@ -188,6 +188,19 @@ def test_timeout_holds_after_the_output_is_closed(local_factory, prepared) -> No
         assert time.monotonic() - started < 10
 
 
+def test_a_timeout_kills_only_its_own_command(local_factory, prepared) -> None:  # noqa: F811
+    import threading
+
+    with local_factory.open(prepared) as box:
+        results = {}
+        slow = threading.Thread(target=lambda: results.setdefault("slow", box.run("sleep 3; echo done", timeout_s=20)))
+        slow.start()
+        time.sleep(0.5)
+        assert box.run("sleep 60", timeout_s=0.5).timed_out
+        slow.join(30)
+        assert results["slow"].ok and results["slow"].output == "done\n"
+
+
 def test_output_flood(local_factory, prepared, bystander) -> None:  # noqa: F811
     box = local_factory.open(prepared, Limits(max_output_bytes=4096, timeout_s=60))
     result = box.run("head -c 200000000 /dev/urandom | base64 -w 100")

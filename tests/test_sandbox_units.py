@@ -22,7 +22,7 @@ from patchgym.harness.sandbox import gitdiff, owners, remote, safefs
 from patchgym.harness.sandbox.base import Limits
 from patchgym.harness.sandbox.output import CappedOutput
 
-from .test_sandbox_support import git, make_prepared
+from .test_sandbox_support import make_prepared
 
 # --- output ----------------------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import io
 import itertools
+import shlex
 import shutil
 import tempfile
 import threading
@@ -196,7 +197,7 @@ class DockerSandbox(Sandbox):
         payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
         target = self._abs(path)
         parent, name = target.rsplit("/", 1)
-        self.run(f"mkdir -p -- {remote.shlex.quote(parent or '/')}", cwd="/")
+        self.run(f"mkdir -p -- {shlex.quote(parent or '/')}", cwd="/")
         if not self.container.put_archive(parent or "/", remote.tar_of_file(name, payload, mode)):
             raise OSError(5, "docker refused the file", path)
 

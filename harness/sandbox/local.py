@@ -1,22 +1,27 @@
 """The `local` backend: bubblewrap sandboxes over a copy-on-write view of the prepared snapshot.
 
+A factory keeps one state directory, `<state root>/f-<owner pid>-<owner start>-<n>/` with
+`owner.json`, and builds once, in a private *base* mount namespace (mountns.py), the read-only
+root every sandbox shares: the host's system paths (bwrap.root_plan) on a small tmpfs.
+
 Opening a sandbox (no process is started, nothing is copied):
 
-1. a state directory `<state root>/sb-<owner pid>-<owner start>-<n>/` with `owner.json`;
-2. cgroups of the same name (v2, else v1 memory+pids; see cgroups.py) with the memory and process
-   limits;
-3. a private mount namespace (mountns.py) holding a tmpfs of `max_write_bytes` (which caps all the
-   sandbox may write: ENOSPC beyond) with the overlay's upper and work directories and the private
-   /tmp, and a kernel overlayfs whose lower layer is the read-only `prepared.repo_dir`.
+1. cgroups `sb-<owner pid>-<owner start>-<n>` (v2, else v1 memory+pids; see cgroups.py) with the
+   memory and process limits;
+2. a mount namespace of its own, a kernel copy of the base one, with a tmpfs of `max_write_bytes`
+   (the overlay's upper and work directories and /tmp: all the sandbox may write, ENOSPC beyond),
+   an overlayfs at root/testbed whose lower layer is the read-only `prepared.repo_dir`, and the
+   task's venv bound read-only. None of it appears in the host's mount table, and all of it
+   vanishes with the owning process.
 
-Each command is one `bwrap` (bwrap.py for what it mounts) started inside that namespace. bwrap
-stops before running the command (`--block-fd`) and reports the sandbox's first process
-(`--info-fd`); that process is moved into the sandbox's cgroups and given its rlimits
-(RLIMIT_FSIZE = max_file_bytes, no core dumps; RLIMIT_AS/RLIMIT_NPROC only without cgroups) and is
-then released, so everything the command forks is counted and limited. On timeout the process
-group and every process in the cgroups get SIGKILL; the pid namespace dies with its init. Output is
-stdout and stderr merged through one pipe, kept within `max_output_bytes` (head and tail).
-Processes a command leaves in the background die when it ends (its pid namespace goes with it).
+Each command is one `bwrap` (bwrap.py) started inside that namespace by the namespace worker
+thread, which (cgroup v1) steps into the sandbox's groups to fork it, so everything the command
+starts is born inside them; with v2 bwrap waits (`--block-fd`) until its first process has been
+moved in. The shell sets RLIMIT_FSIZE and no core dumps (and RLIMIT_AS/RLIMIT_NPROC when there are
+no cgroups) before the command. On timeout the process group, the sandbox's init and every process
+in the cgroups get SIGKILL. Output is stdout and stderr merged through one pipe, kept within
+`max_output_bytes` (head and tail). Processes a command leaves in the background die when it ends
+(its pid namespace goes with it).
 
 Files are read and written from the host beneath the overlay with openat2 and no symlink
 following (safefs.py), or inside the sandbox when the path needs a symlink. The diff is computed on
@@ -205,7 +210,7 @@ class LocalSandbox(Sandbox):
                     self._ns_fd,
                     lambda: self._spawn_in_groups(
                         argv, stdin=stdin, stdout=stdout, stderr=stderr, env={},
-                        pass_fds=passed, process_group=0,  # not setsid: that costs bwrap ~7 ms at exit (measured); bwrap --new-session still isolates the terminal
+                        pass_fds=passed, process_group=0,  # not setsid: ~7 ms slower exit (measured)
                     ),
                 )
                 self._procs[proc.pid] = _Launch(proc, info_r)
@@ -323,7 +328,11 @@ class LocalSandbox(Sandbox):
         except (OSError, ValueError) as exc:
             raise SandboxError(f"cannot set the sandbox's rlimits: {exc}") from exc
 
-    def _kill(self, launch: "_Launch") -> None:
+    def _kill(self, launch: "_Launch", sweep: bool = False) -> None:
+        """SIGKILL one command: bwrap's process group and its sandbox's init (the pid namespace,
+        so every process of that command, dies with it). When the init is not known yet, or with
+        `sweep`, also every process in the sandbox's cgroups (other commands running at the same
+        time included)."""
         proc = launch.proc
         for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), lambda: os.kill(proc.pid, signal.SIGKILL)):
             try:
@@ -336,7 +345,7 @@ class LocalSandbox(Sandbox):
                 os.kill(child, signal.SIGKILL)  # the pid namespace's init: everything inside dies with it
             except ProcessLookupError:
                 pass
-        if self.cgroups is not None:
+        if self.cgroups is not None and (sweep or child is None):
             self.cgroups.kill_all(2.0)
 
     def _reap(self, launch: "_Launch") -> int:
@@ -590,7 +599,7 @@ class LocalSandbox(Sandbox):
             launches = list(self._procs.values())
         errors: list[str] = []
         for launch in launches:
-            self._kill(launch)
+            self._kill(launch, sweep=True)
         if self.cgroups is not None:
             self.cgroups.kill_all(5.0)
         for fd in (self._testbed_fd, self._tmp_fd, *self._thread_fds):
@@ -720,8 +729,10 @@ class LocalSandboxFactory(SandboxFactory):
         if self._worker_home is None:
             if on_worker:
                 raise SandboxError("internal: the worker's cgroups were not looked up before its first spawn")
-            paths = mountns.worker().run_here(self.cgroup_manager.thread_home)
-            self._worker_home = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in paths]
+            with self._lock:
+                if self._worker_home is None:
+                    paths = mountns.worker().run_here(self.cgroup_manager.thread_home)
+                    self._worker_home = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in paths]
         return self._worker_home
 
     def reap(self) -> list[str]:
@@ -813,6 +824,9 @@ class LocalSandboxFactory(SandboxFactory):
             if self._home is not None:
                 _remove_tree(self._home, [])
                 self._home = None
+            for fd in self._worker_home or []:
+                os.close(fd)
+            self._worker_home = None
         for parent in self.cgroup_manager.parents():
             try:
                 parent.rmdir()
