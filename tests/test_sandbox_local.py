@@ -153,6 +153,36 @@ def test_environment_is_read_only_and_on_path(local_factory, prepared) -> None: 
         assert box.run("env | grep -c PYTEST").output.strip() == "0"  # the host environment is cleared
 
 
+ESCAPE_ATTEMPTS = {
+    "mount a tmpfs": "mount -t tmpfs x /tmp",
+    "unmount /usr": "umount -l /usr",
+    "remount / read-write": "mount -o remount,rw /",
+    "write a sysctl": "echo 1 > /proc/sys/kernel/sysrq",
+    "sysrq": "echo h > /proc/sysrq-trigger",
+    "make a block device": "mknod /tmp/disk b 8 0",
+    "chroot": "chroot /tmp /bin/true",
+    "new user namespace": "unshare -U true",
+    "new mount namespace": "unshare -m true",
+    "enter the namespaces of pid 1": "nsenter -t 1 -m -p true",
+    "write outside /testbed and /tmp": "touch /testbed/../escaped",
+    "raise the file size limit": "ulimit -f unlimited",
+    "load a kernel module": "insmod /nonexistent.ko || modprobe dummy",
+}
+
+
+def test_escape_attempts_fail_and_leave_no_trace(local_factory, prepared) -> None:  # noqa: F811
+    script = "\n".join(f"({command}) >/dev/null 2>&1 && echo 'ESCAPED: {name}'" for name, command in ESCAPE_ATTEMPTS.items())
+    mounts_before = Path("/proc/self/mountinfo").read_text().count("\n")
+    box = local_factory.open(prepared)
+    result = box.run(script + "\necho finished")
+    assert result.output == "finished\n", result.output
+    name = box.name
+    box.close()
+    assert host_traces(local_factory, name) == []
+    assert not Path("/escaped").exists()
+    assert Path("/proc/self/mountinfo").read_text().count("\n") == mounts_before
+
+
 # --- abuse ----------------------------------------------------------------------------------------
 
 def test_fork_bomb(local_factory, prepared, bystander) -> None:  # noqa: F811
