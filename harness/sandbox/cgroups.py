@@ -222,14 +222,14 @@ class CgroupManager:
                         memsw.write_text(str(memory_bytes))
 
     def existing(self) -> list[str]:
-        """Names of the sandbox groups that exist now (in the first hierarchy)."""
-        parents = self.parents()
-        if not parents:
-            return []
-        try:
-            return sorted(p.name for p in parents[0].iterdir() if p.is_dir())
-        except FileNotFoundError:
-            return []
+        """Names of the sandbox groups that exist now (in any of the hierarchies)."""
+        names: set[str] = set()
+        for parent in self.parents():
+            try:
+                names.update(p.name for p in parent.iterdir() if p.is_dir())
+            except FileNotFoundError:
+                pass
+        return sorted(names)
 
     def group(self, name: str) -> SandboxCgroups:
         """The groups of an existing sandbox by name (to reap it)."""
