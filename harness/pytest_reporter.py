@@ -261,11 +261,14 @@ class Reporter:
         if report.when == "call":
             self.check_machinery()
             if report.passed:
-                phases["call"] = "XPASS" if hasattr(report, "wasxfail") else "PASSED"
+                status = "XPASS" if hasattr(report, "wasxfail") else "PASSED"
             elif report.skipped:
-                phases["call"] = "XFAIL" if hasattr(report, "wasxfail") else "SKIPPED"
+                status = "XFAIL" if hasattr(report, "wasxfail") else "SKIPPED"
             else:
-                phases["call"] = "FAILED"
+                status = "FAILED"
+            # Several call reports for one test (subtests): a failure among them stands.
+            if phases.get("call") != "FAILED":
+                phases["call"] = status
         elif report.when == "setup":
             if report.failed:
                 phases["setup"] = "ERROR"
