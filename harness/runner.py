@@ -23,8 +23,9 @@ from patchgym.tasks.model import Task, file_of_test_id
 from patchgym.tasks.patches import files_touched
 from patchgym.tasks.prepared import TESTBED
 
-_DIRECT_PYTEST = re.compile(r"^\s*(?:(?:python3?|\S*/python3?)\s+-m\s+pytest|pytest|py\.test)(?:\s|$)")
+_DIRECT_PYTEST = re.compile(r"^\s*(?:[A-Za-z_]\w*=\S*\s+)*(?:(?:python3?|\S*/python3?)\s+-m\s+pytest|pytest|py\.test)(?:\s|$)")
 _SHELL_OPERATORS = re.compile(r"[;&|`$()<>]|\n")
+_PYTHONPATH_ASSIGNMENT = re.compile(r"(?<![\w$])PYTHONPATH=")
 
 
 def pytest_files(task: Task) -> list[str]:
@@ -73,6 +74,8 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         sandbox.write_file(channel.plugin_path, PLUGIN_SOURCE.read_bytes())
         env.update({"PYTEST_PLUGINS": PLUGIN_MODULE, "PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files)
+        # A command that sets PYTHONPATH itself keeps the reporter importable.
+        command = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", command)
     result = sandbox.run(command, timeout_s=max(1.0, timeout_s), env=env, stdin=stdin)
     stream = None
     if channel is not None:

@@ -141,3 +141,11 @@ def test_unittest_task_forged_ok_lines_with_failing_exit_code(unittest_task) -> 
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": forged}), factory=FACTORY)
     assert verdict.reward == 0.0
     assert verdict.tests["FAIL_TO_PASS"]["tests.test_add.AddTest.test_add"] == "FAILED"
+
+
+def test_custom_test_command_that_sets_pythonpath(tmp_path: Path) -> None:
+    prepared, gold = build_prepared(tmp_path, instance_id="calc-cmd",
+                                    test_cmd="PYTHONPATH=/nonexistent python -m pytest -rA tests/test_add.py tests/test_ops.py")
+    verdict = grade_patch(prepared, gold, factory=FACTORY)
+    assert verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert grade_patch(prepared, "", factory=FACTORY, run_empty=True).tests["FAIL_TO_PASS"]["tests/test_add.py::test_add"] == "FAILED"

@@ -192,3 +192,14 @@ def test_reporter_plugin_parses_as_python_3_6() -> None:
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
     assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "time", "unittest", "pytest", "importlib"}
     assert "from __future__ import annotations" not in PLUGIN_SOURCE.read_text()
+
+
+def test_direct_pytest_commands() -> None:
+    from patchgym.harness.runner import is_direct_pytest
+
+    assert is_direct_pytest("python -m pytest -rA tests/x.py")
+    assert is_direct_pytest("PYTHONPATH=/tmp/a:src python3 -m pytest tests")
+    assert is_direct_pytest("pytest -x")
+    assert not is_direct_pytest("pytest tests; echo done")
+    assert not is_direct_pytest("tox -e py311")
+    assert not is_direct_pytest("bash run_tests.sh")
