@@ -36,7 +36,7 @@ from .kernel import DenseCentering, gathered_logprobs
 from .metrics import mismatch_metrics
 from .support import (
     IndexSupport,
-    _flatten,
+    flatten_token_layout,
     as_support_tensor,
     check_tokens,
     mask_to_index_lists,
@@ -141,7 +141,7 @@ def policy_loss(
     weight_mode, centered = KINDS[kind]
 
     shape = tokens.shape if isinstance(tokens, Tensor) else None
-    logits2d, flat_tokens = _flatten(logits, tokens)
+    logits2d, flat_tokens = flatten_token_layout(logits, tokens)
     n_tokens, vocab_size = logits2d.shape
     device = logits2d.device
 

@@ -8,8 +8,9 @@ given in one of two forms (leading shape [*] = the tokens' shape):
   of entries; a ragged Python list of lists is padded for you). Ids in a row must be distinct.
 
 The index form is the cheap one: the trainer's log p on the support only needs the K gathered
-logits, so no full vocabulary row is read or written except by the gradient's scatter. The
-mask form goes through the chunked kernel (`kernel.py`) and costs a full-vocabulary pass.
+logits, so no full vocabulary row is read, and the backward only writes K entries per token into
+the zero-filled gradient. The mask form goes through the chunked kernel (`kernel.py`) and costs a
+full-vocabulary pass (policy_loss turns a mask into index lists when q is listed over its ids).
 
 `token_logprobs` is the public entry point; `IndexSupport` and `resolve_support` are shared with
 `loss.py`.
@@ -200,14 +201,19 @@ def token_logprobs(
     (see kernel.py; chunk_size defaults to about 2**24 / V rows) and the [*] output; with index
     lists, [*, K] float32. Backward allocates the gradient [*, V] in the logits' dtype.
     """
-    logits2d, flat_tokens = _flatten(logits, tokens)
+    logits2d, flat_tokens = flatten_token_layout(logits, tokens)
     vocab_size = logits2d.shape[1]
     check_tokens(flat_tokens, vocab_size)
     if temperature <= 0:
         raise ValueError(f"temperature must be > 0, got {temperature}")
     support_t = as_support_tensor(support, logits.device)
     if support_t is not None:
-        support_t = support_t.reshape(flat_tokens.shape[0], -1) if support_t.dim() >= 1 else support_t
+        if support_t.dim() < 1 or tuple(support_t.shape[:-1]) != tuple(tokens.shape):
+            raise ValueError(
+                f"support must have shape [*tokens.shape, V] (mask) or [*tokens.shape, K] (index lists); "
+                f"got {tuple(support_t.shape)} for tokens {tuple(tokens.shape)}"
+            )
+        support_t = support_t.reshape(flat_tokens.shape[0], support_t.shape[-1])
         resolved = resolve_support(support_t, flat_tokens, vocab_size, active=None)
         if isinstance(resolved, IndexSupport):
             logp_s = support_logprobs(logits2d, resolved, temperature, flat_tokens)
@@ -222,7 +228,8 @@ def token_logprobs(
     return logp_at.reshape(tokens.shape)
 
 
-def _flatten(logits: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
+def flatten_token_layout(logits: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:
+    """Check logits [*, V] against tokens [*]; return logits [T, V] and tokens [T] (int64)."""
     if not isinstance(logits, Tensor) or not logits.dtype.is_floating_point:
         raise ValueError("logits must be a floating-point tensor of shape [*, V]")
     if not isinstance(tokens, Tensor):
