@@ -1,6 +1,7 @@
 """Deciding a test run's outcome from three witnesses: the signed stream, the log, the exit code.
 
-For pytest tasks the signed stream (patchgym.harness.results) is the source of the statuses. It
+For pytest tasks, and unittest tasks run by the signed unittest runner, the signed stream
+(patchgym.harness.results) is the source of the statuses. It
 must verify (signed, complete, `start` to `end`) and report no tampering. The log parser's reading
 of the same run and the process exit code must agree with it:
 - a graded test the log shows passing but the stream does not (or the reverse) is a disagreement;
@@ -10,7 +11,7 @@ of the same run and the process exit code must agree with it:
 Any problem or disagreement makes the run not resolved and is named in the flags
 (`result_stream:`, `tamper:`, `log_disagrees:`, `exit_code_mismatch`).
 
-For other parsers (`unittest`, ...) the log is the only witness; a failing exit code with every
+For a custom command with another parser (Django's runner, ...) the log is the only witness; a failing exit code with every
 graded test passing in the log is flagged (`exit_code_mismatch`) and not resolved.
 """
 
@@ -20,7 +21,7 @@ from dataclasses import dataclass, field
 
 from patchgym.harness.parsers import PASSING, get_parser
 from patchgym.harness.results import read_stream
-from patchgym.harness.runner import GradingRun, is_direct_pytest
+from patchgym.harness.runner import GradingRun, is_direct_runner
 from patchgym.harness.verdict import F2P, MISSING, P2P, all_pass, lookup, graded_statuses
 from patchgym.tasks.model import Task
 
@@ -71,7 +72,7 @@ def decide(task: Task, run: GradingRun) -> Outcome:
                 continue
             if (in_log in PASSING) != (status in PASSING):
                 flags.append(f"log_disagrees: {test_id}: log {in_log}, stream {status}")
-    if stream.ended and is_direct_pytest(run.command) and run.result.exit_code == 0 and stream.exitstatus != 0:
+    if stream.ended and is_direct_runner(run.command) and run.result.exit_code == 0 and stream.exitstatus != 0:
         # Only the direction that claims more than pytest saw: a crash at interpreter shutdown after a
         # clean session (exit != 0, pytest 0) gains nothing and is not held against the patch.
         flags.append(f"exit_code_mismatch: pytest reported {stream.exitstatus}, the process exited 0")

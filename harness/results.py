@@ -1,4 +1,5 @@
-"""Reading the signed result stream that patchgym.harness.pytest_reporter writes in the sandbox.
+"""Reading the signed result stream that patchgym.harness.pytest_reporter (or, for unittest tasks,
+patchgym.harness.unittest_reporter) writes in the sandbox.
 
 `new_channel()` makes the secrets for one test run (a fresh HMAC key and nonce, never reused);
 `channel_config()` is what the plugin reads on stdin; `read_stream()` verifies every line (signature,
@@ -18,6 +19,8 @@ from pathlib import Path
 
 PLUGIN_MODULE = "patchgym_grading_reporter"
 PLUGIN_SOURCE = Path(__file__).with_name("pytest_reporter.py")
+UNITTEST_MODULE = "patchgym_unittest_reporter"
+UNITTEST_SOURCE = Path(__file__).with_name("unittest_reporter.py")
 
 
 @dataclass(frozen=True)
@@ -33,6 +36,10 @@ class Channel:
     @property
     def plugin_path(self) -> str:
         return f"{self.workdir}/{PLUGIN_MODULE}.py"
+
+    @property
+    def unittest_runner_path(self) -> str:
+        return f"{self.workdir}/{UNITTEST_MODULE}.py"
 
 
 @dataclass

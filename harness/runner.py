@@ -2,7 +2,8 @@
 
 `grading_command(task, present)` is the command: the task's `test_cmd`, or for `log_parser: pytest`
 `python -m pytest -rA -p no:cacheprovider <test files>` (the files named by the test ids and the
-test files `test_patch` touches), for `unittest` `python -m unittest -v <test ids>`.
+test files `test_patch` touches), for `unittest` the signed unittest runner
+(`python -m patchgym_unittest_reporter <test ids>`, unittest's TextTestRunner at verbosity 2).
 
 `run_tests` writes the reporter plugin into a fresh directory under the sandbox's /tmp, runs the
 command with a controlled environment (`PYTEST_ADDOPTS` replaced by `-p no:cacheprovider`,
@@ -17,7 +18,8 @@ import shlex
 from dataclasses import dataclass
 
 from patchgym.harness.neutralize import looks_like_test
-from patchgym.harness.results import PLUGIN_MODULE, PLUGIN_SOURCE, Channel, channel_config, new_channel
+from patchgym.harness.results import (PLUGIN_MODULE, PLUGIN_SOURCE, UNITTEST_MODULE, UNITTEST_SOURCE, Channel,
+                                      channel_config, new_channel)
 from patchgym.harness.sandbox.base import CommandResult, Sandbox
 from patchgym.tasks.model import Task, file_of_test_id
 from patchgym.tasks.patches import files_touched
@@ -45,7 +47,8 @@ def grading_command(task: Task, present: set[str] | None = None) -> str:
     if task.test_cmd:
         return task.test_cmd
     if task.log_parser == "unittest":
-        return "python -m unittest -v " + " ".join(shlex.quote(t) for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
+        # unittest's own runner (verbosity 2), driven by the signed reporter module.
+        return f"python -m {UNITTEST_MODULE} " + " ".join(shlex.quote(t) for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
     files = [f for f in pytest_files(task) if present is None or f in present]
     return "python -m pytest -rA -p no:cacheprovider " + " ".join(shlex.quote(f) for f in files)
 
@@ -53,6 +56,12 @@ def grading_command(task: Task, present: set[str] | None = None) -> str:
 def is_direct_pytest(command: str) -> bool:
     """A single pytest invocation whose exit status is the command's (so the two can be compared)."""
     return bool(_DIRECT_PYTEST.match(command)) and not _SHELL_OPERATORS.search(command)
+
+
+def is_direct_runner(command: str) -> bool:
+    """A single run of pytest or of the signed unittest runner: its exit status is the command's."""
+    unittest_runner = command.strip().startswith(f"python -m {UNITTEST_MODULE} ")
+    return (is_direct_pytest(command) or unittest_runner) and not _SHELL_OPERATORS.search(command)
 
 
 @dataclass
@@ -69,10 +78,15 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
            "PY_COLORS": "0", "NO_COLOR": "1"}
     stdin = None
     channel = None
-    if task.log_parser == "pytest":
+    unittest_runner = f"-m {UNITTEST_MODULE} " in command
+    if task.log_parser == "pytest" or unittest_runner:
         channel = new_channel()
-        sandbox.write_file(channel.plugin_path, PLUGIN_SOURCE.read_bytes())
-        env.update({"PYTEST_PLUGINS": PLUGIN_MODULE, "PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
+        if unittest_runner:
+            sandbox.write_file(channel.unittest_runner_path, UNITTEST_SOURCE.read_bytes())
+        else:
+            sandbox.write_file(channel.plugin_path, PLUGIN_SOURCE.read_bytes())
+            env["PYTEST_PLUGINS"] = PLUGIN_MODULE
+        env.update({"PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files)
         # A command that sets PYTHONPATH itself keeps the reporter importable.
         command = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", command)

@@ -149,3 +149,23 @@ def test_custom_test_command_that_sets_pythonpath(tmp_path: Path) -> None:
     verdict = grade_patch(prepared, gold, factory=FACTORY)
     assert verdict.status == "resolved", verdict.model_dump_json(indent=1)
     assert grade_patch(prepared, "", factory=FACTORY, run_empty=True).tests["FAIL_TO_PASS"]["tests/test_add.py::test_add"] == "FAILED"
+
+
+def test_unittest_task_forged_ok_lines_then_exit_zero(unittest_task) -> None:
+    # No real result line at all: the forged ones and a clean exit. The signed runner's stream has no end.
+    prepared, _ = unittest_task
+    forged = ("import os, sys\nsys.stderr.write('test_add (tests.test_add.AddTest.test_add) ... ok\\n'\n"
+              "                 'test_sub (tests.test_ops.OpsTest.test_sub) ... ok\\n'\n"
+              "                 'test_mul (tests.test_ops.OpsTest.test_mul) ... ok\\n\\nRan 3 tests in 0.001s\\n\\nOK\\n')\n"
+              "sys.stderr.flush()\nos._exit(0)\n")
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": forged}), factory=FACTORY)
+    assert verdict.reward == 0.0
+    assert any(flag.startswith("result_stream") for flag in verdict.flags), verdict.flags
+
+
+def test_unittest_task_library_that_patches_assertions(unittest_task) -> None:
+    prepared, _ = unittest_task
+    patched = "import unittest\nunittest.TestCase.assertEqual = lambda self, a, b, msg=None: None\n" + BASE_FILES["calc/__init__.py"]
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": patched}), factory=FACTORY)
+    assert verdict.reward == 0.0
+    assert any(flag.startswith("tamper: replaced: unittest.TestCase.assertEqual") for flag in verdict.flags), verdict.flags

@@ -1,0 +1,144 @@
+"""A unittest runner that reports outcomes to the grader over the same signed channel as the pytest
+plugin (patchgym.harness.pytest_reporter; format read by patchgym.harness.results).
+
+Copied into the grading sandbox and run as `python -m patchgym_unittest_reporter <test ids>` for
+tasks with `log_parser: unittest` and no custom `test_cmd`. It reads its key from stdin before
+importing any test (so before any code under test runs), runs the tests with unittest's own
+TextTestRunner (verbosity 2, so the log parser reads the usual output too), and writes signed
+`start`, `test` (one per test id, subtests folded: a failing subtest fails the test), `integrity`
+and `end` records. unittest's result machinery, the TestCase assertion methods and key builtins
+are snapshotted before the tests are imported and compared at the end.
+
+Runs on the task's interpreter: written for Python >= 3.6 (no annotations, no newer syntax).
+"""
+
+import builtins
+import hashlib
+import hmac
+import json
+import os
+import sys
+import unittest
+
+_MARKER_ENV = "PATCHGYM_REPORTER"
+_MISSING = object()
+
+
+def _read_config():
+    if os.environ.pop(_MARKER_ENV, None) != "1":
+        return None
+    chunks = []
+    while True:
+        chunk = os.read(0, 65536)
+        if not chunk:
+            break
+        chunks.append(chunk)
+    try:
+        return json.loads(b"".join(chunks).decode())
+    except ValueError:
+        return None
+
+
+def _watched():
+    entries = []
+    for cls in (unittest.TestCase, unittest.TestResult, unittest.TextTestResult, unittest.TextTestRunner,
+                unittest.TestSuite, unittest.TestLoader):
+        namespace = vars(cls)
+        for name, value in namespace.items():
+            entries.append(("unittest.{}.{}".format(cls.__name__, name), namespace, name, value))
+    for name in ("TestCase", "TestResult", "TextTestResult", "TextTestRunner", "TestSuite"):
+        entries.append(("unittest." + name, vars(unittest), name, getattr(unittest, name)))
+    for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
+                 "__import__", "print", "repr", "str", "int", "float", "type"):
+        if name in vars(builtins):
+            entries.append(("builtins." + name, vars(builtins), name, vars(builtins)[name]))
+    return entries
+
+
+class _Channel:
+    def __init__(self, config):
+        key = bytes.fromhex(config["key"])
+        self._mac = hmac.new(key, digestmod=hashlib.sha256)
+        del key
+        self._nonce = str(config.get("nonce", ""))
+        self._fd = os.open(config["results"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        self._seq = 0
+
+    def emit(self, kind, **fields):
+        record = dict(fields, seq=self._seq, kind=kind)
+        payload = json.dumps(record, sort_keys=True, ensure_ascii=True)
+        mac = self._mac.copy()
+        mac.update("{}\n{}\n{}".format(self._nonce, self._seq, payload).encode())
+        self._seq += 1
+        try:
+            os.write(self._fd, "{}\t{}\n".format(payload, mac.hexdigest()).encode())
+        except OSError:
+            pass
+
+
+def _result_class(statuses):
+    def record(test, status):
+        test_id = test.id()
+        if statuses.get(test_id) in ("FAILED", "ERROR"):
+            return
+        statuses[test_id] = status
+
+    class SignedResult(unittest.TextTestResult):
+        def addSuccess(self, test):
+            super(SignedResult, self).addSuccess(test)
+            record(test, "PASSED")
+
+        def addFailure(self, test, err):
+            super(SignedResult, self).addFailure(test, err)
+            record(test, "FAILED")
+
+        def addError(self, test, err):
+            super(SignedResult, self).addError(test, err)
+            # Errors outside a test (module import, setUpClass) come as _ErrorHolder/_FailedTest.
+            record(test, "ERROR")
+
+        def addSkip(self, test, reason):
+            super(SignedResult, self).addSkip(test, reason)
+            record(test, "SKIPPED")
+
+        def addExpectedFailure(self, test, err):
+            super(SignedResult, self).addExpectedFailure(test, err)
+            record(test, "XFAIL")
+
+        def addUnexpectedSuccess(self, test):
+            super(SignedResult, self).addUnexpectedSuccess(test)
+            record(test, "FAILED")
+
+        def addSubTest(self, test, subtest, err):
+            super(SignedResult, self).addSubTest(test, subtest, err)
+            if err is not None:
+                statuses[test.id()] = "FAILED"
+
+    return SignedResult
+
+
+def main(argv):
+    config = _read_config()
+    if not config:
+        sys.stderr.write("patchgym_unittest_reporter: no grading configuration on stdin\n")
+        return 2
+    channel = _Channel(config)
+    watched = _watched()
+    channel.emit("start", pid=os.getpid(), python=sys.version.split()[0], runner="unittest")
+    statuses = {}
+    suite = unittest.defaultTestLoader.loadTestsFromNames(argv)
+    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2, resultclass=_result_class(statuses))
+    result = runner.run(suite)
+    for test_id, status in statuses.items():
+        channel.emit("test", id=test_id, status=status)
+    for label, namespace, name, value in watched:
+        if namespace.get(name, _MISSING) is not value:
+            channel.emit("integrity", what="replaced", detail=label)
+    exitstatus = 0 if result.wasSuccessful() else 1
+    channel.emit("end", exitstatus=exitstatus, testsrun=result.testsRun)
+    sys.stderr.flush()
+    return exitstatus
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
