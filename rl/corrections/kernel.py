@@ -88,7 +88,10 @@ def _scaled_rows(
 
 
 def _rowwise_dot(a: Tensor, b: Tensor) -> Tensor:
-    """sum_j a[i, j] * b[i, j] without allocating the product (batched matrix-vector)."""
+    """sum_j a[i, j] * b[i, j] without allocating the product (batched matrix-vector).
+
+    On CUDA with torch.backends.cuda.matmul.allow_tf32 on, this runs in TF32: it only feeds the
+    entropy metric and the forward value of the dense centering term, never a gradient."""
     return torch.bmm(a.unsqueeze(1), b.unsqueeze(2)).reshape(a.shape[0])
 
 
