@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from patchgym.harness.grader import default_factory, grade_patch
-from patchgym.harness.predictions import Prediction
+from patchgym.harness.predictions import GOLD, Prediction
 from patchgym.harness.report import instance_report, summary
 from patchgym.harness.sandbox.base import SandboxFactory
 from patchgym.harness.store import ResultStore, write_json_atomic
@@ -55,7 +55,9 @@ def grade_one(task: Task, prediction: Prediction, prepare: Preparer, store: Resu
         except Exception as exc:  # noqa: BLE001  a task that cannot be prepared is an infrastructure error
             verdict = _not_run_verdict(task, "infra_error", f"could not prepare the task: {exc}")
         else:
-            verdict = grade_patch(prepared, prediction.patch, factory=factory, deadline_s=deadline_s, log_dir=log_dir)
+            # The task's own gold patch is trusted with binary hunks; predictions are not.
+            verdict = grade_patch(prepared, prediction.patch, factory=factory, deadline_s=deadline_s, log_dir=log_dir,
+                                  allow_binary=prediction.model == GOLD and prediction.patch == task.patch)
     report = instance_report(prediction, verdict)
     store.save(prediction, report)
     return report[prediction.instance_id]

@@ -60,7 +60,7 @@ def validate_task(prepared: PreparedTask, *, repeat: int = 1, factory: SandboxFa
         out.problems.append("no_gold_patch: the task has no `patch` to validate with")
     else:
         for _ in range(max(1, repeat)):
-            verdict = grade_patch(prepared, task.patch, factory=factory, deadline_s=deadline_s)
+            verdict = grade_patch(prepared, task.patch, factory=factory, deadline_s=deadline_s, allow_binary=True)
             gold_runs.append(verdict)
             out.gold.append(verdict.status)
             out.seconds += verdict.durations.get("total", 0.0)
