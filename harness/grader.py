@@ -28,7 +28,7 @@ from pathlib import Path
 from patchgym.harness.apply import new_marker, parse_tree_output, tree_script
 from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
-from patchgym.harness.neutralize import Plan, plan_neutralization, pytest_sections_changed
+from patchgym.harness.neutralize import Plan, installed_module_names, plan_neutralization, pytest_sections_changed
 from patchgym.harness.patch_check import check_patch
 from patchgym.harness.runner import GradingRun, pytest_files, run_tests, grading_command
 from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFactory, get_factory
@@ -142,7 +142,8 @@ class _Grading:
     def _in_sandbox(self, sandbox: Sandbox, check, empty: bool) -> Verdict:
         started = time.monotonic()
         touched = check.files if check else []
-        plan = plan_neutralization(touched, check.added if check else [], self.task.test_files(), self.task.test_cmd)
+        plan = plan_neutralization(touched, check.added if check else [], self.task.test_files(), self.task.test_cmd,
+                                   installed_module_names(self.prepared.venv_dir))
         patch_path = test_patch_path = None
         if not empty:
             patch_path = f"{self.workdir}/model.diff"

@@ -22,8 +22,9 @@ After the patch is applied in the fresh grading sandbox, and before the tests ru
    edits the package metadata keeps its change. Files the task's `test_cmd` names are reverted.
    Flag: `reverted_test_infra:<path>`.
 4. **Shadowing modules are removed.** A new module or package created at the repository root, or
-   next to the grading tests, whose name is a standard-library module or part of pytest
-   (`pytest.py`, `hmac.py`, `_pytest/`, ...) would be imported instead of the real one by
+   next to the grading tests, whose name is a standard-library module, part of pytest, or installed
+   in the task's environment (`pytest.py`, `hmac.py`, `_pytest/`, `numpy.py` raising ImportError so
+   that `importorskip` skips tests...) would be imported instead of the real one by
    `python -m pytest`; it is deleted. Flag: `removed_shadowing_module:<path>`.
 
 The rest of the patch is graded as submitted; the flags are in the verdict. The repository's own
@@ -37,11 +38,14 @@ reporter plugin.
 from __future__ import annotations
 
 import configparser
+import functools
 import posixpath
 import shlex
+import site
 import sys
 import tomllib
 from dataclasses import dataclass, field
+from pathlib import Path
 
 INFRA_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
                          "sitecustomize.py", "usercustomize.py"})
@@ -150,7 +154,35 @@ def _sys_path_dirs(test_files: list[str]) -> set[str]:
     return dirs
 
 
-def is_shadowing(path: str, added: bool, test_files: list[str]) -> bool:
+def installed_module_names(venv_dir: Path | None) -> frozenset[str]:
+    """Top-level module names importable from a task environment's site-packages (and the base
+    interpreter's, when the venv includes system site packages)."""
+    if venv_dir is None:
+        return frozenset()
+    return _installed_module_names(str(venv_dir))
+
+
+@functools.lru_cache(maxsize=64)
+def _installed_module_names(venv_dir: str) -> frozenset[str]:
+    sites = list(Path(venv_dir).glob("lib/python3*/site-packages"))
+    config = Path(venv_dir) / "pyvenv.cfg"
+    if config.is_file() and "include-system-site-packages = true" in config.read_text():
+        sites += [Path(p) for p in site.getsitepackages()]
+    names: set[str] = set()
+    for folder in sites:
+        try:
+            entries = list(folder.iterdir())
+        except OSError:
+            continue
+        for entry in entries:
+            name = entry.name
+            if name.endswith((".dist-info", ".egg-info", ".pth", ".egg-link")) or name.startswith(("_", ".")) and name not in ("_pytest",):
+                continue
+            names.add(name.split(".")[0] if entry.is_file() else name)
+    return frozenset(names)
+
+
+def is_shadowing(path: str, added: bool, test_files: list[str], installed: frozenset[str] = frozenset()) -> bool:
     """A new file that makes a standard-library or pytest module importable from a folder on sys.path."""
     if not added:
         return False
@@ -158,7 +190,7 @@ def is_shadowing(path: str, added: bool, test_files: list[str]) -> bool:
         if folder and not path.startswith(folder + "/"):
             continue
         name = shadowed_module(path[len(folder) + 1 :] if folder else path)
-        if name and (name in sys.stdlib_module_names or name in SHADOW_EXTRA):
+        if name and (name in sys.stdlib_module_names or name in SHADOW_EXTRA or name in installed):
             return True
     return False
 
@@ -186,7 +218,8 @@ class Plan:
             self.flags.append(f"{flag}:{path}")
 
 
-def plan_neutralization(touched: list[str], added: list[str], protected: list[str], test_cmd: str | None = None) -> Plan:
+def plan_neutralization(touched: list[str], added: list[str], protected: list[str], test_cmd: str | None = None,
+                        installed: frozenset[str] = frozenset()) -> Plan:
     """Decide, from the paths alone, what to restore after the patch is applied."""
     plan = Plan()
     protected_set = set(protected)
@@ -198,7 +231,7 @@ def plan_neutralization(touched: list[str], added: list[str], protected: list[st
             plan.add(path, "restored_test_file")
         elif infra_reason(path) or path in named_by_command:
             plan.add(path, "reverted_test_infra")
-        elif is_shadowing(path, path in added_set, protected):
+        elif is_shadowing(path, path in added_set, protected, installed):
             plan.add(path, "removed_shadowing_module")
         elif path.split("/")[-1] in SECTIONED_CONFIGS:
             plan.check_sections.append(path)

@@ -194,3 +194,18 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
     assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "time", "unittest", "pytest", "importlib"}
     assert "from __future__ import annotations" not in source
+
+
+def test_new_modules_that_shadow_installed_packages_are_removed(tmp_path) -> None:
+    """e.g. a root-level numpy.py raising ImportError would make importorskip skip PASS_TO_PASS tests."""
+    from patchgym.harness.neutralize import installed_module_names
+
+    site = tmp_path / "venv" / "lib" / "python3.11" / "site-packages"
+    (site / "numpy").mkdir(parents=True)
+    (site / "six.py").write_text("")
+    (site / "numpy-2.0.dist-info").mkdir()
+    installed = installed_module_names(tmp_path / "venv")
+    assert {"numpy", "six"} <= installed and "numpy-2" not in installed
+    plan = plan_neutralization(["numpy.py", "six/__init__.py", "mylib.py"], added=["numpy.py", "six/__init__.py", "mylib.py"],
+                               protected=["tests/test_a.py"], installed=installed)
+    assert plan.restore == ["numpy.py", "six/__init__.py"]
