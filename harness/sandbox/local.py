@@ -18,8 +18,8 @@ Each command is one `bwrap` (bwrap.py) started inside that namespace by the name
 thread, which (cgroup v1) steps into the sandbox's groups to fork it, so everything the command
 starts is born inside them; with v2 bwrap waits (`--block-fd`) until its first process has been
 moved in. The shell sets RLIMIT_FSIZE and no core dumps (and RLIMIT_AS/RLIMIT_NPROC when there are
-no cgroups) before the command. On timeout the process group, the sandbox's init and every process
-in the cgroups get SIGKILL. Output is stdout and stderr merged through one pipe, kept within
+no cgroups) before the command. On timeout bwrap's process group and the command's pid-namespace
+init get SIGKILL (the whole tree dies with its namespace); close kills every process in the cgroups. Output is stdout and stderr merged through one pipe, kept within
 `max_output_bytes` (head and tail). Processes a command leaves in the background die when it ends
 (its pid namespace goes with it).
 
@@ -701,8 +701,9 @@ class LocalSandboxFactory(SandboxFactory):
             memory = f"memory_bytes and max_processes by {self.cgroup_manager.description}"
         return (
             f"{memory}; max_file_bytes by RLIMIT_FSIZE; core dumps off; max_write_bytes by the size of "
-            "the sandbox's tmpfs (overlay upper layer and /tmp); timeout by SIGKILL of the process group, "
-            "the pid namespace's init and every process in the cgroups"
+            "the sandbox's tmpfs (overlay upper layer and /tmp); timeout by SIGKILL of the command's bwrap "
+            "and of its pid namespace (every process it started); close by SIGKILL of every process in "
+            "the sandbox's cgroups"
         )
 
     @property
