@@ -44,7 +44,7 @@ class Outcome:
 
 
 def decide(task: Task, run: GradingRun) -> Outcome:
-    log = run.result.output
+    log = run.log
     log_statuses = get_parser(task.log_parser)(log)
     flags: list[str] = []
     if run.result.extra.get("oom_killed"):

@@ -30,7 +30,7 @@ from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
 from patchgym.harness.neutralize import Plan, installed_module_names, plan_neutralization, pytest_sections_changed
 from patchgym.harness.patch_check import check_patch
-from patchgym.harness.runner import GradingRun, pytest_files, run_tests, grading_command
+from patchgym.harness.runner import GradingRun, grading_command, pytest_files, run_tests, shell_command
 from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFactory, get_factory
 from patchgym.harness.verdict import F2P, MISSING, P2P, Verdict
 from patchgym.tasks.patches import is_empty_patch
@@ -70,6 +70,7 @@ class _Grading:
         self.durations: dict[str, float] = {}
         self.flags: list[str] = []
         self.apply_method: str | None = None
+        self._plan = Plan()
         self.workdir = f"/tmp/.patchgym-grade-{secrets.token_hex(8)}"
 
     # --- helpers ---------------------------------------------------------------------------
@@ -155,35 +156,64 @@ class _Grading:
         marker = new_marker()
         script = tree_script(marker, self.prepared.base_commit, patch_path=patch_path, restore=plan.restore,
                              test_patch_path=test_patch_path, candidates=candidates)
+        patched = [p for p in touched if p not in plan.restore]
+        self._plan = plan
+
+        if not plan.check_sections:
+            # The common case: preparing the tree and running the tests is one sandbox command.
+            wall = time.time()
+            run = run_tests(sandbox, self.task, grading_command(self.task), patched_files=patched,
+                            protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task),
+                            timeout_s=self.deadline.check("applying the patch"))
+            split = run.tests_started_at if run.tests_started_at is not None else time.time()
+            self.durations["apply"] = round(max(0.0, split - wall), 4)
+            self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
+            prelude_output = run.result.output[: len(run.result.output) - len(run.log)]
+            early = self._after_tree(parse_tree_output(marker, prelude_output), prelude_output, plan, test_patch_path,
+                                     timed_out=run.result.timed_out and run.tests_started_at is None)
+            if early is not None:
+                return early
+            return self._finish(run)
+
         result = sandbox.run(script, timeout_s=self.deadline.check("applying the patch"))
         self._timed("apply", started)
-        self._log("apply.log", f"$ (apply, neutralise, test_patch)\n{result.output}\n[exit {result.exit_code}]")
-        if result.timed_out:
+        early = self._after_tree(parse_tree_output(marker, result.output), result.output, plan, test_patch_path,
+                                 timed_out=result.timed_out)
+        if early is not None:
+            return early
+        self._revert_changed_sections(sandbox, plan)
+        started = time.monotonic()
+        present = set(parse_tree_output(marker, result.output).present)
+        run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None),
+                        patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
+                        timeout_s=self.deadline.check("running the tests"))
+        self._timed("tests", started)
+        return self._finish(run)
+
+    def _after_tree(self, tree, output: str, plan: Plan, test_patch_path: str | None, *, timed_out: bool) -> Verdict | None:
+        """Read what preparing the tree did; a verdict if grading stops there."""
+        self._log("apply.log", f"$ (apply, neutralise, test_patch)\n{output}")
+        if timed_out:
             raise DeadlineExceeded("applying the patch ran past the deadline")
-        tree = parse_tree_output(marker, result.output)
-        if patch_path and tree.method is None:
-            if tree.apply_failed:
-                return self.verdict("patch_error", error="the patch does not apply to base_commit "
-                                    "(git apply, git apply --3way and patch --fuzz=5 all failed)")
-            raise SandboxError(f"applying the patch did not finish: {result.output[-500:]}")
+        if tree.method is None and tree.apply_failed:
+            return self.verdict("patch_error", error="the patch does not apply to base_commit "
+                                "(git apply, git apply --3way and patch --fuzz=5 all failed)")
+        if self.patch is not None and not is_empty_patch(self.patch) and tree.method is None:
+            raise SandboxError(f"applying the patch did not finish: {output[-500:]}")
         self.apply_method = tree.method
         if tree.method and tree.method != "git_apply":
             self.flags.append(f"applied_with:{tree.method}")
         if tree.restore_failed:
             raise SandboxError(f"could not restore {', '.join(tree.restore_failed)} to base_commit")
-        self._revert_changed_sections(sandbox, plan)
-        self.flags += plan.flags
         self._log("neutralize.log", "restored to base: " + (", ".join(plan.restore) or "nothing") + "\n")
         if test_patch_path and not tree.test_patch_ok:
+            self.flags += [f for f in plan.flags if f not in self.flags]
             return self.verdict("infra_error", error="test_patch does not apply after the patch's test files were restored (a task defect)")
+        return None
 
-        started = time.monotonic()
-        command = grading_command(self.task, tree.present if candidates else None)
-        patched = [p for p in touched if p not in plan.restore]
-        run = run_tests(sandbox, self.task, command, patched_files=patched, protected_files=sorted(tree.present),
-                        timeout_s=self.deadline.check("running the tests"))
-        self._timed("tests", started)
+    def _finish(self, run: GradingRun) -> Verdict:
         self._log_run(run)
+        self.flags += [f for f in self._plan.flags if f not in self.flags]
         if run.result.timed_out:
             self.flags.append("tests_timed_out")
             return self.verdict("timeout", error=f"the tests ran past the deadline ({self.deadline.seconds:.0f}s)")
@@ -221,7 +251,7 @@ class _Grading:
     def _log_run(self, run: GradingRun) -> None:
         header = f"$ {run.command}\n[exit {run.result.exit_code}, {run.result.duration_s:.2f}s, timed_out={run.result.timed_out}, "
         header += f"truncated_bytes={run.result.truncated_bytes}, extra={json.dumps(run.result.extra, default=str)}]\n"
-        self._log("test_output.txt", header + run.result.output)
+        self._log("test_output.txt", header + run.log)
         if run.stream is not None:
             self._log("results.jsonl", run.stream)
 

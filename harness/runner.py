@@ -53,6 +53,17 @@ def grading_command(task: Task, present: set[str] | None = None) -> str:
     return "python -m pytest -rA -p no:cacheprovider " + " ".join(shlex.quote(f) for f in files)
 
 
+def shell_command(task: Task) -> str:
+    """What the sandbox runs for `grading_command(task)`: for the default pytest command, the test
+    files absent after test_patch are left out at run time (in the same sandbox command that prepared
+    the tree), and pytest is exec'd so its exit status is the command's."""
+    if task.test_cmd or task.log_parser != "pytest":
+        return grading_command(task)
+    files = " ".join(shlex.quote(f) for f in pytest_files(task))
+    return (f'set --; for f in {files}; do [ -e "$f" ] && set -- "$@" "$f"; done; '
+            'exec python -m pytest -rA -p no:cacheprovider "$@"')
+
+
 def is_direct_pytest(command: str) -> bool:
     """A single pytest invocation whose exit status is the command's (so the two can be compared)."""
     return bool(_DIRECT_PYTEST.match(command)) and not _SHELL_OPERATORS.search(command)
@@ -66,19 +77,26 @@ def is_direct_runner(command: str) -> bool:
 
 @dataclass
 class GradingRun:
-    command: str
-    result: CommandResult
+    command: str  # the test command, as shown in logs and compared (grading_command)
+    result: CommandResult  # of the whole sandbox command (a tree-preparing prelude included)
     channel: Channel | None
     stream: bytes | None
+    log: str = ""  # the test command's own output (after the prelude's output)
+    tests_started_at: float | None = None  # wall clock when the test command began (after the prelude)
 
 
 def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float,
-              protected_files: list[str] | None = None) -> GradingRun:
+              protected_files: list[str] | None = None, prelude: str | None = None, marker: str = "",
+              executed: str | None = None) -> GradingRun:
+    """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
+    prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
+    follows the `<marker> tests_begin <time>` line."""
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider",
            "PY_COLORS": "0", "NO_COLOR": "1"}
     stdin = None
     channel = None
-    unittest_runner = f"-m {UNITTEST_MODULE} " in command
+    executed = executed or command
+    unittest_runner = f"-m {UNITTEST_MODULE} " in executed
     if task.log_parser == "pytest" or unittest_runner:
         channel = new_channel()
         if unittest_runner:
@@ -89,12 +107,26 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         env.update({"PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files)
         # A command that sets PYTHONPATH itself keeps the reporter importable.
-        command = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", command)
-    result = sandbox.run(command, timeout_s=max(1.0, timeout_s), env=env, stdin=stdin)
+        executed = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", executed)
+    begin = f"{marker} tests_begin"
+    if prelude:
+        executed = f"{{\n{prelude}\n}} </dev/null\necho \"{begin} $(date +%s.%N)\"\n{executed}"
+    result = sandbox.run(executed, timeout_s=max(1.0, timeout_s), env=env, stdin=stdin)
     stream = None
     if channel is not None:
         try:
             stream = sandbox.read_file(channel.results_path)
         except (FileNotFoundError, IsADirectoryError, PermissionError):
             stream = None
-    return GradingRun(command, result, channel, stream)
+    log, started_at = result.output, None
+    if prelude:
+        head, found, tail = result.output.partition(begin + " ")
+        if found:
+            stamp, _, log = tail.partition("\n")
+            try:
+                started_at = float(stamp.strip())
+            except ValueError:
+                started_at = None
+        else:
+            log = ""
+    return GradingRun(command, result, channel, stream, log=log, tests_started_at=started_at)
