@@ -104,14 +104,19 @@ class _Launch:
         self._info = b""
         self._lock = threading.Lock()
 
-    def child_pid(self) -> int | None:
-        """The host pid of the sandbox's init, read from bwrap's info pipe when first needed."""
+    def child_pid(self, wait_s: float = 0.0) -> int | None:
+        """The host pid of the sandbox's init, read from bwrap's info pipe when first needed
+        (waiting up to `wait_s` for bwrap to report it)."""
+        deadline = time.monotonic() + wait_s
         with self._lock:
             while self.child is None and self._info_fd is not None:
                 try:
                     chunk = os.read(self._info_fd, 4096)
                 except BlockingIOError:
-                    break
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0 or not select.select([self._info_fd], [], [], remaining)[0]:
+                        break
+                    continue
                 if not chunk:
                     break
                 self._info += chunk
@@ -339,7 +344,7 @@ class LocalSandbox(Sandbox):
                 kill()
             except (ProcessLookupError, PermissionError):
                 pass
-        child = launch.child_pid()
+        child = launch.child_pid(wait_s=0.5)
         if child is not None:
             try:
                 os.kill(child, signal.SIGKILL)  # the pid namespace's init: everything inside dies with it
