@@ -453,3 +453,26 @@ def test_reaper_leaves_live_owners_alone(local_factory, prepared, tmp_path) -> N
         assert box.name not in other.reaped
         assert box.run("echo alive").output == "alive\n"
     assert re.match(r"sb-\d+-\d+-\d+$", box.name)
+
+
+def test_commands_run_when_the_process_holds_more_than_1024_descriptors(local_factory, prepared) -> None:  # noqa: F811
+    """A server with hundreds of episodes holds >1024 fds; select() refuses descriptor numbers that high."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard < 1300:
+        pytest.skip("the hard limit on open files is below 1300")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1300), hard))
+    held = [os.open("/dev/null", os.O_RDONLY) for _ in range(1100)]
+    try:
+        box = local_factory.open(prepared)
+        try:
+            result = box.run("echo many-fds; sleep 0.2")
+            assert result.ok and result.output == "many-fds\n"
+            assert box.run("sleep 5", timeout_s=0.5).timed_out
+        finally:
+            box.close()
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

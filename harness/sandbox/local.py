@@ -66,6 +66,14 @@ _START_TIMEOUT_S = 30.0  # bwrap must report its child within this long
 _READ_CHUNK = 1 << 16
 
 
+def _readable(fd: int, timeout_s: float) -> bool:
+    """Wait until `fd` is readable (or hung up). poll(), not select(): a server holding more than
+    1024 descriptors (hundreds of episodes) gets descriptor numbers select() cannot take."""
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(max(0, int(timeout_s * 1000))))
+
+
 def default_state_root() -> Path:
     home = os.environ.get("PATCHGYM_HOME") or os.path.join(os.path.expanduser("~"), ".cache", "patchgym")
     return Path(home) / "sandboxes"
@@ -114,7 +122,7 @@ class _Launch:
                     chunk = os.read(self._info_fd, 4096)
                 except BlockingIOError:
                     remaining = deadline - time.monotonic()
-                    if remaining <= 0 or not select.select([self._info_fd], [], [], remaining)[0]:
+                    if remaining <= 0 or not _readable(self._info_fd, remaining):
                         break
                     continue
                 if not chunk:
@@ -293,8 +301,7 @@ class LocalSandbox(Sandbox):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise SandboxError(f"bwrap did not start within {_START_TIMEOUT_S:.0f}s")
-            ready, _, _ = select.select([info_r], [], [], remaining)
-            if ready:
+            if _readable(info_r, remaining):
                 try:
                     chunk = os.read(info_r, 4096)
                 except BlockingIOError:
@@ -482,8 +489,7 @@ class LocalSandbox(Sandbox):
         """After a kill: take what is left in the pipe (bounded in time)."""
         end = time.monotonic() + limit_s
         while time.monotonic() < end:
-            ready, _, _ = select.select([fd], [], [], max(0.0, end - time.monotonic()))
-            if not ready:
+            if not _readable(fd, max(0.0, end - time.monotonic())):
                 return
             chunk = os.read(fd, _READ_CHUNK)
             if not chunk:
