@@ -275,7 +275,7 @@ def test_rate_limiter_spaces_acquisitions_across_threads() -> None:
     for thread in threads:
         thread.join()
     # 5 at once (the burst), then 10 more at 5 per second: at least 2 s of (simulated) waiting.
-    assert now[0] >= 2.0 - 1e-9
+    assert now[0] >= 2.0 - 1e-6  # each grant tolerates 1e-9 of refill rounding
     with pytest.raises(ValueError):
         remote.RateLimiter(0)
 
