@@ -389,3 +389,35 @@ def test_get_factory_names_unknown_backends() -> None:
 
     with pytest.raises(ValueError, match="unknown sandbox backend 'podman'"):
         get_factory("podman")
+
+
+def test_remote_backends_diff_an_archive_of_testbed_with_trusted_git(tmp_path: Path) -> None:
+    """docker and modal both diff a tar of /testbed against the snapshot (remote.diff_of_archive)."""
+    import io
+    import shutil
+    import subprocess
+    import tarfile
+    from types import SimpleNamespace
+
+    from .test_sandbox_support import make_prepared
+
+    prepared = make_prepared(tmp_path / "task")
+    tree = tmp_path / "remote-testbed"
+    shutil.copytree(prepared.repo_dir, tree, symlinks=True)
+    shutil.rmtree(tree / ".git")
+    (tree / "README.md").write_text("changed\n")
+    (tree / "pkg" / "deep" / "data.txt").unlink()
+    (tree / "new.txt").write_text("new\n")
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        archive.add(str(tree), arcname="testbed")
+    buffer.seek(0)
+    fake = SimpleNamespace(prepared=prepared, limits=Limits(), name="fake-remote")
+    diff = remote.diff_of_archive(fake, lambda scratch: buffer, "patchgym-test-diff-")
+    assert "+changed" in diff and "deleted file mode" in diff and "b/new.txt" in diff
+    assert "build-artifact" not in diff  # excluded by the snapshot's info/exclude
+    # The diff applies to a clean checkout of the snapshot and reproduces the remote tree.
+    clone = tmp_path / "clone"
+    subprocess.run(["git", "clone", "-q", str(prepared.repo_dir), str(clone)], check=True)
+    subprocess.run(["git", "-C", str(clone), "apply", "-"], input=diff, text=True, check=True)
+    assert (clone / "README.md").read_text() == "changed\n" and (clone / "new.txt").exists()

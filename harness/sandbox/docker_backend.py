@@ -21,14 +21,12 @@ from __future__ import annotations
 import io
 import itertools
 import shlex
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from patchgym.harness.sandbox import gitdiff, remote
+from patchgym.harness.sandbox import remote
 from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
@@ -203,16 +201,8 @@ class DockerSandbox(Sandbox):
 
     def diff(self) -> str:
         self._check_open()
-        scratch = Path(tempfile.mkdtemp(prefix="patchgym-docker-diff-"))
-        try:
-            chunks, _ = self.container.get_archive(TESTBED)
-            remote.extract_tree(_ChunkReader(chunks), scratch / "tree", strip=Path(TESTBED).name,
-                                max_total_bytes=max(self.limits.max_write_bytes or 0, 1 << 30) * 4)
-            return gitdiff.diff_worktree(Path(self.prepared.repo_dir), str(scratch / "tree"), self.prepared.base_commit, scratch)
-        except gitdiff.DiffError as exc:
-            raise SandboxError(f"diff of sandbox {self.name} failed: {exc}") from exc
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+        return remote.diff_of_archive(self, lambda _scratch: _ChunkReader(self.container.get_archive(TESTBED)[0]),
+                                      "patchgym-docker-diff-")
 
     @property
     def closed(self) -> bool:

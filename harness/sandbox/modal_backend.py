@@ -21,14 +21,12 @@ import io
 import itertools
 import os
 import shlex
-import shutil
-import tempfile
 import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from patchgym.harness.sandbox import gitdiff, remote
+from patchgym.harness.sandbox import remote
 from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
@@ -156,22 +154,17 @@ class ModalSandbox(Sandbox):
 
     def diff(self) -> str:
         self._check_open()
-        scratch = Path(tempfile.mkdtemp(prefix="patchgym-modal-diff-"))
-        try:
+
+        def fetch_archive(scratch: Path) -> io.BytesIO:
             encoded = scratch / "tree.tar.b64"
             with open(encoded, "wb") as sink:
                 code, _ = self._exec(f"tar -C / -cf - {TESTBED.lstrip('/')} | base64 -w 0", stdin=None,
                                      timeout=self.limits.timeout_s, sink=sink.write)
             if code != 0:
                 raise SandboxError(f"could not archive {TESTBED} in sandbox {self.name}")
-            tar_bytes = base64.b64decode(encoded.read_bytes())
-            remote.extract_tree(io.BytesIO(tar_bytes), scratch / "tree", strip=TESTBED.lstrip("/"),
-                                max_total_bytes=max(self.limits.max_write_bytes or 0, 1 << 30) * 4)
-            return gitdiff.diff_worktree(Path(self.prepared.repo_dir), str(scratch / "tree"), self.prepared.base_commit, scratch)
-        except gitdiff.DiffError as exc:
-            raise SandboxError(f"diff of sandbox {self.name} failed: {exc}") from exc
-        finally:
-            shutil.rmtree(scratch, ignore_errors=True)
+            return io.BytesIO(base64.b64decode(encoded.read_bytes()))
+
+        return remote.diff_of_archive(self, fetch_archive, "patchgym-modal-diff-")
 
     @property
     def closed(self) -> bool:

@@ -25,8 +25,8 @@ import time
 from pathlib import Path
 from typing import IO, Callable, Iterable
 
-from patchgym.harness.sandbox import linux, safefs
-from patchgym.harness.sandbox.base import Limits
+from patchgym.harness.sandbox import gitdiff, linux, safefs
+from patchgym.harness.sandbox.base import Limits, SandboxError
 from patchgym.tasks.prepared import TESTBED
 
 LABEL = "patchgym"
@@ -184,3 +184,22 @@ def extract_tree(stream: IO[bytes], dest: Path, strip: str, max_total_bytes: int
                     continue  # a path through a symlink: nothing a diff of real files needs
     finally:
         os.close(root_fd)
+
+
+def diff_of_archive(sandbox, fetch_archive: Callable[[Path], IO[bytes]], prefix: str) -> str:
+    """The diff of a remote sandbox's /testbed: `fetch_archive(scratch)` returns a tar stream of
+    /testbed, which is unpacked on the host (bounded, no links out) and diffed with the trusted git
+    state of the prepared snapshot (gitdiff.py), exactly as the local backend does."""
+    import shutil
+    import tempfile
+
+    scratch = Path(tempfile.mkdtemp(prefix=prefix))
+    try:
+        extract_tree(fetch_archive(scratch), scratch / "tree", strip=TESTBED.lstrip("/"),
+                     max_total_bytes=max(sandbox.limits.max_write_bytes or 0, 1 << 30) * 4)
+        prepared = sandbox.prepared
+        return gitdiff.diff_worktree(Path(prepared.repo_dir), str(scratch / "tree"), prepared.base_commit, scratch)
+    except gitdiff.DiffError as exc:
+        raise SandboxError(f"diff of sandbox {sandbox.name} failed: {exc}") from exc
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
