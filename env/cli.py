@@ -71,7 +71,8 @@ def _raise_open_file_limit(wanted: int = 65536) -> None:
 @click.option("--max-episodes", default=64, show_default=True, type=click.IntRange(1, 100_000),
               help="Live episodes at once; more answer 503 with Retry-After.")
 @click.option("--episode-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Append every finished episode (task, transcript, diff, verdict) to this JSONL file.")
+              help="Append every finished episode (task, transcript, diff, verdict) to this JSONL file "
+                   "[default: $PATCHGYM_HOME/episodes.jsonl].")
 @click.option("--idle-ttl", default=900.0, show_default=True, type=click.FloatRange(min=1),
               help="Seconds without a request before an episode is closed.")
 @click.option("--max-turns", default=50, show_default=True, type=click.IntRange(1, 10_000),
@@ -107,6 +108,11 @@ def serve(
     if parser not in PARSERS:
         raise click.BadParameter(f"unknown parser {parser!r}: choose one of {', '.join(sorted(PARSERS))}",
                                  param_hint="--parser")
+    if episode_log is None:  # finished rewards always reach the disk; a crash loses none of them
+        from patchgym.tasks.store import patchgym_home
+
+        episode_log = patchgym_home() / "episodes.jsonl"
+    click.echo(f"finished episodes are appended to {episode_log}", err=True)
     if token is not None and not token.strip():
         raise click.BadParameter("the token is empty", param_hint="--token")
     if not _is_loopback(host) and not token:

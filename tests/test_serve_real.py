@@ -179,3 +179,22 @@ def test_bad_command_lines_fail_without_a_traceback(tmp_path: Path) -> None:
         handle.write('{"instance_id": "x"}\n')
     invalid = run("--tasks", str(tmp_path / "t.jsonl"), "--port", "0")
     assert invalid.returncode != 0 and "Traceback" not in invalid.stderr and "t.jsonl:1" in invalid.stderr
+
+
+def test_finished_episodes_reach_the_default_log_without_any_flag(tmp_path: Path) -> None:
+    """With no --episode-log, finished episodes still go to disk: $PATCHGYM_HOME/episodes.jsonl."""
+    task = make_toy_task(tmp_path)
+    tasks_file = tmp_path / "tasks.jsonl"
+    tasks_file.write_text(task.model_dump_json() + "\n")
+    home = tmp_path / "home"
+    server = ServerProcess(["--tasks", str(tasks_file), "--store", str(tmp_path / "store")],
+                           env={"PATCHGYM_HOME": str(home)}, start_timeout_s=120)
+    try:
+        with EnvClient(server.url) as client:
+            episode = client.start_episode(TASK)
+            result = client.step(episode.episode_id, tool_calls=toy_fix_calls())
+            assert (result.status, result.reward) == ("submitted", 1.0)
+        [record] = read_episode_log(home / "episodes.jsonl")
+        assert record["episode_id"] == episode.episode_id and record["reward"] == 1.0
+    finally:
+        server.stop()
