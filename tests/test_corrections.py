@@ -1,4 +1,4 @@
-"""patchgym.rl.corrections: the known-answer checks of shared/docs/corrections.md, gradients
+"""patchgym.rl.corrections: the known-answer checks of docs/corrections.md, gradients
 against torch.autograd of closed forms written independently here, layouts, dtypes and errors.
 
 Closed forms in this file use only plain torch (full log_softmax, explicit formulas), never the

@@ -1,7 +1,7 @@
 """patchgym.rl.corrections: off-policy corrections for samplers that differ from the trainer.
 
 Pure PyTorch (no other patchgym import), CPU and GPU, float32 / bfloat16 / float16 logits with
-float32 arithmetic. The math and its known-answer checks: shared/docs/corrections.md.
+float32 arithmetic. The math and its known-answer checks: docs/corrections.md.
 
 Public API:
     token_logprobs(logits, tokens, *, temperature=1.0, support=None, chunk_size=None)

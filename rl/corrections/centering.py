@@ -1,6 +1,6 @@
 """Score-centering coefficients: the sg(c_v) that multiply log p_v in the SC loss.
 
-SC loss per token (shared/docs/corrections.md):  l_t = -A * ( w_y log p_y - sum_v sg(c_v) log p_v ).
+SC loss per token (docs/corrections.md):  l_t = -A * ( w_y log p_y - sum_v sg(c_v) log p_v ).
 
 * Exact over a support S (the sampler returned q on all of S): c_v = q_v * f(p_v / q_v), where f
   is the importance-weight function (1, min(., cap), or the MIS band indicator times the ratio).

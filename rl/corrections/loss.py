@@ -1,7 +1,7 @@
 """`policy_loss`: the REINFORCE-style policy-gradient loss with off-policy corrections.
 
 One function any trainer can call with its logits and the sampler's outputs. Per token t
-(shared/docs/corrections.md):
+(docs/corrections.md):
 
     l_t = -sg(A_t) * ( sg(w_t) * log p(y_t)  -  sum_v sg(c_tv) * log p(v) )     (SC kinds)
     l_t = -sg(A_t) *   sg(w_t) * log p(y_t)                                      (other kinds)

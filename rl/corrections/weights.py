@@ -3,7 +3,7 @@
 Owns `importance_weights` (none / TIS / MIS-IcePop at token, sequence or geometric level) and the
 bookkeeping of which tokens form a sequence. All outputs are detached float32.
 
-Conventions (docs: shared/docs/corrections.md):
+Conventions (docs: docs/corrections.md):
 * rho_t = p(y_t) / q(y_t) = exp(logp_train - logp_sampler).
 * none: w = 1.  tis: w = min(rho, cap).  mis: w = rho * 1[low <= rho <= high] (keep = in band).
 * level "token": rho per token. level "sequence": rho_seq = prod_t rho_t over the sequence's
