@@ -1,0 +1,364 @@
+"""Red-team attempts on the scrubber beyond the listed channels.
+
+Source shapes and leaks the channel tests do not plant: `.git` files, alternates chains,
+submodules, odd refs and index extensions, pack side files, nested repositories in the working
+tree, stat tricks, text in files git keeps around. Each attempt plants the leak (1) in a source
+that is then scrubbed, where the result must pass the independent audit and `check`, and/or
+(2) in a clean scrubbed repository, where `check` must report it.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from patchgym.scrubber import check, scrub
+from patchgym.scrubber.git import git_text, run_git
+from patchgym.scrubber.sample_history import SampleHistory, build_sample_history, git, snapshot
+
+from .test_scrubber_channels import FIXED_TEXT, Plot, audit_scrubbed, clean_scrub, copy_of
+
+
+@pytest.fixture(scope="module")
+def sample(tmp_path_factory: pytest.TempPathFactory) -> SampleHistory:
+    return build_sample_history(tmp_path_factory.mktemp("sample") / "calc")
+
+
+def fixed_content(sample: SampleHistory) -> str:
+    return (sample.repo / sample.fixed_path).read_text()  # main is at the future's tip
+
+
+def assert_scrub_clean(source: Path, sample: SampleHistory, dest: Path) -> None:
+    before = snapshot(source)
+    result = scrub(source, dest, sample.base)
+    assert snapshot(source) == before, "the source changed"
+    assert result.head == sample.base
+    assert audit_scrubbed(dest, sample.repo, sample.base) == []
+    verdict = check(dest, sample.base, forbid_patch=sample.fix_patch)
+    assert verdict.ok, verdict.leaks
+
+
+def caught(repo: Path, sample: SampleHistory, channel: str | None = None, *, text: str = "") -> list[str]:
+    result = check(repo, sample.base, forbid_patch=sample.fix_patch)
+    assert not result.ok, "check saw nothing"
+    details = [leak.detail for leak in result.leaks if channel is None or leak.channel == channel]
+    assert details, f"no {channel} leak among {result.leaks}"
+    if text:
+        assert any(text in detail for detail in details), details
+    return details
+
+
+# ---- source shapes -------------------------------------------------------------------------
+
+
+def test_source_with_a_git_file_pointing_elsewhere(sample: SampleHistory, tmp_path: Path) -> None:
+    """A work tree whose `.git` is a `gitdir:` file (as `--separate-git-dir` makes)."""
+    work = tmp_path / "work"
+    run_git(["clone", "-q", "--no-local", "--separate-git-dir", str(tmp_path / "store.git"), str(sample.repo), str(work)])
+    assert (work / ".git").is_file()
+    assert_scrub_clean(work, sample, tmp_path / "d")
+    assert {"remotes", "branches"} & set(check(work, sample.base).channels())
+
+
+def test_source_with_a_relative_alternates_chain(sample: SampleHistory, tmp_path: Path) -> None:
+    """Objects two alternates away (relative paths), a pack mixing past and future at the end."""
+    lender = tmp_path / "lender.git"
+    run_git(["clone", "-q", "--bare", "--no-local", str(sample.repo), str(lender)])
+    middle = tmp_path / "middle.git"
+    run_git(["init", "-q", "--bare", str(middle)])
+    (middle / "objects/info/alternates").write_text("../../lender.git/objects\n")
+    top = tmp_path / "top.git"
+    run_git(["init", "-q", "--bare", str(top)])
+    (top / "objects/info/alternates").write_text("../../middle.git/objects\n")
+    (top / "objects/info/http-alternates").write_text("https://example.invalid/calc.git/objects\n")
+    git(top, "update-ref", "refs/heads/main", sample.future[-1])
+    assert_scrub_clean(top, sample, tmp_path / "d")
+    assert "alternates" in check(top, sample.base).channels()
+
+
+def test_source_whose_only_pack_mixes_past_and_future_with_deltas(sample: SampleHistory, tmp_path: Path) -> None:
+    """The post-image kept only as a delta base of the buggy file (pack-objects would reuse it)."""
+    source = tmp_path / "src.git"
+    run_git(["init", "-q", "--bare", str(source)])
+    fixed_blob = git(sample.repo, "rev-parse", f"{sample.future[0]}:{sample.fixed_path}")
+    buggy_blob = git(sample.repo, "rev-parse", f"{sample.base}:{sample.fixed_path}")
+    everything = git(sample.repo, "rev-list", "--objects", "--no-object-names", "--all")
+    # fixed first, so the buggy blob can only be stored as a delta against it
+    ordered = [fixed_blob] + [oid for oid in everything.split() if oid != fixed_blob]
+    name = git(sample.repo, "pack-objects", "-q", "--window=50", str(source / "objects/pack/pack"),
+               stdin=("\n".join(ordered) + "\n").encode())
+    git(source, "update-ref", "refs/heads/main", sample.base)
+    verify = git_text(["verify-pack", "-v", str(source / f"objects/pack/pack-{name}.idx")])
+    assert buggy_blob in verify
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    assert "objects" in check(source, sample.base).channels()
+
+
+def test_source_with_a_submodule_whose_store_holds_the_future(sample: SampleHistory, tmp_path: Path) -> None:
+    """base's tree links a submodule; .git/modules holds a repository with the whole future."""
+    source = tmp_path / "super"
+    run_git(["init", "-q", "-b", "main", str(source)])
+    (source / ".gitmodules").write_text('[submodule "calc"]\n\tpath = calc\n\turl = ../calc\n')
+    git(source, "update-index", "--add", "--cacheinfo", f"160000,{sample.future[-1]},calc")
+    git(source, "add", ".gitmodules")
+    git(source, "commit", "-q", "-m", "vendor calc")
+    base = git(source, "rev-parse", "HEAD")
+    module_store = source / ".git/modules/calc"
+    run_git(["clone", "-q", "--bare", "--no-local", str(sample.repo), str(module_store)])
+    dest = tmp_path / "d"
+    scrub(source, dest, base)
+    assert not (dest / ".git/modules").exists()
+    assert not (dest / "calc").exists() or not any((dest / "calc").iterdir())
+    assert run_git(["cat-file", "-e", sample.future[-1]], cwd=dest, check=False).returncode != 0
+    assert check(dest, base).ok, check(dest, base).leaks
+    assert "modules" in check(source, base).channels()
+
+
+def test_sha256_source_with_a_future(tmp_path: Path) -> None:
+    repo = tmp_path / "src"
+    run_git(["init", "-q", "--object-format=sha256", "-b", "main", str(repo)])
+    (repo / "a.txt").write_text("buggy\n")
+    git(repo, "add", "a.txt")
+    git(repo, "commit", "-q", "-m", "base")
+    base = git(repo, "rev-parse", "HEAD")
+    (repo / "a.txt").write_text("fixed\n")
+    git(repo, "commit", "-q", "-am", "fix")
+    git(repo, "tag", "-a", "v2", "-m", "fixed")
+    git(repo, "notes", "add", "-m", "fixed", base)
+    git(repo, "stash", "list")
+    dest = tmp_path / "d"
+    scrub(repo, dest, base)
+    assert len(git_text(["rev-list", "--objects", "--all"], cwd=dest).splitlines()) == 3
+    assert check(dest, base).ok, check(dest, base).leaks
+    assert {"branches", "tags", "notes", "objects"} <= set(check(repo, base).channels())
+    fixed_blob = git(repo, "hash-object", "-w", "--stdin", stdin=b"fixed, loose\n")
+    assert any(fixed_blob in leak.detail for leak in check(repo, base).leaks)
+
+
+def test_source_with_many_refs_and_odd_namespaces(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    tip = sample.future[-1]
+    lines = [f"create refs/keep-around/{n:05d} {tip}" for n in range(10_000)]
+    for name in ("refs/prefetch/remotes/origin/main", "refs/pull/7/head", "refs/changes/01/1/1",
+                 "refs/namespaces/x/refs/heads/y", "refs/for/main"):
+        lines.append(f"create {name} {tip}")
+    git(source, "update-ref", "--stdin", stdin=("\n".join(lines) + "\n").encode())
+    git(source, "symbolic-ref", "refs/heads/alias", "refs/namespaces/x/refs/heads/y")
+    git(source, "pack-refs", "--all")
+    git(source, "checkout", "-q", "--detach", tip)
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    result = check(source, sample.base)
+    assert result.refs_checked >= 10_005
+    assert {"refs", "HEAD", "branches", "remotes"} <= set(result.channels())
+
+
+def test_tags_on_trees_and_blobs_of_the_future(sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    plot = Plot(repo, sample, sample.repo)
+    plot.bring_future()
+    tree = git(repo, "rev-parse", f"{sample.future[0]}^{{tree}}")
+    blob = git(repo, "rev-parse", f"{sample.future[0]}:{sample.fixed_path}")
+    git(repo, "tag", "tree-tag", tree)
+    git(repo, "tag", "-a", "blob-tag", "-m", "the fixed ops.py", blob)
+    caught(repo, sample, "tags", text="tree-tag")
+    caught(repo, sample, "post-image")
+
+
+def test_future_commit_whose_tree_is_a_past_tree(sample: SampleHistory, tmp_path: Path) -> None:
+    """Every object but the commit itself is reachable: only the commit's message can leak."""
+    repo = clean_scrub(sample, tmp_path)
+    tree = git(repo, "rev-parse", f"{sample.base}^{{tree}}")
+    commit = git(repo, "commit-tree", tree, "-p", sample.base, "-m", "Revert; the fix is value > high")
+    caught(repo, sample, "objects", text=commit)
+
+
+def test_annotated_tag_on_a_past_commit_quoting_the_fix(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    git(source, "tag", "-a", "v1.0", "-m", f"v1.0\n\nknown bug, fixed by:\n{sample.fix_patch}", sample.ancestors[0])
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "tag", "-a", "v1.0", "-m", f"fixed by:\n{sample.fix_patch}", sample.ancestors[0])
+    caught(repo, sample, "tags")
+    caught(repo, sample, "objects")
+
+
+def test_state_files_of_every_operation(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    repo = clean_scrub(sample, tmp_path)
+    for target in (source / ".git", repo / ".git"):
+        (target / "COMMIT_EDITMSG").write_text("Fix clamp at the upper bound\n")
+        (target / "SQUASH_MSG").write_text("use > high\n")
+        (target / "sequencer").mkdir()
+        (target / "sequencer/todo").write_text(f"pick {sample.future[0]} Fix clamp\n")
+        (target / "gc.log").write_text("warning: there are too many unreachable loose objects\n")
+        (target / "description").write_text("calc: clamp fixed in 1.1 (use > high)\n")
+        fetch_head = "".join(f"{sample.future[-1]}\tnot-for-merge\tbranch 'b{n}' of x\n" for n in range(50))
+        (target / "FETCH_HEAD").write_text(fetch_head)
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    channels = set(check(repo, sample.base).channels())
+    assert {"state", "head-files", "unknown"} <= channels
+
+
+def test_config_with_remotes_rewrites_and_includes(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    repo = clean_scrub(sample, tmp_path)
+    for target in (source, repo):
+        git(target, "config", "url.https://example.invalid/.insteadOf", "gh:")
+        git(target, "config", "includeIf.gitdir:/.path", str(tmp_path / "inc"))
+        git(target, "config", "branch.main.merge", "refs/heads/fix")
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    assert {"remotes", "config"} <= set(check(repo, sample.base).channels())
+
+
+def test_branch_description_in_config(sample: SampleHistory, tmp_path: Path) -> None:
+    """`git branch --edit-description` keeps free text in config: a message channel of its own."""
+    source = copy_of(sample, tmp_path / "src")
+    repo = clean_scrub(sample, tmp_path)
+    for target in (source, repo):
+        git(target, "config", "branch.main.description", "clamp: use > high instead of >= high + 1")
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    caught(repo, sample, "config", text="branch.main.description")
+
+
+def test_resolve_undo_and_split_index_with_future_blobs(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    git(source, "checkout", "-q", sample.base)
+    git(source, "update-index", "--split-index")
+    fixed = git(source, "hash-object", "-w", "--stdin", stdin=fixed_content(sample).encode())
+    # a conflicted entry whose "theirs" is the fix, then resolved: the REUC extension keeps it
+    info = f"0 {'0' * 40}\t{sample.fixed_path}\n100644 {fixed} 3\t{sample.fixed_path}\n"
+    base_blob = git(source, "rev-parse", f"{sample.base}:{sample.fixed_path}")
+    info += f"100644 {base_blob} 2\t{sample.fixed_path}\n"
+    git(source, "update-index", "--index-info", stdin=info.encode())
+    git(source, "add", sample.fixed_path)
+    assert fixed in git(source, "ls-files", "--resolve-undo")
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    caught(source, sample, "post-image")
+
+
+def test_stray_shared_index_file(sample: SampleHistory, tmp_path: Path) -> None:
+    """A `sharedindex.<hex>` no index links to can hold anything."""
+    repo = clean_scrub(sample, tmp_path)
+    (repo / ".git" / f"sharedindex.{'ab' * 20}").write_text(fixed_content(sample))
+    caught(repo, sample, text="sharedindex")
+
+
+def test_pack_side_files_without_a_pack(sample: SampleHistory, tmp_path: Path) -> None:
+    """.keep/.bitmap/.rev/.mtimes/.promisor files are only meaningful next to their pack."""
+    repo = clean_scrub(sample, tmp_path)
+    pack_dir = repo / ".git/objects/pack"
+    for suffix in ("keep", "bitmap", "rev", "mtimes"):
+        (pack_dir / f"pack-{'cd' * 20}.{suffix}").write_text(fixed_content(sample))
+    details = caught(repo, sample, "objects")
+    for suffix in ("keep", "bitmap", "rev", "mtimes"):
+        assert any(f".{suffix}" in detail for detail in details), suffix
+
+
+def test_keep_file_with_text(sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    pack = next((repo / ".git/objects/pack").glob("*.pack"))
+    pack.with_suffix(".keep").write_text(fixed_content(sample))
+    caught(repo, sample, "objects", text=".keep")
+
+
+def test_packs_listing_with_text(sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "update-server-info")
+    with (repo / ".git/objects/info/packs").open("a") as handle:
+        handle.write(FIXED_TEXT)
+    caught(repo, sample, "objects", text="info/packs")
+
+
+def test_cruft_pack_with_mtimes_and_a_keep(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    git(source, "checkout", "-q", "-B", "main", sample.base)
+    git(source, "reflog", "expire", "--expire=now", "--all")
+    proc = run_git(["repack", "-q", "-d", "--cruft", "--cruft-expiration=never"], cwd=source, check=False)
+    if proc.returncode != 0:
+        pytest.skip(f"this git cannot write cruft packs: {proc.stderr.decode().strip()}")
+    assert list((source / ".git/objects/pack").glob("*.mtimes"))
+    for pack in (source / ".git/objects/pack").glob("*.pack"):
+        pack.with_suffix(".keep").write_text("")
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    caught(source, sample, "objects", text=sample.future[-1])
+
+
+def test_hook_sample_with_arbitrary_text(sample: SampleHistory, tmp_path: Path) -> None:
+    """A file named `*.sample` is inert, but it can still be read."""
+    repo = clean_scrub(sample, tmp_path)
+    (repo / ".git/hooks").mkdir()
+    (repo / ".git/hooks/ops.py.sample").write_text(fixed_content(sample))
+    caught(repo, sample, "hooks", text="ops.py.sample")
+
+
+def test_nested_git_directory_hidden_from_status(sample: SampleHistory, tmp_path: Path) -> None:
+    """git status never looks inside a directory named `.git` below the top level."""
+    repo = clean_scrub(sample, tmp_path)
+    hidden = repo / "calc" / ".git"
+    hidden.mkdir()
+    (hidden / "ops.py").write_text(fixed_content(sample))
+    assert git_text(["status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=repo) == ""
+    caught(repo, sample, "worktree", text="calc/.git")
+
+
+def test_populated_submodule_holding_the_future(sample: SampleHistory, tmp_path: Path) -> None:
+    """A checked-out submodule at its recorded commit is clean to git status, its store is not."""
+    source = tmp_path / "super"
+    run_git(["init", "-q", "-b", "main", str(source)])
+    (source / ".gitmodules").write_text('[submodule "vendor"]\n\tpath = vendor\n\turl = ../calc\n')
+    git(source, "update-index", "--add", "--cacheinfo", f"160000,{sample.base},vendor")
+    git(source, "add", ".gitmodules")
+    git(source, "commit", "-q", "-m", "vendor calc")
+    base = git(source, "rev-parse", "HEAD")
+    run_git(["clone", "-q", "--no-local", str(sample.repo), str(source / "vendor")])
+    git(source / "vendor", "checkout", "-q", "--detach", sample.base)
+    assert git_text(["status", "--porcelain", "--ignored"], cwd=source) == ""
+    leaks = check(source, base).leaks
+    assert any("vendor" in leak.detail for leak in leaks), leaks
+
+
+def test_same_size_edit_with_restored_mtime(sample: SampleHistory, tmp_path: Path) -> None:
+    """A tracked file rewritten to the same size with its old mtime and ctime checks turned off."""
+    repo = clean_scrub(sample, tmp_path)
+    target = repo / "README.md"
+    old = 1_600_000_000
+    os.utime(target, (old, old))
+    git(repo, "update-index", "--refresh")  # the index now records the old mtime
+    original = target.read_text()
+    forged = original.replace("Numeric", "Nuxeric")
+    assert len(forged) == len(original)
+    git(repo, "config", "core.trustctime", "false")
+    target.write_text(forged)
+    os.utime(target, (old, old))
+    assert git_text(["status", "--porcelain"], cwd=repo) == ""  # git itself no longer tells
+    caught(repo, sample, "worktree", text="README.md")
+
+
+def test_worktree_with_its_own_head_and_index(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    linked = tmp_path / "wt"
+    git(source, "worktree", "add", "-q", "-b", "fix", str(linked), sample.future[0])
+    (linked / "extra.txt").write_text(FIXED_TEXT)
+    git(linked, "add", "extra.txt")
+    assert_scrub_clean(linked, sample, tmp_path / "d")
+    assert {"worktrees", "branches"} <= set(check(linked, sample.base).channels())
+
+
+def test_reflog_lines_of_allowed_refs_with_messages(sample: SampleHistory, tmp_path: Path) -> None:
+    """A reflog of main naming only base may still carry a message from elsewhere."""
+    repo = clean_scrub(sample, tmp_path)
+    (repo / ".git/logs/refs/heads").mkdir(parents=True)
+    line = f"{'0' * 40} {sample.base} A <a@b> 1700000000 +0000\tcommit: Fix clamp: use > high\n"
+    (repo / ".git/logs/refs/heads/main").write_text(line)
+    caught(repo, sample, "reflogs")
+
+
+def test_loose_objects_with_odd_permissions(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    for path in (source / ".git/objects").rglob("*"):
+        if path.is_file():
+            path.chmod(0o000)
+    assert_scrub_clean(source, sample, tmp_path / "d")
