@@ -37,6 +37,7 @@ _INFO_ALLOWED = {"exclude", "attributes", "sparse-checkout"}
 _CONFIG_RULES = [
     (re.compile(r"^remote\."), "remotes", "remote"),
     (re.compile(r"^branch\..*\.(remote|pushremote|merge)$"), "remotes", "branch upstream"),
+    (re.compile(r"^branch\..*\.description$"), "config", "free-text branch description"),
     (re.compile(r"^url\."), "remotes", "URL rewrite"),
     (re.compile(r"url$"), "remotes", "URL"),
     (re.compile(r"^core\.hookspath$"), "hooks", "hooks path"),
