@@ -70,7 +70,11 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
     leaks: list[Leak] = []
     for entry in _ls(git_dir):
         name = entry.name
-        if name in _INSPECTED_ELSEWHERE or re.fullmatch(r"sharedindex\.[0-9a-f]+", name):
+        if name in _INSPECTED_ELSEWHERE:
+            continue
+        if re.fullmatch(r"sharedindex\.[0-9a-f]+", name):
+            if not _index_links(git_dir / "index", name.split(".", 1)[1]):
+                leaks.append(Leak("index", f"{entry} is a shared index no index links to (it may hold anything)"))
             continue
         if name == "COMMIT_EDITMSG" and entry.is_file():
             text = _strip_comments(entry.read_text(errors="replace"))
@@ -113,6 +117,15 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
     if config.is_file():
         leaks += inspect_config(config)
     return leaks
+
+
+def _index_links(index: Path, shared_id: str) -> bool:
+    """Whether INDEX's split-index `link` extension names the shared index SHARED_ID (its entries
+    are then part of the index git reads, which the index inspection compares with base)."""
+    if len(shared_id) not in (40, 64) or not index.is_file():
+        return False
+    data = index.read_bytes()
+    return b"link" in data and bytes.fromhex(shared_id) in data
 
 
 def _inspect_server_info(path: Path, base: str) -> list[Leak]:

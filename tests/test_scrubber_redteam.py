@@ -246,6 +246,13 @@ def test_stray_shared_index_file(sample: SampleHistory, tmp_path: Path) -> None:
     caught(repo, sample, text="sharedindex")
 
 
+def test_linked_shared_index_is_not_a_leak(sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "update-index", "--split-index")
+    assert list((repo / ".git").glob("sharedindex.*"))
+    assert check(repo, sample.base).ok, check(repo, sample.base).leaks
+
+
 def test_pack_side_files_without_a_pack(sample: SampleHistory, tmp_path: Path) -> None:
     """.keep/.bitmap/.rev/.mtimes/.promisor files are only meaningful next to their pack."""
     repo = clean_scrub(sample, tmp_path)
