@@ -23,6 +23,9 @@ from patchgym.scrubber.report import Leak
 _PACK_FILE = re.compile(r"^pack-[0-9a-f]+\.(pack|idx|rev|bitmap|keep|promisor|mtimes)$")
 _MIDX_FILE = re.compile(r"^multi-pack-index(-[0-9a-f]+\.(bitmap|rev))?$")
 _HEX_TOKEN = re.compile(r"\b[0-9a-f]{40,64}\b")
+# What git itself writes into a .keep file (fetch and receive-pack; `git index-pack --keep`).
+_KEEP_TEXT = re.compile(r"^((fetch|receive|index)-pack \d+ on \S*)?\n?$")
+_PACKS_LINE = re.compile(r"^(P pack-[0-9a-f]+\.pack)?$")
 
 
 def _describe(facts: RepoFacts, oid: str) -> str:
@@ -79,11 +82,18 @@ class _StoreWalk:
             if _MIDX_FILE.match(name):
                 if name == "multi-pack-index":
                     self._multi_pack_index(path)
+                elif "multi-pack-index" not in names:
+                    self.leak("objects", f"{path} belongs to no multi-pack-index (it may hold anything)")
                 continue
             if not _PACK_FILE.match(name) or not path.is_file():
                 self.leak("objects", f"unexpected file {path} in the pack directory (may hold objects)")
                 continue
             stem, suffix = name.rsplit(".", 1)
+            if suffix not in ("pack", "idx") and f"{stem}.pack" not in names:
+                self.leak("objects", f"{path} belongs to no pack (it may hold anything)")
+                continue
+            if suffix == "keep" and not _KEEP_TEXT.match(path.read_text(errors="replace")):
+                self.leak("objects", f"{path} holds text git does not write there")
             if suffix == "pack":
                 if f"{stem}.idx" not in names:
                     self.leak("objects", f"pack {path} has no index: git ignores it, its objects are unverified")
@@ -147,6 +157,9 @@ class _StoreWalk:
         for entry in sorted(directory.iterdir()):
             name = entry.name
             if name == "packs" and entry.is_file():
+                odd = [line for line in entry.read_text(errors="replace").splitlines() if not _PACKS_LINE.match(line)]
+                if odd:
+                    self.leak("objects", f"{entry} holds lines that name no pack: {odd[0][:80]!r}")
                 continue
             if name == "commit-graph" and entry.is_file():
                 self._commit_graph(entry)
