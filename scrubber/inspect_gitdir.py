@@ -1,15 +1,18 @@
 """Inspecting the git directory's other files: an allow-list, so unknown channels are caught too.
 
 Allowed: HEAD, config, description, index, objects/, refs/, logs/, packed-refs, shallow (those
-are inspected elsewhere), info/ (exclude, attributes, sparse-checkout), hooks/ holding only
-`*.sample` files, an empty branches/. Everything else is reported: `*_HEAD` files, operation state
+are inspected elsewhere), info/ (exclude, attributes, sparse-checkout), hooks/ holding only the
+`*.sample` files this git's own templates install (byte for byte), an empty branches/, a shared
+index the index links to. Everything else is reported: `*_HEAD` files, operation state
 (rebase, merge, bisect, sequencer), worktrees/, rr-cache/, modules/, grafts, and anything unknown.
 The config may not name remotes or URLs, hooks paths, includes, or commands git would run.
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -95,9 +98,12 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
         elif name in _NAMED_CHANNELS:
             leaks.append(Leak(_NAMED_CHANNELS[name], f"{entry} exists{_listing(entry)}"))
         elif name == "hooks" and entry.is_dir():
+            samples = _template_samples()
             for hook in _ls(entry):
                 if not (hook.is_file() and hook.name.endswith(".sample")):
                     leaks.append(Leak("hooks", f"hook {hook} is not an inert sample"))
+                elif samples.get(hook.name) != hook.read_bytes():
+                    leaks.append(Leak("hooks", f"{hook} is not the sample this git installs (it may hold anything)"))
         elif name == "info" and entry.is_dir():
             for item in _ls(entry):
                 if item.name == "grafts":
@@ -117,6 +123,15 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
     if config.is_file():
         leaks += inspect_config(config)
     return leaks
+
+
+@functools.cache
+def _template_samples() -> dict[str, bytes]:
+    """The `*.sample` hooks `git init` installs from this git's default templates, by name."""
+    with tempfile.TemporaryDirectory(prefix="patchgym-templates-") as scratch:
+        run_git(["init", "-q", "--bare", scratch])
+        hooks = Path(scratch) / "hooks"
+        return {hook.name: hook.read_bytes() for hook in _ls(hooks) if hook.name.endswith(".sample")}
 
 
 def _index_links(index: Path, shared_id: str) -> bool:
