@@ -3,7 +3,11 @@
 `tree_script(...)` is a bash script run at /testbed that
 1. applies the submitted diff with SWE-bench's fallbacks, each from a clean tree: `git_apply`
    (`git apply`), `git_apply_3way` (`git apply --3way`), `patch_fuzz` (`patch --batch --fuzz=5
-   -p1`, no backup files); it stops there if none works;
+   -p1`, no backup files); it stops there if none works; then it lists every path the apply
+   actually changed (tracked files that differ from base_commit, and files outside git's view --
+   new, ignored or untracked -- created or rewritten since before the first attempt), so the
+   grader can refuse a patch whose headers name other paths than the ones git or patch wrote
+   (`changed`, paths hex-encoded so no name can break the line);
 2. restores the files the neutralisation plan names to base_commit (deletes those absent at base);
 3. applies `test_patch` (`git apply`, then `patch --fuzz=5`);
 4. lists which of the candidate test files exist.
@@ -13,6 +17,7 @@ them back. One command instead of four saves a sandbox round trip per step.
 
 from __future__ import annotations
 
+import posixpath
 import secrets
 import shlex
 from dataclasses import dataclass, field
@@ -34,6 +39,7 @@ class TreeResult:
     restore_failed: list[str] = field(default_factory=list)
     test_patch_ok: bool | None = None  # None: no test_patch
     present: set[str] = field(default_factory=set)
+    changed: set[str] | None = None  # paths the apply changed (None: not listed, e.g. no patch or it broke)
 
 
 def new_marker() -> str:
@@ -45,12 +51,15 @@ def tree_script(marker: str, base: str, *, patch_path: str | None, restore: list
     q = shlex.quote
     lines = ["set -u"]
     if patch_path:
+        snapshot = posixpath.dirname(patch_path) + "/tree"
+        lines.append(f"{_SNAPSHOT} > {q(snapshot + '.before')}")
         attempts = []
         for index, (name, template) in enumerate(APPLY_METHODS):
             command = template.format(p=q(patch_path))
             prefix = f"{RESET} && " if index else ""
             attempts.append(f"if {prefix}{command}; then echo '{marker} method {name}'; else")
         lines.append(" ".join(attempts) + f" echo '{marker} apply_failed'; exit 0; " + "fi; " * len(APPLY_METHODS))
+        lines.append(_list_changed(marker, base, snapshot))
     for path in restore:
         lines.append(f"if {GIT} cat-file -e {q(base)}:{q(path)} 2>/dev/null; then {GIT} checkout -q {q(base)} -- {q(path)} "
                      f"|| echo '{marker} restore_failed '{q(path)}; else rm -rf -- {q(path)}; fi")
@@ -61,6 +70,28 @@ def tree_script(marker: str, base: str, *, patch_path: str | None, restore: list
         lines.append("for f in " + " ".join(q(c) for c in candidates) + f"; do [ -e \"$f\" ] && echo '{marker} present '\"$f\"; done")
     lines.append("true")
     return "\n".join(lines)
+
+
+# Every file outside .git with its mtime and size, one per line, sorted (a name holding a tab or a
+# newline breaks its line: the pieces then match no path the patch names, so it is refused).
+_SNAPSHOT = "find . -path ./.git -prune -o ! -type d -printf '%P\\t%T@\\t%s\\n' | LC_ALL=C sort"
+
+
+def _list_changed(marker: str, base: str, snapshot: str) -> str:
+    """Bash that prints `<marker> changed <hex path>` for each path the apply changed: tracked paths
+    that differ from base (git's view, so `git reset --hard` between attempts is not a change), and
+    untracked paths (ignored ones included: a .gitignore cannot hide them) that are new or rewritten
+    since the snapshot taken before the first attempt."""
+    q = shlex.quote
+    emit = f"printf '%s changed %s\\n' '{marker}' \"$(printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n')\""
+    return "\n".join([
+        f"{_SNAPSHOT} > {q(snapshot + '.after')}",
+        f"{GIT} -c core.quotepath=off diff --no-ext-diff --no-renames --name-only -z {q(base)} -- "
+        f"| while IFS= read -r -d '' p; do {emit}; done",
+        f"LC_ALL=C comm -13 {q(snapshot + '.before')} {q(snapshot + '.after')} | cut -f1 | while IFS= read -r p; do "
+        f"GIT_LITERAL_PATHSPECS=1 {GIT} ls-files --error-unmatch -- \"$p\" >/dev/null 2>&1 || {emit}; done",
+        f"echo '{marker} changed_listed'",
+    ])
 
 
 def parse_tree_output(marker: str, output: str) -> TreeResult:
@@ -79,4 +110,13 @@ def parse_tree_output(marker: str, output: str) -> TreeResult:
             result.test_patch_ok = rest.strip() == "ok"
         elif what == "present":
             result.present.add(rest)
+        elif what == "changed_listed":
+            result.changed = result.changed if result.changed is not None else set()
+        elif what == "changed":
+            if result.changed is None:
+                result.changed = set()
+            try:
+                result.changed.add(bytes.fromhex(rest.strip()).decode("utf-8", errors="surrogateescape"))
+            except ValueError:
+                result.changed.add(rest)
     return result

@@ -71,6 +71,7 @@ class _Grading:
         self.flags: list[str] = []
         self.apply_method: str | None = None
         self._plan = Plan()
+        self._named: set[str] = set()  # the paths the patch check read from the patch
         self.workdir = f"/tmp/.patchgym-grade-{secrets.token_hex(8)}"
 
     # --- helpers ---------------------------------------------------------------------------
@@ -143,6 +144,7 @@ class _Grading:
     def _in_sandbox(self, sandbox: Sandbox, check, empty: bool) -> Verdict:
         started = time.monotonic()
         touched = check.files if check else []
+        self._named = set(touched)
         plan = plan_neutralization(touched, check.added if check else [], self.task.test_files(), self.task.test_cmd,
                                    installed_module_names(self.prepared.venv_dir))
         patch_path = test_patch_path = None
@@ -201,6 +203,16 @@ class _Grading:
         if self.patch is not None and not is_empty_patch(self.patch) and tree.method is None:
             raise SandboxError(f"applying the patch did not finish: {output[-500:]}")
         self.apply_method = tree.method
+        if tree.method is not None:
+            if tree.changed is None:
+                raise SandboxError(f"listing what the patch changed did not finish: {output[-500:]}")
+            unnamed = sorted(tree.changed - self._named)
+            if unnamed:
+                # git apply / patch wrote paths other than those the check read (a timestamp after a
+                # space, an odd -p1 prefix, ...): neutralisation would miss them, so the patch is refused.
+                self.flags.append("patch_check:unnamed_path")
+                return self.verdict("patch_error", error="applying the patch changed paths its headers do not name "
+                                    f"as the patch check reads them: {', '.join(map(repr, unnamed[:5]))}")
         if tree.method and tree.method != "git_apply":
             self.flags.append(f"applied_with:{tree.method}")
         if tree.restore_failed:

@@ -1,0 +1,92 @@
+"""Red-team attacks on the reward beyond tests/test_integrity_grading.py: each gets reward 0.
+
+Same approach as test_integrity_grading.py: a small real task (tests/fixtures_grading/calc_task.py)
+graded by the real grader in a real sandbox, with patches an RL policy could submit to get reward 1
+without fixing the bug. A correct fix, including one written in an unusual diff format, still gets 1.
+"""
+
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+
+from patchgym.harness.grader import grade_patch
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared, diff_of
+from tests.fixtures_grading.factories import any_factory_or_reason
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
+pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+
+OPS = BASE_FILES["calc/ops.py"]
+FIXED_OPS = GOLD_FILES["calc/ops.py"]
+# A conftest that "fixes" the bug from the test side: it is test infrastructure, not a fix.
+MONKEYPATCHING_CONFTEST = "import calc.ops\ncalc.ops.add = lambda a, b: a + b\nimport calc\ncalc.add = calc.ops.add\n"
+STAMP = " 2020-01-01 00:00:00.000000000 +0000"
+
+
+@pytest.fixture(scope="module")
+def task(tmp_path_factory: pytest.TempPathFactory):
+    prepared, gold = build_prepared(tmp_path_factory.mktemp("redteam"))
+    return prepared, gold
+
+
+def grade(task, files_or_patch, *, deadline_s: float = 120):
+    prepared, _ = task
+    patch = files_or_patch if isinstance(files_or_patch, str) else diff_of(prepared.repo_dir, files_or_patch)
+    return grade_patch(prepared, patch, factory=FACTORY, deadline_s=deadline_s)
+
+
+def assert_zero(verdict) -> None:
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+    assert verdict.status != "resolved"
+
+
+def new_file_hunk(text: str) -> str:
+    lines = text.splitlines()
+    return f"@@ -0,0 +1,{len(lines)} @@\n" + "".join("+" + line + "\n" for line in lines)
+
+
+def test_control_monkeypatching_conftest_is_reverted(task):
+    # The plain form of the attack the smuggling tests below hide from the patch check.
+    verdict = grade(task, {"conftest.py": MONKEYPATCHING_CONFTEST})
+    assert_zero(verdict)
+    assert "reverted_test_infra:conftest.py" in verdict.flags
+
+
+def test_conftest_smuggled_behind_a_timestamp_with_a_space(task):
+    # git apply (and patch) strip a traditional diff's timestamp even when a space, not a tab,
+    # separates it from the name: the file created is `conftest.py`, not `conftest.py 2020-...`.
+    patch = f"--- /dev/null\n+++ b/conftest.py{STAMP}\n" + new_file_hunk(MONKEYPATCHING_CONFTEST)
+    verdict = grade(task, patch)
+    assert_zero(verdict)
+
+
+def test_conftest_smuggled_behind_an_unusual_prefix(task):
+    # -p1 strips any first component, not only `a/` and `b/`: `+++ zz/conftest.py` creates conftest.py.
+    patch = "--- /dev/null\n+++ zz/conftest.py\n" + new_file_hunk(MONKEYPATCHING_CONFTEST)
+    verdict = grade(task, patch)
+    assert_zero(verdict)
+
+
+def test_control_correct_fix_with_unicode_file_name_still_gets_one(task):
+    # The apply listing is compared byte for byte with what the check read from git's quoted names.
+    files = {"calc/ops.py": FIXED_OPS, "calc/caf\u00e9 notes.py": "NOTE = 'x'\n"}
+    verdict = grade(task, files)
+    assert verdict.reward == 1.0, verdict.model_dump_json(indent=1)
+
+
+def test_control_correct_fix_in_traditional_format_with_tab_timestamps_gets_one(task):
+    hunk = "@@ -1,2 +1,2 @@\n def add(a, b):\n-    return a - b  # bug: should add\n+    return a + b\n"
+    patch = "--- a/calc/ops.py\t2020-01-01 00:00:00.000000000 +0000\n+++ b/calc/ops.py\t2020-01-02 00:00:00.000000000 +0000\n" + hunk
+    verdict = grade(task, patch)
+    assert verdict.reward == 1.0, verdict.model_dump_json(indent=1)
+
+
+def test_control_correct_fix_that_needs_the_fuzz_fallback_gets_one(task):
+    # Stale context: git apply refuses it, patch --fuzz applies it after a reset of the tree.
+    hunk = ("@@ -1,5 +1,5 @@\n def add(a, b):\n-    return a - b  # bug: should add\n+    return a + b\n \n \n"
+            " def sub_renamed(a, b):\n")
+    patch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n" + hunk
+    verdict = grade(task, patch)
+    assert verdict.reward == 1.0 and verdict.apply_method == "patch_fuzz", verdict.model_dump_json(indent=1)
