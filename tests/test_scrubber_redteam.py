@@ -327,6 +327,25 @@ def test_populated_submodule_holding_the_future(sample: SampleHistory, tmp_path:
     assert any("vendor" in leak.detail for leak in leaks), leaks
 
 
+def test_files_inside_an_unpopulated_submodule_path(tmp_path: Path) -> None:
+    """git status does not look inside a gitlink's directory, populated or not."""
+    source = tmp_path / "src"
+    run_git(["init", "-q", "-b", "main", str(source)])
+    (source / "a.txt").write_text("a\n")
+    git(source, "add", "a.txt")
+    git(source, "update-index", "--add", "--cacheinfo", f"160000,{'ab' * 20},vendor/lib")
+    git(source, "commit", "-q", "-m", "link")
+    base = git(source, "rev-parse", "HEAD")
+    dest = tmp_path / "d"
+    scrub(source, dest, base)
+    assert check(dest, base).ok, check(dest, base).leaks
+    (dest / "vendor/lib").mkdir(parents=True, exist_ok=True)
+    (dest / "vendor/lib/fix.patch").write_text(FIXED_TEXT)
+    assert git_text(["status", "--porcelain", "--ignored", "--untracked-files=all"], cwd=dest) == ""
+    leaks = check(dest, base).leaks
+    assert any("vendor/lib" in leak.detail for leak in leaks), leaks
+
+
 def test_same_size_edit_with_restored_mtime(sample: SampleHistory, tmp_path: Path) -> None:
     """A tracked file rewritten to the same size with its old mtime and ctime checks turned off."""
     repo = clean_scrub(sample, tmp_path)
