@@ -1,12 +1,14 @@
 """Inspecting the index and the working tree of a non-bare repository against base.
 
 The index must equal base's tree, and the working tree must equal the index with nothing
-untracked or ignored in it (a `fix.patch` hidden by .gitignore is a leak like any other).
+untracked or ignored in it (a `fix.patch` hidden by .gitignore is a leak like any other), nothing
+in a submodule's directory and no `.git` below the top level (git status looks at neither).
 `git status` runs with optional locks off, so the check never rewrites the index.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from patchgym.scrubber.facts import RepoFacts
@@ -44,6 +46,7 @@ def inspect_index_and_worktree(facts: RepoFacts, forbidden: dict[str, str]) -> l
     if status.returncode != 0:
         leaks.append(Leak("worktree", f"git status failed: {status.stderr.decode(errors='replace').strip()}"))
         return leaks
+    leaks += _inspect_places_status_skips(work_tree)
     for record in status.stdout.decode(errors="replace").split("\0"):
         if len(record) < 4:
             continue
@@ -67,3 +70,33 @@ def _post_image_note(work_tree: Path, path: str, forbidden: dict[str, str]) -> s
     proc = run_git(["hash-object", "--no-filters", "--", path], cwd=work_tree, check=False)
     oid = proc.stdout.decode().strip()
     return f": it holds the post-image of {forbidden[oid]}" if oid in forbidden else ""
+
+
+def _inspect_places_status_skips(work_tree: Path) -> list[Leak]:
+    """What `git status` never looks at: anything named `.git` below the top level (a nested
+    repository, or just a directory of that name), and the contents of a gitlink's directory
+    (a submodule's checkout, populated or not)."""
+    leaks = []
+    listing = run_git(["ls-files", "-s", "-z"], cwd=work_tree, check=False).stdout.decode(errors="surrogateescape")
+    gitlinks = {record.partition("\t")[2] for record in listing.split("\0") if record.startswith("160000 ")}
+    for directory, subdirs, files in os.walk(work_tree):
+        here = Path(directory)
+        relative = here.relative_to(work_tree).as_posix()
+        if relative == ".":
+            subdirs[:] = [name for name in subdirs if name != ".git"]
+            files = [name for name in files if name != ".git"]
+        elif relative in gitlinks:
+            contents = sorted(subdirs + files)
+            if contents:
+                shown = ", ".join(contents[:5]) + (", ..." if len(contents) > 5 else "")
+                detail = f"submodule path {relative} is not empty ({shown}); git status does not look inside"
+                leaks.append(Leak("modules", detail))
+            subdirs[:] = []
+            continue
+        for name in [*subdirs, *files]:
+            if name.lower() == ".git":
+                path = name if relative == "." else f"{relative}/{name}"
+                detail = f"{path} is hidden from git status (a nested repository or a directory named .git)"
+                leaks.append(Leak("worktree", detail))
+        subdirs[:] = [name for name in subdirs if name.lower() != ".git"]
+    return leaks

@@ -57,7 +57,8 @@ def caught(repo: Path, sample: SampleHistory, channel: str | None = None, *, tex
 def test_source_with_a_git_file_pointing_elsewhere(sample: SampleHistory, tmp_path: Path) -> None:
     """A work tree whose `.git` is a `gitdir:` file (as `--separate-git-dir` makes)."""
     work = tmp_path / "work"
-    run_git(["clone", "-q", "--no-local", "--separate-git-dir", str(tmp_path / "store.git"), str(sample.repo), str(work)])
+    store = tmp_path / "store.git"
+    run_git(["clone", "-q", "--no-local", "--separate-git-dir", str(store), str(sample.repo), str(work)])
     assert (work / ".git").is_file()
     assert_scrub_clean(work, sample, tmp_path / "d")
     assert {"remotes", "branches"} & set(check(work, sample.base).channels())
