@@ -3,11 +3,13 @@
 The index must equal base's tree, and the working tree must equal the index with nothing
 untracked or ignored in it (a `fix.patch` hidden by .gitignore is a leak like any other), nothing
 in a submodule's directory and no `.git` below the top level (git status looks at neither).
+Every tracked file is hashed too, since git status trusts stat data that can be forged.
 `git status` runs with optional locks off, so the check never rewrites the index.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from pathlib import Path
 
@@ -47,10 +49,12 @@ def inspect_index_and_worktree(facts: RepoFacts, forbidden: dict[str, str]) -> l
         leaks.append(Leak("worktree", f"git status failed: {status.stderr.decode(errors='replace').strip()}"))
         return leaks
     leaks += _inspect_places_status_skips(work_tree)
+    reported: set[str] = set()
     for record in status.stdout.decode(errors="replace").split("\0"):
         if len(record) < 4:
             continue
         code, path = record[:2], record[3:]
+        reported.add(path)
         if code == "??":
             what = "untracked file"
         elif code == "!!":
@@ -61,7 +65,47 @@ def inspect_index_and_worktree(facts: RepoFacts, forbidden: dict[str, str]) -> l
             continue  # an index-only difference, reported above
         note = _post_image_note(work_tree, path, forbidden)
         leaks.append(Leak("worktree", f"{what} {path}{note}"))
+    for path in _tracked_files_unlike_their_entries(work_tree, facts.hash_len):
+        if path not in reported:
+            note = _post_image_note(work_tree, path, forbidden)
+            leaks.append(Leak("worktree", f"modified file {path} (its stat data hides it from git status){note}"))
     return leaks
+
+
+def _tracked_files_unlike_their_entries(work_tree: Path, hash_len: int) -> list[str]:
+    """Tracked files whose content is not their index entry's blob, found by hashing every one
+    (git status trusts matching stat data, which can be forged: same size, old mtime, and
+    `core.trustctime=false`). Read-only: the index is not refreshed."""
+    listing = run_git(["ls-files", "-s", "-z"], cwd=work_tree, check=False).stdout.decode(errors="surrogateescape")
+    regular: dict[str, str] = {}
+    differing = []
+    for record in listing.split("\0"):
+        meta, _, path = record.partition("\t")
+        fields = meta.split()
+        if len(fields) != 3 or fields[2] != "0":
+            continue
+        mode, oid, _stage = fields
+        target = work_tree / path
+        if mode == "120000" and target.is_symlink():
+            link = os.fsencode(os.readlink(target))
+            digest = hashlib.new("sha256" if hash_len == 32 else "sha1", b"blob %d\0" % len(link) + link)
+            if digest.hexdigest() != oid:
+                differing.append(path)
+        elif mode in ("100644", "100755") and target.is_file() and not target.is_symlink():
+            regular[path] = oid
+    for path in [path for path in regular if "\n" in path or path.startswith('"')]:
+        one = run_git(["hash-object", "--", path], cwd=work_tree, check=False)  # not line-safe below
+        if one.stdout.decode().strip() != regular.pop(path):
+            differing.append(path)
+    if regular:
+        paths = list(regular)
+        stdin = "".join(f"{path}\n" for path in paths).encode(errors="surrogateescape")
+        hashed = run_git(["hash-object", "--stdin-paths"], cwd=work_tree, input=stdin, check=False)
+        found = hashed.stdout.decode().split()
+        if hashed.returncode != 0 or len(found) != len(paths):
+            return differing + paths
+        differing += [path for path, oid in zip(paths, found) if regular[path] != oid]
+    return differing
 
 
 def _post_image_note(work_tree: Path, path: str, forbidden: dict[str, str]) -> str:

@@ -364,6 +364,30 @@ def test_same_size_edit_with_restored_mtime(sample: SampleHistory, tmp_path: Pat
     caught(repo, sample, "worktree", text="README.md")
 
 
+def test_hashing_every_tracked_file_handles_odd_names_links_and_eol(tmp_path: Path) -> None:
+    repo = tmp_path / "src"
+    run_git(["init", "-q", "-b", "main", str(repo)])
+    (repo / ".gitattributes").write_text("*.txt text eol=crlf\n")
+    names = ['"quoted".txt', "new\nline.txt", "plain.txt"]
+    for name in names:
+        (repo / name).write_text("one\ntwo\n")
+    (repo / "link").symlink_to("plain.txt")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "odd names")
+    base = git(repo, "rev-parse", "HEAD")
+    dest = tmp_path / "d"
+    scrub(repo, dest, base)
+    assert check(dest, base).ok, check(dest, base).leaks
+    (dest / "link").unlink()
+    (dest / "link").symlink_to("other.txt")
+    target = dest / "new\nline.txt"
+    stamp = target.stat()
+    target.write_bytes(target.read_bytes().replace(b"two", b"TWO"))
+    os.utime(target, ns=(stamp.st_atime_ns, stamp.st_mtime_ns))
+    details = " ".join(leak.detail for leak in check(dest, base).leaks)
+    assert "link" in details and "new\nline.txt" in details
+
+
 def test_worktree_with_its_own_head_and_index(sample: SampleHistory, tmp_path: Path) -> None:
     source = copy_of(sample, tmp_path / "src")
     linked = tmp_path / "wt"
