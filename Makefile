@@ -1,5 +1,5 @@
 # The two quick-start commands of the README, and a few more. Each target sets up what it needs.
-.PHONY: setup demo test test-slow bench
+.PHONY: setup demo test test-slow
 
 setup:
 	bash .ci/setup
