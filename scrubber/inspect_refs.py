@@ -3,11 +3,13 @@
 Only branches (refs/heads/*) pointing at base are allowed; every other ref is a leak, named by
 its namespace (tags, remotes, notes, replace, original, stash, bisect, ...). Loose ref files and
 packed-refs lines are read from disk (a ref git would skip for a bad name still counts), and
-`git for-each-ref` is consulted too. A reflog may only mention base, its ancestors or the null id.
+`git for-each-ref` is consulted too. A reflog may only mention base, its ancestors or the null id,
+and its messages must be ones git writes for that history (a commit entry quotes a known subject).
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from patchgym.scrubber.facts import RepoFacts
@@ -144,6 +146,7 @@ def _inspect_reflogs(facts: RepoFacts, git_dirs: list[Path], allowed_refs: set[s
     leaks = []
     allowed_names = allowed_refs | {"HEAD"}
     permitted = facts.allowed_commits | {facts.null_oid}
+    subjects = _KnownSubjects(facts)
     for git_dir in git_dirs:
         logs = git_dir / "logs"
         if not logs.exists():
@@ -163,7 +166,40 @@ def _inspect_reflogs(facts: RepoFacts, git_dirs: list[Path], allowed_refs: set[s
                     leaks.append(
                         Leak("reflogs", f"reflog {path} line {number} mentions {', '.join(strangers)}")
                     )
+                elif not subjects.plausible(rest.partition("\t")[2]):
+                    message = rest.partition("\t")[2][:80]
+                    leaks.append(Leak("reflogs", f"reflog {path} line {number} says {message!r}, not base's history"))
     return leaks
+
+
+# Reflog messages git writes that carry no text of their own (besides ref names and paths).
+_PLAIN_REFLOG = re.compile(
+    r"^(|branch: Created from \S+|branch: Reset to \S+|clone: from \S+|checkout: moving from \S+ to \S+"
+    r"|reset: moving to \S+|update-ref|push|update by push|initial pull|fetch: fast-forward)$"
+)
+_COMMIT_REFLOG = re.compile(r"^commit(?: \((?:initial|amend|merge)\))?: (.*)$")
+
+
+class _KnownSubjects:
+    """Whether a reflog message is one git writes for base's history: a fixed form, or a commit
+    entry whose subject is that of base or an ancestor (any other text may come from the future)."""
+
+    def __init__(self, facts: RepoFacts) -> None:
+        self.facts = facts
+        self.subjects: set[str] | None = None
+
+    def plausible(self, message: str) -> bool:
+        message = message.strip()
+        if _PLAIN_REFLOG.match(message):
+            return True
+        commit = _COMMIT_REFLOG.match(message)
+        if not commit:
+            return False
+        if self.subjects is None:
+            log = run_git(["log", "--format=%s%x00%B%x00", self.facts.base], cwd=self.facts.cwd).stdout
+            fields = log.decode(errors="replace").split("\0")
+            self.subjects = {field.strip().split("\n", 1)[0].strip() for field in fields}
+        return commit.group(1).strip() in self.subjects
 
 
 def _inspect_shallow(facts: RepoFacts) -> list[Leak]:
