@@ -4,7 +4,7 @@ Pure functions (no processes, no mounts), so what a sandbox can see is unit-test
 the read-only system paths of `patchgym.tasks.hostfs` (`root_plan`) plus the sandbox's overlay at
 /testbed, the task's environment read-only at /patchgym/venv and a private /tmp (assembled by
 local.py); bwrap adds a new /proc and /dev, unshares every namespace (the network too unless asked
-for), drops all capabilities, forbids nested user namespaces and makes the root read-only.
+for), drops all capabilities, forbids nested user namespaces and makes the root and /proc read-only.
 """
 
 from __future__ import annotations
@@ -128,6 +128,11 @@ def bwrap_argv(
         "--clearenv",
         "--bind", layout.root, "/",
         "--proc", "/proc",
+        # bwrap covers only /proc/irq and /proc/bus here: /proc/sys stayed writable, and sysctls
+        # such as kernel.core_pattern ("|prog": run as host root on the next crash) check nothing
+        # but the file mode. A read-only /proc shuts all of them; /proc/self/fd/N still reach
+        # their targets (/dev/stdout works), the mount flag applies to proc's own files only.
+        "--remount-ro", "/proc",
         "--dev", "/dev",
         "--remount-ro", "/",
     ]
