@@ -9,8 +9,9 @@ that is then scrubbed, where the result must pass the independent audit and `che
 
 from __future__ import annotations
 
+import hashlib
 import os
-import shutil
+import zlib
 from pathlib import Path
 
 import pytest
@@ -413,3 +414,62 @@ def test_loose_objects_with_odd_permissions(sample: SampleHistory, tmp_path: Pat
         if path.is_file():
             path.chmod(0o000)
     assert_scrub_clean(source, sample, tmp_path / "d")
+
+
+# ---- round two: bytes git keeps but never shows --------------------------------------------
+
+
+def _index_with_extension(index: bytes, signature: bytes, payload: bytes, hash_len: int) -> bytes:
+    """INDEX with one more extension before its trailer, and a recomputed checksum."""
+    body = index[:-hash_len] + signature + len(payload).to_bytes(4, "big") + payload
+    digest = hashlib.sha1(body) if hash_len == 20 else hashlib.sha256(body)
+    return body + digest.digest()
+
+
+def test_unknown_optional_index_extension(sample: SampleHistory, tmp_path: Path) -> None:
+    """git ignores optional index extensions it does not know (signature starting A-Z)."""
+    repo = clean_scrub(sample, tmp_path)
+    index = repo / ".git/index"
+    index.write_bytes(_index_with_extension(index.read_bytes(), b"ZFIX", fixed_content(sample).encode(), 20))
+    assert git_text(["status", "--porcelain"], cwd=repo) == ""  # git reads it happily
+    caught(repo, sample, "index", text="ZFIX")
+
+
+def test_commit_graph_chain_with_text(sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "commit-graph", "write", "--reachable", "--split")
+    chain = repo / ".git/objects/info/commit-graphs/commit-graph-chain"
+    assert chain.is_file()
+    assert check(repo, sample.base).ok, check(repo, sample.base).leaks
+    with chain.open("a") as handle:
+        handle.write(FIXED_TEXT)
+    caught(repo, sample, "commit-graph", text="commit-graph-chain")
+
+
+@pytest.mark.parametrize("where", ["config", "info/exclude", "info/attributes", "packed-refs"])
+def test_comments_in_files_git_keeps(where: str, sample: SampleHistory, tmp_path: Path) -> None:
+    """Comment lines are ignored by git and shown by nothing, but an agent can cat them."""
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "pack-refs", "--all")
+    target = repo / ".git" / where
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with target.open("a") as handle:
+        handle.write(f"# the fix:{FIXED_TEXT}")
+    caught(repo, sample, text=where)
+
+
+def test_bytes_hidden_inside_a_pack(sample: SampleHistory, tmp_path: Path) -> None:
+    """A pack whose index and checksums agree can still carry bytes no object owns."""
+    repo = clean_scrub(sample, tmp_path)
+    pack = next((repo / ".git/objects/pack").glob("*.pack"))
+    idx = pack.with_suffix(".idx")
+    pack.with_suffix(".rev").unlink(missing_ok=True)
+    data = pack.read_bytes()
+    body = data[:-20] + zlib.compress(fixed_content(sample).encode())
+    trailer = hashlib.sha1(body).digest()
+    pack.write_bytes(body + trailer)
+    index = idx.read_bytes()
+    index = index[:-40] + trailer
+    idx.write_bytes(index + hashlib.sha1(index).digest())
+    assert git_text(["cat-file", "-p", f"{sample.base}:{sample.fixed_path}"], cwd=repo)
+    caught(repo, sample, "objects", text=pack.name)
