@@ -34,6 +34,7 @@ import atexit
 import errno
 import itertools
 import json
+import math
 import os
 import resource
 import select
@@ -89,11 +90,16 @@ def _validate_limits(limits: Limits) -> Limits:
         value = getattr(limits, name)
         if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value <= 0):
             raise ValueError(f"Limits.{name} must be a positive integer or None, got {value!r}")
-    if limits.timeout_s is not None and not limits.timeout_s > 0:
-        raise ValueError(f"Limits.timeout_s must be positive, got {limits.timeout_s!r}")
+    if limits.timeout_s is not None and not _finite_positive(limits.timeout_s):
+        raise ValueError(f"Limits.timeout_s must be a positive finite number (None: no limit), got {limits.timeout_s!r}")
     if limits.max_write_bytes is not None and limits.max_write_bytes < 1024 * 1024:
         raise ValueError(f"Limits.max_write_bytes must be at least 1 MiB, got {limits.max_write_bytes}")
     return limits
+
+
+def _finite_positive(value: object) -> bool:
+    # inf passed a plain `> 0` check and then broke poll()'s millisecond conversion (OverflowError).
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value) and value > 0
 
 
 def _sandbox_path(path: str) -> str:
@@ -383,8 +389,8 @@ class LocalSandbox(Sandbox):
         if not isinstance(command, str) or "\0" in command:
             raise ValueError(f"command must be a string without NUL bytes, got {command!r:.80}")
         timeout = self.limits.timeout_s if timeout_s is None else timeout_s
-        if timeout is not None and not timeout > 0:
-            raise ValueError(f"timeout_s must be positive, got {timeout!r}")
+        if timeout is not None and not _finite_positive(timeout):
+            raise ValueError(f"timeout_s must be a positive finite number, got {timeout!r}")
         full_env = dict(self._env)
         for key, value in (env or {}).items():
             if not isinstance(key, str) or not key or "=" in key or "\0" in key:
@@ -540,12 +546,18 @@ class LocalSandbox(Sandbox):
                 return safefs.read_beneath(located[0], located[1], limit)
             except safefs.NeedsSandbox:
                 pass
-        script = 'if [ -d "$1" ]; then exit 21; elif [ ! -e "$1" ]; then exit 2; fi; exec head -c "$2" -- "$1"'
+        # Only regular files: opening a FIFO (`ln -s /tmp/fifo x`) would block until the timeout.
+        script = (
+            'if [ -d "$1" ]; then exit 21; elif [ ! -e "$1" ]; then exit 2; elif [ ! -f "$1" ]; then exit 22; fi; '
+            'exec head -c "$2" -- "$1"'
+        )
         code, out, err = self._run_internal(script, [path, str(limit + 1)], None, limit)
         if code == 2:
             raise FileNotFoundError(errno.ENOENT, "no such file in the sandbox", path)
         if code == 21:
             raise IsADirectoryError(errno.EISDIR, "is a directory", path)
+        if code == 22:
+            raise OSError(errno.EINVAL, "not a regular file (fifo, socket or device)", path)
         if code != 0:
             raise _os_error(err, path)
         if len(out) > limit:
@@ -575,7 +587,11 @@ class LocalSandbox(Sandbox):
                 return
             except safefs.NeedsSandbox:
                 pass
-        script = 'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && chmod "$2" -- "$1"'
+        # An existing FIFO or device is refused: `cat > fifo` would block until the timeout.
+        script = (
+            'if [ -e "$1" ] && [ ! -f "$1" ]; then echo "not a regular file (fifo, socket or device)" >&2; exit 22; fi; '
+            'mkdir -p -- "$(dirname -- "$1")" && cat > "$1" && chmod "$2" -- "$1"'
+        )
         code, _, err = self._run_internal(script, [path, f"{mode:o}"], payload, 0)
         if code != 0:
             raise _os_error(err, path)
