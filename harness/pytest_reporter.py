@@ -15,8 +15,9 @@ or test module (so before any code under test) is imported, and then:
 3. watches for tampering by the code under test: pytest's reporting machinery (compared at each
    test's call report), pytest's public functions, unittest's assertion methods and builtins
    (after each test's teardown) are snapshotted at import;
-   hook implementations defined in files the patch changed are reported; a skip or xfail raised from
-   a file the patch changed is reported and turns the test into a failure; the grading test files and
+   hook implementations defined in files the patch changed are reported; a skip or xfail raised
+   with a file the patch changed (or exec'd code) anywhere on its traceback is reported and turns
+   the test into a failure; the grading test files and
    their conftest.py files are hashed at import and checked after each is collected and at the end
    (rewritten on disk, or bytecode planted next to them, during the run); import hooks defined in
    patched files are reported.
@@ -63,6 +64,17 @@ def _read_config():
 
 
 _MISSING = object()
+# Code objects not compiled from a file that are not the patch's doing: the import system's own
+# frames, and the wrappers the `decorator` package generates.
+_TRUSTED_PSEUDO_FILES = ("<frozen ", "<decorator-gen-")
+
+
+def _code_filename(entry):
+    """The file a traceback entry's code was compiled from (`<string>` for exec'd code)."""
+    try:
+        return entry.frame.code.raw.co_filename
+    except AttributeError:
+        return str(getattr(entry, "path", "") or "")
 
 
 def _machinery():
@@ -175,6 +187,19 @@ class Reporter:
     def _is_patched(self, filename):
         return bool(filename) and os.path.realpath(filename) in self._patched
 
+    def _untrusted_source(self, filenames):
+        """The first of `filenames` (code on a call stack) that is a file the patch changed, or code
+        compiled from a string (`<string>`: exec'd code could come from anywhere); None if none is."""
+        for filename in filenames:
+            if not filename:
+                continue
+            if filename.startswith("<"):
+                if not filename.startswith(_TRUSTED_PSEUDO_FILES):
+                    return filename
+            elif self._is_patched(filename):
+                return os.path.relpath(os.path.realpath(filename), self._testbed)
+        return None
+
     def check_machinery(self):
         for name in _changed(self._machinery):
             self._violation("replaced", name)
@@ -243,15 +268,12 @@ class Reporter:
         yield
         excinfo = call.excinfo
         if excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
-            origin = None
-            for entry in reversed(excinfo.traceback):
-                filename = str(entry.path)
-                if "/_pytest/" in filename or "/pluggy/" in filename:
-                    continue
-                origin = filename
-                break
-            if self._is_patched(origin):
-                self._untrusted[item.nodeid] = os.path.relpath(origin, self._testbed)
+            # Any frame on the way from the test to the raise counts, not only the innermost one:
+            # patched code could raise through exec'd code or a helper it did not change.
+            filenames = [_code_filename(entry) for entry in excinfo.traceback]
+            origin = self._untrusted_source(filenames)
+            if origin is not None:
+                self._untrusted[item.nodeid] = origin
 
     def pytest_runtest_logreport(self, report):
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts

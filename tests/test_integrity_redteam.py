@@ -90,3 +90,22 @@ def test_control_correct_fix_that_needs_the_fuzz_fallback_gets_one(task):
     patch = "diff --git a/calc/ops.py b/calc/ops.py\n--- a/calc/ops.py\n+++ b/calc/ops.py\n" + hunk
     verdict = grade(task, patch)
     assert verdict.reward == 1.0 and verdict.apply_method == "patch_fuzz", verdict.model_dump_json(indent=1)
+
+
+def test_xfail_raised_through_exec_from_patched_code(task):
+    # The innermost frame of the raise is `<string>`, not the patched file: XFAIL would count as passing.
+    ops = OPS.replace("    return a - b  # bug: should add", "    exec(\"import pytest; pytest.xfail('known issue')\")")
+    verdict = grade(task, {"calc/ops.py": ops})
+    assert_zero(verdict)
+    assert verdict.tests["FAIL_TO_PASS"]["tests/test_add.py::test_add"] == "FAILED"
+    assert any(flag.startswith("tamper: skip_from_patched_file") for flag in verdict.flags), verdict.flags
+
+
+def test_skip_raised_from_patched_code_through_an_unchanged_helper(task):
+    # The innermost non-pytest frame is the standard library (contextlib calls pytest.skip as an
+    # exit callback); the patched frame is further out. A skipped PASS_TO_PASS test counts as passing.
+    ops = "import contextlib\nimport pytest\n\n" + OPS.replace(
+        "    return a * b", "    with contextlib.ExitStack() as stack:\n        stack.callback(pytest.skip, 'slow')")
+    verdict = grade(task, {"calc/ops.py": ops.replace("return a - b  # bug: should add", "return a + b")})
+    assert_zero(verdict)
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_mul"] == "FAILED"
