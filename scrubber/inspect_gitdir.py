@@ -3,7 +3,7 @@
 Allowed: HEAD, config, description, index, objects/, refs/, logs/, packed-refs, shallow (those
 are inspected elsewhere), info/ (exclude, attributes, sparse-checkout), hooks/ holding only the
 `*.sample` files this git's own templates install (byte for byte), an empty branches/, a shared
-index the index links to. Everything else is reported: `*_HEAD` files, operation state
+index the index links to. An index may only carry extensions git writes. Everything else is reported: `*_HEAD` files, operation state
 (rebase, merge, bisect, sequencer), worktrees/, rr-cache/, modules/, grafts, and anything unknown.
 The config may not name remotes or URLs, hooks paths, includes, or commands git would run.
 """
@@ -16,7 +16,9 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from patchgym.scrubber.binformats import FormatError
 from patchgym.scrubber.git import run_git
+from patchgym.scrubber.index_format import KNOWN_EXTENSIONS, read_index_layout
 from patchgym.scrubber.report import Leak
 
 _INSPECTED_ELSEWHERE = {"HEAD", "config", "index", "objects", "refs", "logs", "packed-refs", "shallow"}
@@ -73,11 +75,15 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
     leaks: list[Leak] = []
     for entry in _ls(git_dir):
         name = entry.name
+        if name == "index" and entry.is_file():
+            leaks += _inspect_index_file(entry, hash_len=len(base) // 2)
         if name in _INSPECTED_ELSEWHERE:
             continue
         if re.fullmatch(r"sharedindex\.[0-9a-f]+", name):
             if not _index_links(git_dir / "index", name.split(".", 1)[1]):
                 leaks.append(Leak("index", f"{entry} is a shared index no index links to (it may hold anything)"))
+            else:
+                leaks += _inspect_index_file(entry, hash_len=len(base) // 2)
             continue
         if name == "COMMIT_EDITMSG" and entry.is_file():
             text = _strip_comments(entry.read_text(errors="replace"))
@@ -132,6 +138,22 @@ def _template_samples() -> dict[str, bytes]:
         run_git(["init", "-q", "--bare", scratch])
         hooks = Path(scratch) / "hooks"
         return {hook.name: hook.read_bytes() for hook in _ls(hooks) if hook.name.endswith(".sample")}
+
+
+def _inspect_index_file(path: Path, *, hash_len: int) -> list[Leak]:
+    """An index's bytes beyond its entries: only extensions git writes, then the checksum."""
+    try:
+        layout = read_index_layout(path, hash_len)
+    except (FormatError, OSError) as exc:
+        return [Leak("index", f"{path} cannot be read as an index: {exc}")]
+    leaks = [
+        Leak("index", f"{path} carries an extension git does not write ({signature!r}, {size} bytes)")
+        for signature, size in layout.extensions
+        if signature.encode("latin-1") not in KNOWN_EXTENSIONS
+    ]
+    if layout.stray_bytes:
+        leaks.append(Leak("index", f"{path} has {layout.stray_bytes} bytes after its last extension"))
+    return leaks
 
 
 def _index_links(index: Path, shared_id: str) -> bool:

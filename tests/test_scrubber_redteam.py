@@ -435,6 +435,29 @@ def test_unknown_optional_index_extension(sample: SampleHistory, tmp_path: Path)
     caught(repo, sample, "index", text="ZFIX")
 
 
+@pytest.mark.parametrize("shape", ["v4", "v3-intent-to-add", "untracked-cache", "split", "fsmonitor-free"])
+def test_index_shapes_git_writes_are_read_without_false_leaks(
+    shape: str, sample: SampleHistory, tmp_path: Path
+) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    if shape == "v4":
+        git(repo, "update-index", "--index-version", "4")
+    elif shape == "v3-intent-to-add":
+        (repo / "new.txt").write_text("new\n")
+        git(repo, "add", "-N", "new.txt")
+    elif shape == "untracked-cache":
+        git(repo, "update-index", "--untracked-cache", "--force-untracked-cache")
+        run_git(["-c", "core.untrackedCache=true", "status"], cwd=repo)
+    elif shape == "split":
+        git(repo, "update-index", "--split-index", "--index-version", "4")
+    else:
+        git(repo, "update-index", "--index-version", "2")
+    version = int.from_bytes((repo / ".git/index").read_bytes()[4:8], "big")
+    assert version == {"v4": 4, "v3-intent-to-add": 3, "split": 4}.get(shape, version)
+    odd = [leak for leak in check(repo, sample.base).leaks if "extension" in leak.detail or "bytes" in leak.detail]
+    assert odd == []
+
+
 def test_commit_graph_chain_with_text(sample: SampleHistory, tmp_path: Path) -> None:
     repo = clean_scrub(sample, tmp_path)
     git(repo, "commit-graph", "write", "--reachable", "--split")
