@@ -153,6 +153,12 @@ class _StoreWalk:
             if not self.facts.is_allowed_commit(oid):
                 self.leak("commit-graph", f"{path} lists commit {oid}, which is neither base nor an ancestor")
 
+    def _commit_graph_chain(self, chain: Path) -> None:
+        """The chain names its layers, one hash a line; anything else in it is text."""
+        for line in chain.read_text(errors="replace").splitlines():
+            if not (re.fullmatch(r"[0-9a-f]{40,64}", line) and (chain.parent / f"graph-{line}.graph").is_file()):
+                self.leak("commit-graph", f"{chain} has a line that names no layer: {line[:80]!r}")
+
     def _info(self, directory: Path) -> None:
         for entry in sorted(directory.iterdir()):
             name = entry.name
@@ -167,7 +173,9 @@ class _StoreWalk:
                 for layer in sorted(entry.iterdir()):
                     if layer.suffix == ".graph":
                         self._commit_graph(layer)
-                    elif layer.name != "commit-graph-chain":
+                    elif layer.name == "commit-graph-chain" and layer.is_file():
+                        self._commit_graph_chain(layer)
+                    else:
                         self.leak("commit-graph", f"unexpected file {layer}")
             elif name in ("alternates", "http-alternates") and entry.is_file():
                 self._alternates(entry)
