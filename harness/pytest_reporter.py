@@ -69,6 +69,15 @@ _MISSING = object()
 _TRUSTED_PSEUDO_FILES = ("<frozen ", "<decorator-gen-")
 
 
+def _stack_filenames(frame):
+    """The files of the code on a call stack, innermost first."""
+    filenames = []
+    while frame is not None:
+        filenames.append(frame.f_code.co_filename)
+        frame = frame.f_back
+    return filenames
+
+
 def _code_filename(entry):
     """The file a traceback entry's code was compiled from (`<string>` for exec'd code)."""
     try:
@@ -161,7 +170,10 @@ class Reporter:
         self._machinery = _machinery()
         self._namespace = _namespace()
         self._phases = {}  # node id -> {phase: status}
-        self._untrusted = {}  # node id -> patched file a skip/xfail came from
+        self._untrusted = {}  # node id -> (violation, where) for a skip/xfail that came from the patch
+        self._collected_xfail = {}  # node id -> the xfail marks it had after collection
+        self._trusted_marks = []  # marks added during the run by code that is not the patch's
+        self._watch_add_marker()
         self._reported_violations: set[str] = set()
 
     # --- the signed channel -------------------------------------------------------------------
@@ -198,6 +210,50 @@ class Reporter:
                     return filename
             elif self._is_patched(filename):
                 return os.path.relpath(os.path.realpath(filename), self._testbed)
+        return None
+
+    def _watch_add_marker(self):
+        """Wrap Node.add_marker to remember the marks added by code that is not the patch's (a test
+        calling `request.applymarker(pytest.mark.xfail)` is; library code finding the running item
+        through the call stack or the garbage collector is not)."""
+        try:
+            from _pytest.nodes import Node
+        except ImportError:
+            return
+        original = Node.add_marker
+        reporter = self
+
+        def add_marker(node, marker, *args, **kwargs):
+            before = list(node.own_markers)
+            result = original(node, marker, *args, **kwargs)
+            if reporter._untrusted_source(_stack_filenames(sys._getframe(1))) is None:
+                reporter._trusted_marks.extend(m for m in node.own_markers if not any(m is b for b in before))
+            return result
+
+        add_marker.__wrapped__ = original
+        add_marker.__doc__ = original.__doc__
+        Node.add_marker = add_marker
+
+    def _untrusted_xfail_mark(self, item):
+        """Where the xfail mark that turned this test's failure into XFAIL came from, if not from
+        collection or from code that is not the patch's; None if it is trusted."""
+        marks = list(item.iter_markers(name="xfail"))
+        if not marks:
+            return "xfail outcome without an xfail mark"
+        baseline = self._collected_xfail.get(item.nodeid, [])
+        for mark in marks:
+            if any(mark is b for b in baseline) or any(mark is t for t in self._trusted_marks):
+                continue
+            return "xfail mark added during the run by patched code"
+        try:
+            from _pytest.skipping import evaluate_xfail_marks
+        except ImportError:
+            return None
+        try:
+            if evaluate_xfail_marks(item) is None:
+                return "xfail outcome that the test's xfail marks do not give"
+        except Exception:  # noqa: BLE001  a broken condition: pytest reports it itself
+            return None
         return None
 
     def check_machinery(self):
@@ -265,15 +321,26 @@ class Reporter:
     # --- pytest hooks -------------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
     def pytest_runtest_makereport(self, item, call):
-        yield
+        outcome = yield
         excinfo = call.excinfo
+        try:
+            report = outcome.get_result()
+        except BaseException:  # noqa: B036  another hook failed: pytest reports that itself
+            report = None
+        imperative = excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception))
+        if report is not None and report.skipped and hasattr(report, "wasxfail") and not imperative:
+            # A failure turned into XFAIL by an xfail mark: the mark must have been there after
+            # collection, or added through Node.add_marker by code that is not the patch's.
+            origin = self._untrusted_xfail_mark(item)
+            if origin is not None:
+                self._untrusted[item.nodeid] = ("xfail_mark_from_patched_code", origin)
         if excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
             # Any frame on the way from the test to the raise counts, not only the innermost one:
             # patched code could raise through exec'd code or a helper it did not change.
             filenames = [_code_filename(entry) for entry in excinfo.traceback]
             origin = self._untrusted_source(filenames)
             if origin is not None:
-                self._untrusted[item.nodeid] = origin
+                self._untrusted[item.nodeid] = ("skip_from_patched_file", origin)
 
     def pytest_runtest_logreport(self, report):
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
@@ -312,8 +379,9 @@ class Reporter:
         fields = {"id": nodeid, "status": status}
         if nodeid in self._untrusted and status in ("SKIPPED", "XFAIL"):
             fields["status"] = "FAILED"
-            fields["note"] = f"{status.lower()} raised from patched file {self._untrusted[nodeid]}"
-            self._violation("skip_from_patched_file", f"{nodeid} ({self._untrusted[nodeid]})")
+            what, origin = self._untrusted[nodeid]
+            fields["note"] = f"{status.lower()} from untrusted code ({what}: {origin})"
+            self._violation(what, f"{nodeid} ({origin})")
         self.emit("test", **fields)
 
     def pytest_collectreport(self, report):
@@ -325,6 +393,8 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
+        for item in session.items:
+            self._collected_xfail[item.nodeid] = list(item.iter_markers(name="xfail"))
         self.check_protected()
         self.check_importers()
         self.check_machinery()

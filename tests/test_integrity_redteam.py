@@ -109,3 +109,52 @@ def test_skip_raised_from_patched_code_through_an_unchanged_helper(task):
     verdict = grade(task, {"calc/ops.py": ops.replace("return a - b  # bug: should add", "return a + b")})
     assert_zero(verdict)
     assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_mul"] == "FAILED"
+
+
+DYNAMIC_XFAIL = textwrap.dedent('''\
+    import sys
+    import pytest
+
+
+    def _xfail_current_test():
+        # Find the running test item up the call stack and mark it xfail: pytest re-reads xfail
+        # marks after the call ("the test run may have added an xfail mark dynamically").
+        frame = sys._getframe(1)
+        while frame is not None:
+            item = frame.f_locals.get("item") or frame.f_locals.get("pyfuncitem")
+            if item is not None and hasattr(item, "add_marker"):
+                MARKING(item)
+                return
+            frame = frame.f_back
+    ''')
+
+
+@pytest.mark.parametrize("marking", [
+    "item.add_marker(pytest.mark.xfail(reason='flaky'))",
+    "item.own_markers.append(pytest.mark.xfail(reason='flaky').mark)",
+])
+def test_library_code_that_marks_the_running_test_xfail(task, marking):
+    helper = DYNAMIC_XFAIL.replace("MARKING(item)", marking)
+    ops = helper + "\n\n" + OPS.replace("    return a - b  # bug: should add", "    _xfail_current_test()\n    return a - b")
+    verdict = grade(task, {"calc/ops.py": ops})
+    assert_zero(verdict)
+    assert verdict.tests["FAIL_TO_PASS"]["tests/test_add.py::test_add"] == "FAILED"
+    assert any(flag.startswith("tamper: xfail_mark_from_patched_code") for flag in verdict.flags), verdict.flags
+
+
+@pytest.fixture(scope="module")
+def task_with_dynamic_xfail(tmp_path_factory: pytest.TempPathFactory):
+    # A PASS_TO_PASS test that marks itself xfail at run time (trusted test code does this).
+    known = ("import pytest\n\n\ndef test_known_broken(request):\n"
+             "    request.applymarker(pytest.mark.xfail(reason='upstream'))\n    assert False\n")
+    from tests.fixtures_grading.calc_task import PASS_TO_PASS
+    prepared, gold = build_prepared(tmp_path_factory.mktemp("redteam-xfail"), instance_id="calc-xfail",
+                                    base_files={**BASE_FILES, "tests/test_known.py": known},
+                                    pass_to_pass=[*PASS_TO_PASS, "tests/test_known.py::test_known_broken"])
+    return prepared, gold
+
+
+def test_control_xfail_mark_added_by_the_tests_themselves_still_counts(task_with_dynamic_xfail):
+    verdict = grade(task_with_dynamic_xfail, task_with_dynamic_xfail[1])
+    assert verdict.reward == 1.0, verdict.model_dump_json(indent=1)
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_known.py::test_known_broken"] == "XFAIL"
