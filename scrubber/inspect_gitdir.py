@@ -118,6 +118,8 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
                     leaks += _inspect_server_info(item, base)
                 elif item.name not in _INFO_ALLOWED:
                     leaks.append(Leak("unknown", f"unexpected file {item}"))
+                elif item.is_file():
+                    leaks += _foreign_comments(item, _template_text(f"info/{item.name}"))
         elif name == "branches" and entry.is_dir():
             for item in _ls(entry):
                 leaks.append(Leak("remotes", f"legacy remote {item}"))
@@ -128,16 +130,50 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
     config = git_dir / "config"
     if config.is_file():
         leaks += inspect_config(config)
+        leaks += _config_comments(config)
+    return leaks
+
+
+def _foreign_comments(path: Path, template: str) -> list[Leak]:
+    """Comment lines of PATH that this git's template of the same file does not hold."""
+    allowed = {line.strip() for line in template.splitlines()}
+    return [
+        Leak("unknown", f"{path} line {number} is a comment git did not write: {line.strip()[:80]!r}")
+        for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1)
+        if line.lstrip().startswith("#") and line.strip() not in allowed
+    ]
+
+
+def _config_comments(config: Path) -> list[Leak]:
+    """Comments in a config file (git writes none; `git config --list` never shows them)."""
+    leaks = []
+    for number, line in enumerate(config.read_text(errors="replace").splitlines(), start=1):
+        unquoted = re.sub(r'"(?:[^"\\]|\\.)*"', "", line)
+        if "#" in unquoted or ";" in unquoted:
+            leaks.append(Leak("config", f"{config} line {number} holds a comment: {line.strip()[:80]!r}"))
     return leaks
 
 
 @functools.cache
-def _template_samples() -> dict[str, bytes]:
-    """The `*.sample` hooks `git init` installs from this git's default templates, by name."""
+def _template_files() -> dict[str, bytes]:
+    """The files `git init` installs from this git's default templates, by relative path."""
     with tempfile.TemporaryDirectory(prefix="patchgym-templates-") as scratch:
         run_git(["init", "-q", "--bare", scratch])
-        hooks = Path(scratch) / "hooks"
-        return {hook.name: hook.read_bytes() for hook in _ls(hooks) if hook.name.endswith(".sample")}
+        root = Path(scratch)
+        return {
+            path.relative_to(root).as_posix(): path.read_bytes()
+            for path in root.rglob("*")
+            if path.is_file() and path.parent.name in ("hooks", "info")
+        }
+
+
+def _template_samples() -> dict[str, bytes]:
+    """The `*.sample` hooks this git's templates install, by name."""
+    return {name[len("hooks/") :]: data for name, data in _template_files().items() if name.startswith("hooks/")}
+
+
+def _template_text(relative: str) -> str:
+    return _template_files().get(relative, b"").decode(errors="replace")
 
 
 def _inspect_index_file(path: Path, *, hash_len: int) -> list[Leak]:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from patchgym.scrubber import check, scrub
+from patchgym.scrubber import ScrubError, check, scrub
 from patchgym.scrubber.git import git_text, run_git
 from patchgym.scrubber.sample_history import SampleHistory, build_sample_history, git, snapshot
 
@@ -469,7 +469,7 @@ def test_commit_graph_chain_with_text(sample: SampleHistory, tmp_path: Path) -> 
     caught(repo, sample, "commit-graph", text="commit-graph-chain")
 
 
-@pytest.mark.parametrize("where", ["config", "info/exclude", "info/attributes", "packed-refs"])
+@pytest.mark.parametrize("where", ["config", "info/exclude", "info/attributes"])
 def test_comments_in_files_git_keeps(where: str, sample: SampleHistory, tmp_path: Path) -> None:
     """Comment lines are ignored by git and shown by nothing, but an agent can cat them."""
     repo = clean_scrub(sample, tmp_path)
@@ -479,6 +479,22 @@ def test_comments_in_files_git_keeps(where: str, sample: SampleHistory, tmp_path
     with target.open("a") as handle:
         handle.write(f"# the fix:{FIXED_TEXT}")
     caught(repo, sample, text=where)
+
+
+def test_text_in_packed_refs(sample: SampleHistory, tmp_path: Path) -> None:
+    """Text in the header line is accepted by git; a comment line further down makes git refuse
+    the repository, and check fails closed (an error naming the file) rather than passing."""
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "pack-refs", "--all")
+    packed = repo / ".git/packed-refs"
+    lines = packed.read_text().splitlines(keepends=True)
+    packed.write_text(lines[0].rstrip("\n") + f" the fix:{FIXED_TEXT}" + "".join(lines[1:]))
+    assert git_text(["for-each-ref"], cwd=repo)  # git still reads it
+    caught(repo, sample, "refs", text="packed-refs line 1")
+    with packed.open("a") as handle:
+        handle.write(f"# the fix:{FIXED_TEXT}")
+    with pytest.raises(ScrubError, match="packed-refs"):
+        check(repo, sample.base)
 
 
 def test_bytes_hidden_inside_a_pack(sample: SampleHistory, tmp_path: Path) -> None:
