@@ -85,7 +85,10 @@ def _packed_refs(path: Path) -> list[tuple[str, str, int]]:
     if not path.is_file():
         return entries
     for number, line in enumerate(path.read_text(errors="replace").splitlines(), start=1):
+        if number == 1 and re.fullmatch(r"# pack-refs with:( (peeled|fully-peeled|sorted))* ?", line):
+            continue
         if not line.strip() or line.startswith("#"):
+            entries.append(("#comment", line, number))  # git refuses the file; the text is readable
             continue
         if line.startswith("^"):
             entries.append(("^peeled", line[1:].strip(), number))
@@ -107,6 +110,9 @@ def inspect_refs(facts: RepoFacts) -> tuple[list[Leak], int]:
     packed = facts.paths.common_dir / "packed-refs"
     last_ref = ""
     for refname, oid, number in _packed_refs(packed):
+        if refname == "#comment":
+            inspection.leaks.append(Leak("refs", f"packed-refs line {number} is not a ref: {oid[:80]!r}"))
+            continue
         if refname == "^peeled":
             if oid not in facts.reachable:
                 inspection.leaks.append(
