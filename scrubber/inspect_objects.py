@@ -2,7 +2,8 @@
 
 Git's own listing (`facts.types`) is checked against the reachable set, and the store's files
 are walked too: loose objects, packs and their indexes (a pack git ignores for lack of an index
-is still a leak), alternates, commit-graph and multi-pack-index files, quarantine leftovers.
+is still a leak; every pack is verified to parse as exactly its indexed objects), alternates,
+commit-graph and multi-pack-index files, quarantine leftovers.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from patchgym.scrubber.binformats import (
     pack_object_count,
 )
 from patchgym.scrubber.facts import RepoFacts
+from patchgym.scrubber.git import run_git
 from patchgym.scrubber.report import Leak
 
 _PACK_FILE = re.compile(r"^pack-[0-9a-f]+\.(pack|idx|rev|bitmap|keep|promisor|mtimes)$")
@@ -113,6 +115,12 @@ class _StoreWalk:
             return
         if declared != len(ids):
             self.leak("objects", f"pack {pack} declares {declared} objects but its index lists {len(ids)}")
+        # git reads a pack through its index only: bytes no object owns (between objects, or
+        # before the trailer with both checksums recomputed) are found only by parsing it whole.
+        verify = run_git(["verify-pack", str(index)], cwd=self.objects_dir, check=False)
+        if verify.returncode != 0:
+            detail = verify.stderr.decode(errors="replace").strip().splitlines()
+            self.leak("objects", f"pack {pack} does not parse as exactly its objects: {detail[-1] if detail else ''}")
         for oid in ids:
             self.located.setdefault(oid, f"in {pack}")
             if oid not in self.facts.types:
