@@ -203,8 +203,8 @@ class Reporter:
         """The first of `filenames` (code on a call stack) that is a file the patch changed, or code
         compiled from a string (`<string>`: exec'd code could come from anywhere); None if none is."""
         for filename in filenames:
-            if not filename:
-                continue
+            if not filename or "/_pytest/" in filename or "/pluggy/" in filename:
+                continue  # pytest's own frames (they are patched files only in pytest's own repository)
             if filename.startswith("<"):
                 if not filename.startswith(_TRUSTED_PSEUDO_FILES):
                     return filename
@@ -317,6 +317,19 @@ class Reporter:
                 code = getattr(impl.function, "__code__", None)
                 if code is not None and self._is_patched(code.co_filename):
                     self._violation("hook_from_patched_file", f"{hook_name} in {os.path.relpath(code.co_filename, self._testbed)}")
+                origin = self._untrusted_plugin(impl.plugin)
+                if origin is not None:
+                    self._violation("hook_from_untrusted_plugin", f"{hook_name} from {impl.plugin_name} ({origin})")
+
+    def _untrusted_plugin(self, plugin):
+        """Why a plugin's hooks are not to be trusted: registered by patched or exec'd code (found
+        on the stack of its registration), or never registered through pytest (hook implementations
+        put into pluggy's lists by hand); None when it is trusted."""
+        for registered, filenames in _registrations:
+            if registered is plugin:
+                source = self._untrusted_source(filenames)
+                return None if source is None else f"registered by {source}"
+        return "not registered through pytest"
 
     # --- pytest hooks -------------------------------------------------------------------------
     @pytest.hookimpl(hookwrapper=True, tryfirst=True)
@@ -416,6 +429,17 @@ class Reporter:
             os.close(self._fd)
         except OSError:
             pass
+
+
+_registrations = []  # (plugin, the files on the stack that registered it) for every plugin pytest registered
+
+
+def pytest_plugin_registered(plugin, manager):
+    """Remember who registered each plugin (historic: the plugins registered before this module are
+    replayed when it is registered). Library code that finds the plugin manager (through `gc`) and
+    registers a plugin whose hooks rewrite outcomes is caught by where it was registered from, not
+    by where its code says it was compiled."""
+    _registrations.append((plugin, _stack_filenames(sys._getframe(1))))
 
 
 def _claim():

@@ -158,3 +158,36 @@ def test_control_xfail_mark_added_by_the_tests_themselves_still_counts(task_with
     verdict = grade(task_with_dynamic_xfail, task_with_dynamic_xfail[1])
     assert verdict.reward == 1.0, verdict.model_dump_json(indent=1)
     assert verdict.tests["PASS_TO_PASS"]["tests/test_known.py::test_known_broken"] == "XFAIL"
+
+
+REGISTER_PLUGIN = textwrap.dedent('''\
+    import gc
+    from _pytest.config import PytestPluginManager
+
+    # The hook is compiled under another file's name, so where its code says it comes from is a lie.
+    _ns = {}
+    exec(compile("def pytest_pyfunc_call(pyfuncitem):\\n    return True\\n", "/usr/lib/python3/dist-packages/six.py", "exec"), _ns)
+
+
+    class _Plugin:
+        pytest_pyfunc_call = staticmethod(_ns["pytest_pyfunc_call"])
+
+
+    for _manager in gc.get_objects():
+        if isinstance(_manager, PytestPluginManager):
+            REGISTER
+    ''')
+
+
+@pytest.mark.parametrize("register", [
+    "_manager.register(_Plugin(), 'calc-speedups')",
+    # Straight into pluggy's list of implementations, with no registration at all.
+    "_manager.hook.pytest_pyfunc_call._hookimpls.append(type(_manager.hook.pytest_pyfunc_call.get_hookimpls()[0])"
+    "(_Plugin(), 'calc-speedups', _Plugin.pytest_pyfunc_call, dict(hookwrapper=False, wrapper=False, optionalhook=False,"
+    " tryfirst=True, trylast=False, specname=None)))",
+])
+def test_library_code_that_registers_a_plugin_skipping_every_test_body(task, register):
+    # pytest_pyfunc_call returning True means "called": the test function never runs, and passes.
+    verdict = grade(task, {"calc/__init__.py": BASE_FILES["calc/__init__.py"] + REGISTER_PLUGIN.replace("REGISTER", register)})
+    assert_zero(verdict)
+    assert any(flag.startswith("tamper: hook_from_untrusted_plugin") for flag in verdict.flags), verdict.flags
