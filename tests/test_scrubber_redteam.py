@@ -512,3 +512,34 @@ def test_bytes_hidden_inside_a_pack(sample: SampleHistory, tmp_path: Path) -> No
     idx.write_bytes(index + hashlib.sha1(index).digest())
     assert git_text(["cat-file", "-p", f"{sample.base}:{sample.fixed_path}"], cwd=repo)
     caught(repo, sample, "objects", text=pack.name)
+
+
+# ---- round three ---------------------------------------------------------------------------
+
+
+def test_commit_editmsg_with_a_comment_quoting_the_fix(sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    message = git(repo, "log", "-1", "--format=%B", sample.base)
+    (repo / ".git/COMMIT_EDITMSG").write_text(f"{message}\n# Please enter the commit message\n")
+    assert check(repo, sample.base).ok, check(repo, sample.base).leaks  # git's own template is fine
+    (repo / ".git/COMMIT_EDITMSG").write_text(f"{message}\n# the fix:{FIXED_TEXT}")
+    caught(repo, sample, "state", text="COMMIT_EDITMSG")
+
+
+def test_loose_object_with_bytes_after_its_stream(sample: SampleHistory, tmp_path: Path) -> None:
+    """A reachable object stored loose with a second zlib stream appended: walks never read it."""
+    repo = clean_scrub(sample, tmp_path)
+    blob = git(repo, "rev-parse", f"{sample.base}:README.md")
+    content = run_git(["cat-file", "blob", blob], cwd=repo).stdout
+    loose = repo / ".git/objects" / blob[:2] / blob[2:]
+    loose.parent.mkdir(exist_ok=True)
+    raw = b"blob %d\0" % len(content) + content
+    loose.write_bytes(zlib.compress(raw) + zlib.compress(fixed_content(sample).encode()))
+    caught(repo, sample, "objects", text=blob[2:])
+
+
+def test_empty_directories_are_named_nowhere(sample: SampleHistory, tmp_path: Path) -> None:
+    """git status does not list empty directories, but their names can be read."""
+    repo = clean_scrub(sample, tmp_path)
+    (repo / "calc" / "clamp_use_gt_high_not_ge_high_plus_1").mkdir()
+    caught(repo, sample, "worktree", text="clamp_use_gt_high")
