@@ -37,6 +37,15 @@ _STATE = {
 }
 _NAMED_CHANNELS = {"worktrees": "worktrees", "rr-cache": "rerere", "modules": "modules", "config.worktree": "config"}
 _INFO_ALLOWED = {"exclude", "attributes", "sparse-checkout"}
+# The comment lines of git's commit message template (instructions and a status listing).
+_TEMPLATE_COMMENT = re.compile(
+    r"^#( ?$|\t(new file|modified|deleted|renamed|copied|typechange|both \w+):|\t\S+$|\s*\(use \"git"
+    r"| Please enter the commit message| with '#' will be ignored| Lines starting with '#'"
+    r"| an empty message aborts| Author: | Date: | On branch \S+$| HEAD detached| Your branch"
+    r"| Changes to be committed:| Changes not staged for commit:| Untracked files:| Initial commit"
+    r"| No commits yet| Not currently on any branch| Do not modify or remove the line above"
+    r"| Everything below it will be ignored| -+ >8 -+$| You are currently| interactive rebase in progress)"
+)
 
 # (pattern over `section.subsection.key`, channel, why)
 _CONFIG_RULES = [
@@ -86,9 +95,12 @@ def inspect_git_dir(git_dir: Path, *, base: str, known_message: Callable[[str], 
                 leaks += _inspect_index_file(entry, hash_len=len(base) // 2)
             continue
         if name == "COMMIT_EDITMSG" and entry.is_file():
-            text = _strip_comments(entry.read_text(errors="replace"))
-            if not known_message(text):
+            raw = entry.read_text(errors="replace")
+            if not known_message(_strip_comments(raw)):
                 leaks.append(Leak("state", f"{entry} holds a message that is not base's or an ancestor's"))
+            strange = [line for line in raw.splitlines() if line.startswith("#") and not _TEMPLATE_COMMENT.match(line)]
+            if strange:
+                leaks.append(Leak("state", f"{entry} has a comment git does not write: {strange[0][:80]!r}"))
             continue
         if name == "description" and entry.is_file():
             text = entry.read_text(errors="replace").strip()
