@@ -3,9 +3,11 @@
 Allowed: HEAD, config, description, index, objects/, refs/, logs/, packed-refs, shallow (those
 are inspected elsewhere), info/ (exclude, attributes, sparse-checkout), hooks/ holding only the
 `*.sample` files this git's own templates install (byte for byte), an empty branches/, a shared
-index the index links to. An index may only carry extensions git writes. Everything else is reported: `*_HEAD` files, operation state
-(rebase, merge, bisect, sequencer), worktrees/, rr-cache/, modules/, grafts, and anything unknown.
-The config may not name remotes or URLs, hooks paths, includes, or commands git would run.
+index the index links to. An index may only carry extensions git writes. Everything else is
+reported: `*_HEAD` files, operation state (rebase, merge, bisect, sequencer), worktrees/,
+rr-cache/, modules/, grafts, and anything unknown. The config may not name remotes or URLs,
+hooks paths, includes, or commands git would run, nor hold comments or branch descriptions; text
+a person could have written elsewhere (COMMIT_EDITMSG, comments in info/ files) must be git's own.
 """
 
 from __future__ import annotations
