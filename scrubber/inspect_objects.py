@@ -8,7 +8,9 @@ commit-graph and multi-pack-index files, quarantine leftovers.
 
 from __future__ import annotations
 
+import hashlib
 import re
+import zlib
 from pathlib import Path
 
 from patchgym.scrubber.binformats import (
@@ -28,6 +30,28 @@ _HEX_TOKEN = re.compile(r"\b[0-9a-f]{40,64}\b")
 # What git itself writes into a .keep file (fetch and receive-pack; `git index-pack --keep`).
 _KEEP_TEXT = re.compile(r"^((fetch|receive|index)-pack \d+ on \S*)?\n?$")
 _PACKS_LINE = re.compile(r"^(P pack-[0-9a-f]+\.pack)?$")
+
+
+def _loose_object_problem(path: Path, oid: str, hash_len: int) -> str:
+    """Why the loose object file PATH is not exactly one zlib stream of the object named OID
+    (git stops reading at the end of the stream and rarely checks the hash), or ''."""
+    try:
+        stream = zlib.decompressobj()
+        raw = stream.decompress(path.read_bytes())
+    except (zlib.error, OSError) as exc:
+        return f"cannot be inflated: {exc}"
+    if not stream.eof:
+        return "ends inside its zlib stream"
+    if stream.unused_data:
+        return f"has {len(stream.unused_data)} bytes after its zlib stream"
+    header, _, body = raw.partition(b"\0")
+    size = header.split(b" ")[-1]
+    if not size.isdigit() or int(size) != len(body):
+        return "has a header that does not match its content"
+    digest = hashlib.sha256(raw) if hash_len == 32 else hashlib.sha1(raw)
+    if digest.hexdigest() != oid:
+        return f"holds content whose id is {digest.hexdigest()}, not its name"
+    return ""
 
 
 def _describe(facts: RepoFacts, oid: str) -> str:
@@ -74,6 +98,8 @@ class _StoreWalk:
                 self.located.setdefault(oid, f"loose in {directory.parent}")
                 if oid not in self.facts.types:
                     self.leak("objects", f"loose object file {entry} is not readable as an object")
+                elif problem := _loose_object_problem(entry, oid, self.facts.hash_len):
+                    self.leak("objects", f"loose object file {entry} {problem}")
             else:
                 self.leak("objects", f"unexpected file {entry} in the object store (not a loose object)")
 

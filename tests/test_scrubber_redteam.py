@@ -538,6 +538,17 @@ def test_loose_object_with_bytes_after_its_stream(sample: SampleHistory, tmp_pat
     caught(repo, sample, "objects", text=blob[2:])
 
 
+def test_loose_impostor_of_a_reachable_object(sample: SampleHistory, tmp_path: Path) -> None:
+    """A loose file named like a reachable blob but holding the fix (git shows the packed copy)."""
+    repo = clean_scrub(sample, tmp_path)
+    blob = git(repo, "rev-parse", f"{sample.base}:README.md")
+    loose = repo / ".git/objects" / blob[:2] / blob[2:]
+    loose.parent.mkdir(exist_ok=True)
+    fixed = fixed_content(sample).encode()
+    loose.write_bytes(zlib.compress(b"blob %d\0" % len(fixed) + fixed))
+    caught(repo, sample, "objects", text="not its name")
+
+
 def test_empty_directories_are_named_nowhere(sample: SampleHistory, tmp_path: Path) -> None:
     """git status does not list empty directories, but their names can be read."""
     repo = clean_scrub(sample, tmp_path)
