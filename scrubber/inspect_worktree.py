@@ -2,7 +2,8 @@
 
 The index must equal base's tree, and the working tree must equal the index with nothing
 untracked or ignored in it (a `fix.patch` hidden by .gitignore is a leak like any other), nothing
-in a submodule's directory and no `.git` below the top level (git status looks at neither).
+in a submodule's directory, no `.git` below the top level and no empty directory (git status
+shows none of them).
 Every tracked file is hashed too, since git status trusts stat data that can be forged.
 `git status` runs with optional locks off, so the check never rewrites the index.
 """
@@ -118,8 +119,8 @@ def _post_image_note(work_tree: Path, path: str, forbidden: dict[str, str]) -> s
 
 def _inspect_places_status_skips(work_tree: Path) -> list[Leak]:
     """What `git status` never looks at: anything named `.git` below the top level (a nested
-    repository, or just a directory of that name), and the contents of a gitlink's directory
-    (a submodule's checkout, populated or not)."""
+    repository, or just a directory of that name), the contents of a gitlink's directory (a
+    submodule's checkout, populated or not), and empty directories (whose names can be read)."""
     leaks = []
     listing = run_git(["ls-files", "-s", "-z"], cwd=work_tree, check=False).stdout.decode(errors="surrogateescape")
     gitlinks = {record.partition("\t")[2] for record in listing.split("\0") if record.startswith("160000 ")}
@@ -137,6 +138,8 @@ def _inspect_places_status_skips(work_tree: Path) -> list[Leak]:
                 leaks.append(Leak("modules", detail))
             subdirs[:] = []
             continue
+        if relative != "." and not subdirs and not files:
+            leaks.append(Leak("worktree", f"empty directory {relative} (git status does not list it)"))
         for name in [*subdirs, *files]:
             if name.lower() == ".git":
                 path = name if relative == "." else f"{relative}/{name}"
