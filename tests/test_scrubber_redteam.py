@@ -554,3 +554,14 @@ def test_empty_directories_are_named_nowhere(sample: SampleHistory, tmp_path: Pa
     repo = clean_scrub(sample, tmp_path)
     (repo / "calc" / "clamp_use_gt_high_not_ge_high_plus_1").mkdir()
     caught(repo, sample, "worktree", text="clamp_use_gt_high")
+
+
+@pytest.mark.parametrize("where", [".git/config", ".git/objects/pack", "calc/ops.py"])
+def test_extended_attributes_carry_text(where: str, sample: SampleHistory, tmp_path: Path) -> None:
+    """No git command shows extended attributes; `getfattr` does."""
+    repo = clean_scrub(sample, tmp_path)
+    try:
+        os.setxattr(repo / where, "user.hint", FIXED_TEXT.encode())
+    except OSError as exc:
+        pytest.skip(f"this filesystem has no user extended attributes: {exc}")
+    caught(repo, sample, text="user.hint")
