@@ -9,6 +9,13 @@ TextTestRunner (verbosity 2, so the log parser reads the usual output too), and 
 and `end` records. unittest's result machinery, the TestCase assertion methods and key builtins
 are snapshotted before the tests are imported and compared at the end.
 
+A skip or an expected failure must come from the tests, not from the code under test: a SkipTest
+created with a file the patch changed (or exec'd code) on the stack, a skip from a `__unittest_skip__`
+attribute the test did not have when it was loaded, and an expected failure of a test that was not
+marked `expectedFailure` when it was loaded (code under test can set `_outcome.expecting_failure`
+through the call stack, which unittest then reports as a success) are FAILED, with an `integrity`
+record.
+
 Runs on the task's interpreter: written for Python >= 3.6 (no annotations, no newer syntax).
 """
 
@@ -76,14 +83,99 @@ class _Channel:
             pass
 
 
-def _result_class(statuses):
+class _Provenance:
+    """Where skips and expected failures came from (see the module docstring)."""
+
+    def __init__(self, config, channel):
+        self._channel = channel
+        self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
+        self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
+        self.static = {}  # test id -> (skip attribute, expected-failure attribute) when loaded
+        self.skip_origin = None  # for the running test: None, or where its last SkipTest was made
+        self.skip_raised = False
+
+    def untrusted_source(self, frame):
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            frame = frame.f_back
+            if filename.startswith("<"):
+                if not filename.startswith(("<frozen ", "<decorator-gen-")):
+                    return filename
+            elif os.path.realpath(filename) in self._patched:
+                return os.path.relpath(os.path.realpath(filename), self._testbed)
+        return None
+
+    def watch_skips(self):
+        provenance = self
+        original = unittest.SkipTest.__init__
+
+        def __init__(exc, *args, **kwargs):
+            provenance.skip_raised = True
+            origin = provenance.untrusted_source(sys._getframe(1))
+            if origin is not None:
+                provenance.skip_origin = origin
+            original(exc, *args, **kwargs)
+
+        unittest.SkipTest.__init__ = __init__
+
+    def load(self, suite):
+        for test in _flatten(suite):
+            method = getattr(test, getattr(test, "_testMethodName", ""), None)
+            skip = bool(getattr(type(test), "__unittest_skip__", False) or getattr(method, "__unittest_skip__", False))
+            expected = bool(getattr(test, "__unittest_expecting_failure__", False)
+                            or getattr(method, "__unittest_expecting_failure__", False))
+            self.static[test.id()] = (skip, expected)
+
+    def start(self):
+        self.skip_origin = None
+        self.skip_raised = False
+
+    def untrusted(self, test, outcome):
+        """Why a SKIPPED / XFAIL outcome of `test` is not to be believed (None: it is)."""
+        skip, expected = self.static.get(test.id(), (None, None))
+        if outcome == "SKIPPED":
+            if self.skip_origin is not None:
+                return "skip_from_patched_file", self.skip_origin
+            if not self.skip_raised and skip is False:
+                return "skip_attribute_added_during_run", "__unittest_skip__"
+        elif outcome == "XFAIL" and expected is False:
+            return "xfail_from_patched_code", "expected failure of a test not marked expectedFailure"
+        elif outcome == "PASSED" and expected is False and getattr(getattr(test, "_outcome", None), "expectedFailure", None):
+            # `_outcome.expecting_failure` set while the test ran: its failure was swallowed as
+            # "expected", and unittest, which decided expecting_failure before the test, calls it a success.
+            return "xfail_from_patched_code", "a failure swallowed as expected in a test not marked expectedFailure"
+        return None
+
+    def report(self, test, what, origin):
+        self._channel.emit("integrity", what=what, detail="{} ({})".format(test.id(), origin))
+
+
+def _flatten(suite):
+    for test in suite:
+        if isinstance(test, unittest.TestSuite):
+            for inner in _flatten(test):
+                yield inner
+        else:
+            yield test
+
+
+def _result_class(statuses, provenance):
     def record(test, status):
         test_id = test.id()
+        if status in ("SKIPPED", "XFAIL", "PASSED"):
+            problem = provenance.untrusted(test, status)
+            if problem is not None:
+                provenance.report(test, *problem)
+                status = "FAILED"
         if statuses.get(test_id) in ("FAILED", "ERROR"):
             return
         statuses[test_id] = status
 
     class SignedResult(unittest.TextTestResult):
+        def startTest(self, test):
+            provenance.start()
+            super(SignedResult, self).startTest(test)
+
         def addSuccess(self, test):
             super(SignedResult, self).addSuccess(test)
             record(test, "PASSED")
@@ -124,10 +216,17 @@ def main(argv):
         return 2
     channel = _Channel(config)
     watched = _watched()
+    provenance = _Provenance(config, channel)
+    provenance.watch_skips()
     channel.emit("start", pid=os.getpid(), python=sys.version.split()[0], runner="unittest")
     statuses = {}
-    suite = unittest.defaultTestLoader.loadTestsFromNames(argv)
-    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2, resultclass=_result_class(statuses))
+    # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
+    suite = unittest.TestSuite()
+    for name in argv:
+        part = unittest.defaultTestLoader.loadTestsFromName(name)
+        provenance.load(part)
+        suite.addTest(part)
+    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2, resultclass=_result_class(statuses, provenance))
     result = runner.run(suite)
     for test_id, status in statuses.items():
         channel.emit("test", id=test_id, status=status)
