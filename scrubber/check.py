@@ -2,8 +2,8 @@
 
 It gathers the object-level facts (every object in the store, everything reachable from base)
 and runs each inspection: refs and reflogs, the git directory's files and config, the object
-store's files, the index and working tree, and with a forbidden patch (the gold fix) a search of
-every blob, reachable or not, for the fixed files' contents.
+store's files, the index and working tree, extended attributes, and with a forbidden patch (the
+gold fix) a search of every blob, reachable or not, for the fixed files' contents.
 
 After `scrub(..., squash=True)` base itself is absent; `check` then accepts a root commit at HEAD
 whose `Squashed-from:` trailer names base, and checks against that commit.
@@ -20,6 +20,7 @@ from patchgym.scrubber.inspect_gitdir import inspect_git_dir
 from patchgym.scrubber.inspect_objects import inspect_objects
 from patchgym.scrubber.inspect_refs import inspect_refs
 from patchgym.scrubber.inspect_worktree import inspect_index_and_worktree
+from patchgym.scrubber.inspect_xattrs import inspect_extended_attributes
 from patchgym.scrubber.postimages import post_images
 from patchgym.scrubber.report import CheckResult, Leak
 from patchgym.scrubber.revisions import resolve_commit
@@ -52,6 +53,10 @@ def check(
     leaks += _inspect_post_images(facts, forbidden)
     if include_worktree:
         leaks += inspect_index_and_worktree(facts, forbidden)
+    xattr_roots = [(paths.common_dir, "unknown"), (paths.git_dir, "unknown")]
+    if include_worktree and paths.work_tree is not None:
+        xattr_roots.append((paths.work_tree, "worktree"))
+    leaks += inspect_extended_attributes(xattr_roots)
     return CheckResult(
         repo=Path(repo),
         base_commit=base_commit,
