@@ -565,3 +565,18 @@ def test_extended_attributes_carry_text(where: str, sample: SampleHistory, tmp_p
     except OSError as exc:
         pytest.skip(f"this filesystem has no user extended attributes: {exc}")
     caught(repo, sample, text="user.hint")
+
+
+@pytest.mark.parametrize("suffix", ["rev", "mtimes"])
+def test_bytes_appended_to_fixed_size_pack_side_files(suffix: str, sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    pack = next((repo / ".git/objects/pack").glob("*.pack"))
+    side = pack.with_suffix(f".{suffix}")
+    count = len(git_text(["show-index"], cwd=repo, input=pack.with_suffix(".idx").read_bytes()).splitlines())
+    if not side.exists():
+        side.write_bytes(b"RIDX" if suffix == "rev" else b"MTME")
+        side.write_bytes(side.read_bytes() + bytes(8 + 4 * count + 40))
+    assert check(repo, sample.base).ok, check(repo, sample.base).leaks
+    with side.open("ab") as handle:
+        handle.write(zlib.compress(FIXED_TEXT.encode()))
+    caught(repo, sample, "objects", text=side.name)
