@@ -122,6 +122,8 @@ class _StoreWalk:
                 continue
             if suffix == "keep" and not _KEEP_TEXT.match(path.read_text(errors="replace")):
                 self.leak("objects", f"{path} holds text git does not write there")
+            if suffix in ("rev", "mtimes") and f"{stem}.idx" in names:
+                self._fixed_size_side_file(path, directory / f"{stem}.idx")
             if suffix == "pack":
                 if f"{stem}.idx" not in names:
                     self.leak("objects", f"pack {path} has no index: git ignores it, its objects are unverified")
@@ -151,6 +153,17 @@ class _StoreWalk:
             self.located.setdefault(oid, f"in {pack}")
             if oid not in self.facts.types:
                 self.leak("objects", f"object {oid} listed by {index.name} cannot be read")
+
+    def _fixed_size_side_file(self, path: Path, index: Path) -> None:
+        """A .rev or .mtimes file is a 12-byte header, 4 bytes per object and two checksums."""
+        try:
+            count = len(pack_index_ids(index, self.facts.hash_len))
+        except (FormatError, OSError):
+            return  # the pack itself is reported
+        expected = 12 + 4 * count + 2 * self.facts.hash_len
+        size = path.stat().st_size
+        if size != expected:
+            self.leak("objects", f"{path} is {size} bytes, not the {expected} its {count} objects take")
 
     def _listed_ids(self, index: Path, channel: str, what: str) -> None:
         try:
