@@ -114,7 +114,9 @@ def locate_repo(path: str | Path, *, role: str = "repository") -> RepoPaths:
         check=False,
     )
     if proc.returncode != 0:
-        raise ScrubError(f"{role} {path} is not a git repository")
+        reason = proc.stderr.decode(errors="replace").strip().splitlines()
+        detail = f" ({reason[0]})" if reason and "not a git repository" not in reason[0] else ""
+        raise ScrubError(f"{role} {path} is not a git repository{detail}")
     git_dir, common_dir, bare = proc.stdout.decode().splitlines()[:3]
     git_dir_path = Path(git_dir).resolve()
     # rev-parse searches upwards; a directory inside some other repository is not a repository.

@@ -580,3 +580,12 @@ def test_bytes_appended_to_fixed_size_pack_side_files(suffix: str, sample: Sampl
     with side.open("ab") as handle:
         handle.write(zlib.compress(FIXED_TEXT.encode()))
     caught(repo, sample, "objects", text=side.name)
+
+
+def test_unparsable_config_is_a_clear_error(sample: SampleHistory, tmp_path: Path) -> None:
+    """git refuses the repository; check says why instead of passing or a bare 'not a repository'."""
+    repo = clean_scrub(sample, tmp_path)
+    with (repo / ".git/config").open("a") as handle:
+        handle.write(f"[broken\n{FIXED_TEXT}")
+    with pytest.raises(ScrubError, match="bad config"):
+        check(repo, sample.base)
