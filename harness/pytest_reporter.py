@@ -174,6 +174,9 @@ class Reporter:
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
         self._trusted_marks = []  # marks added during the run by code that is not the patch's
         self._watch_add_marker()
+        self._unittest_static = {}  # node id -> (skip attribute, expectedFailure attribute) after collection
+        self._skip_test = {"raised": False, "origin": None}  # unittest.SkipTest made during the running test
+        self._watch_unittest()
         self._reported_violations: set[str] = set()
 
     # --- the signed channel -------------------------------------------------------------------
@@ -341,6 +344,9 @@ class Reporter:
         except BaseException:  # noqa: B036  another hook failed: pytest reports that itself
             report = None
         imperative = excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception))
+        if report is not None and report.skipped and self._skip_test["origin"] is not None and item.nodeid not in self._untrusted:
+            # unittest.SkipTest made by patched code (a plain test function raising it counts as a skip too).
+            self._untrusted[item.nodeid] = ("skip_from_patched_file", self._skip_test["origin"])
         if report is not None and report.skipped and hasattr(report, "wasxfail") and not imperative:
             # A failure turned into XFAIL by an xfail mark: the mark must have been there after
             # collection, or added through Node.add_marker by code that is not the patch's.
@@ -354,6 +360,70 @@ class Reporter:
             origin = self._untrusted_source(filenames)
             if origin is not None:
                 self._untrusted[item.nodeid] = ("skip_from_patched_file", origin)
+
+    def pytest_runtest_logstart(self, nodeid, location):
+        self._skip_test = {"raised": False, "origin": None}
+
+    def _watch_unittest(self):
+        """unittest.TestCase tests run through unittest's own machinery, whose skips and expected
+        failures reach pytest from `_pytest/unittest.py`, not from where they were decided. So: a
+        `unittest.SkipTest` made with patched or exec'd code on the stack, a skip by a
+        `__unittest_skip__` attribute or an expected failure of a test that had no such attribute
+        after collection, and a failure swallowed by `_outcome.expecting_failure` (set through the
+        call stack while the test ran; unittest then reports a success) are untrusted."""
+        reporter = self
+        original_init = unittest.SkipTest.__init__
+
+        def skip_test_init(exc, *args, **kwargs):
+            reporter._skip_test["raised"] = True
+            origin = reporter._untrusted_source(_stack_filenames(sys._getframe(1)))
+            if origin is not None:
+                reporter._skip_test["origin"] = origin
+            original_init(exc, *args, **kwargs)
+
+        unittest.SkipTest.__init__ = skip_test_init
+        try:
+            from _pytest.unittest import TestCaseFunction
+        except ImportError:
+            return
+
+        def wrap(name, check):
+            original = getattr(TestCaseFunction, name, None)
+            if original is None:
+                return
+
+            def wrapper(item, testcase, *args, **kwargs):
+                problem = check(item, testcase)
+                if problem is not None:
+                    reporter._untrusted[item.nodeid] = problem
+                return original(item, testcase, *args, **kwargs)
+
+            wrapper.__wrapped__ = original
+            setattr(TestCaseFunction, name, wrapper)
+
+        def static(item):
+            return self._unittest_static.get(item.nodeid, (None, None))
+
+        def on_success(item, testcase):
+            if static(item)[1] is False and getattr(getattr(testcase, "_outcome", None), "expectedFailure", None):
+                return ("xfail_from_patched_code", "a failure swallowed as expected in a test not marked expectedFailure")
+            return None
+
+        def on_expected_failure(item, testcase):
+            if static(item)[1] is False:
+                return ("xfail_from_patched_code", "expected failure of a test not marked expectedFailure")
+            return None
+
+        def on_skip(item, testcase):
+            if self._skip_test["origin"] is not None:
+                return ("skip_from_patched_file", self._skip_test["origin"])
+            if not self._skip_test["raised"] and static(item)[0] is False:
+                return ("skip_attribute_added_during_run", "__unittest_skip__")
+            return None
+
+        wrap("addSuccess", on_success)
+        wrap("addExpectedFailure", on_expected_failure)
+        wrap("addSkip", on_skip)
 
     def pytest_runtest_logreport(self, report):
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
@@ -390,7 +460,7 @@ class Reporter:
         if phases.get("teardown") == "ERROR":
             status = "ERROR"
         fields = {"id": nodeid, "status": status}
-        if nodeid in self._untrusted and status in ("SKIPPED", "XFAIL"):
+        if nodeid in self._untrusted and status in ("SKIPPED", "XFAIL", "PASSED", "XPASS"):
             fields["status"] = "FAILED"
             what, origin = self._untrusted[nodeid]
             fields["note"] = f"{status.lower()} from untrusted code ({what}: {origin})"
@@ -408,6 +478,11 @@ class Reporter:
     def pytest_collection_finish(self, session):
         for item in session.items:
             self._collected_xfail[item.nodeid] = list(item.iter_markers(name="xfail"))
+            if hasattr(item, "addSuccess"):  # a unittest.TestCase test run by pytest
+                obj = getattr(item, "obj", None)
+                self._unittest_static[item.nodeid] = (
+                    bool(getattr(getattr(item, "cls", None), "__unittest_skip__", False) or getattr(obj, "__unittest_skip__", False)),
+                    bool(getattr(obj, "__unittest_expecting_failure__", False)))
         self.check_protected()
         self.check_importers()
         self.check_machinery()

@@ -269,3 +269,48 @@ def test_unittest_library_code_that_skips_the_tests_it_breaks(unittest_task, bre
     assert_zero(verdict)
     assert any(flag.startswith(("tamper: skip_from_patched_file", "tamper: skip_attribute_added_during_run"))
                for flag in verdict.flags), verdict.flags
+
+
+# --- unittest.TestCase tests run by pytest ---------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def pytest_testcase_task(tmp_path_factory: pytest.TempPathFactory):
+    return build_prepared(tmp_path_factory.mktemp("redteam-pytest-testcase"), instance_id="calc-pyut-rt",
+                          base_files=UNITTEST_BASE, test_patch_files=UNITTEST_TEST_PATCH,
+                          fail_to_pass=["tests/test_add.py::AddTest::test_add"],
+                          pass_to_pass=["tests/test_ops.py::OpsTest::test_sub", "tests/test_ops.py::OpsTest::test_mul",
+                                        "tests/test_ops.py::OpsTest::test_known", "tests/test_ops.py::OpsTest::test_skipped",
+                                        "tests/test_ops.py::OpsTest::test_skips_itself"])
+
+
+def test_control_pytest_testcase_correct_fix_keeps_the_tests_own_skips_and_expected_failures(pytest_testcase_task):
+    verdict = grade(pytest_testcase_task, {"calc/ops.py": FIXED_OPS})
+    assert verdict.reward == 1.0, verdict.model_dump_json(indent=1)
+    p2p = verdict.tests["PASS_TO_PASS"]
+    assert p2p["tests/test_ops.py::OpsTest::test_skipped"] == "SKIPPED" and p2p["tests/test_ops.py::OpsTest::test_known"] == "XFAIL"
+
+
+def test_pytest_testcase_library_code_that_swallows_the_failure_as_expected(pytest_testcase_task):
+    ops = EXPECT_FAILURE + OPS.replace("    return a - b  # bug: should add", "    _expect_failure()\n    return a - b")
+    verdict = grade(pytest_testcase_task, {"calc/ops.py": ops})
+    assert_zero(verdict)
+    assert verdict.tests["FAIL_TO_PASS"]["tests/test_add.py::AddTest::test_add"] == "FAILED"
+
+
+ATTRIBUTE_ON_TEST_SUB = ("    for cls in unittest.TestCase.__subclasses__():\n"
+                         "        if hasattr(cls, 'test_sub'):\n"
+                         "            setattr(cls.test_sub, ATTRIBUTE, True)\n"
+                         "    return a + b")
+
+
+@pytest.mark.parametrize("attack", ["SkipTest", "__unittest_skip__", "__unittest_expecting_failure__"])
+def test_pytest_testcase_library_code_that_skips_or_expects_the_failures_it_causes(pytest_testcase_task, attack):
+    # The fix is right but sub is broken; its test is then skipped or expected to fail from the code under test.
+    broken_sub = FIXED_OPS.replace("def sub(a, b):\n    return a - b", "def sub(a, b):\n    return 0")
+    if attack == "SkipTest":
+        ops = "import unittest\n\n" + broken_sub.replace("def sub(a, b):\n    return 0", "def sub(a, b):\n    raise unittest.SkipTest('slow')")
+    else:
+        ops = "import unittest\n\n" + broken_sub.replace("    return a + b", ATTRIBUTE_ON_TEST_SUB.replace("ATTRIBUTE", repr(attack)))
+    verdict = grade(pytest_testcase_task, {"calc/ops.py": ops})
+    assert_zero(verdict)
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::OpsTest::test_sub"] == "FAILED"
