@@ -589,3 +589,47 @@ def test_unparsable_config_is_a_clear_error(sample: SampleHistory, tmp_path: Pat
         handle.write(f"[broken\n{FIXED_TEXT}")
     with pytest.raises(ScrubError, match="bad config"):
         check(repo, sample.base)
+
+
+def test_notes_on_a_past_commit_holding_the_fix(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    repo = clean_scrub(sample, tmp_path)
+    for target in (source, repo):
+        git(target, "notes", "--ref=review", "add", "-m", f"the fix:\n{sample.fix_patch}", sample.ancestors[0])
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    assert {"notes", "objects"} <= set(check(repo, sample.base).channels())
+
+
+def test_gitlink_in_base_naming_a_future_commit_of_the_same_repository(
+    sample: SampleHistory, tmp_path: Path
+) -> None:
+    """Judged not a leak: base's own tree holds only the id; the commit itself does not travel."""
+    source = copy_of(sample, tmp_path / "src")
+    git(source, "checkout", "-q", "-b", "linked", sample.base)
+    git(source, "update-index", "--add", "--cacheinfo", f"160000,{sample.future[0]},self")
+    git(source, "commit", "-q", "-m", "link to self")
+    base = git(source, "rev-parse", "HEAD")
+    dest = tmp_path / "d"
+    scrub(source, dest, base)
+    assert run_git(["cat-file", "-e", sample.future[0]], cwd=dest, check=False).returncode != 0
+    assert check(dest, base).ok, check(dest, base).leaks
+
+
+def test_past_commit_message_quoting_the_fix_is_history_unless_squashed(
+    sample: SampleHistory, tmp_path: Path
+) -> None:
+    """Judged part of the past (an upstream repository may say anything in its history): a plain
+    scrub keeps it, as it keeps every ancestor; `--squash` is the remedy, and it removes it."""
+    source = tmp_path / "src"
+    run_git(["init", "-q", "-b", "main", str(source)])
+    (source / "ops.py").write_text("x >= high + 1\n")
+    git(source, "add", "ops.py")
+    git(source, "commit", "-q", "-m", "TODO: clamp should use value > high")
+    base = git(source, "commit-tree", git(source, "write-tree"), "-p", "HEAD", "-m", "base")
+    git(source, "update-ref", "refs/heads/main", base)
+    kept, squashed = tmp_path / "kept", tmp_path / "squashed"
+    scrub(source, kept, base)
+    assert "value > high" in git_text(["log", "--format=%B"], cwd=kept)
+    result = scrub(source, squashed, base, squash=True)
+    assert "value > high" not in git_text(["log", "--format=%B"], cwd=squashed)
+    assert check(squashed, base).ok and result.head != base
