@@ -633,3 +633,12 @@ def test_past_commit_message_quoting_the_fix_is_history_unless_squashed(
     result = scrub(source, squashed, base, squash=True)
     assert "value > high" not in git_text(["log", "--format=%B"], cwd=squashed)
     assert check(squashed, base).ok and result.head != base
+
+
+@pytest.mark.parametrize(
+    "key", ["http.https://example.invalid/calc.git.extraHeader", "credential.https://example.invalid.username"]
+)
+def test_urls_named_by_config_subsections(key: str, sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "config", key, "x")
+    caught(repo, sample, "remotes", text="example.invalid")
