@@ -314,3 +314,12 @@ def test_pytest_testcase_library_code_that_skips_or_expects_the_failures_it_caus
     verdict = grade(pytest_testcase_task, {"calc/ops.py": ops})
     assert_zero(verdict)
     assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::OpsTest::test_sub"] == "FAILED"
+
+
+def test_library_code_that_raises_unittest_skiptest_in_a_plain_pytest_test(task):
+    # pytest counts unittest.SkipTest as a skip in plain test functions too; a skipped PASS_TO_PASS
+    # test counts as passing, so the fix may break mul and hide it.
+    ops = "import unittest\n\n" + FIXED_OPS.replace("    return a * b", "    raise unittest.SkipTest('slow')")
+    verdict = grade(task, {"calc/ops.py": ops})
+    assert_zero(verdict)
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_mul"] == "FAILED"
