@@ -56,6 +56,7 @@ _CONFIG_RULES = [
     (re.compile(r"^branch\..*\.description$"), "config", "free-text branch description"),
     (re.compile(r"^url\."), "remotes", "URL rewrite"),
     (re.compile(r"url$"), "remotes", "URL"),
+    (re.compile(r"^[^.]+\..*://"), "remotes", "setting scoped to a URL"),
     (re.compile(r"^core\.hookspath$"), "hooks", "hooks path"),
     (re.compile(r"^include\.|^includeif\."), "config", "include of another config file"),
     (
