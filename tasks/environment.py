@@ -67,13 +67,35 @@ def _pip_cache_dir() -> str | None:
     return cache
 
 
+def needs_pytest(task: Task) -> bool:
+    """Whether grading will run pytest: the default command for `log_parser: pytest`, or a
+    test_cmd that names it."""
+    if task.test_cmd:
+        return "pytest" in task.test_cmd
+    return task.log_parser == "pytest"
+
+
+# Run after setup when the tests need pytest: SWE-bench rows carry no setup at all, and a setup of
+# `pip install -e .` rarely installs the test runner; without this every gold patch would fail.
+ENSURE_PYTEST = (
+    "if ! python -c 'import pytest' 2>/dev/null; then\n"
+    "  echo '[patchgym] environment.setup did not install pytest, which the tests need: installing it'\n"
+    "  python -m pip --version >/dev/null 2>&1 || python -m ensurepip --default-pip >/dev/null\n"
+    "  python -m pip install --quiet pytest\n"
+    "fi"
+)
+
+
 def setup_command(task: Task) -> str:
-    """The shell script run at /testbed: create the venv, activate it, run each setup command."""
+    """The shell script run at /testbed: create the venv, activate it, run each setup command,
+    then make sure the test runner the grader will call is there."""
     # pip is seeded only when there is a setup step to use it (ensurepip costs seconds per task).
     without_pip = "" if task.environment.setup else " --without-pip"
     lines = ["set -e", f"{shlex.quote(host_python())} -m venv{without_pip} {VENV_MOUNT}", f". {VENV_MOUNT}/bin/activate"]
     for command in task.environment.setup:
         lines.append(command)
+    if needs_pytest(task):
+        lines.append(ENSURE_PYTEST)
     return "\n".join(lines)
 
 
@@ -110,7 +132,7 @@ def _git(repo: Path, *args: str) -> str:
 def shared_environment_key(task: Task) -> str:
     """Key of an environment that tasks with the same setup share (environment.shared)."""
     shape = {"setup": task.environment.setup, "python": sys.version.split()[0], "interpreter": sys.base_prefix,
-             "v": 1}
+             "needs_pytest": needs_pytest(task), "v": 1}
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 

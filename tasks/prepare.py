@@ -29,13 +29,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Callable, Iterable
 
-from patchgym.tasks.environment import build_environment, build_shared_environment
+from patchgym.tasks.environment import build_environment, build_shared_environment, needs_pytest
 from patchgym.tasks.model import Task
 from patchgym.tasks.prepared import PreparedTask
 from patchgym.tasks.sources import resolve_source
 from patchgym.tasks.store import default_task_store, file_lock
 
-PREPARE_VERSION = 1
+PREPARE_VERSION = 2
 
 
 class PrepareError(RuntimeError):
@@ -50,6 +50,7 @@ def preparation_key(task: Task) -> str:
         "base": task.base_commit,
         "patch": hashlib.sha256((task.patch or "").encode()).hexdigest(),
         "environment": task.environment.model_dump(mode="json"),
+        "needs_pytest": needs_pytest(task),
         "python": sys.version.split()[0],
         "interpreter": sys.base_prefix,
     }

@@ -53,7 +53,9 @@ def make_repo(tmp_path: Path, *, injected: bool = False) -> tuple[Path, str, str
 def make_task(repo: Path, base: str, gold: str, **extra) -> Task:
     return Task.model_validate({
         "instance_id": "acme__calc-1", "repo": "acme/calc", "source": str(repo), "base_commit": base,
-        "problem_statement": "add subtracts", "FAIL_TO_PASS": ["test_calc.py::test_add"], "patch": gold, **extra,
+        "problem_statement": "add subtracts", "FAIL_TO_PASS": ["test_calc.TestCalc.test_add"], "patch": gold,
+        # unittest: the environment needs no test runner from the network (see the pytest test below)
+        "log_parser": "unittest", **extra,
     })
 
 
@@ -146,3 +148,16 @@ def test_shared_environment_is_built_once_without_the_repository(tmp_path: Path)
     assert first.venv_dir == second.venv_dir and first.root != second.root
     assert (first.venv_dir / "built").read_text() == "once\n"
     assert (first.repo_dir / "calc.py").read_text() == BUGGY  # the snapshot is still per task
+
+
+def test_pytest_is_installed_when_setup_does_not_bring_it(tmp_path: Path) -> None:
+    """A SWE-bench row has no setup; its tests still need pytest, so preparation installs it."""
+    repo, base, gold = make_repo(tmp_path)
+    task = make_task(repo, base, gold, log_parser="pytest", FAIL_TO_PASS=["test_calc.py::test_add"])
+    prepared = prepare_task(task, tmp_path / "store")
+    site = next((prepared.venv_dir / "lib").glob("python3*/site-packages"))
+    assert list(site.glob("pytest-*.dist-info")), "pytest is not in the task's environment"
+    # and not for a task whose tests do not use pytest
+    other = prepare_task(make_task(repo, base, gold, instance_id="acme__calc-9"), tmp_path / "store")
+    other_site = next((other.venv_dir / "lib").glob("python3*/site-packages"))
+    assert not list(other_site.glob("pytest-*.dist-info"))
