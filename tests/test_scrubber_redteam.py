@@ -642,3 +642,31 @@ def test_urls_named_by_config_subsections(key: str, sample: SampleHistory, tmp_p
     repo = clean_scrub(sample, tmp_path)
     git(repo, "config", key, "x")
     caught(repo, sample, "remotes", text="example.invalid")
+
+
+def _with_extra_chunk(data: bytes, header_size: int, chunk_id: bytes, payload: bytes) -> bytes:
+    """A chunk-format file (commit-graph, MIDX) with one more chunk, checksums recomputed."""
+    count = data[6]
+    table_end = header_size + (count + 1) * 12
+    table = [
+        (data[header_size + i * 12 : header_size + i * 12 + 4],
+         int.from_bytes(data[header_size + i * 12 + 4 : header_size + i * 12 + 12], "big"))
+        for i in range(count + 1)
+    ]
+    body = data[table_end : len(data) - 20]
+    shift = 12
+    rows = [(cid, offset + shift) for cid, offset in table[:-1]]
+    rows.append((chunk_id, table[-1][1] + shift))
+    rows.append((b"\0\0\0\0", table[-1][1] + shift + len(payload)))
+    header = data[:6] + bytes([count + 1]) + data[7:header_size]
+    out = header + b"".join(cid + offset.to_bytes(8, "big") for cid, offset in rows) + body + payload
+    return out + hashlib.sha1(out).digest()
+
+
+def test_unknown_chunk_in_a_commit_graph(sample: SampleHistory, tmp_path: Path) -> None:
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "commit-graph", "write", "--reachable")
+    graph = repo / ".git/objects/info/commit-graph"
+    graph.write_bytes(_with_extra_chunk(graph.read_bytes(), 8, b"ZFIX", FIXED_TEXT.encode()))
+    assert git_text(["log", "--oneline", "-1"], cwd=repo)  # git still uses it
+    caught(repo, sample, "commit-graph", text="ZFIX")
