@@ -54,8 +54,19 @@ def pack_object_count(path: Path) -> int:
     return struct.unpack_from(">I", header, 8)[0]
 
 
+# The chunks git writes (older and newer generation-data chunks included); git skips others.
+KNOWN_CHUNKS = {
+    b"CGPH": frozenset(
+        {b"OIDF", b"OIDL", b"CDAT", b"GDAT", b"GDOV", b"GDA2", b"GDO2", b"EDGE", b"BIDX", b"BDAT", b"BASE"}
+    ),
+    b"MIDX": frozenset({b"PNAM", b"OIDF", b"OIDL", b"OOFF", b"LOFF", b"RIDX", b"BTMP"}),
+}
+
+
 def _chunks(data: bytes, signature: bytes, header_size: int) -> tuple[int, dict[bytes, tuple[int, int]]]:
-    """(hash length, {chunk id: (start, end)}) of a chunk-format file (commit-graph, MIDX)."""
+    """(hash length, {chunk id: (start, end)}) of a chunk-format file (commit-graph, MIDX).
+    Raises FormatError for a chunk git does not write or bytes between the last chunk and the
+    trailing checksum: git would skip them, so they could carry anything."""
     if data[:4] != signature or len(data) < header_size:
         raise FormatError(f"missing {signature.decode()} signature")
     hash_len = _HASH_LENGTHS.get(data[5])
@@ -73,7 +84,11 @@ def _chunks(data: bytes, signature: bytes, header_size: int) -> tuple[int, dict[
     for (chunk_id, start), (_, end) in zip(table, table[1:]):
         if not start <= end <= len(data):
             raise FormatError("chunk offsets out of range")
+        if chunk_id not in KNOWN_CHUNKS[signature]:
+            raise FormatError(f"chunk {chunk_id!r} is not one git writes")
         chunks[chunk_id] = (start, end)
+    if table[-1][1] != len(data) - hash_len:
+        raise FormatError(f"{len(data) - hash_len - table[-1][1]} bytes lie between the last chunk and the checksum")
     return hash_len, chunks
 
 
