@@ -670,3 +670,14 @@ def test_unknown_chunk_in_a_commit_graph(sample: SampleHistory, tmp_path: Path) 
     graph.write_bytes(_with_extra_chunk(graph.read_bytes(), 8, b"ZFIX", FIXED_TEXT.encode()))
     assert git_text(["log", "--oneline", "-1"], cwd=repo)  # git still uses it
     caught(repo, sample, "commit-graph", text="ZFIX")
+
+
+def test_bytes_hidden_in_a_pack_index(sample: SampleHistory, tmp_path: Path) -> None:
+    """git tolerates up to 8 bytes an object of unused large-offset table in a version 2 .idx."""
+    repo = clean_scrub(sample, tmp_path)
+    idx = next((repo / ".git/objects/pack").glob("*.idx"))
+    data = idx.read_bytes()
+    body = data[:-40] + b"value > high!!!!" + data[-40:-20]
+    idx.write_bytes(body + hashlib.sha1(body).digest())
+    assert git_text(["cat-file", "-t", sample.base], cwd=repo) == "commit"
+    caught(repo, sample, "objects", text=idx.stem)
