@@ -681,3 +681,13 @@ def test_bytes_hidden_in_a_pack_index(sample: SampleHistory, tmp_path: Path) -> 
     idx.write_bytes(body + hashlib.sha1(body).digest())
     assert git_text(["cat-file", "-t", sample.base], cwd=repo) == "commit"
     caught(repo, sample, "objects", text=idx.stem)
+
+
+def test_second_branch_at_base_named_after_the_fix(sample: SampleHistory, tmp_path: Path) -> None:
+    """A branch at base points nowhere new, but its name is free text; only one branch may stay."""
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "branch", "fix/use-value-gt-high", sample.base)
+    caught(repo, sample, "branches", text="fix/use-value-gt-high")
+    git(repo, "checkout", "-q", "--detach", sample.base)
+    git(repo, "branch", "-D", "main")
+    assert check(repo, sample.base).ok, check(repo, sample.base).leaks  # detached, one branch
