@@ -100,6 +100,9 @@ def _machinery():
         ("_pytest.reports", ("TestReport", "BaseReport")),
         ("_pytest.skipping", ("pytest_runtest_makereport", "pytest_runtest_setup", "pytest_runtest_call",
                               "evaluate_xfail_marks", "evaluate_skip_marks")),
+        # Assertion rewriting compiles the test modules: replacing it (or compile) could strip their asserts.
+        ("_pytest.assertion.rewrite", ("rewrite_asserts", "AssertionRewriter", "AssertionRewritingHook", "_rewrite_test",
+                                       "_read_pyc", "_write_pyc")),
         ("pluggy._callers", ("_multicall",)),
         ("pluggy.callers", ("_multicall",)),
         ("pluggy", ("HookCaller",)),
@@ -137,7 +140,7 @@ def _namespace():
             entries.append(("unittest.TestCase." + name, testcase, name, value))
     entries.append(("unittest.TestCase", vars(unittest), "TestCase", unittest.TestCase))
     for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
-                 "__import__", "print", "repr", "str", "int", "float", "type"):
+                 "__import__", "print", "repr", "str", "int", "float", "type", "compile", "exec"):
         if name in vars(builtins):
             entries.append(("builtins." + name, vars(builtins), name, vars(builtins)[name]))
     return entries
@@ -471,6 +474,8 @@ class Reporter:
         fspath = getattr(report, "fspath", None)
         if fspath:
             self.check_protected(os.path.realpath(os.path.join(self._testbed, str(fspath))))
+            self.check_machinery()  # after each module is compiled: the rewriting machinery above
+            self.check_namespace()
         if report.failed:
             self.emit("collect", id=report.nodeid, status="ERROR")
 
