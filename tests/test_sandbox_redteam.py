@@ -150,6 +150,21 @@ def test_nested_gitdir_links_do_not_make_the_diff_read_host_repositories(local_f
         assert "+content" in diff and "+other" in diff  # plain directories, as the agent sees them
 
 
+def test_a_fifo_planted_as_an_embedded_head_cannot_hang_the_diff(local_factory, prepared, bystander) -> None:  # noqa: F811
+    box = local_factory.open(prepared, Limits(timeout_s=2))
+    box.run("mkdir -p sub/.git/objects sub/.git/refs && mkfifo sub/.git/HEAD && echo x > sub/f && "
+            "mkdir s2 && mkfifo /tmp/head && echo 'gitdir: /tmp/head' > s2/.git")
+    started = time.monotonic()
+    try:
+        diff = box.diff()
+    except SandboxError as exc:
+        assert "longer than" in str(exc)
+    else:
+        assert "b/sub/f" in diff
+    assert time.monotonic() - started < 15
+    check_after_abuse(local_factory, box, bystander)
+
+
 def test_diff_of_hostile_names_fifos_and_modes(local_factory, prepared) -> None:  # noqa: F811
     with local_factory.open(prepared) as box:
         made = box.run(

@@ -111,8 +111,11 @@ def bwrap_argv(
     info_fd: int | None = None,
     block_fd: int | None = None,
     new_session: bool = True,
+    binds: tuple[tuple[str, str, bool], ...] = (),
+    caps: tuple[str, ...] = (),
 ) -> list[str]:
-    """The bwrap command line. The root (system paths read-only, /testbed, /tmp, the venv) is
+    """The bwrap command line (`binds` and `caps`: only for our own trusted commands, the diff's
+    git). The root (system paths read-only, /testbed, /tmp, the venv) is
     assembled beforehand in the sandbox's mount namespace, so bwrap binds one tree instead of
     twenty-odd paths (each `--ro-bind` costs bwrap a scan of the mount table)."""
     argv = [bwrap, "--unshare-all"]
@@ -124,6 +127,7 @@ def bwrap_argv(
         "--die-with-parent",
         *(["--new-session"] if new_session else []),
         "--cap-drop", "ALL",
+        *[arg for cap in caps for arg in ("--cap-add", cap)],
         "--hostname", "sandbox",
         "--clearenv",
         "--bind", layout.root, "/",
@@ -134,8 +138,10 @@ def bwrap_argv(
         # their targets (/dev/stdout works), the mount flag applies to proc's own files only.
         "--remount-ro", "/proc",
         "--dev", "/dev",
-        "--remount-ro", "/",
     ]
+    for source, dest, readonly in binds:  # (source in the sandbox's mount namespace, dest, read-only)
+        argv += ["--ro-bind" if readonly else "--bind", source, dest]
+    argv += ["--remount-ro", "/"]
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", cwd]

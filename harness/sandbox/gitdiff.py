@@ -12,7 +12,13 @@ Running git with that repository would run the agent's code on the host. So git 
   settings that run commands or write beside the repository are forced off on the command line
   (`core.hooksPath=/dev/null`, `core.fsmonitor=false`, no split index or untracked cache, no auto gc);
 * git itself never adds a path named `.git`, so the work tree's `.git` stays out of the diff;
-  symlinks are recorded as links (their target text), never followed.
+  symlinks are recorded as links (their target text), never followed;
+* but git does follow a `.git` *below* the top (`sub/.git`, a directory or a `gitdir: <path>` file)
+  to read an embedded repository's HEAD: run with the host's filesystem in view, that reads any
+  host repository (or blocks on a planted FIFO). A caller that can confine git (the local backend
+  runs it in the sandbox itself, seeing only the sandbox, the trusted `.git` and the scratch
+  directory bound in) passes `confined`: the paths git sees them at, and `spawn` receives the
+  binds to make.
 
 `git add -A` then `git diff --cached --binary --full-index <base>` gives new, deleted, binary and
 mode changes. Starting from a copy of the snapshot's index lets git skip hashing unchanged files.
@@ -23,6 +29,7 @@ from __future__ import annotations
 import shutil
 import subprocess
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
@@ -58,6 +65,14 @@ class DiffError(RuntimeError):
     pass
 
 
+@dataclass(frozen=True)
+class Confinement:
+    """Where a confined git sees the trusted `.git` (read-only) and the scratch directory."""
+
+    git_dir: str
+    scratch: str
+
+
 def trusted_git_dir(repo_dir: Path) -> Path:
     git_dir = repo_dir / ".git"
     if not git_dir.is_dir():
@@ -85,8 +100,8 @@ def git_env(git_dir: Path, work_tree: str, scratch: Path) -> dict[str, str]:
     }
 
 
-def _run(spawn: Spawner, argv: list[str], env: dict[str, str], cwd: str, timeout_s: float) -> bytes:
-    proc = spawn(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+def _run(spawn: Spawner, argv: list[str], env: dict[str, str], cwd: str, timeout_s: float, **extra: object) -> bytes:
+    proc = spawn(argv, env=env, cwd=cwd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE, **extra)
     try:
         out, err = proc.communicate(timeout=timeout_s)
     except subprocess.TimeoutExpired:
@@ -107,6 +122,7 @@ def diff_worktree(
     spawn: Spawner = subprocess.Popen,
     git: str = "git",
     timeout_s: float = 600.0,
+    confined: Confinement | None = None,
 ) -> str:
     """The git diff of `work_tree` against `base_commit`, using only `repo_dir`'s trusted .git.
 
@@ -119,10 +135,15 @@ def diff_worktree(
         pristine_index = git_dir / "index"
         if pristine_index.is_file():
             shutil.copyfile(pristine_index, scratch / "index")
-        env = git_env(git_dir, work_tree, scratch)
+        extra: dict[str, object] = {}
+        if confined is None:
+            env = git_env(git_dir, work_tree, scratch)
+        else:
+            env = git_env(Path(confined.git_dir), work_tree, Path(confined.scratch))
+            extra["binds"] = ((str(git_dir), confined.git_dir, True), (str(scratch), confined.scratch, False))
         # Run from the top of the work tree so "add -A" covers all of it.
-        _run(spawn, [git, *HARDENING, "add", "-A"], env, work_tree, timeout_s)
-        out = _run(spawn, [git, *HARDENING, *DIFF_ARGS, base_commit, "--"], env, work_tree, timeout_s)
+        _run(spawn, [git, *HARDENING, "add", "-A"], env, work_tree, timeout_s, **extra)
+        out = _run(spawn, [git, *HARDENING, *DIFF_ARGS, base_commit, "--"], env, work_tree, timeout_s, **extra)
         # Bytes that are not UTF-8 (a latin-1 source file) survive as surrogates, so that
         # `.encode("utf-8", "surrogateescape")` gives back the exact patch.
         return out.decode("utf-8", errors="surrogateescape")
@@ -130,4 +151,4 @@ def diff_worktree(
         shutil.rmtree(scratch, ignore_errors=True)
 
 
-__all__ = ["DiffError", "diff_worktree", "git_env", "HARDENING", "DIFF_ARGS", "trusted_git_dir"]
+__all__ = ["Confinement", "DiffError", "diff_worktree", "git_env", "HARDENING", "DIFF_ARGS", "trusted_git_dir"]

@@ -65,6 +65,8 @@ SHELL = "/bin/bash" if os.path.exists("/bin/bash") else "/bin/sh"
 _SEQUENCE = itertools.count(1)
 _START_TIMEOUT_S = 30.0  # bwrap must report its child within this long
 _READ_CHUNK = 1 << 16
+DIFF_GIT_DIR = "/patchgym/diff/git"  # where the diff's git sees the snapshot's trusted .git (read-only)
+DIFF_SCRATCH = "/patchgym/diff/scratch"  # ... and its scratch index and objects
 
 
 def _readable(fd: int, timeout_s: float) -> bool:
@@ -207,8 +209,11 @@ class LocalSandbox(Sandbox):
         stdin: Any,
         stdout: Any,
         stderr: Any,
+        binds: tuple[tuple[str, str, bool], ...] = (),
+        caps: tuple[str, ...] = (),
     ) -> "_Launch":
-        """Start `command` (already wrapped by `_shell`) in the sandbox, inside its cgroups.
+        """Start `command` (already wrapped by `_shell`) in the sandbox, inside its cgroups
+        (`binds` and `caps`: for our own trusted commands only, see `diff`).
 
         With cgroup v1 or none, bwrap starts without waiting on us: it is born in the groups
         (`_spawn_in_groups`) and the shell sets the rlimits. With v2 the sandbox's first process
@@ -220,7 +225,7 @@ class LocalSandbox(Sandbox):
         passed = (info_w,) if block_r is None else (info_w, block_r)
         argv = bw.bwrap_argv(
             self._factory.bwrap_path(), self._layout, command, env=env, cwd=cwd,
-            info_fd=info_w, block_fd=block_r, new_session=bw.has_controlling_terminal(),
+            info_fd=info_w, block_fd=block_r, new_session=bw.has_controlling_terminal(), binds=binds, caps=caps,
         )
         try:
             with self._lock:
@@ -597,22 +602,33 @@ class LocalSandbox(Sandbox):
             raise _os_error(err, path)
 
     def diff(self) -> str:
+        """git runs inside the sandbox (a bwrap like any command, in its cgroups), seeing the
+        trusted `.git` and its scratch directory bound in and nothing of the host: an embedded
+        `sub/.git` (`gitdir: /host/repo/.git`) that git follows then finds nothing there. It keeps
+        CAP_DAC_READ_SEARCH so files the agent made unreadable (chmod 000) are still diffed. It has
+        the sandbox's per-command timeout (`Limits.timeout_s`)."""
         self._check_open()
-        ns_fd = self._ns_fd
+        launches: list[_Launch] = []
 
-        def spawn(argv: list[str], **kwargs: Any) -> subprocess.Popen:
-            with self._lock:
-                self._check_open()
-                return mountns.worker().run_in(ns_fd, lambda: subprocess.Popen(argv, **kwargs))
+        def spawn(argv: list[str], *, env: dict[str, str], cwd: str, binds: Any = (), **streams: Any) -> subprocess.Popen:
+            launch = self._start(argv, env=env, cwd=cwd, binds=binds, caps=("CAP_DAC_READ_SEARCH",), **streams)
+            launches.append(launch)
+            return launch.proc
 
         try:
             return gitdiff.diff_worktree(
-                Path(self.prepared.repo_dir), self.testbed_dir, self.prepared.base_commit,
-                self.home, spawn=spawn,
+                Path(self.prepared.repo_dir), TESTBED, self.prepared.base_commit, self.home, spawn=spawn,
+                confined=gitdiff.Confinement(git_dir=DIFF_GIT_DIR, scratch=DIFF_SCRATCH),
+                # Bounded like a command: a FIFO planted as an embedded repository's HEAD
+                # (`sub/.git/HEAD`) blocks git's read of it until then.
+                timeout_s=self.limits.timeout_s or 600.0,
             )
         except gitdiff.DiffError as exc:
             self._check_open()
             raise SandboxError(f"diff of sandbox {self.name} failed: {exc}") from exc
+        finally:
+            for launch in launches:
+                self._reap(launch)
 
     @property
     def closed(self) -> bool:
@@ -899,7 +915,7 @@ def _mount_system_root(home: Path, plan: list[bw.RootEntry]) -> None:
         else:
             target.touch()
         _bind_readonly(entry.source, str(target))
-    for sub in ("testbed", "tmp", "proc", "dev", VENV_MOUNT.lstrip("/")):
+    for sub in ("testbed", "tmp", "proc", "dev", VENV_MOUNT.lstrip("/"), DIFF_GIT_DIR.lstrip("/"), DIFF_SCRATCH.lstrip("/")):
         (root / sub).mkdir(parents=True, exist_ok=True)
     linux.mount(None, str(root), None, linux.MS_REMOUNT | linux.MS_RDONLY | flags, size_options)
 
