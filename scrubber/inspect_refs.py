@@ -1,7 +1,8 @@
 """Inspecting refs, HEAD, reflogs and the shallow file.
 
-Only branches (refs/heads/*) pointing at base are allowed; every other ref is a leak, named by
-its namespace (tags, remotes, notes, replace, original, stash, bisect, ...). Loose ref files and
+Only one branch (refs/heads/*, the one HEAD names) pointing at base is allowed; every other ref
+is a leak, named by its namespace (tags, remotes, notes, replace, original, stash, bisect, ...),
+and so is a second branch at base (its name is free text). Loose ref files and
 packed-refs lines are read from disk (a ref git would skip for a bad name still counts), and
 `git for-each-ref` is consulted too. A reflog may only mention base, its ancestors or the null id,
 and its messages must be ones git writes for that history (a commit entry quotes a known subject).
@@ -128,9 +129,23 @@ def inspect_refs(facts: RepoFacts) -> tuple[list[Leak], int]:
             inspection.judge_ref(refname, oid, "listed by git for-each-ref")
     leaks = inspection.leaks
     leaks += _inspect_head(facts, inspection.allowed_refs)
+    leaks += _one_branch_only(facts, inspection.allowed_refs)
     leaks += _inspect_reflogs(facts, git_dirs, inspection.allowed_refs)
     leaks += _inspect_shallow(facts)
     return leaks, len(inspection.refs_seen)
+
+
+def _one_branch_only(facts: RepoFacts, allowed_refs: set[str]) -> list[Leak]:
+    """Branches at base beyond one: they add nothing but their names, which are free text. The
+    branch HEAD names is the one kept (else the first by name); the others are reported and
+    dropped from the allowed set, so their reflogs are reported too."""
+    head = facts.paths.git_dir / "HEAD"
+    value = head.read_text(errors="replace").strip() if head.is_file() else ""
+    target = value[5:].strip() if value.startswith("ref: ") else ""
+    keep = target if target in allowed_refs else min(allowed_refs, default="")
+    extra = sorted(allowed_refs - {keep})
+    allowed_refs.intersection_update({keep})
+    return [Leak("branches", f"{name} is a second branch at base (only its name is new)") for name in extra]
 
 
 def _inspect_head(facts: RepoFacts, allowed_refs: set[str]) -> list[Leak]:
