@@ -691,3 +691,27 @@ def test_second_branch_at_base_named_after_the_fix(sample: SampleHistory, tmp_pa
     git(repo, "checkout", "-q", "--detach", sample.base)
     git(repo, "branch", "-D", "main")
     assert check(repo, sample.base).ok, check(repo, sample.base).leaks  # detached, one branch
+
+
+def test_case_insensitive_config_hides_a_file_from_status(sample: SampleHistory, tmp_path: Path) -> None:
+    """With core.ignoreCase=true on a case-sensitive filesystem, readme.md passes for README.md."""
+    repo = clean_scrub(sample, tmp_path)
+    git(repo, "config", "core.ignoreCase", "true")
+    (repo / "readme.md").write_text(fixed_content(sample))
+    assert "readme.md" not in git_text(["status", "--porcelain", "--untracked-files=all"], cwd=repo)
+    caught(repo, sample, "worktree", text="readme.md")
+
+
+def test_submodule_change_hidden_by_config(tmp_path: Path) -> None:
+    repo = tmp_path / "src"
+    run_git(["init", "-q", "-b", "main", str(repo)])
+    git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'ab' * 20},sub")
+    git(repo, "commit", "-q", "-m", "link")
+    base = git(repo, "rev-parse", "HEAD")
+    dest = tmp_path / "d"
+    scrub(repo, dest, base)
+    git(dest, "config", "diff.ignoreSubmodules", "all")
+    git(dest, "update-index", "--cacheinfo", f"160000,{'cd' * 20},sub")
+    assert git_text(["diff-index", "--cached", "--name-only", base], cwd=dest) == ""
+    leaks = check(dest, base).leaks
+    assert any(leak.channel == "index" and "sub" in leak.detail for leak in leaks), leaks
