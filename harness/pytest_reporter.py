@@ -117,8 +117,11 @@ def _machinery():
                 entries.append(("{}.{}".format(module_name, name), vars(module), name, vars(module)[name]))
     classes = []
     for _, _, _, value in list(entries):
-        if isinstance(value, type) and value not in classes:
-            classes.append(value)
+        if isinstance(value, type):
+            # The whole MRO: a test item's `obj` comes from PyobjMixin, `runtest` plumbing from Item/Node.
+            for cls in value.__mro__:
+                if cls is not object and cls.__module__ != "typing" and cls not in classes:
+                    classes.append(cls)
     for cls in classes:
         namespace = vars(cls)
         for name, value in namespace.items():
@@ -170,8 +173,6 @@ class Reporter:
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self._started = time.time()
         self._protected = self._hash_protected(config.get("protected_files", []))
-        self._machinery = _machinery()
-        self._namespace = _namespace()
         self._phases = {}  # node id -> {phase: status}
         self._untrusted = {}  # node id -> (violation, where) for a skip/xfail that came from the patch
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
@@ -180,6 +181,9 @@ class Reporter:
         self._unittest_static = {}  # node id -> (skip attribute, expectedFailure attribute) after collection
         self._skip_test = {"raised": False, "origin": None}  # unittest.SkipTest made during the running test
         self._watch_unittest()
+        # Snapshots last, so that the wrappers installed above are part of them.
+        self._machinery = _machinery()
+        self._namespace = _namespace()
         self._reported_violations: set[str] = set()
 
     # --- the signed channel -------------------------------------------------------------------

@@ -354,3 +354,31 @@ def test_library_code_that_strips_asserts_from_the_test_modules_compiled_after_i
                            "calc/__init__.py": STRIP_ASSERTS + BASE_FILES["calc/__init__.py"]})
     assert_zero(verdict)
     assert any(flag.startswith("tamper: replaced: _pytest.assertion.rewrite") for flag in verdict.flags), verdict.flags
+
+
+def test_library_code_that_replaces_the_test_function_pytest_calls(task):
+    # `Function.obj` is a property inherited from PyobjMixin: a replacement hands pytest_pyfunc_call
+    # a no-op instead of the test function, while collection still sees the real one.
+    swap = textwrap.dedent('''\
+        import sys
+        import _pytest.python as _py
+
+        _original_obj = _py.PyobjMixin.obj
+
+
+        def _noop(*args, **kwargs):
+            return None
+
+
+        def _obj(self):
+            real = _original_obj.fget(self)
+            if isinstance(self, _py.Function) and sys._getframe(1).f_code.co_name == "pytest_pyfunc_call":
+                return _noop
+            return real
+
+
+        _py.PyobjMixin.obj = property(_obj, _original_obj.fset)
+        ''')
+    verdict = grade(task, {"calc/__init__.py": swap + BASE_FILES["calc/__init__.py"]})
+    assert_zero(verdict)
+    assert any(flag.startswith("tamper: replaced: _pytest.python.PyobjMixin.obj") for flag in verdict.flags), verdict.flags
