@@ -19,13 +19,21 @@ from patchgym.scrubber.git import run_git
 from patchgym.scrubber.report import Leak
 
 
+# The repository's config must not narrow what git compares: a case-insensitive view on a
+# case-sensitive filesystem lets readme.md pass for README.md.
+_PLAIN_VIEW = ["-c", "core.ignoreCase=false"]
+
+
 def inspect_index_and_worktree(facts: RepoFacts, forbidden: dict[str, str]) -> list[Leak]:
     work_tree = facts.paths.work_tree
     if work_tree is None:
         return []
     leaks: list[Leak] = []
     diff = run_git(
-        ["diff-index", "--cached", "--no-renames", "--name-status", "-z", facts.base], cwd=work_tree, check=False
+        [*_PLAIN_VIEW, "diff-index", "--cached", "--no-renames", "--ignore-submodules=none", "--name-status", "-z",
+         facts.base],
+        cwd=work_tree,
+        check=False,
     )
     if diff.returncode != 0:
         reason = diff.stderr.decode(errors="replace").strip()
@@ -42,7 +50,8 @@ def inspect_index_and_worktree(facts: RepoFacts, forbidden: dict[str, str]) -> l
             bit = "skip-worktree" if tag == "S" else "assume-unchanged"
             leaks.append(Leak("index", f"index entry {path} is hidden from git status ({bit})"))
     status = run_git(
-        ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching", "--no-renames"],
+        [*_PLAIN_VIEW, "status", "--porcelain=v1", "-z", "--untracked-files=all", "--ignored=matching",
+         "--no-renames", "--ignore-submodules=none"],
         cwd=work_tree,
         check=False,
     )

@@ -702,7 +702,8 @@ def test_case_insensitive_config_hides_a_file_from_status(sample: SampleHistory,
     caught(repo, sample, "worktree", text="readme.md")
 
 
-def test_submodule_change_hidden_by_config(tmp_path: Path) -> None:
+def test_submodule_change_with_submodules_ignored_by_config(tmp_path: Path) -> None:
+    """diff.ignoreSubmodules=all: git 2.39 still shows a staged gitlink change; check must too."""
     repo = tmp_path / "src"
     run_git(["init", "-q", "-b", "main", str(repo)])
     git(repo, "update-index", "--add", "--cacheinfo", f"160000,{'ab' * 20},sub")
@@ -712,6 +713,5 @@ def test_submodule_change_hidden_by_config(tmp_path: Path) -> None:
     scrub(repo, dest, base)
     git(dest, "config", "diff.ignoreSubmodules", "all")
     git(dest, "update-index", "--cacheinfo", f"160000,{'cd' * 20},sub")
-    assert git_text(["diff-index", "--cached", "--name-only", base], cwd=dest) == ""
     leaks = check(dest, base).leaks
     assert any(leak.channel == "index" and "sub" in leak.detail for leak in leaks), leaks
