@@ -3,7 +3,7 @@
 Pure functions (no processes, no mounts), so what a sandbox can see is unit-testable: the root is
 the read-only system paths of `patchgym.tasks.hostfs` (`root_plan`) plus the sandbox's overlay at
 /testbed, the task's environment read-only at /patchgym/venv and a private /tmp (assembled by
-local.py); bwrap adds a new /proc and /dev, unshares every namespace (the network too unless asked
+local.py, /dev too); bwrap adds a new /proc, unshares every namespace (the network too unless asked
 for), drops all capabilities, forbids nested user namespaces and makes the root and /proc read-only.
 """
 
@@ -137,7 +137,11 @@ def bwrap_argv(
         # but the file mode. A read-only /proc shuts all of them; /proc/self/fd/N still reach
         # their targets (/dev/stdout works), the mount flag applies to proc's own files only.
         "--remount-ro", "/proc",
-        "--dev", "/dev",
+        # Not `--dev` (a writable tmpfs as large as half the host's memory): the sandbox's own
+        # /dev, assembled in its mount namespace (local._mount_dev), read-only but for /dev/shm
+        # (on the sandbox's write-limited tmpfs) and its own devpts.
+        "--dev-bind", "/dev", "/dev",
+        "--remount-ro", "/dev",
     ]
     for source, dest, readonly in binds:  # (source in the sandbox's mount namespace, dest, read-only)
         argv += ["--ro-bind" if readonly else "--bind", source, dest]

@@ -950,9 +950,10 @@ def _mount_sandbox(home: Path, repo_dir: Path, venv_dir: Path | None, limits: Li
     inodes = max(4096, size // 4096)
     flags = linux.MS_NOSUID | linux.MS_NODEV
     linux.mount("patchgym-sandbox", str(rw), "tmpfs", flags, f"size={size},nr_inodes={inodes},mode=0755")
-    for sub in ("upper", "work", "tmp"):
+    for sub in ("upper", "work", "tmp", "shm"):
         (rw / sub).mkdir()
     os.chmod(rw / "tmp", 0o1777)
+    os.chmod(rw / "shm", 0o1777)
     options = (
         f"lowerdir={_escape_overlay_path(str(repo_dir.resolve()))},"
         f"upperdir={_escape_overlay_path(str(rw / 'upper'))},workdir={_escape_overlay_path(str(rw / 'work'))}"
@@ -961,9 +962,37 @@ def _mount_sandbox(home: Path, repo_dir: Path, venv_dir: Path | None, limits: Li
     linux.mount(str(rw / "tmp"), str(root / "tmp"), None, linux.MS_BIND)
     if venv_dir is not None:
         _bind_readonly(str(venv_dir), str(root / VENV_MOUNT.lstrip("/")))
+    _mount_dev(root / "dev", rw / "shm")
     testbed_fd = os.open(root / "testbed", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     tmp_fd = os.open(rw / "tmp", os.O_PATH | os.O_DIRECTORY | os.O_CLOEXEC)
     return testbed_fd, tmp_fd
+
+
+DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+DEV_LINKS = {"fd": "/proc/self/fd", "stdin": "/proc/self/fd/0", "stdout": "/proc/self/fd/1",
+             "stderr": "/proc/self/fd/2", "ptmx": "pts/ptmx"}
+
+
+def _mount_dev(dev: Path, shm: Path) -> None:
+    """The sandbox's /dev, instead of bwrap's `--dev` (a tmpfs of its own, writable and as large
+    as half the host's memory: `/dev/x` and `/dev/shm/*` escaped max_write_bytes, and without
+    cgroups any limit). Here: a read-only tmpfs holding the usual device nodes (read-write binds
+    of the host's), a devpts instance of its own, and /dev/shm on the sandbox's write tmpfs."""
+    linux.mount("patchgym-dev", str(dev), "tmpfs", linux.MS_NOSUID, "size=64k,nr_inodes=64,mode=0755")
+    for name in DEVICES:
+        (dev / name).touch()
+        linux.mount(f"/dev/{name}", str(dev / name), None, linux.MS_BIND)
+    for name, target in DEV_LINKS.items():
+        os.symlink(target, dev / name)
+    for sub in ("pts", "shm"):
+        (dev / sub).mkdir()
+    linux.mount("devpts", str(dev / "pts"), "devpts", linux.MS_NOSUID | linux.MS_NOEXEC,
+                "newinstance,ptmxmode=0666,mode=0620")
+    linux.mount(str(shm), str(dev / "shm"), None, linux.MS_BIND)
+    linux.mount(None, str(dev), None, linux.MS_REMOUNT | linux.MS_RDONLY | linux.MS_NOSUID, "size=64k,nr_inodes=64,mode=0755")
+    # Also at /dev of this (private) namespace: bwrap takes it from there (`--dev-bind /dev /dev`;
+    # its binds of the root are nodev).
+    linux.mount(str(dev), "/dev", None, linux.MS_BIND | linux.MS_REC)
 
 
 def _bind_readonly(source: str, target: str) -> None:
