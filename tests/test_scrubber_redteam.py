@@ -715,3 +715,29 @@ def test_submodule_change_with_submodules_ignored_by_config(tmp_path: Path) -> N
     git(dest, "update-index", "--cacheinfo", f"160000,{'cd' * 20},sub")
     leaks = check(dest, base).leaks
     assert any(leak.channel == "index" and "sub" in leak.detail for leak in leaks), leaks
+
+
+def test_symlink_replaced_by_a_file_with_forged_stat(tmp_path: Path) -> None:
+    """core.symlinks=false makes a link a plain file holding its target; forged stat data hides
+    a rewrite of it from git status."""
+    repo = tmp_path / "src"
+    run_git(["init", "-q", "-b", "main", str(repo)])
+    (repo / "link").symlink_to("target-of-the-link.txt")
+    git(repo, "add", "link")
+    git(repo, "commit", "-q", "-m", "a link")
+    base = git(repo, "rev-parse", "HEAD")
+    dest = tmp_path / "d"
+    scrub(repo, dest, base)
+    git(dest, "config", "core.symlinks", "false")
+    git(dest, "config", "core.trustctime", "false")
+    link = dest / "link"
+    link.unlink()
+    link.write_text("target-of-the-link.txt")
+    old = 1_600_000_000
+    os.utime(link, (old, old))
+    git(dest, "update-index", "--refresh")
+    link.write_text("value > high".ljust(len("target-of-the-link.txt"), "."))
+    os.utime(link, (old, old))
+    assert git_text(["status", "--porcelain"], cwd=dest) == ""
+    leaks = check(dest, base).leaks
+    assert any(leak.channel == "worktree" and "link" in leak.detail for leak in leaks), leaks
