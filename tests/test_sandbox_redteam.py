@@ -189,6 +189,15 @@ def test_diff_of_hostile_names_fifos_and_modes(local_factory, prepared) -> None:
             assert time.monotonic() - started < 10, path
 
 
+def test_diff_with_git_dir_replaced_by_a_link_and_an_unreadable_testbed(local_factory, prepared) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        box.run("cd /testbed && echo new > added.txt && rm -rf .git && ln -s / .git && "
+                "mkdir -p d/.git && ln -s /etc d/.git/objects && echo d > d/f && chmod 000 . d", cwd="/")
+        diff = box.diff()
+        assert "+new" in diff and "b/d/f" in diff and "b/.git" not in diff
+        assert box.run("chmod 755 /testbed && cat /testbed/added.txt", cwd="/").output == "new\n"
+
+
 def test_diff_of_a_huge_flat_directory_and_a_deep_tree(local_factory, prepared) -> None:  # noqa: F811
     with local_factory.open(prepared, Limits(timeout_s=60)) as box:
         made = box.run("mkdir many && cd many && seq 1 20000 | xargs touch && cd .. && "
@@ -242,7 +251,7 @@ def test_a_sandbox_cannot_reach_another_sandboxs_state_or_cgroups(local_factory,
     box = local_factory.open(prepared)
     targets = [str(bystander.home), str(local_factory.state_root), "/sys/fs/cgroup"]
     if bystander.cgroups is not None:
-        targets += [str(path) for path in bystander.cgroups.paths] if hasattr(bystander.cgroups, "paths") else []
+        targets += [str(path) for path in bystander.cgroups.dirs]
     for target in targets:
         assert box.run(f"ls '{target}'").exit_code != 0, target
     search = box.run("cat /tmp/mine 2>&1; grep -rs 'bystander data' /tmp /testbed /dev /run /var 2>/dev/null | head -1; echo searched")
