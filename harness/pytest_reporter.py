@@ -96,7 +96,11 @@ def _machinery():
         ("_pytest.runner", ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
                             "pytest_runtest_makereport", "pytest_runtest_call", "pytest_runtest_setup",
                             "pytest_runtest_teardown", "pytest_runtest_protocol", "CallInfo")),
-        ("_pytest.python", ("pytest_pyfunc_call", "Function")),
+        # Collection too: what a test module is (Module._getobj, importtestmodule, import_path) decides
+        # which test functions run; later modules could be served from memory without an import hook.
+        ("_pytest.python", ("pytest_pyfunc_call", "Function", "Module", "Class", "importtestmodule",
+                            "pytest_pycollect_makeitem", "pytest_collect_file", "pytest_pycollect_makemodule")),
+        ("_pytest.pathlib", ("import_path",)),
         ("_pytest.reports", ("TestReport", "BaseReport")),
         ("_pytest.skipping", ("pytest_runtest_makereport", "pytest_runtest_setup", "pytest_runtest_call",
                               "evaluate_xfail_marks", "evaluate_skip_marks")),
