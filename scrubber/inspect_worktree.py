@@ -96,8 +96,9 @@ def _tracked_files_unlike_their_entries(work_tree: Path, hash_len: int) -> list[
             continue
         mode, oid, _stage = fields
         target = work_tree / path
-        if mode == "120000" and target.is_symlink():
-            link = os.fsencode(os.readlink(target))
+        if mode == "120000" and (target.is_symlink() or target.is_file()):
+            # a link, or (core.symlinks=false) a plain file holding the link's target
+            link = os.fsencode(os.readlink(target)) if target.is_symlink() else target.read_bytes()
             digest = hashlib.new("sha256" if hash_len == 32 else "sha1", b"blob %d\0" % len(link) + link)
             if digest.hexdigest() != oid:
                 differing.append(path)
