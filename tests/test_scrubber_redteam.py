@@ -741,3 +741,48 @@ def test_symlink_replaced_by_a_file_with_forged_stat(tmp_path: Path) -> None:
     assert git_text(["status", "--porcelain"], cwd=dest) == ""
     leaks = check(dest, base).leaks
     assert any(leak.channel == "worktree" and "link" in leak.detail for leak in leaks), leaks
+
+
+def _plant_round_trip_leaks(repo: Path, sample: SampleHistory) -> dict[str, str]:
+    """Plant many of the leaks above in one repository; return {what: text its report names}."""
+    git_dir = repo / ".git"
+    git(repo, "branch", "fix/use-value-gt-high", sample.base)
+    git(repo, "config", "branch.main.description", "use > high")
+    with (git_dir / "config").open("a") as handle:
+        handle.write("# the fix: use > high\n")
+    (git_dir / f"sharedindex.{'ab' * 20}").write_text(FIXED_TEXT)
+    (git_dir / "COMMIT_EDITMSG").write_text(f"Add clamp\n# the fix:{FIXED_TEXT}")
+    hidden = repo / "calc" / ".git"
+    hidden.mkdir(exist_ok=True)
+    (hidden / "ops.py").write_text(FIXED_TEXT)
+    (repo / "calc" / "empty_fix_dir").mkdir()
+    index = git_dir / "index"
+    index.write_bytes(_index_with_extension(index.read_bytes(), b"ZFIX", FIXED_TEXT.encode(), 20))
+    planted = {
+        "second branch": "fix/use-value-gt-high",
+        "description": "branch.main.description",
+        "config comment": "holds a comment",
+        "shared index": "sharedindex",
+        "editmsg": "COMMIT_EDITMSG",
+        "nested .git": "calc/.git",
+        "empty dir": "empty_fix_dir",
+        "index extension": "ZFIX",
+    }
+    try:
+        os.setxattr(git_dir / "HEAD", "user.hint", b"use > high")
+        planted["xattr"] = "user.hint"
+    except OSError:
+        pass
+    return planted
+
+
+def test_round_trip_leaks_all_at_once(sample: SampleHistory, tmp_path: Path) -> None:
+    source = copy_of(sample, tmp_path / "src")
+    git(source, "checkout", "-q", "-B", "main", sample.base)
+    _plant_round_trip_leaks(source, sample)
+    assert_scrub_clean(source, sample, tmp_path / "d")
+    repo = clean_scrub(sample, tmp_path)
+    planted = _plant_round_trip_leaks(repo, sample)
+    details = " | ".join(leak.detail for leak in check(repo, sample.base).leaks)
+    missed = [what for what, text in planted.items() if text not in details]
+    assert not missed, f"check missed {missed}: {details}"
