@@ -9,9 +9,9 @@ Opening a sandbox (no process is started, nothing is copied):
 1. cgroups `sb-<owner pid>-<owner start>-<n>` (v2, else v1 memory+pids; see cgroups.py) with the
    memory and process limits;
 2. a mount namespace of its own, a kernel copy of the base one, with a tmpfs of `max_write_bytes`
-   (the overlay's upper and work directories and /tmp: all the sandbox may write, ENOSPC beyond),
-   an overlayfs at root/testbed whose lower layer is the read-only `prepared.repo_dir`, and the
-   task's venv bound read-only. None of it appears in the host's mount table, and all of it
+   (the overlay's upper and work directories, /tmp and /dev/shm: all the sandbox may write, ENOSPC
+   beyond), an overlayfs at root/testbed whose lower layer is the read-only `prepared.repo_dir`,
+   the task's venv bound read-only, and the sandbox's read-only /dev (`_mount_dev`). None of it appears in the host's mount table, and all of it
    vanishes with the owning process.
 
 Each command is one `bwrap` (bwrap.py) started inside that namespace by the namespace worker
@@ -940,10 +940,11 @@ def _pseudo_mounts() -> list[str]:
 def _mount_sandbox(home: Path, repo_dir: Path, venv_dir: Path | None, limits: Limits) -> tuple[int, int]:
     """In a sandbox's own mount namespace (a copy of the base one):
 
-    rw/            tmpfs of max_write_bytes: the overlay's upper and work directories and /tmp
+    rw/            tmpfs of max_write_bytes: the overlay's upper and work directories, /tmp, /dev/shm
     root/testbed   overlayfs: lower = the read-only prepared repository, upper on rw/
     root/tmp       rw/tmp
     root/patchgym/venv   the task's environment, read-only
+    root/dev and /dev    the sandbox's /dev (`_mount_dev`)
     """
     rw, root = home / "rw", home / "root"
     size = limits.max_write_bytes or (1 << 40)
