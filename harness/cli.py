@@ -10,6 +10,7 @@ harness.
 from __future__ import annotations
 
 import json
+import sys
 import os
 from pathlib import Path
 
@@ -145,7 +146,7 @@ def validate(tasks_spec: str, ids: tuple[str, ...], workers: int | None, repeat:
     for v in results:
         table.add_row(v.instance_id, ",".join(v.gold) or "-", ",".join(v.empty) or "-", str(len(v.flaky)),
                       "\n".join(v.problems) or "-")
-    Console().print(table)
+    Console(width=None if sys.stdout.isatty() else 200).print(table)  # full ids in logs and pipes
     if json_path:
         json_path.write_text(json.dumps([v.as_dict() for v in results], indent=2))
     bad = [v for v in results if not v.ok]
