@@ -421,3 +421,29 @@ def test_remote_backends_diff_an_archive_of_testbed_with_trusted_git(tmp_path: P
     subprocess.run(["git", "clone", "-q", str(prepared.repo_dir), str(clone)], check=True)
     subprocess.run(["git", "-C", str(clone), "apply", "-"], input=diff, text=True, check=True)
     assert (clone / "README.md").read_text() == "changed\n" and (clone / "new.txt").exists()
+
+
+def test_remote_sandboxes_close_once_and_refuse_calls_after(tmp_path: Path) -> None:
+    """docker and modal share RemoteSandbox: close is idempotent, later calls raise SandboxClosed."""
+    from types import SimpleNamespace
+
+    from patchgym.harness.sandbox.base import SandboxClosed
+    from patchgym.harness.sandbox.docker_backend import DockerSandbox
+    from patchgym.harness.sandbox.modal_backend import ModalSandbox
+
+    from .test_sandbox_support import make_prepared
+
+    prepared = make_prepared(tmp_path / "task")
+    removed, terminated, forgotten = [], [], []
+    factory = SimpleNamespace(_forget=forgotten.append)
+    container = SimpleNamespace(remove=lambda force: removed.append(force))
+    handle = SimpleNamespace(terminate=lambda: terminated.append(True))
+    boxes = [DockerSandbox(factory, prepared, Limits(), container, "d-1"), ModalSandbox(factory, prepared, Limits(), handle, "m-1")]
+    for box in boxes:
+        assert not box.closed
+        box.close()
+        box.close()
+        assert box.closed
+        with pytest.raises(SandboxClosed, match=box.name):
+            box.read_file("README.md")
+    assert removed == [True] and terminated == [True] and len(forgotten) == 2

@@ -30,8 +30,6 @@ from patchgym.harness.sandbox import remote
 from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
-    Sandbox,
-    SandboxClosed,
     SandboxError,
     SandboxFactory,
 )
@@ -106,7 +104,7 @@ def container_config(
     return config
 
 
-class DockerSandbox(Sandbox):
+class DockerSandbox(remote.RemoteSandbox):
     backend = "docker"
     guarantees = (
         "a container per sandbox: network disabled, memory+swap, CPU and process limits, no "
@@ -117,16 +115,8 @@ class DockerSandbox(Sandbox):
     )
 
     def __init__(self, factory: "DockerSandboxFactory", prepared: PreparedTask, limits: Limits, container: Any, name: str) -> None:
-        super().__init__(prepared, limits)
-        self._factory = factory
+        super().__init__(factory, prepared, limits, name)
         self.container = container
-        self.name = name
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SandboxClosed(f"sandbox {self.name} is closed")
 
     def _exec(self, script: str, *, stdin: bytes | None = None, timeout: float | None, limit: int) -> tuple[int, CappedOutput, bool]:
         api = self._factory.client.api
@@ -204,15 +194,9 @@ class DockerSandbox(Sandbox):
         return remote.diff_of_archive(self, lambda _scratch: _ChunkReader(self.container.get_archive(TESTBED)[0]),
                                       "patchgym-docker-diff-")
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._mark_closed():
+            return
         try:
             self.container.remove(force=True)
         except Exception as exc:  # noqa: BLE001

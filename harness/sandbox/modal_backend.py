@@ -30,8 +30,6 @@ from patchgym.harness.sandbox import remote
 from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
-    Sandbox,
-    SandboxClosed,
     SandboxError,
     SandboxFactory,
 )
@@ -73,7 +71,7 @@ def create_kwargs(limits: Limits, *, network: bool, cpus: float | None, lifetime
     return kwargs
 
 
-class ModalSandbox(Sandbox):
+class ModalSandbox(remote.RemoteSandbox):
     backend = "modal"
     guarantees = (
         "a Modal sandbox (gVisor) per sandbox: no network, CPU and memory requests with a hard memory "
@@ -82,16 +80,8 @@ class ModalSandbox(Sandbox):
     )
 
     def __init__(self, factory: "ModalSandboxFactory", prepared: PreparedTask, limits: Limits, handle: Any, name: str) -> None:
-        super().__init__(prepared, limits)
-        self._factory = factory
+        super().__init__(factory, prepared, limits, name)
         self.handle = handle
-        self.name = name
-        self._lock = threading.Lock()
-        self._closed = False
-
-    def _check_open(self) -> None:
-        if self._closed:
-            raise SandboxClosed(f"sandbox {self.name} is closed")
 
     def _exec(self, script: str, *, stdin: bytes | None, timeout: float | None, sink: Any) -> tuple[int, bool]:
         started = time.monotonic()
@@ -166,15 +156,9 @@ class ModalSandbox(Sandbox):
 
         return remote.diff_of_archive(self, fetch_archive, "patchgym-modal-diff-")
 
-    @property
-    def closed(self) -> bool:
-        return self._closed
-
     def close(self) -> None:
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
+        if not self._mark_closed():
+            return
         try:
             self.handle.terminate()
         finally:

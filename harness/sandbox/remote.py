@@ -23,10 +23,10 @@ import tarfile
 import threading
 import time
 from pathlib import Path
-from typing import IO, Callable, Iterable
+from typing import IO, Any, Callable, Iterable
 
 from patchgym.harness.sandbox import gitdiff, linux, safefs
-from patchgym.harness.sandbox.base import Limits, SandboxError
+from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxClosed, SandboxError
 from patchgym.tasks.prepared import TESTBED
 
 LABEL = "patchgym"
@@ -184,6 +184,33 @@ def extract_tree(stream: IO[bytes], dest: Path, strip: str, max_total_bytes: int
                     continue  # a path through a symlink: nothing a diff of real files needs
     finally:
         os.close(root_fd)
+
+
+class RemoteSandbox(Sandbox):
+    """What the docker and modal sandboxes share: their factory, a name, and closed state."""
+
+    def __init__(self, factory: Any, prepared: Any, limits: Limits, name: str) -> None:
+        super().__init__(prepared, limits)
+        self._factory = factory
+        self.name = name
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SandboxClosed(f"sandbox {self.name} is closed")
+
+    def _mark_closed(self) -> bool:
+        """Mark the sandbox closed; True only for the one caller that closed it (close is idempotent)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._closed = True
+            return True
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
 
 
 def diff_of_archive(sandbox, fetch_archive: Callable[[Path], IO[bytes]], prefix: str) -> str:
