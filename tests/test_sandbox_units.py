@@ -447,3 +447,11 @@ def test_remote_sandboxes_close_once_and_refuse_calls_after(tmp_path: Path) -> N
         with pytest.raises(SandboxClosed, match=box.name):
             box.read_file("README.md")
     assert removed == [True] and terminated == [True] and len(forgotten) == 2
+
+
+def test_a_missing_backend_sdk_says_how_to_install_it() -> None:
+    from patchgym.harness.sandbox.base import SandboxError
+
+    with pytest.raises(SandboxError, match=r"needs the Docker SDK: pip install 'patchgym\[docker\]'"):
+        remote.import_sdk("patchgym_no_such_sdk", "docker", "Docker")
+    assert remote.import_sdk("json", "docker", "Docker").__name__ == "json"

@@ -40,11 +40,7 @@ _SEQUENCE = itertools.count(1)
 
 
 def _docker() -> Any:
-    try:
-        import docker  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise SandboxError("the docker backend needs the Docker SDK: pip install 'patchgym[docker]' (or docker)") from exc
-    return docker
+    return remote.import_sdk("docker", "docker", "Docker")
 
 
 def unavailable_reason() -> str | None:

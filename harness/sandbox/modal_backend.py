@@ -42,11 +42,7 @@ _SEQUENCE = itertools.count(1)
 
 
 def _modal() -> Any:
-    try:
-        import modal  # type: ignore[import-not-found]
-    except ImportError as exc:
-        raise SandboxError("the modal backend needs the Modal SDK: pip install 'patchgym[modal]' (or modal)") from exc
-    return modal
+    return remote.import_sdk("modal", "modal", "Modal")
 
 
 def unavailable_reason() -> str | None:

@@ -186,6 +186,17 @@ def extract_tree(stream: IO[bytes], dest: Path, strip: str, max_total_bytes: int
         os.close(root_fd)
 
 
+def import_sdk(module: str, backend: str, sdk: str) -> Any:
+    """Import a backend's SDK lazily; its absence is a SandboxError that says how to install it."""
+    import importlib
+
+    try:
+        return importlib.import_module(module)
+    except ImportError as exc:
+        raise SandboxError(f"the {backend} backend needs the {sdk} SDK: pip install 'patchgym[{backend}]' "
+                           f"(or {module})") from exc
+
+
 class RemoteSandbox(Sandbox):
     """What the docker and modal sandboxes share: their factory, a name, and closed state."""
 
