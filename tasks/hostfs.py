@@ -42,10 +42,8 @@ def readonly_system_paths() -> list[str]:
 
 def host_python() -> str:
     """The base interpreter to build task environments with (never the venv patchgym runs in)."""
-    candidates = [getattr(sys, "_base_executable", None), sys.executable]
-    for candidate in candidates:
+    # Inside a venv, _base_executable points at the base interpreter already.
+    for candidate in (getattr(sys, "_base_executable", None), sys.executable):
         if candidate and Path(candidate).exists():
-            resolved = Path(candidate)
-            # Inside a venv, _base_executable points at the base interpreter already.
-            return str(resolved)
+            return candidate
     raise RuntimeError("cannot find the Python interpreter to build task environments with")
