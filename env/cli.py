@@ -46,18 +46,6 @@ def _bind(host: str, port: int) -> socket.socket:
     return sock
 
 
-def _raise_open_file_limit(wanted: int = 65536) -> None:
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-    if soft != resource.RLIM_INFINITY and soft < target:
-        try:
-            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-        except (ValueError, OSError):
-            pass
-
-
 @click.command()
 @click.option("--tasks", "tasks_spec", default="bundled", show_default=True, metavar="TASKS",
               help="A .jsonl file, a task directory, or `bundled`.")
@@ -134,7 +122,9 @@ def serve(
     except Exception as exc:  # noqa: BLE001 - a backend that cannot start here (no docker, no credentials)
         raise click.ClickException(f"the {backend} sandbox backend is not available: {exc}") from None
 
-    _raise_open_file_limit()  # each live episode holds descriptors (its sandbox, its connection)
+    from patchgym.harness.sandbox.linux import raise_open_file_limit
+
+    raise_open_file_limit()  # each live episode holds descriptors (its sandbox, its connection)
     sock = _bind(host, port)  # before preparing: a taken port fails fast
     prepared = _prepare(tasks_spec, ids, store, prepare_workers)
     app = create_app(prepared, config, factory=factory)

@@ -455,3 +455,19 @@ def test_a_missing_backend_sdk_says_how_to_install_it() -> None:
     with pytest.raises(SandboxError, match=r"needs the Docker SDK: pip install 'patchgym\[docker\]'"):
         remote.import_sdk("patchgym_no_such_sdk", "docker", "Docker")
     assert remote.import_sdk("json", "docker", "Docker").__name__ == "json"
+
+
+def test_v1_events_come_from_each_hierarchy_and_follow_changes(tmp_path: Path) -> None:
+    pids, memory = tmp_path / "pids", tmp_path / "memory"
+    for root in (pids, memory):
+        (root / "patchgym").mkdir(parents=True)
+    group = cg.CgroupManager("v1", [pids, memory]).create("sb-1-1-1", 1 << 30, 10)
+    (memory / "patchgym/sb-1-1-1/memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 0\n")
+    (pids / "patchgym/sb-1-1-1/pids.events").write_text("max 0\n")
+    assert group.events() == cg.LimitEvents(0, 0)
+    # The files stay open between reads: later values must still be seen.
+    (memory / "patchgym/sb-1-1-1/memory.oom_control").write_text("oom_kill_disable 0\nunder_oom 0\noom_kill 3\n")
+    (pids / "patchgym/sb-1-1-1/pids.events").write_text("max 7\n")
+    assert group.events() == cg.LimitEvents(oom_kills=3, pids_max_hits=7)
+    group.close_files()
+    group.close_files()  # idempotent

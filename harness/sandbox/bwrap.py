@@ -36,6 +36,7 @@ class Layout:
 
     root: str  # the directory bwrap binds at / (see RootEntry and local.py)
     network: bool = False
+    dev: str = "/dev"  # the directory bwrap binds at /dev (local.py assembles a read-only one)
 
 
 @dataclass(frozen=True)
@@ -138,14 +139,15 @@ def bwrap_argv(
         # their targets (/dev/stdout works), the mount flag applies to proc's own files only.
         "--remount-ro", "/proc",
         # Not `--dev` (a writable tmpfs as large as half the host's memory): the sandbox's own
-        # /dev, assembled in its mount namespace (local._mount_dev), read-only but for /dev/shm
+        # /dev, assembled in its mount namespace (local._mount_dev), a tmpfs whose superblock is
+        # read-only (so every bind of it is too: no `--remount-ro /dev` needed) but for /dev/shm
         # (on the sandbox's write-limited tmpfs) and its own devpts.
-        "--dev-bind", "/dev", "/dev",
-        "--remount-ro", "/dev",
+        "--dev-bind", layout.dev, "/dev",
     ]
     for source, dest, readonly in binds:  # (source in the sandbox's mount namespace, dest, read-only)
         argv += ["--ro-bind" if readonly else "--bind", source, dest]
-    argv += ["--remount-ro", "/"]
+    # No `--remount-ro /`: the root is a tmpfs whose superblock local.py made read-only, which
+    # no bind or per-mount remount can undo (tested: tests/test_sandbox_local.py).
     for key, value in env.items():
         argv += ["--setenv", key, value]
     argv += ["--chdir", cwd]

@@ -20,6 +20,7 @@ from __future__ import annotations
 import errno
 import os
 import signal
+import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -35,14 +36,15 @@ class LimitEvents:
     pids_max_hits: int = 0
 
 
-def _read_int_field(path: Path, key: str) -> int:
-    try:
-        for line in path.read_text().splitlines():
-            name, _, value = line.partition(" ")
-            if name == key:
+def _int_field(text: bytes, key: str) -> int:
+    """The value of `key` in a flat-keyed cgroup file ("name value" per line), 0 when absent."""
+    for line in text.decode(errors="replace").splitlines():
+        name, _, value = line.partition(" ")
+        if name == key:
+            try:
                 return int(value)
-    except (FileNotFoundError, ValueError, OSError):
-        pass
+            except ValueError:
+                return 0
     return 0
 
 
@@ -52,6 +54,10 @@ class SandboxCgroups:
     def __init__(self, version: str, dirs: list[Path]) -> None:
         self.version = version
         self.dirs = dirs
+        self._event_fds: list[tuple[str, int, str]] | None = None  # (counter, open file, key)
+        self._thread_fds: list[int] | None = None
+        self._event_lock = threading.Lock()
+        self.limits: tuple[int | None, int | None] | None = None  # (memory, processes) as last applied
 
     @property
     def paths(self) -> list[str]:
@@ -72,6 +78,24 @@ class SandboxCgroups:
         an RCU grace period, milliseconds, per move); children the thread forks start inside."""
         return [str(d / "tasks") for d in self.dirs]
 
+    def rename(self, name: str) -> None:
+        """Give the groups a new name in every hierarchy (the kernel renames a cgroup in place;
+        open files in it stay valid). Used to hand an emptied group to the next sandbox."""
+        renamed = []
+        for d in self.dirs:
+            target = d.parent / name
+            os.rename(d, target)
+            renamed.append(target)
+        self.dirs = renamed
+
+    def thread_fds(self) -> list[int]:
+        """v1: `thread_files` opened for writing, once (closed by `close_files`). They are opened
+        from the host's mount namespace: /sys is not mounted in a sandbox's."""
+        with self._event_lock:
+            if self._thread_fds is None:
+                self._thread_fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in self.thread_files()]
+            return self._thread_fds
+
     def pids(self) -> set[int]:
         found: set[int] = set()
         for procs in self.procs_files():
@@ -82,16 +106,58 @@ class SandboxCgroups:
                 pass
         return found
 
+    def _event_sources(self) -> list[tuple[str, Path, str]]:
+        """(counter, file, key) of the limit counters: v2 has both files in its one group; v1 has
+        pids.events in the pids group (dirs[0]) and memory.oom_control in the memory one (dirs[1])."""
+        if self.version == "v2":
+            return [("oom", self.dirs[0] / "memory.events", "oom_kill"), ("pids", self.dirs[0] / "pids.events", "max")]
+        sources = [("pids", self.dirs[0] / "pids.events", "max")] if self.dirs else []
+        if len(self.dirs) > 1:
+            sources.append(("oom", self.dirs[1] / "memory.oom_control", "oom_kill"))
+        return sources
+
     def events(self) -> LimitEvents:
-        oom = pids_hits = 0
-        for d in self.dirs:
-            if self.version == "v2":
-                oom += _read_int_field(d / "memory.events", "oom_kill")
-                pids_hits += _read_int_field(d / "pids.events", "max")
-            else:
-                oom += _read_int_field(d / "memory.oom_control", "oom_kill")
-                pids_hits += _read_int_field(d / "pids.events", "max")
-        return LimitEvents(oom, pids_hits)
+        """The limit counters now. Read before and after every command, so the files are opened
+        once and re-read with pread (opening them by path each time cost ~0.3 ms a command)."""
+        with self._event_lock:
+            if self._event_fds is None:
+                self._event_fds = []
+                for counter, path, key in self._event_sources():
+                    try:
+                        self._event_fds.append((counter, os.open(path, os.O_RDONLY | os.O_CLOEXEC), key))
+                    except OSError:
+                        pass  # a controller without this file: its counter stays 0
+            counts = {"oom": 0, "pids": 0}
+            for counter, fd, key in self._event_fds:
+                try:
+                    counts[counter] += _int_field(os.pread(fd, 4096, 0), key)
+                except OSError:
+                    pass
+        return LimitEvents(counts["oom"], counts["pids"])
+
+    def close_files(self) -> None:
+        """Close the files `events` and `thread_fds` keep open (idempotent; `remove` calls it)."""
+        with self._event_lock:
+            for _, fd, _ in self._event_fds or []:
+                os.close(fd)
+            for fd in self._thread_fds or []:
+                os.close(fd)
+            self._event_fds = self._thread_fds = None
+
+    def kill_round(self) -> bool:
+        """SIGKILL every process in the groups once, without waiting for them to go. True when
+        there was none. A command's pid-namespace init may still be tearing its namespace down
+        after the command's result is in (bwrap reports the exit code first); waiting for it here
+        cost a sandbox's close ~0.3 ms on average (measured)."""
+        if self.version == "v2":
+            return self.kill_all(0.0)
+        found = self.pids()
+        for pid in found:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        return not found
 
     def kill_all(self, deadline_s: float = 5.0) -> bool:
         """SIGKILL every process in the groups until none is left. True when they are empty."""
@@ -121,6 +187,7 @@ class SandboxCgroups:
     def remove(self, deadline_s: float = 5.0, remove_parent: bool = True) -> None:
         """Kill what is left and remove the groups (and the shared parent when it is empty and
         `remove_parent`: a factory keeps it while it may open more sandboxes)."""
+        self.close_files()
         self.kill_all(deadline_s)
         end = time.monotonic() + deadline_s
         for d in self.dirs:
@@ -197,6 +264,7 @@ class CgroupManager:
                 dirs.append(parent / name)
             group = SandboxCgroups(self.version, dirs)
             self._apply_limits(group, memory_bytes, max_processes)
+            group.limits = (memory_bytes, max_processes)
             return group
         except BaseException:
             SandboxCgroups(self.version, dirs).remove(1.0)

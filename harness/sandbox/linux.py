@@ -152,3 +152,21 @@ __all__ = [
     "RESOLVE_BENEATH", "RESOLVE_NO_MAGICLINKS", "RESOLVE_NO_SYMLINKS", "RESOLVE_NO_XDEV",
     "mount", "umount", "unshare", "setns", "openat2", "process_start_time", "process_alive", "mounts_under",
 ]
+
+
+def raise_open_file_limit(wanted: int = 65536) -> int:
+    """Raise this process's soft RLIMIT_NOFILE towards `wanted` (never above the hard limit).
+    Every open local sandbox holds a few descriptors (its mount namespace, /testbed, /tmp, its
+    cgroup files), so hundreds of them overrun the common default of 1024. Returns the soft
+    limit in force afterwards."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    return soft

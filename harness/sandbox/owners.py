@@ -27,6 +27,7 @@ from patchgym.harness.sandbox.cgroups import CgroupManager, SandboxCgroups
 NAME = re.compile(r"^(?:sb|f)-(\d+)-(\d+)-(\d+)$")
 CLAIMED = re.compile(r"^\.reap-((?:sb|f)-\d+-\d+-\d+)-(\d+)-(\d+)$")
 OWNER_FILE = "owner.json"
+_ME: "Owner | None" = None
 
 
 @dataclass(frozen=True)
@@ -36,10 +37,14 @@ class Owner:
 
     @classmethod
     def me(cls) -> "Owner":
+        """This process (looked up once per process: a forked child gets its own)."""
+        global _ME
         pid = os.getpid()
-        start = linux.process_start_time(pid)
-        assert start is not None
-        return cls(pid, start)
+        if _ME is None or _ME.pid != pid:
+            start = linux.process_start_time(pid)
+            assert start is not None
+            _ME = cls(pid, start)
+        return _ME
 
     def alive(self) -> bool:
         return linux.process_alive(self.pid, self.start_time)
