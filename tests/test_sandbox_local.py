@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from pathlib import Path
 
@@ -391,6 +392,59 @@ def test_close_leaves_no_trace_even_with_work_in_flight(local_factory, prepared)
     assert not runner.is_alive()
     assert results and "closed" in str(results[0])
     assert host_traces(local_factory, box.name) == []
+    # Its groups may be kept for a later sandbox under another name: the process must be gone,
+    # not merely renamed away (SIGKILLed processes take a moment to exit).
+    assert _gone_within(lambda: not [p for p in os.listdir("/proc") if p.isdigit() and "sleep 100" in _cmdline(p)], 5.0)
+
+
+def _gone_within(check, seconds: float) -> bool:  # noqa: ANN001
+    deadline = time.monotonic() + seconds
+    while not check():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
+def test_cgroups_of_closed_sandboxes_are_reused_only_empty_and_removed_at_shutdown(tmp_path, prepared) -> None:  # noqa: F811
+    factory = LocalSandboxFactory(state_root=tmp_path / "state")
+    if factory.cgroup_manager.version == "none":
+        pytest.skip("no usable cgroup hierarchy here")
+    limits = Limits(max_processes=40, memory_bytes=512 * 1024**2)
+    first = factory.open(prepared, limits)
+    runner = threading.Thread(target=lambda: _catch(lambda: first.run("sleep 777 & sleep 778", timeout_s=60)))
+    runner.start()
+    time.sleep(0.3)
+    first_group = first.cgroups
+    first.close()
+    runner.join(10)
+    # The next sandbox with the same limits gets those groups once they are empty, renamed to it.
+    second = None
+    for _ in range(50):
+        second = factory.open(prepared, limits)
+        if second.cgroups is first_group:
+            break
+        second.close()
+        time.sleep(0.05)
+    assert second is not None and second.cgroups is first_group, "the emptied groups were not reused"
+    assert [d.name for d in second.cgroups.dirs] == [second.name] * len(second.cgroups.dirs)
+    assert second.cgroups.pids() == set()
+    assert not [p for p in os.listdir("/proc") if p.isdigit() and "sleep 77" in _cmdline(p)]
+    assert host_traces(factory, first.name) == []
+    assert second.run("echo reused").output == "reused\n"
+    pids_max = next(d for d in second.cgroups.dirs if (d / "pids.max").exists()) / "pids.max"
+    assert pids_max.read_text().strip() == "40"
+    # Other limits: other groups.
+    other = factory.open(prepared, Limits(max_processes=41))
+    assert other.cgroups is not first_group
+    assert (next(d for d in other.cgroups.dirs if (d / "pids.max").exists()) / "pids.max").read_text().strip() == "41"
+    other.close()
+    second.close()
+    kept = {group.dirs[0].name for group in factory._spare_cgroups}
+    assert second.name not in kept and other.name not in kept  # renamed when kept
+    assert kept and kept <= set(factory.cgroup_manager.existing())
+    factory.shutdown()
+    assert not kept & set(factory.cgroup_manager.existing())
 
 
 def _catch(call):  # noqa: ANN001, ANN202
