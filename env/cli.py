@@ -78,13 +78,17 @@ def _bind(host: str, port: int) -> socket.socket:
               help="Tasks prepared in parallel at startup.")
 @click.option("--log-level", type=click.Choice(["debug", "info", "warning", "error"]), default="info",
               show_default=True)
+@click.option("--telemetry/--no-telemetry", default=False, show_default=True,
+              help="FastAPI's OpenTelemetry spans, metrics and logs (through the globally configured providers).")
 def serve(
     tasks_spec: str, ids: tuple[str, ...], host: str, port: int, token: str | None, backend: str,
     max_episodes: int, episode_log: Path | None, idle_ttl: float, max_turns: int, command_timeout: float,
     wall_time: float, max_format_errors: int, parser: str, store: Path | None, prepare_workers: int,
-    log_level: str,
+    log_level: str, telemetry: bool,
 ) -> None:
     """Serve coding episodes over HTTP (OpenAPI at /openapi.json)."""
+    import gc
+
     import uvicorn
 
     from patchgym.env.config import ServerConfig
@@ -111,7 +115,7 @@ def serve(
                                max_format_errors=max_format_errors)
         config = ServerConfig(limits=limits, backend=backend, token=token, max_episodes=max_episodes,
                               idle_ttl_s=idle_ttl, default_parser=parser,
-                              episode_log=str(episode_log) if episode_log else None)
+                              episode_log=str(episode_log) if episode_log else None, telemetry=telemetry)
         config.ceilings = config.ceilings.model_copy(update={
             name: max(getattr(config.ceilings, name), getattr(limits, name)) for name in limits.model_fields
         })
@@ -138,6 +142,10 @@ def serve(
     # still runs in its sandbox (a step may run for minutes: waiting for it would stall the shutdown).
     server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, timeout_graceful_shutdown=5,
                                            access_log=log_level == "debug"))
+    # What exists now (imports, the app, the tasks) lives as long as the server: moved out of the
+    # collector's sight, so the collections that requests trigger stay short.
+    gc.collect()
+    gc.freeze()
     server.run(sockets=[sock])
 
 

@@ -1,5 +1,9 @@
 """The Python client of the episode service: `EnvClient` (sync) and `AsyncEnvClient` (asyncio), on httpx.
 
+The sync client sends its requests through its own keep-alive pool (http11.py: one write per
+request; ~0.7 ms faster a step than httpx's client and transport, measured in bench/serve) unless
+an httpx transport is passed (the in-process one, or any other). The async client is httpx's.
+
 Both speak to a server over HTTP, or to an app in the same process with the same interface:
 
     client = EnvClient("http://127.0.0.1:8000", token="...")
@@ -18,7 +22,9 @@ in-process client is built from tasks.
 from __future__ import annotations
 
 import asyncio
+import json
 import socket
+import urllib.parse
 import threading
 import time
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
@@ -26,6 +32,7 @@ from typing import Any, Iterable, Mapping
 
 import httpx
 
+from patchgym.env.http11 import DEFAULT_PORTS, Http11Pool, Timeouts
 from patchgym.env.limits import LimitOverrides
 from patchgym.env.schemas import EpisodeStarted, EpisodeState, Health, StepResult, TaskInfo
 
@@ -80,21 +87,25 @@ def _start_body(task_id: str, limits: LimitOverrides | Mapping[str, Any] | None,
 
 
 def _raise_for(response: httpx.Response) -> None:
-    if response.status_code < 400:
+    _raise_for_answer(response.status_code, response.content, response.headers.get("retry-after"), response.reason_phrase)
+
+
+def _raise_for_answer(status: int, body: bytes, retry_after: str | None, reason: str = "") -> None:
+    if status < 400:
         return
     try:
-        payload = response.json()
+        payload = json.loads(body)
         message = payload.get("error") or str(payload)
         detail = payload.get("detail")
-    except ValueError:
-        message, detail = response.text[:2000] or response.reason_phrase, None
-    if response.status_code == 503:
+    except (ValueError, AttributeError):
+        message, detail = body[:2000].decode("utf-8", "replace") or reason or f"HTTP {status}", None
+    if status == 503:
         try:
-            retry_after = float(response.headers.get("retry-after", "5"))
+            retry = float(retry_after or "5")
         except ValueError:
-            retry_after = 5.0
-        raise EnvBusy(503, message, detail, retry_after)
-    raise EnvError(response.status_code, message, detail)
+            retry = 5.0
+        raise EnvBusy(503, message, detail, retry)
+    raise EnvError(status, message, detail)
 
 
 def _headers(token: str | None) -> dict[str, str]:
@@ -195,32 +206,57 @@ class EnvClient(AbstractContextManager["EnvClient"]):
         max_connections: int = 512,
     ) -> None:
         self.busy_retries = busy_retries
-        limits = httpx.Limits(max_connections=max_connections, max_keepalive_connections=max_connections)
         self._http = httpx.Client(
             base_url=base_url,
             headers=_headers(token),
             timeout=httpx.Timeout(timeout_s, connect=30.0),
-            transport=transport or httpx.HTTPTransport(limits=limits, socket_options=NO_DELAY),
+            transport=transport,
         )
+        # Without a transport of the caller's, requests go through Http11Pool directly (http11.py).
+        self._pool: Http11Pool | None = None
+        if transport is None:
+            url = httpx.URL(base_url)
+            if url.scheme not in DEFAULT_PORTS or not url.host:
+                raise ValueError(f"base_url must be an http:// or https:// URL with a host, got {base_url!r}")
+            self._pool = Http11Pool(max_connections=max_connections)
+            self._where = (url.scheme, url.host, url.port or DEFAULT_PORTS[url.scheme])
+            self._prefix = url.raw_path.rstrip(b"/")
+            self._timeouts = Timeouts(connect=30.0, read=timeout_s, write=timeout_s, pool=timeout_s)
+            self._wire_headers = [(b"Accept", b"application/json"), (b"User-Agent", b"patchgym-client")]
+            self._wire_headers += [(k.encode("latin-1"), v.encode("latin-1")) for k, v in _headers(token).items()]
 
     @classmethod
     def in_process(cls, app: Any = None, *, tasks: Any = None, config: Any = None, token: str | None = None) -> "EnvClient":
         """A client over an app in this process (built from `tasks` and `config` when no app is given)."""
         return cls(IN_PROCESS_URL, token=token, transport=InProcessTransport(_build_app(app, tasks, config)))
 
+    def _send(self, method: str, path: str, json_body: Any = None) -> tuple[int, bytes, str | None]:
+        if self._pool is None:
+            response = self._http.request(method, path, json=json_body)
+            return response.status_code, response.content, response.headers.get("retry-after")
+        headers = self._wire_headers
+        body = b""
+        if json_body is not None:
+            # As httpx encodes it: compact, UTF-8, NaN refused (the server would not take it either).
+            body = json.dumps(json_body, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode("utf-8")
+            headers = [*headers, (b"Content-Type", b"application/json")]
+        target = self._prefix + urllib.parse.quote(path, safe="/:@!$&'()*+,;=-._~").encode("ascii")
+        answer = self._pool.request(method, *self._where, target, headers, body, self._timeouts)
+        return answer.status, answer.body, answer.header("retry-after")
+
     def _request(self, method: str, path: str, **kwargs: Any) -> Any:
         attempt = 0
         while True:
-            response = self._http.request(method, path, **kwargs)
+            status, body, retry_after = self._send(method, path, kwargs.get("json"))
             try:
-                _raise_for(response)
+                _raise_for_answer(status, body, retry_after)
             except EnvBusy as busy:
                 if attempt >= self.busy_retries:
                     raise
                 attempt += 1
                 time.sleep(min(busy.retry_after_s, 60.0))
                 continue
-            return response.json()
+            return json.loads(body)
 
     def health(self) -> Health:
         return Health.model_validate(self._request("GET", "/health"))
@@ -249,6 +285,8 @@ class EnvClient(AbstractContextManager["EnvClient"]):
     def close(self) -> None:
         transport = self._http._transport  # the in-process transport owns an event loop thread
         self._http.close()
+        if self._pool is not None:
+            self._pool.close()
         if isinstance(transport, InProcessTransport):
             transport.close()
 

@@ -39,3 +39,8 @@ class ServerConfig(BaseModel):
     worker_threads: int = Field(256, ge=4, description="threads for blocking sandbox work")
     episode_log: str | None = Field(None, description="JSONL file every finished episode is appended to")
     grade_log_dir: str | None = Field(None, description="where grading keeps its logs")
+    telemetry: bool = Field(
+        False,
+        description="FastAPI's native OpenTelemetry (spans, metrics, logs through the global providers); "
+        "off by default: its per-request checks cost every step even with no provider configured",
+    )

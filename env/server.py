@@ -83,6 +83,7 @@ def create_app(
         version=_version(),
         lifespan=lifespan,
         default_response_class=SafeJSONResponse,
+        **_telemetry_option(config.telemetry),
     )
     app.state.manager = manager
     app.state.config = config
@@ -164,6 +165,18 @@ def create_app(
     if config.token:
         app.add_middleware(BearerAuthMiddleware, token=config.token)
     return app
+
+
+def _telemetry_option(enabled: bool) -> dict[str, Any]:
+    """FastAPI's `telemetry=` argument where this FastAPI has native OpenTelemetry (0.13x and later):
+    all of it off unless asked for."""
+    import inspect
+
+    if "telemetry" not in inspect.signature(FastAPI.__init__).parameters:
+        return {}
+    if enabled:
+        return {}
+    return {"telemetry": {"tracing": False, "metrics": False, "logs": False, "operation_spans": False}}
 
 
 def _version() -> str:
