@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from fastapi import FastAPI
+from pydantic import BaseModel
 
 from patchgym.env.limits import EpisodeLimits
 from patchgym.env.schemas import ErrorBody
@@ -30,6 +31,16 @@ def error_responses(*codes: int) -> dict[int | str, dict[str, Any]]:
     return {**ERRORS, **{code: more[code] for code in codes}}
 
 
+def request_body_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """`openapi_extra` for a route that reads its JSON body itself (`http.json_body`): the body is
+    documented as `model`, whose schema `describe_this_server` adds to the components."""
+    _BODY_MODELS[model.__name__] = model
+    return {"requestBody": {"required": True, "content": {"application/json": {
+        "schema": {"$ref": f"#/components/schemas/{model.__name__}"}}}}}
+
+
+_BODY_MODELS: dict[str, type[BaseModel]] = {}
+
 _EPISODE_ID = {"episode_id": "$response.body#/episode_id"}
 EPISODE_LINKS = {
     name: {"operationId": operation, "parameters": _EPISODE_ID}
@@ -46,7 +57,13 @@ def describe_this_server(app: FastAPI, task_ids: list[str], ceilings: EpisodeLim
     def openapi() -> dict[str, Any]:
         if app.openapi_schema is None:
             schema = build()
-            models = schema.get("components", {}).get("schemas", {})
+            models = schema.setdefault("components", {}).setdefault("schemas", {})
+            for name, model in _BODY_MODELS.items():
+                if name not in models:
+                    body_schema = model.model_json_schema(ref_template="#/components/schemas/{model}")
+                    for sub_name, sub_schema in body_schema.pop("$defs", {}).items():
+                        models.setdefault(sub_name, sub_schema)
+                    models[name] = body_schema
             for name, prop in models.get("LimitOverrides", {}).get("properties", {}).items():
                 for branch in prop.get("anyOf", [prop]):
                     if branch.get("type") in ("integer", "number") and hasattr(ceilings, name):
