@@ -321,9 +321,7 @@ class Episode:
                 for later in calls[index + 1 :]:
                     self._tool_message(later, "Not run: it came after submit.")
                 return malformed, True
-            result = await asyncio.to_thread(
-                self.toolbox.execute, call.name, args, time_left_s=max(self.time_left_s(), 0.1)
-            )
+            result = await self.toolbox.aexecute(call.name, args, time_left_s=max(self.time_left_s(), 0.1))
             if self.done:
                 break
             self._tool_message(call, result.output)

@@ -16,6 +16,7 @@ well-formed call that fails (file not found, no match) is an ordinary result wit
 
 from __future__ import annotations
 
+import asyncio
 import json
 import posixpath
 import shlex
@@ -26,7 +27,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_valida
 
 from patchgym.env.limits import EpisodeLimits
 from patchgym.env.truncate import head_and_tail
-from patchgym.harness.sandbox.base import Sandbox, SandboxError
+from patchgym.harness.sandbox.base import CommandResult, Sandbox, SandboxError
 from patchgym.tasks.prepared import TESTBED
 
 # Commands run non-interactively: no pagers, no progress bars, no colour codes.
@@ -259,14 +260,31 @@ class ToolBox:
     def _cap(self, text: str) -> str:
         return head_and_tail(text, self.limits.max_output_chars)
 
+    async def aexecute(self, name: str, args: BaseModel, *, time_left_s: float | None = None) -> ToolResult:
+        """`execute` for the event loop: bash commands through the sandbox's `arun` (on the loop
+        itself for the local backend), everything else in a worker thread."""
+        if isinstance(args, BashArgs):
+            timeout = self._bash_timeout(args, time_left_s)
+            if "\x00" in args.command:
+                return ToolResult("Error: the command contains a NUL character", is_error=True)
+            result = await self.sandbox.arun(args.command, timeout_s=timeout, env=dict(QUIET_ENV), cwd=TESTBED)
+            return self._bash_result(result, timeout)
+        return await asyncio.to_thread(self.execute, name, args, time_left_s=time_left_s)
+
     # bash ------------------------------------------------------------------------------------
-    def bash(self, args: BashArgs, *, time_left_s: float | None = None) -> ToolResult:
+    def _bash_timeout(self, args: BashArgs, time_left_s: float | None) -> float:
         timeout = min(args.timeout or self.limits.command_timeout_s, self.limits.command_timeout_s)
         if time_left_s is not None:
             timeout = max(min(timeout, time_left_s), 0.1)
+        return timeout
+
+    def bash(self, args: BashArgs, *, time_left_s: float | None = None) -> ToolResult:
+        timeout = self._bash_timeout(args, time_left_s)
         if "\x00" in args.command:
             return ToolResult("Error: the command contains a NUL character", is_error=True)
-        result = self.sandbox.run(args.command, timeout_s=timeout, env=dict(QUIET_ENV), cwd=TESTBED)
+        return self._bash_result(self.sandbox.run(args.command, timeout_s=timeout, env=dict(QUIET_ENV), cwd=TESTBED), timeout)
+
+    def _bash_result(self, result: CommandResult, timeout: float) -> ToolResult:
         output = result.output if result.output else "(no output)"
         output = self._cap(output.rstrip("\n"))
         if result.timed_out:

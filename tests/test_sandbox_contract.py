@@ -66,17 +66,31 @@ def sandbox(backend):
     box.close()
 
 
-def test_exit_code_and_merged_output(sandbox) -> None:
-    result = sandbox.run("echo first; echo second >&2; echo third; exit 3")
+@pytest.fixture(params=["run", "arun-asyncio", "arun-uvloop"])
+def execute(request: pytest.FixtureRequest):
+    """A command through `run`, or through `arun` on asyncio's loop or on uvloop (the server's):
+    every form must give the same results."""
+    if request.param == "run":
+        return lambda box, command, **kwargs: box.run(command, **kwargs)
+    if request.param == "arun-uvloop":
+        uvloop = pytest.importorskip("uvloop")
+        return lambda box, command, **kwargs: uvloop.run(box.arun(command, **kwargs))
+    return lambda box, command, **kwargs: asyncio.run(box.arun(command, **kwargs))
+
+
+def test_exit_code_and_merged_output(sandbox, execute) -> None:
+    result = execute(sandbox, "echo first; echo second >&2; echo third; exit 3")
     assert result.exit_code == 3 and not result.ok and not result.timed_out
     assert result.output == "first\nsecond\nthird\n"
     assert result.truncated_bytes == 0 and result.duration_s > 0
 
 
-def test_env_cwd_and_stdin(sandbox) -> None:
-    result = sandbox.run('echo "$GREETING"; pwd; cat', env={"GREETING": "hi there"}, cwd="pkg", stdin="from stdin\n")
+def test_env_cwd_and_stdin(sandbox, execute) -> None:
+    result = execute(sandbox, 'echo "$GREETING"; pwd; cat', env={"GREETING": "hi there"}, cwd="pkg", stdin="from stdin\n")
     assert result.output == "hi there\n/testbed/pkg\nfrom stdin\n"
-    assert sandbox.run("pwd", cwd="/tmp").output == "/tmp\n"
+    assert execute(sandbox, "pwd", cwd="/tmp").output == "/tmp\n"
+    big = "".join(f"line {i}\n" for i in range(40000))  # larger than a pipe's buffer: written as it drains
+    assert execute(sandbox, "wc -l; echo done", stdin=big).output == "40000\ndone\n"
 
 
 def test_repository_at_testbed_at_base(sandbox, backend) -> None:
@@ -85,8 +99,8 @@ def test_repository_at_testbed_at_base(sandbox, backend) -> None:
     assert sandbox.read_file("blob.bin") == BINARY_BLOB
 
 
-def test_timeout_kills_the_whole_tree(sandbox) -> None:
-    result = sandbox.run("sleep 60 & sleep 60 & echo started; wait", timeout_s=1.0)
+def test_timeout_kills_the_whole_tree(sandbox, execute) -> None:
+    result = execute(sandbox, "sleep 60 & sleep 60 & echo started; wait", timeout_s=1.0)
     assert result.timed_out and not result.ok
     assert "started" in result.output
     assert result.duration_s < 15
@@ -95,10 +109,10 @@ def test_timeout_kills_the_whole_tree(sandbox) -> None:
     assert after.ok and "sleep" not in after.output
 
 
-def test_output_is_capped_with_head_tail_and_notice(backend) -> None:
+def test_output_is_capped_with_head_tail_and_notice(backend, execute) -> None:
     factory, prepared = backend
     with factory.open(prepared, Limits(max_output_bytes=1000)) as box:
-        result = box.run("echo BEGIN; head -c 300000 /dev/zero | tr '\\0' x; echo; echo END")
+        result = execute(box, "echo BEGIN; head -c 300000 /dev/zero | tr '\\0' x; echo; echo END")
     assert result.ok
     assert result.output.startswith("BEGIN\n") and result.output.endswith("END\n")
     assert result.truncated_bytes == 6 + 300000 + 1 + 4 - 1000

@@ -219,6 +219,70 @@ def test_timeout_holds_after_the_output_is_closed(local_factory, prepared) -> No
         assert time.monotonic() - started < 10
 
 
+def test_arun_on_the_event_loop(local_factory, prepared) -> None:  # noqa: F811
+    """arun reads output and waits for the exit on the loop itself: the loop keeps serving others
+    while commands run, a timeout holds even after the output closes, and many commands share it."""
+    import asyncio
+
+    uvloop = pytest.importorskip("uvloop")
+
+    async def scenario() -> None:
+        with local_factory.open(prepared) as box:
+            ticks = 0
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0.01)
+                    ticks += 1
+
+            ticking = asyncio.ensure_future(ticker())
+            slow = await box.arun("sleep 1; echo slept")
+            assert slow.output == "slept\n" and ticks >= 40, ticks  # ~100 ticks if the loop was free
+            started = time.monotonic()
+            closed_output = await box.arun("echo bye; exec >&- 2>&-; sleep 30", timeout_s=1)
+            assert closed_output.timed_out and closed_output.output == "bye\n"
+            assert time.monotonic() - started < 10
+            many = await asyncio.gather(*(box.arun(f"echo {i}; exit {i % 3}") for i in range(16)))
+            assert [(r.output, r.exit_code) for r in many] == [(f"{i}\n", i % 3) for i in range(16)]
+            ticking.cancel()
+
+    uvloop.run(scenario())
+
+
+def test_a_cancelled_arun_kills_its_command(local_factory, prepared) -> None:  # noqa: F811
+    import asyncio
+
+    async def scenario(box) -> None:  # noqa: ANN001
+        task = asyncio.ensure_future(box.arun("sleep 4243", timeout_s=60))
+        await asyncio.sleep(0.5)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    with local_factory.open(prepared) as box:
+        asyncio.run(scenario(box))
+        assert _gone_within(lambda: not [p for p in os.listdir("/proc") if p.isdigit() and "4243" in _cmdline(p)], 5.0)
+        assert box.run("echo still usable").output == "still usable\n"
+
+
+def test_closing_during_an_arun(local_factory, prepared) -> None:  # noqa: F811
+    import asyncio
+
+    box = local_factory.open(prepared)
+
+    async def scenario() -> object:
+        task = asyncio.ensure_future(box.arun("sleep 4244", timeout_s=60))
+        await asyncio.sleep(0.5)
+        await asyncio.to_thread(box.close)
+        return await asyncio.gather(task, return_exceptions=True)
+
+    (outcome,) = asyncio.run(scenario())
+    assert "closed" in str(outcome)
+    assert _gone_within(lambda: not [p for p in os.listdir("/proc") if p.isdigit() and "4244" in _cmdline(p)], 5.0)
+    assert host_traces(local_factory, box.name) == []
+
+
 def test_a_timeout_kills_only_its_own_command(local_factory, prepared) -> None:  # noqa: F811
     import threading
 

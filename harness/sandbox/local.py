@@ -30,6 +30,7 @@ the host with trusted git state only (gitdiff.py).
 
 from __future__ import annotations
 
+import asyncio
 import atexit
 import errno
 import itertools
@@ -45,6 +46,7 @@ import subprocess
 import threading
 import time
 import weakref
+from concurrent.futures import Future
 from pathlib import Path
 from typing import Any
 
@@ -101,6 +103,29 @@ def _wait_until(proc: subprocess.Popen, deadline: float | None) -> bool:
             return False
     finally:
         os.close(pidfd)
+    proc.wait()
+    return True
+
+
+async def _await_exit(proc: subprocess.Popen, deadline: float | None) -> bool:
+    """`_wait_until` for asyncio: the loop watches a pidfd. True when the process exited."""
+    if proc.poll() is not None:
+        return True
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):
+        return await asyncio.to_thread(_wait_until, proc, deadline)
+    loop = asyncio.get_running_loop()
+    exited: asyncio.Future[None] = loop.create_future()
+    loop.add_reader(pidfd, lambda: exited.done() or exited.set_result(None))
+    try:
+        remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+        finished, _ = await asyncio.wait({exited}, timeout=remaining)
+    finally:
+        loop.remove_reader(pidfd)
+        os.close(pidfd)
+    if not finished:
+        return False
     proc.wait()
     return True
 
@@ -177,6 +202,50 @@ class _Launch:
                 self._info_fd = None
 
 
+class _Command:
+    """A checked command, ready to start: its argv, Popen options, stdin, deadline and the
+    sandbox's limit counters before it."""
+
+    def __init__(self, argv: list[str], options: dict[str, Any], stdin_data: bytes | None,
+                 timeout: float | None, events_before: Any) -> None:
+        self.argv, self.options, self.stdin_data, self.events_before = argv, options, stdin_data, events_before
+        self.started = time.monotonic()
+        self.deadline = None if timeout is None else self.started + timeout
+
+
+class _Pipes:
+    """The pipes of one bwrap start: bwrap reports its sandbox's init on `info`; with cgroup v2 it
+    waits on `block` until that init is in the sandbox's groups."""
+
+    def __init__(self, needs_join: bool) -> None:
+        self.info_r, self.info_w = os.pipe2(os.O_CLOEXEC)
+        os.set_blocking(self.info_r, False)
+        self.block_r, self.block_w = os.pipe2(os.O_CLOEXEC) if needs_join else (None, None)
+        self.passed = (self.info_w,) if self.block_r is None else (self.info_w, self.block_r)
+        self._lock = threading.Lock()
+
+    def _close(self, *names: str) -> None:
+        with self._lock:
+            for name in names:
+                fd = getattr(self, name)
+                if fd is not None:
+                    os.close(fd)
+                    setattr(self, name, None)
+
+    def close_child_ends(self) -> None:
+        """Ours to close once bwrap has them (or will never get them)."""
+        self._close("info_w", "block_r")
+
+    def close_block(self) -> None:
+        self._close("block_w")
+
+    def close_info(self) -> None:
+        self._close("info_r")
+
+    def close_all(self) -> None:
+        self._close("info_w", "block_r", "block_w", "info_r")
+
+
 class LocalSandbox(Sandbox):
     backend = "local"
     guarantees = (
@@ -226,7 +295,7 @@ class LocalSandbox(Sandbox):
         if self._closed:
             raise SandboxClosed(f"sandbox {self.name} is closed")
 
-    def _start(
+    def _submit_start(
         self,
         command: list[str],
         *,
@@ -237,56 +306,111 @@ class LocalSandbox(Sandbox):
         stderr: Any,
         binds: tuple[tuple[str, str, bool], ...] = (),
         caps: tuple[str, ...] = (),
-    ) -> "_Launch":
-        """Start `command` (already wrapped by `_shell`) in the sandbox, inside its cgroups
-        (`binds` and `caps`: for our own trusted commands only, see `diff`).
+    ) -> "tuple[Future[_Launch], _Pipes]":
+        """Queue the start of `command` (already wrapped by `_shell`) on the namespace worker,
+        inside the sandbox's cgroups (`binds` and `caps`: for our own trusted commands only, see
+        `diff`). The worker takes the sandbox's lock to spawn, so a `close` comes either before
+        (the start is refused) or after (it finds the process and kills it); it enters the
+        namespace through a duplicate of its descriptor, which `close` cannot pull away.
 
         With cgroup v1 or none, bwrap starts without waiting on us: it is born in the groups
         (`_spawn_in_groups`) and the shell sets the rlimits. With v2 the sandbox's first process
-        is moved into its group by pid: bwrap waits (`--block-fd`) until that is done."""
+        is moved into its group by pid: bwrap waits (`--block-fd`) until `_join` has done that."""
         needs_join = self.cgroups is not None and self.cgroups.version == "v2"
-        info_r, info_w = os.pipe2(os.O_CLOEXEC)
-        os.set_blocking(info_r, False)
-        block_r, block_w = os.pipe2(os.O_CLOEXEC) if needs_join else (None, None)
-        passed = (info_w,) if block_r is None else (info_w, block_r)
+        pipes = _Pipes(needs_join)
         argv = bw.bwrap_argv(
             self._factory.bwrap_path(), self._layout, command, env=env, cwd=cwd,
-            info_fd=info_w, block_fd=block_r, new_session=bw.has_controlling_terminal(), binds=binds, caps=caps,
+            info_fd=pipes.info_w, block_fd=pipes.block_r, new_session=bw.has_controlling_terminal(),
+            binds=binds, caps=caps,
         )
+
+        def spawn() -> _Launch:
+            with self._lock:
+                self._check_open()
+                proc = self._spawn_in_groups(
+                    argv, stdin=stdin, stdout=stdout, stderr=stderr, env={},
+                    pass_fds=pipes.passed, process_group=0,  # not setsid: ~7 ms slower exit (measured)
+                )
+                launch = _Launch(proc, pipes.info_r)
+                self._procs[proc.pid] = launch
+                return launch
+
         try:
             with self._lock:
                 self._check_open()
-                proc = mountns.worker().run_in(
-                    self._ns_fd,
-                    lambda: self._spawn_in_groups(
-                        argv, stdin=stdin, stdout=stdout, stderr=stderr, env={},
-                        pass_fds=passed, process_group=0,  # not setsid: ~7 ms slower exit (measured)
-                    ),
-                )
-                self._procs[proc.pid] = _Launch(proc, info_r)
+                ns_fd = os.dup(self._ns_fd)
+            try:
+                return mountns.worker().submit_in(ns_fd, spawn, close_fd=True), pipes
+            except BaseException:
+                os.close(ns_fd)
+                raise
         except BaseException:
-            os.close(info_r)
-            if block_w is not None:
-                os.close(block_w)
+            pipes.close_all()
             raise
-        finally:
-            os.close(info_w)
-            if block_r is not None:
-                os.close(block_r)
-        launch = self._procs[proc.pid]
-        if block_w is None:
+
+    def _start(self, command: list[str], **options: Any) -> "_Launch":
+        """Start `command` and return once it runs (see `_submit_start`)."""
+        future, pipes = self._submit_start(command, **options)
+        try:
+            launch = future.result()
+        except BaseException:
+            pipes.close_all()
+            raise
+        pipes.close_child_ends()
+        if pipes.block_w is None:
             return launch
         try:
-            launch.child = self._read_child_pid(info_r, proc)
-            self._confine(launch.child)
-            os.write(block_w, b"1")
+            launch.child = self._read_child_pid(pipes.info_r, launch.proc)
+            self._join(launch.child, pipes)
             return launch
         except BaseException:
+            pipes.close_block()
             self._kill(launch)
             self._reap(launch)
             raise
-        finally:
-            os.close(block_w)
+
+    async def _astart(self, command: list[str], **options: Any) -> "_Launch":
+        """`_start` for asyncio: the event loop waits for the worker instead of a thread."""
+        future, pipes = self._submit_start(command, **options)
+        try:
+            launch = await asyncio.wrap_future(future)
+        except asyncio.CancelledError:
+            # The spawn may still happen: whatever it starts is killed and reaped as soon as it is.
+            future.add_done_callback(lambda done: self._abandon(done, pipes))
+            raise
+        except BaseException:
+            pipes.close_all()
+            raise
+        pipes.close_child_ends()
+        if pipes.block_w is None:
+            return launch
+        try:
+            launch.child = await asyncio.to_thread(self._read_child_pid, pipes.info_r, launch.proc)
+            self._join(launch.child, pipes)
+            return launch
+        except BaseException:
+            pipes.close_block()
+            await asyncio.to_thread(self._kill_and_reap, launch)
+            raise
+
+    def _abandon(self, future: "Future[_Launch]", pipes: "_Pipes") -> None:
+        pipes.close_child_ends()
+        pipes.close_block()
+        if future.cancelled() or future.exception() is not None:
+            pipes.close_info()
+            return
+        threading.Thread(target=self._kill_and_reap, args=(future.result(),), daemon=True).start()
+
+    def _kill_and_reap(self, launch: "_Launch") -> None:
+        self._kill(launch)
+        self._reap(launch)
+
+    def _join(self, child: int, pipes: "_Pipes") -> None:
+        """v2: the sandbox's first process into its groups, its rlimits set, then let bwrap go on."""
+        self._confine(child)
+        assert pipes.block_w is not None
+        os.write(pipes.block_w, b"1")
+        pipes.close_block()
 
     def _shell(self, script: str, *args: str) -> list[str]:
         """The shell command line for `script`, with the per-process limits set first (soft and
@@ -407,15 +531,10 @@ class LocalSandbox(Sandbox):
         return code
 
     # --- the interface ----------------------------------------------------------------------
-    def run(
-        self,
-        command: str,
-        *,
-        timeout_s: float | None = None,
-        env: dict[str, str] | None = None,
-        cwd: str = TESTBED,
-        stdin: str | None = None,
-    ) -> CommandResult:
+    def _command(
+        self, command: str, timeout_s: float | None, env: dict[str, str] | None, cwd: str, stdin: str | None
+    ) -> "_Command":
+        """Check a command's arguments (ValueError naming what is wrong) and assemble what starts it."""
         self._check_open()
         if not isinstance(command, str) or "\0" in command:
             raise ValueError(f"command must be a string without NUL bytes, got {command!r:.80}")
@@ -429,31 +548,24 @@ class LocalSandbox(Sandbox):
             if not isinstance(value, str) or "\0" in value:
                 raise ValueError(f"environment variable {key} must be a string without NUL, got {value!r:.80}")
             full_env[key] = value
-        workdir = _sandbox_path(cwd)
         stdin_data = stdin.encode("utf-8", "surrogateescape") if isinstance(stdin, str) else stdin
-        before = self.cgroups.events() if self.cgroups is not None else None
-        started = time.monotonic()
-        launch = self._start(
-            self._shell(command), env=full_env, cwd=workdir,
+        options = dict(
+            env=full_env, cwd=_sandbox_path(cwd),
             stdin=subprocess.PIPE if stdin_data is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
         )
-        output = CappedOutput(self.limits.max_output_bytes or (1 << 62))
-        deadline = None if timeout is None else started + timeout
-        timed_out = self._pump(launch, output, stdin_data, deadline)
-        if not timed_out and not _wait_until(launch.proc, deadline):
-            # The output may close before the command ends (`exec >&-; sleep 100`): the deadline
-            # still holds for the wait.
-            timed_out = True
-            self._kill(launch)
+        return _Command(self._shell(command), options, stdin_data, timeout,
+                        self.cgroups.events() if self.cgroups is not None else None)
+
+    def _result(self, job: "_Command", launch: "_Launch", output: CappedOutput, timed_out: bool) -> CommandResult:
         exit_code = self._reap(launch)
-        duration = time.monotonic() - started
+        duration = time.monotonic() - job.started
         extra: dict[str, Any] = {}
-        if before is not None and self.cgroups is not None:
+        if job.events_before is not None and self.cgroups is not None:
             after = self.cgroups.events()
-            if after.oom_kills > before.oom_kills:
+            if after.oom_kills > job.events_before.oom_kills:
                 extra["oom_killed"] = True
-            if after.pids_max_hits > before.pids_max_hits:
+            if after.pids_max_hits > job.events_before.pids_max_hits:
                 extra["pids_limited"] = True
         if self._closed:
             raise SandboxClosed(f"sandbox {self.name} was closed while the command ran")
@@ -461,6 +573,120 @@ class LocalSandbox(Sandbox):
             exit_code=exit_code, output=output.render(), timed_out=timed_out, duration_s=duration,
             truncated_bytes=output.cut, extra=extra,
         )
+
+    def run(
+        self,
+        command: str,
+        *,
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str = TESTBED,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        job = self._command(command, timeout_s, env, cwd, stdin)
+        launch = self._start(job.argv, **job.options)
+        output = CappedOutput(self.limits.max_output_bytes or (1 << 62))
+        timed_out = self._pump(launch, output, job.stdin_data, job.deadline)
+        if not timed_out and not _wait_until(launch.proc, job.deadline):
+            # The output may close before the command ends (`exec >&-; sleep 100`): the deadline
+            # still holds for the wait.
+            timed_out = True
+            self._kill(launch)
+        return self._result(job, launch, output, timed_out)
+
+    async def arun(
+        self,
+        command: str,
+        *,
+        timeout_s: float | None = None,
+        env: dict[str, str] | None = None,
+        cwd: str = TESTBED,
+        stdin: str | None = None,
+    ) -> CommandResult:
+        """`run` on the event loop itself: the namespace worker starts bwrap, and the loop reads
+        the output and learns of the exit (a pidfd) without a thread of its own per command.
+        Only killing, rare, goes to a thread."""
+        job = self._command(command, timeout_s, env, cwd, stdin)
+        launch = await self._astart(job.argv, **job.options)
+        output = CappedOutput(self.limits.max_output_bytes or (1 << 62))
+        try:
+            timed_out = await self._apump(launch, output, job.stdin_data, job.deadline)
+            if not timed_out and not await _await_exit(launch.proc, job.deadline):
+                timed_out = True
+                await asyncio.to_thread(self._kill, launch)
+        except BaseException:  # cancelled: the command must not outlive its caller
+            threading.Thread(target=self._kill_and_reap, args=(launch,), daemon=True).start()
+            raise
+        if timed_out:
+            await asyncio.to_thread(launch.proc.wait)  # killed: its teardown must not hold up the loop
+        return self._result(job, launch, output, timed_out)
+
+    async def _apump(self, launch: "_Launch", output: CappedOutput, stdin_data: bytes | None, deadline: float | None) -> bool:
+        """`_pump` with the event loop's readiness callbacks. True on timeout."""
+        loop = asyncio.get_running_loop()
+        proc = launch.proc
+        assert proc.stdout is not None
+        out_fd = proc.stdout.fileno()
+        os.set_blocking(out_fd, False)
+        eof: asyncio.Future[None] = loop.create_future()
+        pending = memoryview(stdin_data or b"")
+        in_fd: int | None = None
+
+        def on_output() -> None:
+            try:
+                chunk = os.read(out_fd, _READ_CHUNK)
+            except BlockingIOError:
+                return
+            except OSError:
+                chunk = b""
+            if chunk:
+                output.feed(chunk)
+            else:
+                loop.remove_reader(out_fd)
+                if not eof.done():
+                    eof.set_result(None)
+
+        def on_input() -> None:
+            nonlocal pending, in_fd
+            try:
+                written = os.write(in_fd, pending[:_READ_CHUNK])  # type: ignore[arg-type]
+                pending = pending[written:]
+            except BlockingIOError:
+                return
+            except OSError:
+                pending = pending[:0]
+            if not pending:
+                loop.remove_writer(in_fd)  # type: ignore[arg-type]
+                proc.stdin.close()  # type: ignore[union-attr]
+                in_fd = None
+
+        if proc.stdin is not None:
+            if pending:
+                in_fd = proc.stdin.fileno()
+                os.set_blocking(in_fd, False)
+                loop.add_writer(in_fd, on_input)
+            else:
+                proc.stdin.close()
+        loop.add_reader(out_fd, on_output)
+        try:
+            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            finished, _ = await asyncio.wait({eof}, timeout=remaining)
+            if finished:
+                return False
+            loop.remove_reader(out_fd)
+            await asyncio.to_thread(self._kill, launch)
+            await asyncio.to_thread(self._drain, out_fd, output)
+            return True
+        finally:
+            loop.remove_reader(out_fd)
+            if in_fd is not None:
+                loop.remove_writer(in_fd)
+            if proc.stdin is not None and not proc.stdin.closed:
+                try:
+                    proc.stdin.close()
+                except OSError:
+                    pass
+            proc.stdout.close()
 
     def _pump(self, launch: "_Launch", output: CappedOutput, stdin_data: bytes | None, deadline: float | None) -> bool:
         """Copy output into `output` (and `stdin_data` in) until EOF or the deadline. True on timeout."""
@@ -525,7 +751,10 @@ class LocalSandbox(Sandbox):
         while time.monotonic() < end:
             if not _readable(fd, max(0.0, end - time.monotonic())):
                 return
-            chunk = os.read(fd, _READ_CHUNK)
+            try:
+                chunk = os.read(fd, _READ_CHUNK)
+            except BlockingIOError:  # (non-blocking when it comes from arun)
+                continue
             if not chunk:
                 return
             output.feed(chunk)

@@ -34,8 +34,8 @@ class NamespaceWorker:
     """A daemon thread that runs callables inside a given mount namespace (or a new one)."""
 
     def __init__(self) -> None:
-        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], int | None, bool, Future]] = queue.SimpleQueue()
-        # (job, namespace to enter or to copy, whether to make a new namespace, result)
+        self._jobs: queue.SimpleQueue[tuple[Callable[[], Any], int | None, bool, Future, bool]] = queue.SimpleQueue()
+        # (job, namespace to enter or to copy, whether to make a new namespace, result, close the fd after)
         self._ready: Future = Future()
         self._thread = threading.Thread(target=self._serve, name="patchgym-mountns", daemon=True)
         self._thread.start()
@@ -50,8 +50,10 @@ class NamespaceWorker:
             return
         self._ready.set_result(None)
         while True:
-            job, ns_fd, fresh, future = self._jobs.get()
+            job, ns_fd, fresh, future, close_fd = self._jobs.get()
             if not future.set_running_or_notify_cancel():
+                if close_fd and ns_fd is not None:
+                    os.close(ns_fd)
                 continue
             try:
                 if ns_fd is not None:
@@ -69,11 +71,21 @@ class NamespaceWorker:
             finally:
                 if fresh or ns_fd is not None:
                     linux.setns(home, linux.CLONE_NEWNS)
+                if close_fd and ns_fd is not None:
+                    os.close(ns_fd)
 
     def _submit(self, job: Callable[[], T], ns_fd: int | None, fresh: bool) -> T:
         future: Future = Future()
-        self._jobs.put((job, ns_fd, fresh, future))
+        self._jobs.put((job, ns_fd, fresh, future, False))
         return future.result()
+
+    def submit_in(self, ns_fd: int, job: Callable[[], T], *, close_fd: bool = False) -> "Future[T]":
+        """Queue `job` to run on the worker thread inside the mount namespace `ns_fd`, without
+        waiting (asyncio callers await the future). With `close_fd` the worker closes `ns_fd`
+        once the job is done: pass a dup of a descriptor that someone else may close meanwhile."""
+        future: Future = Future()
+        self._jobs.put((job, ns_fd, False, future, close_fd))
+        return future
 
     def run_here(self, job: Callable[[], T]) -> T:
         """Run `job` on the worker thread in the host's mount namespace."""
