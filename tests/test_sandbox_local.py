@@ -219,6 +219,13 @@ def test_timeout_holds_after_the_output_is_closed(local_factory, prepared) -> No
         assert time.monotonic() - started < 10
 
 
+def test_commands_handle_text_as_utf8(local_factory, prepared) -> None:  # noqa: F811
+    with local_factory.open(prepared) as box:
+        assert box.run("printf '\\303\\251\\n' | grep -c '^.$'").output == "1\n"  # one character, two bytes
+        encodings = box.run("python3 -c 'import sys; print(sys.getfilesystemencoding(), sys.stdout.encoding)'")
+        assert encodings.output == "utf-8 utf-8\n", encodings.output
+
+
 def test_arun_on_the_event_loop(local_factory, prepared) -> None:  # noqa: F811
     """arun reads output and waits for the exit on the loop itself: the loop keeps serving others
     while commands run, a timeout holds even after the output closes, and many commands share it."""

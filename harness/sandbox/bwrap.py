@@ -96,7 +96,10 @@ def base_env(has_venv: bool) -> dict[str, str]:
     path = [f"{VENV_MOUNT}/bin"] if has_venv else []
     path += [f"{prefix}/bin" for prefix in hostfs.interpreter_prefixes()]
     path += ["/usr/local/bin", "/usr/bin", "/bin"]
-    env = {"HOME": "/tmp", "PATH": ":".join(dict.fromkeys(path)), "LANG": "C.UTF-8", "TMPDIR": "/tmp"}
+    # UTF-8 text handling through LC_CTYPE alone: C.UTF-8's other categories are the C locale's,
+    # which programs use without loading anything, whereas LANG=C.UTF-8 makes every program load
+    # a dozen locale files first (~0.12 ms per bash start, measured).
+    env = {"HOME": "/tmp", "PATH": ":".join(dict.fromkeys(path)), "LC_CTYPE": "C.UTF-8", "TMPDIR": "/tmp"}
     if has_venv:
         env["VIRTUAL_ENV"] = VENV_MOUNT
     return env
