@@ -1,27 +1,32 @@
 """The `local` backend: bubblewrap sandboxes over a copy-on-write view of the prepared snapshot.
 
 A factory keeps one state directory, `<state root>/f-<owner pid>-<owner start>-<n>/` with
-`owner.json`, and builds once, in a private *base* mount namespace (mountns.py), the read-only
-root every sandbox shares: the host's system paths (bwrap.root_plan) on a small tmpfs.
+`owner.json`, and builds once, in a private *base* mount namespace (mountns.py), what every
+sandbox shares: the read-only root (the host's system paths, bwrap.root_plan, on a small tmpfs)
+and a read-only /dev (a tmpfs with the usual device nodes, `_mount_dev`).
 
 Opening a sandbox (no process is started, nothing is copied):
 
 1. cgroups `sb-<owner pid>-<owner start>-<n>` (v2, else v1 memory+pids; see cgroups.py) with the
-   memory and process limits;
+   memory and process limits: the emptied groups of a closed sandbox with the same limits,
+   renamed, when the factory kept some (`_take_cgroups`), else new ones;
 2. a mount namespace of its own, a kernel copy of the base one, with a tmpfs of `max_write_bytes`
    (the overlay's upper and work directories, /tmp and /dev/shm: all the sandbox may write, ENOSPC
    beyond), an overlayfs at root/testbed whose lower layer is the read-only `prepared.repo_dir`,
-   the task's venv bound read-only, and the sandbox's read-only /dev (`_mount_dev`). None of it appears in the host's mount table, and all of it
-   vanishes with the owning process.
+   the task's venv bound read-only, and its own devpts and /dev/shm in the shared /dev. None of
+   it appears in the host's mount table, and all of it vanishes with the owning process.
 
 Each command is one `bwrap` (bwrap.py) started inside that namespace by the namespace worker
 thread, which (cgroup v1) steps into the sandbox's groups to fork it, so everything the command
 starts is born inside them; with v2 bwrap waits (`--block-fd`) until its first process has been
 moved in. The shell sets RLIMIT_FSIZE and no core dumps (and RLIMIT_AS/RLIMIT_NPROC when there are
-no cgroups) before the command. On timeout bwrap's process group and the command's pid-namespace
-init get SIGKILL (the whole tree dies with its namespace); close kills every process in the cgroups. Output is stdout and stderr merged through one pipe, kept within
-`max_output_bytes` (head and tail). Processes a command leaves in the background die when it ends
-(its pid namespace goes with it).
+no cgroups) before the command. `run` waits in the calling thread; `arun` on the event loop (the
+output through the loop's reader, the exit through a pidfd). On timeout bwrap's process group and
+the command's pid-namespace init get SIGKILL (the whole tree dies with its namespace). Output is
+stdout and stderr merged through one pipe, kept within `max_output_bytes` (head and tail).
+Processes a command leaves in the background die when it ends (its pid namespace goes with it).
+Closing kills every process in the sandbox's cgroups and drops the namespace; the emptied groups
+go back to the factory (removed at its shutdown, or by the next factory if the owner died).
 
 Files are read and written from the host beneath the overlay with openat2 and no symlink
 following (safefs.py), or inside the sandbox when the path needs a symlink. The diff is computed on
@@ -954,7 +959,7 @@ class LocalSandboxFactory(SandboxFactory):
         `patchgym.tasks.hostfs.readonly_system_paths()`).
 
     State: one directory per factory, `<state_root>/f-<pid>-<start>-<n>/` with `owner.json`, the
-    mount points `root/` and `rw/` (empty on the host: what is mounted there exists only inside each
+    mount points `root/`, `rw/` and `dev/` (empty on the host: what is mounted there exists only inside each
     sandbox's mount namespace) and the diff scratch space. The system part of every sandbox's root
     is assembled once, in a base mount namespace, that each sandbox's namespace is a copy of.
     """
