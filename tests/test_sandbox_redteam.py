@@ -312,13 +312,11 @@ print("held", held)
 """
 
 
-@pytest.mark.parametrize("cgroups", [None, pytest.param("none", marks=pytest.mark.xfail(
-    strict=True, reason="still open: without cgroups, detached SysV shared memory is not bounded by memory_bytes"))])
+@pytest.mark.parametrize("cgroups", [None, "none"])
 def test_sysv_shared_memory_is_bounded_by_the_memory_limit(tmp_path, prepared, cgroups) -> None:  # noqa: F811
     """SysV segments outlive their mapping (until the command's IPC namespace ends): with cgroups
-    the memory limit charges them; without, RLIMIT_AS sees only what is attached. Still open in
-    the cgroup-less mode (documented as weaker): bwrap offers no way to set the new IPC
-    namespace's kernel.shmall, and the sandbox has no capability to."""
+    the memory limit charges them; without, RLIMIT_AS sees only what is attached, so the command
+    runs in an IPC namespace whose kernel.shmall is the memory limit."""
     from patchgym.harness.sandbox.local import LocalSandboxFactory
 
     factory = LocalSandboxFactory(state_root=tmp_path / "state", cgroups=cgroups)
@@ -326,6 +324,14 @@ def test_sysv_shared_memory_is_bounded_by_the_memory_limit(tmp_path, prepared, c
         box.write_file("/tmp/hoard.py", SYSV_SHM_HOARDER)
         result = box.run("python3 /tmp/hoard.py")
         assert "held 768" not in result.output
-        assert result.extra.get("oom_killed") is True or result.exit_code != 0
+        if cgroups is None:  # the memory cgroup charges the segments: the hoarder is killed
+            assert result.extra.get("oom_killed") is True or result.exit_code != 0
+        else:  # shmget refuses what would pass kernel.shmall, which the command cannot raise
+            assert result.output in ("held 128\n", "held 256\n"), result.output
+            assert box.run("cat /proc/sys/kernel/shmall").output == f"{256 * 1024**2 // 4096}\n"
+            assert box.run("echo 99999999 > /proc/sys/kernel/shmall").exit_code != 0
+            assert box.run("cat /proc/sys/kernel/shmall").output == f"{256 * 1024**2 // 4096}\n"
         assert box.run("echo fine").ok
+        # Its own IPC namespace per command: nothing of the last command's segments is left.
+        assert box.run("ipcs -m | grep -c '^0x' || true").output.strip() in ("0", "")
     factory.shutdown()

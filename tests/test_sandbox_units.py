@@ -67,6 +67,14 @@ def test_bwrap_argv_isolates_and_shares_network_only_on_request() -> None:
     assert "--share-net" in networked and "--new-session" not in networked
 
 
+def test_bwrap_argv_leaves_the_ipc_namespace_to_the_caller_only_when_told() -> None:
+    argv = bw.bwrap_argv("bwrap", bw.Layout(root="/r"), ["true"], env={}, new_session=False, own_ipc=False)
+    assert "--unshare-all" not in argv and "--unshare-ipc" not in argv
+    for flag in ("--unshare-user", "--unshare-pid", "--unshare-net", "--unshare-uts", "--disable-userns"):
+        assert flag in argv
+    assert "--share-net" not in argv
+
+
 def test_new_session_exactly_when_there_is_a_terminal_to_protect() -> None:
     import pty
 

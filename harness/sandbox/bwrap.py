@@ -117,12 +117,16 @@ def bwrap_argv(
     new_session: bool = True,
     binds: tuple[tuple[str, str, bool], ...] = (),
     caps: tuple[str, ...] = (),
+    own_ipc: bool = True,
 ) -> list[str]:
     """The bwrap command line (`binds` and `caps`: only for our own trusted commands, the diff's
     git). The root (system paths read-only, /testbed, /tmp, the venv) is
     assembled beforehand in the sandbox's mount namespace, so bwrap binds one tree instead of
     twenty-odd paths (each `--ro-bind` costs bwrap a scan of the mount table)."""
-    argv = [bwrap, "--unshare-all"]
+    # own_ipc=False: the caller has put bwrap in an IPC namespace of its own already (local.py
+    # does, with kernel.shm* limits, when no cgroup bounds SysV shared memory).
+    argv = [bwrap, "--unshare-all"] if own_ipc else [
+        bwrap, "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
     if layout.network:
         argv.append("--share-net")
     argv += [

@@ -21,6 +21,7 @@ _libc.syscall.restype = ctypes.c_long
 
 CLONE_FS = 0x00000200
 CLONE_NEWNS = 0x00020000
+CLONE_NEWIPC = 0x08000000
 
 MS_RDONLY = 1
 MS_NOSUID = 2

@@ -326,7 +326,7 @@ class LocalSandbox(Sandbox):
         argv = bw.bwrap_argv(
             self._factory.bwrap_path(), self._layout, command, env=env, cwd=cwd,
             info_fd=pipes.info_w, block_fd=pipes.block_r, new_session=bw.has_controlling_terminal(),
-            binds=binds, caps=caps,
+            binds=binds, caps=caps, own_ipc=self.cgroups is not None,
         )
 
         def spawn() -> _Launch:
@@ -440,6 +440,8 @@ class LocalSandbox(Sandbox):
         With cgroup v1 the thread steps into the groups, forks, and steps back, so bwrap and all
         it forks are born inside; with v2 the sandbox's first process is moved in by pid in
         `_confine` (before it runs anything)."""
+        if self.cgroups is None:
+            return self._spawn_with_ipc_limits(argv, **popen)
         if not self._thread_fds:
             return subprocess.Popen(argv, **popen)
         home_fds = self._factory.worker_home_fds(on_worker=True)
@@ -455,6 +457,28 @@ class LocalSandbox(Sandbox):
         finally:
             for fd in home_fds:
                 os.pwrite(fd, b"0", 0)
+
+    def _spawn_with_ipc_limits(self, argv: list[str], **popen: Any) -> subprocess.Popen:
+        """Without cgroups (rlimits only): SysV shared memory and message queues live in the IPC
+        namespace, outside any process's RLIMIT_AS once detached, so a command could hoard memory
+        in them. The worker thread makes the command's IPC namespace itself, sets its
+        kernel.shmall/shmmax to `memory_bytes` and shrinks its message queues, spawns bwrap into
+        it (`own_ipc=False`: bwrap makes none) and returns to the host's. The namespace ends with
+        the command's last process; inside, /proc is read-only and no capability can change it."""
+        host_ipc = self._factory.worker_ipc_fd()
+        linux.unshare(linux.CLONE_NEWIPC)  # this thread only
+        try:
+            memory = self.limits.memory_bytes
+            settings = {"msgmni": 16, "msgmnb": 65536}
+            if memory is not None:
+                settings.update(shmmax=memory, shmall=max(1, memory // resource.getpagesize()))
+            for name, value in settings.items():
+                # ipc sysctls apply to the IPC namespace of the thread that writes them
+                with open(f"/proc/sys/kernel/{name}", "w") as handle:
+                    handle.write(str(value))
+            return subprocess.Popen(argv, **popen)
+        finally:
+            linux.setns(host_ipc, linux.CLONE_NEWIPC)
 
     def _read_child_pid(self, info_r: int, proc: subprocess.Popen) -> int:
         data = b""
@@ -987,6 +1011,7 @@ class LocalSandboxFactory(SandboxFactory):
         self._home: Path | None = None
         self._base_ns: int | None = None
         self._worker_home: list[int] | None = None
+        self._worker_ipc: int | None = None
         self._spare_cgroups: list[cg.SandboxCgroups] = []
         self._base_envs: dict[bool, dict[str, str]] = {}
         self._real_paths: dict[str, Path] = {}  # prepared repositories, resolved once (~0.05 ms each)
@@ -1046,6 +1071,14 @@ class LocalSandboxFactory(SandboxFactory):
                     self._worker_home = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in paths]
         return self._worker_home
 
+    def worker_ipc_fd(self) -> int:
+        """The host's IPC namespace, for the namespace worker to return to (opened with the base
+        namespace, by the thread that opened the first sandbox: every thread is in it but the
+        worker, and the worker only between two of its own system calls)."""
+        if self._worker_ipc is None:
+            raise SandboxError("internal: the host's IPC namespace was not opened before the first spawn")
+        return self._worker_ipc
+
     def reap(self) -> list[str]:
         """Remove what sandboxes whose owner process died left behind. Returns their names."""
         return owners.reap(self.state_root, self.cgroup_manager)
@@ -1064,6 +1097,8 @@ class LocalSandboxFactory(SandboxFactory):
                 linux.raise_open_file_limit()  # each open sandbox holds ~7 descriptors
                 try:
                     self._base_ns, _ = mountns.worker().create(lambda: _mount_system_root(home, self.root_plan))
+                    if self.cgroup_manager.version == "none" and self._worker_ipc is None:
+                        self._worker_ipc = os.open("/proc/self/ns/ipc", os.O_RDONLY | os.O_CLOEXEC)
                 except BaseException:
                     _remove_tree(home, [])
                     raise
@@ -1192,6 +1227,9 @@ class LocalSandboxFactory(SandboxFactory):
             for fd in self._worker_home or []:
                 os.close(fd)
             self._worker_home = None
+            if self._worker_ipc is not None:
+                os.close(self._worker_ipc)
+                self._worker_ipc = None
         for parent in self.cgroup_manager.parents():
             try:
                 parent.rmdir()
