@@ -382,3 +382,37 @@ def test_an_idle_episode_past_its_wall_time_ends_with_time_limit(prepared, facto
         with pytest.raises(EnvError) as caught:
             client.step(started.episode_id, tool_calls=[{"name": "bash", "arguments": {"command": "true"}}])
         assert caught.value.status_code == 409 and "time_limit" in caught.value.message
+
+
+def test_fastapi_telemetry_is_off_unless_asked_for(prepared, factory) -> None:
+    quiet = create_app([prepared], ServerConfig(), factory=factory)
+    loud = create_app([prepared], ServerConfig(telemetry=True), factory=factory)
+    if not hasattr(quiet, "_telemetry"):
+        pytest.skip("this FastAPI has no native telemetry")
+    assert not any(quiet._telemetry[k] for k in ("tracing", "metrics", "logs", "operation_spans"))
+    assert all(loud._telemetry[k] for k in ("tracing", "metrics", "logs", "operation_spans"))
+
+
+def test_the_step_route_documents_its_body(served) -> None:
+    """The step route reads its body itself (env/http.py json_body); the OpenAPI document must
+    still describe it, with every schema it refers to."""
+    _, raw, _, _ = served
+    schema = raw.get("/openapi.json").json()
+    body = schema["paths"]["/episodes/{episode_id}/step"]["post"]["requestBody"]
+    assert body["required"] is True
+    assert body["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/StepRequest"}
+    components = schema["components"]["schemas"]
+    assert set(components["StepRequest"]["properties"]) == {"tool_calls", "text"}
+    refs = set()
+
+    def walk(node: object) -> None:
+        if isinstance(node, dict):
+            refs.update(v.rsplit("/", 1)[-1] for k, v in node.items() if k == "$ref")
+            for v in node.values():
+                walk(v)
+        elif isinstance(node, list):
+            for v in node:
+                walk(v)
+
+    walk(schema)
+    assert refs <= set(components)

@@ -108,6 +108,32 @@ def test_async_client_over_http(server: Server) -> None:
     assert asyncio.run(main()) == 1.0
 
 
+def test_sync_client_outlives_the_server_closing_idle_connections(server: Server) -> None:
+    """uvicorn closes a keep-alive connection after 5 idle seconds (a trainer generating its next
+    turn is often slower): the client's pool must notice and use a new connection, and many
+    threads may share one client."""
+    import threading
+    import time
+
+    with EnvClient(server.url, token=TOKEN) as client:
+        started = client.start_episode(TASK)
+        call = [{"name": "bash", "arguments": {"command": "echo one"}}]
+        assert client.step(started.episode_id, tool_calls=call).messages[0]["content"].startswith("one")
+        time.sleep(5.6)
+        again = client.step(started.episode_id, tool_calls=[{"name": "bash", "arguments": {"command": "echo two"}}])
+        assert again.messages[0]["content"].startswith("two")
+        healths: list[object] = []
+        threads = [threading.Thread(target=lambda: healths.append(client.health().status)) for _ in range(16)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join(30)
+        assert healths == ["ok"] * 16
+        client.delete_episode(started.episode_id)
+    with pytest.raises(ValueError, match="http:// or https://"):
+        EnvClient("127.0.0.1:8000")
+
+
 def test_token_is_required(server: Server) -> None:
     assert httpx.get(server.url + "/health").status_code == 200
     assert httpx.get(server.url + "/tasks").status_code == 401
