@@ -257,6 +257,38 @@ def test_arun_on_the_event_loop(local_factory, prepared) -> None:  # noqa: F811
     uvloop.run(scenario())
 
 
+def test_commands_leave_no_descriptor_open(local_factory, prepared) -> None:  # noqa: F811
+    """Every pipe, pidfd and namespace descriptor a command uses is closed again, whichever way it
+    ends: run, arun, timeouts, stdin, a failed start (a bad cwd) and a cancelled arun."""
+    import asyncio
+
+    def open_fds() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    with local_factory.open(prepared) as box:
+        box.run("true")
+        asyncio.run(box.arun("true"))
+        before = open_fds()
+        for _ in range(20):
+            box.run("echo x")
+            box.run("cat", stdin="data")
+        box.run("sleep 5", timeout_s=0.2)
+        box.run("true", cwd="/nonexistent")
+
+        async def async_forms() -> None:
+            for _ in range(20):
+                await box.arun("echo x")
+                await box.arun("cat", stdin="data")
+            await box.arun("sleep 5", timeout_s=0.2)
+            task = asyncio.ensure_future(box.arun("sleep 5"))
+            await asyncio.sleep(0.2)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+        asyncio.run(async_forms())
+        assert _gone_within(lambda: open_fds() <= before, 5.0), (before, open_fds())
+
+
 def test_a_cancelled_arun_kills_its_command(local_factory, prepared) -> None:  # noqa: F811
     import asyncio
 

@@ -359,7 +359,7 @@ class LocalSandbox(Sandbox):
         try:
             launch = future.result()
         except BaseException:
-            pipes.close_all()
+            self._abandon_when_done(future, pipes)  # interrupted while queued or spawning, or it failed
             raise
         pipes.close_child_ends()
         if pipes.block_w is None:
@@ -379,12 +379,8 @@ class LocalSandbox(Sandbox):
         future, pipes = self._submit_start(command, **options)
         try:
             launch = await asyncio.wrap_future(future)
-        except asyncio.CancelledError:
-            # The spawn may still happen: whatever it starts is killed and reaped as soon as it is.
-            future.add_done_callback(lambda done: self._abandon(done, pipes))
-            raise
         except BaseException:
-            pipes.close_all()
+            self._abandon_when_done(future, pipes)  # cancelled while queued or spawning, or it failed
             raise
         pipes.close_child_ends()
         if pipes.block_w is None:
@@ -397,6 +393,11 @@ class LocalSandbox(Sandbox):
             pipes.close_block()
             await asyncio.to_thread(self._kill_and_reap, launch)
             raise
+
+    def _abandon_when_done(self, future: "Future[_Launch]", pipes: "_Pipes") -> None:
+        """A start nobody waits for any more: once the worker is done with it (the pipes are its
+        until then), close them, and kill and reap whatever it started."""
+        future.add_done_callback(lambda done: self._abandon(done, pipes))  # runs now if already done
 
     def _abandon(self, future: "Future[_Launch]", pipes: "_Pipes") -> None:
         pipes.close_child_ends()
