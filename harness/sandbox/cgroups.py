@@ -48,6 +48,14 @@ def _int_field(text: bytes, key: str) -> int:
     return 0
 
 
+def _sigkill(pids: set[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+
 class SandboxCgroups:
     """The cgroups of one sandbox (one directory per hierarchy)."""
 
@@ -56,7 +64,7 @@ class SandboxCgroups:
         self.dirs = dirs
         self._event_fds: list[tuple[str, int, str]] | None = None  # (counter, open file, key)
         self._thread_fds: list[int] | None = None
-        self._event_lock = threading.Lock()
+        self._files_lock = threading.Lock()
         self.limits: tuple[int | None, int | None] | None = None  # (memory, processes) as last applied
 
     @property
@@ -91,14 +99,15 @@ class SandboxCgroups:
     def thread_fds(self) -> list[int]:
         """v1: `thread_files` opened for writing, once (closed by `close_files`). They are opened
         from the host's mount namespace: /sys is not mounted in a sandbox's."""
-        with self._event_lock:
+        with self._files_lock:
             if self._thread_fds is None:
                 self._thread_fds = [os.open(path, os.O_WRONLY | os.O_CLOEXEC) for path in self.thread_files()]
             return self._thread_fds
 
-    def pids(self) -> set[int]:
+    def pids(self, first_group_only: bool = False) -> set[int]:
+        """The processes in the groups (`first_group_only`: as listed by the first hierarchy's)."""
         found: set[int] = set()
-        for procs in self.procs_files():
+        for procs in self.procs_files()[:1] if first_group_only else self.procs_files():
             try:
                 with open(procs) as handle:
                     found.update(int(line) for line in handle if line.strip())
@@ -119,7 +128,7 @@ class SandboxCgroups:
     def events(self) -> LimitEvents:
         """The limit counters now. Read before and after every command, so the files are opened
         once and re-read with pread (opening them by path each time cost ~0.3 ms a command)."""
-        with self._event_lock:
+        with self._files_lock:
             if self._event_fds is None:
                 self._event_fds = []
                 for counter, path, key in self._event_sources():
@@ -137,7 +146,7 @@ class SandboxCgroups:
 
     def close_files(self) -> None:
         """Close the files `events` and `thread_fds` keep open (idempotent; `remove` calls it)."""
-        with self._event_lock:
+        with self._files_lock:
             for _, fd, _ in self._event_fds or []:
                 os.close(fd)
             for fd in self._thread_fds or []:
@@ -153,12 +162,8 @@ class SandboxCgroups:
             return self.kill_all(0.0)
         # v1: the processes are born in every hierarchy's group at once (a thread steps into all of
         # them before it forks) and cannot leave, so the first group lists them all.
-        found = SandboxCgroups(self.version, self.dirs[:1]).pids()
-        for pid in found:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        found = self.pids(first_group_only=True)
+        _sigkill(found)
         return not found
 
     def kill_all(self, deadline_s: float = 5.0) -> bool:
@@ -176,11 +181,7 @@ class SandboxCgroups:
             remaining = self.pids()
             if not remaining:
                 return True
-            for pid in remaining:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
+            _sigkill(remaining)
             if time.monotonic() > end:
                 return False
             time.sleep(pause)

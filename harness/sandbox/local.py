@@ -370,8 +370,7 @@ class LocalSandbox(Sandbox):
             return launch
         except BaseException:
             pipes.close_block()
-            self._kill(launch)
-            self._reap(launch)
+            self._kill_and_reap(launch)
             raise
 
     async def _astart(self, command: list[str], **options: Any) -> "_Launch":
@@ -531,11 +530,11 @@ class LocalSandbox(Sandbox):
         except (OSError, ValueError) as exc:
             raise SandboxError(f"cannot set the sandbox's rlimits: {exc}") from exc
 
-    def _kill(self, launch: "_Launch", sweep: bool = False) -> None:
+    def _kill(self, launch: "_Launch") -> None:
         """SIGKILL one command: bwrap's process group and its sandbox's init (the pid namespace,
-        so every process of that command, dies with it). When the init is not known yet, or with
-        `sweep`, also every process in the sandbox's cgroups (other commands running at the same
-        time included)."""
+        so every process of that command, dies with it). When the init is not known yet, also
+        every process in the sandbox's cgroups (other commands running at the same time included;
+        `close` kills those anyway)."""
         proc = launch.proc
         for kill in (lambda: os.killpg(proc.pid, signal.SIGKILL), lambda: os.kill(proc.pid, signal.SIGKILL)):
             try:
@@ -548,7 +547,7 @@ class LocalSandbox(Sandbox):
                 os.kill(child, signal.SIGKILL)  # the pid namespace's init: everything inside dies with it
             except ProcessLookupError:
                 pass
-        if self.cgroups is not None and (sweep or child is None):
+        if self.cgroups is not None and child is None:
             self.cgroups.kill_all(2.0)
 
     def _reap(self, launch: "_Launch") -> int:
@@ -924,7 +923,7 @@ class LocalSandbox(Sandbox):
             launches = list(self._procs.values())
         errors: list[str] = []
         for launch in launches:
-            self._kill(launch, sweep=False)
+            self._kill(launch)
         if self.cgroups is not None:
             self.cgroups.kill_round()  # not waiting: the groups go to the factory, which checks again before reuse
         for fd in (self._testbed_fd, self._tmp_fd):

@@ -74,18 +74,19 @@ class NamespaceWorker:
                 if close_fd and ns_fd is not None:
                     os.close(ns_fd)
 
-    def _submit(self, job: Callable[[], T], ns_fd: int | None, fresh: bool) -> T:
+    def _enqueue(self, job: Callable[[], T], ns_fd: int | None, fresh: bool, close_fd: bool) -> "Future[T]":
         future: Future = Future()
-        self._jobs.put((job, ns_fd, fresh, future, False))
-        return future.result()
+        self._jobs.put((job, ns_fd, fresh, future, close_fd))
+        return future
+
+    def _submit(self, job: Callable[[], T], ns_fd: int | None, fresh: bool) -> T:
+        return self._enqueue(job, ns_fd, fresh, False).result()
 
     def submit_in(self, ns_fd: int, job: Callable[[], T], *, close_fd: bool = False) -> "Future[T]":
         """Queue `job` to run on the worker thread inside the mount namespace `ns_fd`, without
         waiting (asyncio callers await the future). With `close_fd` the worker closes `ns_fd`
         once the job is done: pass a dup of a descriptor that someone else may close meanwhile."""
-        future: Future = Future()
-        self._jobs.put((job, ns_fd, False, future, close_fd))
-        return future
+        return self._enqueue(job, ns_fd, False, close_fd)
 
     def run_here(self, job: Callable[[], T]) -> T:
         """Run `job` on the worker thread in the host's mount namespace."""
