@@ -31,7 +31,6 @@ from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
     SandboxError,
-    SandboxFactory,
 )
 from patchgym.harness.sandbox.output import CappedOutput
 from patchgym.tasks.prepared import TESTBED, VENV_MOUNT, PreparedTask
@@ -243,7 +242,7 @@ def _frames(sock: Any) -> Any:
         yield read_exact(size)
 
 
-class DockerSandboxFactory(SandboxFactory):
+class DockerSandboxFactory(remote.RemoteSandboxFactory):
     """Options: default_image (when a task has no environment.image), cpus (per sandbox),
     mount_host_venv (bind the prepared venv; the engine must run on this host), reap (remove
     containers of dead owners on this host, now), client (a docker.DockerClient)."""
@@ -256,8 +255,7 @@ class DockerSandboxFactory(SandboxFactory):
         self.cpus = cpus
         self.mount_host_venv = mount_host_venv
         self._client = client
-        self._lock = threading.Lock()
-        self._sandboxes: dict[str, DockerSandbox] = {}
+        super().__init__()
         self.reaped: list[str] = self.reap() if reap and client is not None else []
         self._reap_pending = reap and client is None
 
@@ -309,16 +307,4 @@ class DockerSandboxFactory(SandboxFactory):
         except BaseException:
             sandbox.close()
             raise
-        with self._lock:
-            self._sandboxes[name] = sandbox
-        return sandbox
-
-    def _forget(self, sandbox: DockerSandbox) -> None:
-        with self._lock:
-            self._sandboxes.pop(sandbox.name, None)
-
-    def close_all(self) -> None:
-        with self._lock:
-            sandboxes = list(self._sandboxes.values())
-        for sandbox in sandboxes:
-            sandbox.close()
+        return self._register(sandbox)

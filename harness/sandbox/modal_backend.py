@@ -21,7 +21,6 @@ import io
 import itertools
 import os
 import shlex
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -31,7 +30,6 @@ from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
     SandboxError,
-    SandboxFactory,
 )
 from patchgym.harness.sandbox.output import CappedOutput
 from patchgym.tasks.prepared import TESTBED, PreparedTask
@@ -161,7 +159,7 @@ class ModalSandbox(remote.RemoteSandbox):
             self._factory._forget(self)
 
 
-class ModalSandboxFactory(SandboxFactory):
+class ModalSandboxFactory(remote.RemoteSandboxFactory):
     """Options: app_name (default "patchgym-sandboxes"), cpus, lifetime_s (hard lifetime of a
     sandbox), default_image (when a task has no image and no setup), reap (terminate sandboxes of
     dead owners on this host when the factory first opens one)."""
@@ -177,8 +175,7 @@ class ModalSandboxFactory(SandboxFactory):
         self._reap_pending = reap
         self._app: Any = None
         self._images: dict[str, Any] = {}
-        self._lock = threading.Lock()
-        self._sandboxes: dict[str, ModalSandbox] = {}
+        super().__init__()
         self.reaped: list[str] = []
 
     def _app_handle(self) -> Any:
@@ -234,16 +231,4 @@ class ModalSandboxFactory(SandboxFactory):
         except Exception as exc:  # noqa: BLE001
             raise SandboxError(f"could not create a Modal sandbox for {prepared.instance_id}: {exc}") from exc
         sandbox = ModalSandbox(self, prepared, limits, handle, name)
-        with self._lock:
-            self._sandboxes[name] = sandbox
-        return sandbox
-
-    def _forget(self, sandbox: ModalSandbox) -> None:
-        with self._lock:
-            self._sandboxes.pop(sandbox.name, None)
-
-    def close_all(self) -> None:
-        with self._lock:
-            sandboxes = list(self._sandboxes.values())
-        for sandbox in sandboxes:
-            sandbox.close()
+        return self._register(sandbox)

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import IO, Any, Callable, Iterable
 
 from patchgym.harness.sandbox import gitdiff, linux, safefs
-from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxClosed, SandboxError
+from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxClosed, SandboxError, SandboxFactory
 from patchgym.tasks.prepared import TESTBED
 
 LABEL = "patchgym"
@@ -222,6 +222,30 @@ class RemoteSandbox(Sandbox):
     @property
     def closed(self) -> bool:
         return self._closed
+
+
+class RemoteSandboxFactory(SandboxFactory):
+    """What the docker and modal factories share: the sandboxes they opened and have not closed
+    yet (each `RemoteSandbox` forgets itself on close), and closing them all."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._sandboxes: dict[str, RemoteSandbox] = {}
+
+    def _register(self, sandbox: Any) -> Any:
+        with self._lock:
+            self._sandboxes[sandbox.name] = sandbox
+        return sandbox
+
+    def _forget(self, sandbox: RemoteSandbox) -> None:
+        with self._lock:
+            self._sandboxes.pop(sandbox.name, None)
+
+    def close_all(self) -> None:
+        with self._lock:
+            sandboxes = list(self._sandboxes.values())
+        for sandbox in sandboxes:
+            sandbox.close()
 
 
 def diff_of_archive(sandbox, fetch_archive: Callable[[Path], IO[bytes]], prefix: str) -> str:
