@@ -457,6 +457,29 @@ def test_remote_sandboxes_close_once_and_refuse_calls_after(tmp_path: Path) -> N
     assert removed == [True] and terminated == [True] and len(forgotten) == 2
 
 
+def test_remote_factories_close_every_sandbox_they_still_hold(tmp_path: Path) -> None:
+    from types import SimpleNamespace
+
+    from patchgym.harness.sandbox.docker_backend import DockerSandbox, DockerSandboxFactory
+    from patchgym.harness.sandbox.modal_backend import ModalSandbox, ModalSandboxFactory
+
+    from .test_sandbox_support import make_prepared
+
+    prepared = make_prepared(tmp_path / "task")
+    removed: list[bool] = []
+    for factory, make in (
+        (DockerSandboxFactory(reap=False, client=SimpleNamespace()),
+         lambda f, n: DockerSandbox(f, prepared, Limits(), SimpleNamespace(remove=lambda force: removed.append(force)), n)),
+        (ModalSandboxFactory(reap=False),
+         lambda f, n: ModalSandbox(f, prepared, Limits(), SimpleNamespace(terminate=lambda: removed.append(True)), n)),
+    ):
+        boxes = [factory._register(make(factory, f"box-{i}")) for i in range(3)]
+        boxes[0].close()  # closed already: forgotten, not closed twice
+        factory.close_all()
+        assert all(box.closed for box in boxes) and factory._sandboxes == {}
+    assert removed == [True] * 6
+
+
 def test_a_missing_backend_sdk_says_how_to_install_it() -> None:
     from patchgym.harness.sandbox.base import SandboxError
 
