@@ -19,6 +19,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "tasks": ("patchgym.tasks.cli:tasks", "List, prepare and validate task sets."),
     "grade": ("patchgym.harness.cli:grade", "Grade predictions (SWE-bench format) in fresh sandboxes."),
     "serve": ("patchgym.env.cli:serve", "Serve coding episodes over HTTP."),
+    "fleet": ("patchgym.rl.fleet.cli:fleet", "List, show and check sampler fleets (formats, capacity, mismatch)."),
+    "sft": ("patchgym.rl.loop.cli:sft", "Supervised warm-up on expert trajectories the environment produces."),
+    "train": ("patchgym.rl.loop.cli:train", "Run the asynchronous RL loop (a config file or a preset)."),
+    "eval": ("patchgym.rl.loop.cli:evaluate", "pass@k of a checkpoint on a task set, with a BF16 sampler."),
+    "plot": ("patchgym.rl.loop.cli:plot", "Plot the curves of one or more runs, overlaid."),
 }
 
 

@@ -1,0 +1,1 @@
+"""patchgym.rl.fleet (see the modules' docstrings)."""

@@ -1,0 +1,1 @@
+"""patchgym.rl.loop (see the modules' docstrings)."""

@@ -1,0 +1,1 @@
+"""patchgym.rl.rollout (see the modules' docstrings)."""

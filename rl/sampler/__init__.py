@@ -1,0 +1,1 @@
+"""patchgym.rl.sampler (see the modules' docstrings)."""

@@ -1,0 +1,1 @@
+"""patchgym.rl.trainer (see the modules' docstrings)."""
