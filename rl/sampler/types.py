@@ -85,13 +85,16 @@ class Generation:
 
     token_ids: list[int]
     logprobs: list[float]  # log q(y_t) under the distribution y_t was drawn from
-    weight_version: int  # the weights that produced every token of this answer
+    weight_version: int  # the oldest weights that produced a token of this answer
     group: str  # the sampler group (pool) that served it
     finish_reason: FinishReason
     support_ids: list[list[int]] | None = None
     support_logprobs: list[list[float]] | None = None
     topk_ids: list[list[int]] | None = None
     topk_logprobs: list[list[float]] | None = None
+    # Per token, the weight version that produced it: weights may be replaced between decoding
+    # steps while a request runs (its KV cache is kept). None: every token is `weight_version`.
+    token_versions: list[int] | None = None
     replica: str = ""  # which replica of the group served it
     prompt_tokens: int = 0
     cached_tokens: int = 0  # prompt tokens served from the replica's prefix cache
@@ -100,7 +103,7 @@ class Generation:
 
     def __post_init__(self) -> None:
         n = len(self.token_ids)
-        for name in ("logprobs", "support_ids", "support_logprobs", "topk_ids", "topk_logprobs"):
+        for name in ("logprobs", "support_ids", "support_logprobs", "topk_ids", "topk_logprobs", "token_versions"):
             value = getattr(self, name)
             if value is not None and len(value) != n:
                 raise ValueError(f"Generation.{name} has {len(value)} entries for {n} tokens")
