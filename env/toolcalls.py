@@ -4,8 +4,9 @@ Trainers that work token-in-token-out send the assistant's raw text; this module
 calls in it. Built in:
 
 * `hermes`: `<tool_call>{"name": ..., "arguments": {...}}</tool_call>` blocks, the format of the
-  Qwen2.5 / Qwen3 and SmolLM2 chat templates (Hermes style). A last block left open because
-  generation stopped at `</tool_call>` is accepted.
+  Qwen2.5 / Qwen3 and SmolLM2 chat templates (Hermes style). A block may also hold a JSON list of
+  such calls (`<tool_call>[{...}, {...}]</tool_call>`, a form some model cards show); each element
+  is a call. A last block left open because generation stopped at `</tool_call>` is accepted.
 * `openai`: OpenAI `tool_calls` JSON: a list of calls, `{"tool_calls": [...]}`, or a whole assistant
   message; each call either `{"function": {"name", "arguments": "<json string>"}}` or `{"name",
   "arguments"}`.
@@ -111,6 +112,26 @@ def call_from_object(obj: Any, where: str) -> ToolCall:
 _OPEN, _CLOSE = "<tool_call>", "</tool_call>"
 
 
+_DECODER = json.JSONDecoder()
+_JSON_SPACE = re.compile(r"[ \t\n\r]*")  # what JSON itself allows around a value
+
+
+def _json_block(text: str, body_start: int) -> tuple[Any, int] | None:
+    """(the JSON value at body_start, where the block ends) when the block is exactly one JSON
+    value, then whitespace, then the closing tag or the end of the text; else None."""
+    begin = _JSON_SPACE.match(text, body_start).end()  # type: ignore[union-attr]
+    try:
+        obj, after = _DECODER.raw_decode(text, begin)
+    except (json.JSONDecodeError, RecursionError):
+        return None
+    close_at = _JSON_SPACE.match(text, after).end()  # type: ignore[union-attr]
+    if close_at == len(text):
+        return obj, close_at  # left open: generation stopped at the stop string
+    if text.startswith(_CLOSE, close_at):
+        return obj, close_at + len(_CLOSE)
+    return None
+
+
 @register_parser("hermes")
 def parse_hermes(text: str) -> ParsedText:
     calls: list[ToolCall] = []
@@ -125,22 +146,34 @@ def parse_hermes(text: str) -> ParsedText:
         content_parts.append(text[position:start])
         index += 1
         body_start = start + len(_OPEN)
-        end = text.find(_CLOSE, body_start)
-        nested = text.find(_OPEN, body_start)
-        if end == -1 or (nested != -1 and nested < end):
-            if nested != -1:
-                raise ToolCallParseError(f"tool call #{index} is not closed with {_CLOSE} before the next {_OPEN}")
-            body, position = text[body_start:], len(text)  # generation stopped at the stop string
-        else:
-            body, position = text[body_start:end], end + len(_CLOSE)
         where = f"tool call #{index}"
-        try:
-            obj = json.loads(body)
-        except json.JSONDecodeError as exc:
-            raise ToolCallParseError(_json_error(exc, f"the body of {where}")) from None
-        except RecursionError:
-            raise ToolCallParseError(f"the body of {where} is nested too deeply") from None
-        calls.append(call_from_object(obj, where))
+        # A JSON body read first, so that a tag inside one of its strings (an edit of this very
+        # parser, say) is text, not the end of the block; a block that is not one JSON value is
+        # then read up to its closing tag, for the error message.
+        whole = _json_block(text, body_start)
+        if whole is not None:
+            obj, position = whole
+        else:
+            end = text.find(_CLOSE, body_start)
+            nested = text.find(_OPEN, body_start)
+            if end == -1 or (nested != -1 and nested < end):
+                if nested != -1:
+                    raise ToolCallParseError(f"tool call #{index} is not closed with {_CLOSE} before the next {_OPEN}")
+                body, position = text[body_start:], len(text)  # generation stopped at the stop string
+            else:
+                body, position = text[body_start:end], end + len(_CLOSE)
+            try:
+                obj = json.loads(body)
+            except json.JSONDecodeError as exc:
+                raise ToolCallParseError(_json_error(exc, f"the body of {where}")) from None
+            except RecursionError:
+                raise ToolCallParseError(f"the body of {where} is nested too deeply") from None
+        if isinstance(obj, list):  # `[{...}, {...}]` in one block, as some model cards show it
+            if not obj:
+                raise ToolCallParseError(f"{where} holds an empty list: put one call, or a list of calls, in it")
+            calls.extend(call_from_object(item, f"{where}, element {n}") for n, item in enumerate(obj, start=1))
+        else:
+            calls.append(call_from_object(obj, where))
     if not calls:
         if _CLOSE in text:
             raise ToolCallParseError(f"found {_CLOSE} without an opening {_OPEN}")

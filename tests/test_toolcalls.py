@@ -42,6 +42,46 @@ def test_hermes_unclosed_last_block_when_generation_stopped_at_the_stop_string()
     assert parse_tool_calls(text, "hermes").calls == [ToolCall(name="submit", arguments={})]
 
 
+def test_hermes_json_list_of_calls_in_one_block() -> None:
+    text = (
+        'Two calls:\n<tool_call>\n[{"name": "bash", "arguments": {"command": "ls"}}, '
+        '{"name": "submit", "arguments": {}}]\n</tool_call>'
+    )
+    parsed = parse_tool_calls(text, "hermes")
+    assert parsed.calls == [ToolCall(name="bash", arguments={"command": "ls"}), ToolCall(name="submit", arguments={})]
+    assert parsed.content == "Two calls:"
+    # auto takes the same path, and a list block may sit among plain blocks, order kept
+    mixed = (
+        '<tool_call>{"name": "bash", "arguments": {"command": "pwd"}}</tool_call>'
+        '<tool_call>[{"name": "bash", "arguments": {"command": "ls"}}]</tool_call>'
+        '<tool_call>{"name": "submit", "arguments": {}}</tool_call>'
+    )
+    assert [c.arguments.get("command") for c in parse_tool_calls(mixed).calls] == ["pwd", "ls", None]
+
+
+def test_hermes_tags_inside_json_strings_are_text() -> None:
+    edit = {"command": "str_replace", "path": "p.py", "old_str": "'</tool_call>'", "new_str": "'<tool_call>'"}
+    text = f'<tool_call>{json.dumps({"name": "str_replace_editor", "arguments": edit})}</tool_call>'
+    assert parse_tool_calls(text, "hermes").calls == [ToolCall(name="str_replace_editor", arguments=edit)]
+    left_open = '<tool_call> {"name": "bash", "arguments": {"command": "echo </tool_call>"}} '
+    assert parse_tool_calls(left_open).calls[0].arguments == {"command": "echo </tool_call>"}
+
+
+@pytest.mark.parametrize(
+    "text, reason",
+    [
+        ("<tool_call>[]</tool_call>", "tool call #1 holds an empty list"),
+        ('<tool_call>[{"name": "bash", "arguments": {}}, 3]</tool_call>', "tool call #1, element 2 must be a JSON object"),
+        ('<tool_call>[{"arguments": {}}]</tool_call>', "tool call #1, element 1 has no tool name"),
+        ('<tool_call>[{"name": "bash", "arguments": "{bad"}]</tool_call>', "arguments of tool call #1, element 1 (bash)"),
+    ],
+)
+def test_hermes_json_list_errors_name_the_element(text: str, reason: str) -> None:
+    with pytest.raises(ToolCallParseError) as caught:
+        parse_tool_calls(text, "hermes")
+    assert reason in str(caught.value)
+
+
 def test_hermes_arguments_given_as_a_json_string_are_decoded() -> None:
     text = '<tool_call>{"name": "bash", "arguments": "{\\"command\\": \\"ls\\"}"}</tool_call>'
     assert parse_tool_calls(text, "hermes").calls[0].arguments == {"command": "ls"}
