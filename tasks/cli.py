@@ -1,4 +1,4 @@
-"""`patchgym tasks list|prepare TASKS` (and `validate`, which the grader adds: see patchgym.main).
+"""`patchgym tasks list|prepare|export TASKS` (and `validate`, which the grader adds: see patchgym.main).
 
 TASKS is a JSONL file, a v5 task directory, or the word `bundled` (the default).
 """
@@ -91,3 +91,41 @@ def prepare(tasks_spec: str, ids: tuple[str, ...], workers: int, store: Path | N
         except PrepareError as exc:
             raise click.ClickException(str(exc)) from None
     click.echo(f"prepared {len(loaded)}/{len(loaded)}")
+
+
+def export_row(task: Task) -> dict:
+    """A task as a full SWE-bench row: every field of the task model (the gold `patch` and the
+    `test_patch` included, unknown fields kept), the test lists as strings holding JSON lists."""
+    import json
+
+    row = task.model_dump(mode="json")
+    for key in ("FAIL_TO_PASS", "PASS_TO_PASS"):
+        row[key] = json.dumps(row[key])
+    return row
+
+
+@tasks.command("export")
+@tasks_argument
+@ids_option
+@click.option("--out", "out", type=click.Path(path_type=Path, dir_okay=False), default=None,
+              help="Write the JSONL here (default: standard output).")
+def export(tasks_spec: str, ids: tuple[str, ...], out: Path | None) -> None:
+    """Write a task set's full rows (gold patch and test patch included) as SWE-bench JSONL.
+
+    These rows hold the answers: they are for building expert trajectories and for offline
+    grading, never for what an agent sees."""
+    import json
+
+    loaded = load_or_fail(tasks_spec, ids)
+    text = "".join(json.dumps(export_row(task), ensure_ascii=False) + "\n" for task in loaded)
+    if out is None:
+        click.echo(text, nl=False)
+        return
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.tmp")
+        tmp.write_text(text, encoding="utf-8")
+        tmp.replace(out)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc.strerror or exc}") from None
+    console.print(f"exported {len(loaded)} task(s) to {out}")
