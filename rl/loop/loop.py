@@ -1,0 +1,467 @@
+"""The asynchronous RL loop: samplers keep generating while the trainer trains, in one process.
+
+Owns `RLLoop` (one run: producers, the consumer that trains, publishing weights, per-update
+outputs, checkpoints, resume) and `run_training(cfg, run_dir, ...)`, its synchronous entry point.
+
+One asyncio event loop holds everything but the trainer's step:
+
+* Producers, one per group of sessions the fleet can serve at once (capacity // samples, at
+  least 1): admit a group (the `StalenessGate`: always, unless the policy is `pace` with a cap),
+  pick its task, run `samples` agent sessions concurrently through the router (each session is
+  one environment episode, `patchgym.rl.rollout.run_session`), and put the finished group in the
+  FIFO `GroupBuffer` (2.0 x prompts groups by default; `put` blocks when it is full).
+* The consumer, per update: take `prompts` finished groups in FIFO order (a group past the cap is
+  dropped and counted under `drop`), compute group advantages with
+  `patchgym.rl.corrections.group_advantages` (no std normalisation with score centering), run
+  `trainer.train_step` in a worker thread (so the event loop keeps feeding the samplers' decode
+  threads), then publish the new weights with `update_weights` on every replica (timed:
+  `weight_publish_s`). Samplers take the new weights between decoding steps; tokens record the
+  version that produced them, so staleness is measured, not assumed.
+
+Per update, in this order, each appended and fsynced: `trajectories/update-XXXX.jsonl` (what the
+rollouts recorded, per turn the sampled ids and their offsets), a `metrics.jsonl` row (every key,
+every update), then (every `checkpoint.every` updates and at the end) a checkpoint, and (every
+`eval.every` updates and at the end) an `eval.jsonl` row. A crash therefore never loses a finished
+update's metrics or trajectories.
+
+Resume (`resume=True`): the last checkpoint named by `checkpoints/latest` is loaded (model,
+optimizer, RNG, version, and the loop state saved with it: update, task cursor, gate counters,
+sampler versions); metrics and eval rows of later updates are dropped and their trajectory files
+deleted, and those updates are redone from the checkpoint's state. The groups that were in flight
+or queued at the crash are not restored (their sessions were episodes of a dead process); they are
+sampled again. The trainer does not replay MoE routing. Not covered here: how a session is rolled
+out (rl/rollout), how the trainer computes the loss (rl/trainer), evaluation (`evaluate.py`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import os
+import random
+import shutil
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any, Awaitable, Callable, Sequence
+
+import torch
+
+from patchgym.rl.corrections import group_advantages
+from patchgym.rl.trainer.base import TrainBatch
+from patchgym.rl.trajectory import Trajectory
+
+from .buffer import GroupBuffer, StalenessGate, TrajectoryGroup, staleness
+from .components import Components, call_with_supported
+from .config import RunConfig
+from .cost import update_cost
+from .metrics import MetricsWriter, Progress, WandbSink, update_row
+
+SessionFn = Callable[..., Awaitable[Trajectory]]
+TRAINER_THREAD = "patchgym-trainer"
+
+
+def sampling_params(cfg: RunConfig, *, temperature: float | None = None):
+    from patchgym.rl.sampler.types import SamplingParams
+
+    sc_without_replay = cfg.loss.kind.startswith("sc") and not cfg.loss.replay
+    return SamplingParams(
+        temperature=temperature or cfg.sampling.temperature, top_p=cfg.sampling.top_p, top_k=cfg.sampling.top_k,
+        max_new_tokens=cfg.limits.max_tokens_per_turn, return_support=cfg.loss.replay,
+        top_logprobs=20 if sc_without_replay else 0,
+    )
+
+
+def default_session_fn() -> SessionFn:
+    from patchgym.rl.rollout import run_session  # type: ignore[attr-defined]
+
+    return run_session
+
+
+def resolve_task_ids(entries: Sequence[str]) -> list[str]:
+    """Task ids, where an entry "@FILE" stands for every `instance_id` of a JSONL task file."""
+    out: list[str] = []
+    for entry in entries:
+        if entry.startswith("@"):
+            path = Path(entry[1:])
+            if not path.is_file():
+                raise ValueError(f"tasks: {entry!r} names no task file")
+            for line in path.read_text().splitlines():
+                if line.strip():
+                    out.append(json.loads(line)["instance_id"])
+        else:
+            out.append(entry)
+    return out
+
+
+def _fsync_write(path: Path, lines: Sequence[str]) -> None:
+    tmp = path.with_suffix(path.suffix + ".tmp")
+    with open(tmp, "w") as f:
+        for line in lines:
+            f.write(line + "\n")
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+class RLLoop:
+    """One run of the asynchronous loop (see the module docstring)."""
+
+    def __init__(
+        self,
+        cfg: RunConfig,
+        run_dir: Path,
+        components: Components,
+        *,
+        env_url: str,
+        session_fn: SessionFn | None = None,
+        env_client_factory: Callable[[], Any] | None = None,
+        evaluator: Callable[..., Awaitable[dict[str, Any]]] | None = None,
+        progress: bool = True,
+        wandb_project: str | None = None,
+        resume: bool = False,
+        synchronous: bool = False,
+        stop_after: int | None = None,
+    ) -> None:
+        self.cfg = cfg
+        self.run_dir = Path(run_dir)
+        self.c = components
+        self.env_url = env_url
+        self.session_fn = session_fn or default_session_fn()
+        self.env_client_factory = env_client_factory
+        self.evaluator = evaluator
+        self.progress_enabled = progress
+        self.wandb_project = wandb_project
+        self.resume = resume
+        self.synchronous = synchronous  # the baseline of bench/loop: generate a batch, then train
+        self.stop_after = stop_after  # stop (as if killed) after this many updates of this process
+        self.train_tasks = resolve_task_ids(cfg.tasks.train)
+        self.group_names = [g.name for g in components.fleet.groups]
+        self.buffer = GroupBuffer(cfg.batch.buffer_groups)
+        self.gate = StalenessGate(cfg.staleness.cap, cfg.staleness.policy, cfg.batch.prompts)
+        self.rng = random.Random(cfg.seed)
+        self.update = 0
+        self.version = int(getattr(components.trainer, "version", 0))
+        self._version_changed: asyncio.Event | None = None
+        self._stop = False
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=TRAINER_THREAD)
+        self.metrics = MetricsWriter(self.run_dir / "metrics.jsonl")
+        self.traj_dir = self.run_dir / "trajectories"
+        self.ckpt_dir = self.run_dir / "checkpoints"
+        self.timeline: list[dict[str, float]] = []  # per update: when each phase began and ended (bench/loop)
+        self.sessions_done = 0
+        self.trainer_busy_s = 0.0
+
+    # -- outputs -------------------------------------------------------------------------------
+    def _prepare_dirs(self) -> None:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.traj_dir.mkdir(exist_ok=True)
+        self.ckpt_dir.mkdir(exist_ok=True)
+        (self.run_dir / "config.json").write_text(json.dumps(self.cfg.model_dump(mode="json"), indent=2))
+
+    def _save_trajectories(self, update: int, groups: Sequence[TrajectoryGroup]) -> Path:
+        path = self.traj_dir / f"update-{update:04d}.jsonl"
+        _fsync_write(path, [t.to_json() for g in groups for t in g.trajectories])
+        return path
+
+    def _loop_state(self) -> dict[str, Any]:
+        return {
+            "update": self.update,
+            "version": self.version,
+            "rng": self.rng.getstate(),
+            "gate": asdict(self.gate.counters),
+            "sampler_versions": {s.replica or s.group: self.version for s in self.c.all_samplers()},
+            "sessions_done": self.sessions_done,
+        }
+
+    def checkpoint(self) -> Path:
+        path = self.ckpt_dir / f"update-{self.update:04d}"
+        tmp = self.ckpt_dir / f".update-{self.update:04d}.tmp"
+        shutil.rmtree(tmp, ignore_errors=True)
+        state = self._loop_state()
+        state["rng"] = [state["rng"][0], list(state["rng"][1]), state["rng"][2]]
+        self.c.trainer.save_checkpoint(tmp, extra_state={"loop": state})
+        (tmp / "loop_state.json").write_text(json.dumps(state))
+        shutil.rmtree(path, ignore_errors=True)
+        os.replace(tmp, path)
+        _fsync_write(self.ckpt_dir / "latest", [path.name])
+        kept = sorted(p for p in self.ckpt_dir.glob("update-*") if p.is_dir())
+        for old in kept[: -self.cfg.checkpoint.keep]:
+            shutil.rmtree(old, ignore_errors=True)
+        return path
+
+    def _restore(self) -> None:
+        latest = self.ckpt_dir / "latest"
+        if not latest.exists():
+            raise FileNotFoundError(f"{self.run_dir}: no checkpoint to resume from (no checkpoints/latest)")
+        path = self.ckpt_dir / latest.read_text().strip()
+        self.c.trainer.load_checkpoint(path)
+        state = json.loads((path / "loop_state.json").read_text())
+        self.update = int(state["update"])
+        self.version = int(getattr(self.c.trainer, "version", state["version"]))
+        rng = state["rng"]
+        self.rng.setstate((rng[0], tuple(rng[1]), rng[2]))
+        for key, value in state["gate"].items():
+            setattr(self.gate.counters, key, value)
+        self.gate.counters.started = self.gate.counters.consumed  # in-flight groups died with the process
+        self.sessions_done = int(state.get("sessions_done", 0))
+        # Drop what later updates wrote: they are redone from this state.
+        self.metrics.truncate_after(self.update)
+        MetricsWriter(self.run_dir / "eval.jsonl").truncate_after(self.update)
+        for f in self.traj_dir.glob("update-*.jsonl"):
+            if int(f.stem.split("-")[1]) > self.update:
+                f.unlink()
+
+    # -- sampling ------------------------------------------------------------------------------
+    async def _run_group(self, env: Any, serial: int, task_id: str) -> TrajectoryGroup:
+        params = sampling_params(self.cfg)
+        lim = self.cfg.limits
+
+        async def one(i: int) -> Trajectory:
+            session_id = f"g{serial}-s{i}"
+            try:
+                return await call_with_supported(
+                    self.session_fn, env, self.c.router, self.c.tokenizer, task_id, params,
+                    session_id=session_id, max_turns=lim.max_turns, max_context=lim.max_context,
+                    max_context_tokens=lim.max_context, sample_index=i,
+                )
+            finally:
+                end = getattr(self.c.router, "end_session", None)
+                if end:
+                    end(session_id)
+
+        trajs = list(await asyncio.gather(*(one(i) for i in range(self.cfg.batch.samples))))
+        for i, t in enumerate(trajs):
+            t.sample_index = i
+        self.sessions_done += len(trajs)
+        return TrajectoryGroup(task_id, trajs, start_version=self.version, serial=serial)
+
+    def _next_task(self) -> str:
+        return self.rng.choice(self.train_tasks)
+
+    async def _producer(self, env: Any) -> None:
+        assert self._version_changed is not None
+        while not self._stop:
+            t0 = time.monotonic()
+            while not self.gate.may_start(self.version) and not self._stop:
+                self._version_changed.clear()
+                try:
+                    await asyncio.wait_for(self._version_changed.wait(), timeout=0.5)
+                except asyncio.TimeoutError:
+                    pass
+            self.gate.counters.paced_s += time.monotonic() - t0 if self.gate.policy == "pace" else 0.0
+            if self._stop:
+                return
+            serial = self.gate.admit(self.version)
+            task_id = self._next_task()
+            try:
+                group = await self._run_group(env, serial, task_id)
+            finally:
+                self.gate.finished(serial)
+            await self.buffer.put(group)
+
+    async def _take_batch(self) -> list[TrajectoryGroup]:
+        batch: list[TrajectoryGroup] = []
+        while len(batch) < self.cfg.batch.prompts:
+            group = await self.buffer.get()
+            if self.gate.accept(group, self.version):
+                batch.append(group)
+        return batch
+
+    # -- training ------------------------------------------------------------------------------
+    def _advantages(self, groups: Sequence[TrajectoryGroup]) -> list[float]:
+        rewards = torch.tensor([[float(t.reward) for t in g.trajectories] for g in groups], dtype=torch.float32)
+        adv = group_advantages(rewards, self.cfg.batch.samples, normalize_std=self.cfg.loss.std_normalised)
+        return adv.reshape(-1).tolist()
+
+    def _busy(self) -> dict[str, float]:
+        out: dict[str, float] = {}
+        for group, replicas in self.c.samplers.items():
+            total = 0.0
+            for s in replicas:
+                try:
+                    total += float(s.health().busy_s)
+                except Exception:
+                    pass
+            out[group] = total
+        return out
+
+    async def _publish(self) -> float:
+        t0 = time.monotonic()
+        weights = self.c.trainer.weights()
+        version = int(self.c.trainer.version)
+        await asyncio.gather(*(s.update_weights(weights, version) for s in self.c.all_samplers()))
+        self.version = version
+        if self._version_changed is not None:
+            self._version_changed.set()
+        return time.monotonic() - t0
+
+    async def _evaluate(self, update: int) -> dict[str, Any] | None:
+        if self.evaluator is None or not self.cfg.tasks.eval:
+            return None
+        row = await self.evaluator(self.c.trainer.weights(), int(self.c.trainer.version), update=update)
+        MetricsWriter(self.run_dir / "eval.jsonl").write(row)
+        return row
+
+    async def _train_once(self, groups: list[TrajectoryGroup], busy_before: dict[str, float], t_update: float, wait_s: float) -> dict[str, Any]:
+        cfg = self.cfg
+        self.update += 1
+        for p, g in enumerate(groups):
+            for t in g.trajectories:
+                t.prompt_index = p
+        trajs = [t for g in groups for t in g.trajectories]
+        stale = [staleness(g, self.version) for g in groups]
+        batch = TrainBatch(trajectories=trajs, advantages=self._advantages(groups), current_version=self.version,
+                           extra={"update": self.update})
+        t_train = time.monotonic()
+        tm = await asyncio.get_running_loop().run_in_executor(self._executor, self.c.trainer.train_step, batch)
+        trainer_s = time.monotonic() - t_train
+        self.trainer_busy_s += trainer_s
+        publish_s = await self._publish()
+        t_end = time.monotonic()
+        busy_after = self._busy()
+        wall = max(t_end - t_update, 1e-9)
+        busy_frac = {}
+        for g, replicas in self.c.samplers.items():
+            busy_frac[g] = (busy_after.get(g, 0.0) - busy_before.get(g, 0.0)) / (wall * max(1, len(replicas)))
+        turns: dict[str, int] = {}
+        for t in trajs:
+            for turn in t.turns:
+                if turn.group in self.group_names:
+                    turns[turn.group] = turns.get(turn.group, 0) + 1
+        busy_delta = {g: max(0.0, busy_after.get(g, 0.0) - busy_before.get(g, 0.0)) for g in self.group_names}
+        cost = update_cost(self.c.fleet, busy_delta, turns)
+        self.timeline.append({"update": self.update, "start": t_update, "train_start": t_train, "train_end": t_train + trainer_s, "end": t_end})
+        self._save_trajectories(self.update, groups)
+        gc = self.gate.counters
+        row = update_row(
+            update=self.update, version=self.version, loss_kind=cfg.loss.kind, groups=groups, trainer_metrics=tm,
+            group_names=self.group_names, staleness_values=stale, busy_fraction=busy_frac, cost=cost,
+            timings={"wall_s": t_end - self._t0, "update_s": wall, "trainer_s": trainer_s, "trainer_idle_s": wait_s,
+                     "weight_publish_s": publish_s,
+                     "throughput/trajectories_per_hour": len(trajs) / wall * 3600.0},
+            buffer={"size": len(self.buffer), "dropped": gc.dropped, "stale_kept": gc.stale_kept, "paced_s": gc.paced_s,
+                    "blocked_s": self.buffer.blocked_s},
+        )
+        self.metrics.write(row)
+        return row
+
+    async def run_async(self) -> dict[str, Any]:
+        cfg = self.cfg
+        self._prepare_dirs()
+        if self.resume:
+            self._restore()
+        self._version_changed = asyncio.Event()
+        if self.resume and self.update:
+            await self._publish()  # samplers start from the checkpoint's weights
+        progress = Progress(cfg.updates, enabled=self.progress_enabled, description=cfg.name)
+        if self.update:
+            progress.advance({}, completed=self.update)
+        sink = WandbSink(self.wandb_project, cfg.name, cfg.model_dump(mode="json"), self.run_dir) if self.wandb_project else None
+        env_cm = self.env_client_factory() if self.env_client_factory else _default_env(self.env_url, cfg.environment.token)
+        rows: list[dict[str, Any]] = []
+        last_eval = None
+        self._t0 = time.monotonic()
+        done_here = 0
+        try:
+            async with env_cm as env:
+                capacity = sum(g.capacity for g in _scaled_groups(self.c))
+                n_producers = max(1, capacity // cfg.batch.samples)
+                producers: list[asyncio.Task] = []
+                if not self.synchronous:
+                    producers = [asyncio.create_task(self._producer(env), name=f"producer-{i}") for i in range(n_producers)]
+                try:
+                    while self.update < cfg.updates:
+                        busy_before = self._busy()
+                        t_update = time.monotonic()
+                        if self.synchronous:
+                            groups = []
+                            while len(groups) < cfg.batch.prompts:
+                                want = cfg.batch.prompts - len(groups)
+                                made = await asyncio.gather(*(self._run_group(env, self.gate.admit(self.version), self._next_task())
+                                                              for _ in range(min(want, n_producers))))
+                                groups += [g for g in made if self.gate.accept(g, self.version)]
+                        else:
+                            groups = await self._wait_batch(producers)
+                        wait_s = time.monotonic() - t_update
+                        row = await self._train_once(groups, busy_before, t_update, wait_s)
+                        rows.append(row)
+                        progress.advance(row)
+                        if sink:
+                            sink.log(row)
+                        done_here += 1
+                        is_last = self.update >= cfg.updates
+                        if (cfg.checkpoint.every and self.update % cfg.checkpoint.every == 0) or is_last:
+                            progress.note(f"checkpoint at update {self.update}")
+                            await asyncio.get_running_loop().run_in_executor(self._executor, self.checkpoint)
+                        if (cfg.eval.every and self.update % cfg.eval.every == 0) or (is_last and cfg.eval.at_end):
+                            progress.note(f"evaluating at update {self.update}")
+                            last_eval = await self._evaluate(self.update)
+                        if self.stop_after is not None and done_here >= self.stop_after:
+                            break
+                finally:
+                    self._stop = True
+                    for p in producers:
+                        p.cancel()
+                    await asyncio.gather(*producers, return_exceptions=True)
+        finally:
+            progress.close()
+            if sink:
+                sink.close()
+            self._executor.shutdown(wait=True)
+        return {"updates": self.update, "rows": rows, "eval": last_eval, "run_dir": str(self.run_dir)}
+
+    async def _wait_batch(self, producers: list[asyncio.Task]) -> list[TrajectoryGroup]:
+        """The next batch, surfacing a producer's crash instead of waiting forever."""
+        take = asyncio.create_task(self._take_batch())
+        while True:
+            done, _ = await asyncio.wait([take, *producers], return_when=asyncio.FIRST_COMPLETED)
+            if take in done:
+                return take.result()
+            for p in done:
+                if p.exception() is not None:
+                    take.cancel()
+                    raise p.exception()  # type: ignore[misc]
+                producers.remove(p)
+
+
+def _scaled_groups(c: Components) -> list[Any]:
+    """Groups with the capacity the run really has (replicas as built x sessions per replica)."""
+    out = []
+    for g in c.fleet.groups:
+        replicas = c.samplers.get(g.name, [])
+        sessions = g.sessions_per_replica
+        if replicas:
+            try:
+                sessions = int(replicas[0].health().capacity)
+            except Exception:
+                pass
+        out.append(g.model_copy(update={"replicas": max(1, len(replicas)), "sessions_per_replica": max(1, sessions)}))
+    return out
+
+
+class _default_env:
+    """`async with` an AsyncEnvClient on the run's environment URL."""
+
+    def __init__(self, url: str, token: str | None) -> None:
+        self.url, self.token = url, token
+
+    async def __aenter__(self) -> Any:
+        from patchgym.env.client import AsyncEnvClient
+
+        self.client = AsyncEnvClient(self.url, token=self.token, busy_retries=20)
+        return self.client
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.client.aclose()
+
+
+def run_training(cfg: RunConfig, run_dir: Path, components: Components, *, env_url: str, **kwargs: Any) -> dict[str, Any]:
+    loop = RLLoop(cfg, run_dir, components, env_url=env_url, **kwargs)
+    return asyncio.run(loop.run_async())
+
+
+def nan_to_none(value: float) -> float | None:
+    return value if isinstance(value, (int, float)) and math.isfinite(value) else None
