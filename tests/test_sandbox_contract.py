@@ -7,8 +7,9 @@ Modal only when asked for (it spends money). Each is skipped with the reason oth
     PATCHGYM_TEST_BACKENDS=modal pytest tests/test_sandbox_contract.py    # needs Modal credentials
     PATCHGYM_TEST_BACKENDS=local,docker,modal pytest tests/test_sandbox_contract.py
 
-Docker and Modal use the image in PATCHGYM_TEST_IMAGE (default python:3.11-slim, which has bash
-and git).
+Docker and Modal use the image in PATCHGYM_TEST_IMAGE; by default Docker uses the base image that
+`.ci/docker-setup` builds from Debian's packages (patchgym.harness.sandbox.docker_images) and Modal
+python:3.11-slim (both have bash and git).
 """
 
 from __future__ import annotations
@@ -26,7 +27,17 @@ from .test_sandbox_support import BINARY_BLOB, git, local_available, make_prepar
 
 ALL_BACKENDS = ("local", "docker", "modal")
 REQUESTED = [b.strip() for b in os.environ.get("PATCHGYM_TEST_BACKENDS", "local,docker").split(",") if b.strip()]
-TEST_IMAGE = os.environ.get("PATCHGYM_TEST_IMAGE", "python:3.11-slim")
+TEST_IMAGE = os.environ.get("PATCHGYM_TEST_IMAGE")
+
+
+def _image_for(backend: str) -> str:
+    if TEST_IMAGE:
+        return TEST_IMAGE
+    if backend == "docker":
+        from patchgym.harness.sandbox.docker_images import base_image_tag
+
+        return base_image_tag()
+    return "python:3.11-slim"
 
 
 def _unavailable(backend: str) -> str | None:
@@ -35,9 +46,9 @@ def _unavailable(backend: str) -> str | None:
     if backend == "local":
         return local_available()
     if backend == "docker":
-        from patchgym.harness.sandbox.docker_backend import unavailable_reason
+        from patchgym.harness.sandbox.docker_backend import image_missing_reason, unavailable_reason
 
-        return unavailable_reason()
+        return unavailable_reason() or image_missing_reason(_image_for("docker"))
     from patchgym.harness.sandbox.modal_backend import unavailable_reason as modal_reason
 
     return modal_reason()
@@ -51,7 +62,7 @@ def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFac
     root = tmp_path_factory.mktemp(f"contract-{request.param}")
     prepared = make_prepared(root)
     if request.param != "local":
-        prepared.task.environment.image = TEST_IMAGE
+        prepared.task.environment.image = _image_for(request.param)
     options = {"state_root": root / "state"} if request.param == "local" else {}
     factory = get_factory(request.param, **options)
     yield factory, prepared

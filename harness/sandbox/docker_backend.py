@@ -1,17 +1,29 @@
 """The `docker` backend: one container per sandbox, through the Docker SDK (`pip install docker`).
 
-The container runs the task's `environment.image` (or the factory's `default_image`) with
-`sleep infinity` as its init, network disabled, memory (swap included), CPU and process limits,
-no capabilities, no new privileges, a size-capped /tmp, and labels on everything it creates
-(`patchgym`, `patchgym.owner` = host:pid:start time, `patchgym.task`, `patchgym.sandbox`). The
-prepared repository is copied in at /testbed as a tar stream (works with a remote engine too); the
-task's venv can be bound read-only at /patchgym/venv with `mount_host_venv=True` when the engine
-runs on this host and the image can run it.
+Which image: the task's `environment.image`, else the factory's `default_image` (`--image`), else
+(`build_images=True`, the default) a task image built from the base image by the task's
+`environment.setup`, with the repository already at /testbed (docker_images.py). For the first two
+the prepared repository is copied in at /testbed as a tar stream at open; for a task image nothing
+is copied. The task's venv can also be bound read-only at /patchgym/venv with
+`mount_host_venv=True` when the engine runs on this host and the image can run it.
 
-Commands run with `docker exec` of `bash -c` (remote.wrap_command); on timeout every process of
-the container but its init gets SIGKILL (`kill -9 -1` as root inside). The diff is computed on the
-host from a tar of /testbed with trusted git state (remote.extract_tree, gitdiff.py). When the
-factory starts it removes containers whose owner process on this host has died.
+The container: docker's init (tini) as pid 1, reaping orphans, with an idle `cat` as its child;
+network disabled, memory (swap included), CPU and process limits, no capabilities, no new
+privileges, RLIMIT_FSIZE and no core dumps, a size-capped /tmp, labels on everything
+(`patchgym`, `patchgym.owner` = host:pid:start time, `patchgym.task`, `patchgym.sandbox`).
+
+Commands: a `docker exec` of bash running `command_script`, with `PATCHGYM_CMD=<id>` in its
+environment, which every process it starts inherits; the agent's command runs in a child bash. When the
+command ends, the wrapper kills what it left behind (processes carrying its id, or descended from
+one: local's pid namespace does the same); on timeout a second exec (`REAPER`) stops and then
+kills every process of the command, and also every process no live command owns (one that
+cleared its environment and left its parent), rescanning until none is left, so every process the
+command started dies, while other commands running in the sandbox go on.
+
+Files: written with put_archive, read with get_archive; a symlink is resolved inside the container
+(`readlink -e` there), so it leads where the agent sees it. The diff is computed on the host from a
+tar of /testbed with trusted git state (remote.extract_tree, gitdiff.py). When the factory first
+opens it removes containers (and owner-labelled images) whose owner process on this host has died.
 
 Needs a reachable Docker engine; nothing here runs on a machine without one (tests skip).
 """
@@ -21,10 +33,11 @@ from __future__ import annotations
 import io
 import itertools
 import shlex
+import tarfile
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from patchgym.harness.sandbox import remote
 from patchgym.harness.sandbox.base import (
@@ -36,6 +49,66 @@ from patchgym.harness.sandbox.output import CappedOutput
 from patchgym.tasks.prepared import TESTBED, VENV_MOUNT, PreparedTask
 
 _SEQUENCE = itertools.count(1)
+COMMAND_ID = "PATCHGYM_CMD"
+# The environment every command starts from (as the local backend's: HOME and TMPDIR in /tmp).
+BASE_ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "LC_CTYPE": "C.UTF-8"}
+
+# Bash with builtins only (no process of its own to mistake for a victim): the processes to kill
+# for command `$2` are those whose nearest ancestor carrying PATCHGYM_CMD carries `$2`; with mode
+# `timeout`, also those no live command owns (no marked ancestor, or the mark of a finished
+# command; `$3...` are the ids of the commands still running). Pid 1 (the init), its first child
+# (the idle process) and the reaper itself are spared. Every round STOPs what it finds (a stopped
+# process cannot fork), and once a round finds nothing new, all of them get SIGKILL; it returns
+# when a scan finds none left.
+REAPER = r'''
+__pg_reap() {
+  local mode=$1 id=$2; shift 2
+  local -A keep=() stopped=()
+  local k; for k in "$@"; do keep[$k]=1; done
+  local round d p q e rest owner hops idle idle_start new
+  local -a fields env victims
+  for ((round = 0; round < 200; round++)); do
+    local -A mark=() parent=()
+    idle= idle_start=
+    for d in /proc/[0-9]*; do
+      p=${d#/proc/}
+      [[ $p == 1 || $p == "$$" || $p == "$BASHPID" ]] && continue
+      read -r rest < "$d/stat" 2>/dev/null || continue
+      rest=${rest##*) }
+      read -r -a fields <<< "$rest"
+      [[ ${fields[0]} == Z || ${fields[0]} == X ]] && continue
+      parent[$p]=${fields[1]}
+      mark[$p]=
+      if mapfile -d '' env < "$d/environ" 2>/dev/null; then
+        for e in "${env[@]}"; do
+          if [[ $e == PATCHGYM_CMD=* ]]; then mark[$p]=${e#PATCHGYM_CMD=}; break; fi
+        done
+      fi
+      if [[ ${fields[1]} == 1 && -z ${mark[$p]} ]] && [[ -z $idle || ${fields[19]} -lt $idle_start ]]; then
+        idle=$p idle_start=${fields[19]}
+      fi
+    done
+    victims=() new=0
+    for p in "${!parent[@]}"; do
+      [[ $p == "$idle" ]] && continue
+      owner= q=$p
+      for ((hops = 0; hops < 128 && ${#q} > 0; hops++)); do
+        if [[ -n ${mark[$q]} ]]; then owner=${mark[$q]}; break; fi
+        q=${parent[$q]}
+      done
+      if [[ $owner == "$id" ]] || [[ $mode == timeout && ( -z $owner || -z ${keep[$owner]} ) ]]; then
+        victims+=("$p")
+        [[ -n ${stopped[$p]} ]] || new=1
+      fi
+    done
+    ((${#victims[@]})) || return 0
+    kill -STOP "${victims[@]}" 2>/dev/null
+    for p in "${victims[@]}"; do stopped[$p]=1; done
+    if ((new == 0)); then kill -KILL "${victims[@]}" 2>/dev/null; stopped=(); fi
+  done
+  return 1
+}
+'''
 
 
 def _docker() -> Any:
@@ -56,9 +129,57 @@ def unavailable_reason() -> str | None:
     return None
 
 
+# read_file and write_file run these in the container; their exit codes are errno values.
+READ_SCRIPT = r'''f=$1
+[ -e "$f" ] || exit 2
+[ -d "$f" ] && exit 21
+[ -f "$f" ] || exit 22
+[ -r "$f" ] || exit 13
+size=$(stat -L -c %s -- "$f") || exit 5
+[ "$size" -le "$2" ] || exit 27
+exec cat -- "$f"
+'''
+WRITE_SCRIPT = r'''f=$1
+[ -d "$f" ] && exit 21
+mkdir -p -- "$(dirname -- "$f")" || exit 5
+cat > "$f" && chmod "$2" -- "$f"
+'''
+
+
+def image_missing_reason(image: str) -> str | None:
+    """Why `image` cannot be used by this engine (absent: no registry is assumed), or None."""
+    docker = _docker()
+    try:
+        docker.from_env(timeout=10).images.get(image)
+    except docker.errors.ImageNotFound:
+        return f"the image {image} is not on this Docker engine (.ci/docker-setup builds the base image)"
+    except Exception as exc:  # noqa: BLE001
+        return f"cannot inspect the image {image} ({type(exc).__name__}: {exc})"
+    return None
+
+
+def command_script(limits: Limits, command_id: str, *, cwd: str = TESTBED, env: dict[str, str] | None = None) -> str:
+    """The bash script `docker exec` runs; the agent's command is its `$1` (module docstring)."""
+    lines = ["exec 2>&1", "ulimit -c 0"]
+    if limits.max_file_bytes is not None:
+        lines.append(f"ulimit -f {-(-limits.max_file_bytes // 1024)}")
+    for key, value in (env or {}).items():
+        if not key or not key.replace("_", "a").isalnum() or key[0].isdigit():
+            raise ValueError(f"environment variable name {key!r} is not a valid shell name")
+        if key == COMMAND_ID:
+            raise ValueError(f"environment variable {COMMAND_ID} is reserved by the docker backend")
+        lines.append(f"export {key}={shlex.quote(value)}")
+    lines.append(f"cd {shlex.quote(cwd)} || exit 1")
+    lines.append(REAPER)
+    lines.append('bash -c "$1"; __pg_code=$?')
+    lines.append(f"__pg_reap own {command_id} </dev/null >/dev/null 2>&1")
+    lines.append("exit $__pg_code")
+    return "\n".join(lines) + "\n"
+
+
 def container_config(
     image: str, prepared: PreparedTask, limits: Limits, *, network: bool, name: str,
-    cpus: float | None, mount_host_venv: bool,
+    cpus: float | None, mount_host_venv: bool, environment: dict[str, str] | None = None,
 ) -> dict[str, Any]:
     """Keyword arguments for `client.containers.run` (pure, so it is unit-tested)."""
     docker = None
@@ -71,19 +192,23 @@ def container_config(
         if value is None:
             continue
         ulimits.append(docker.types.Ulimit(name=kind, soft=value, hard=value) if docker else {"Name": kind, "Soft": value, "Hard": value})
+    tmp = f"size={limits.max_write_bytes},mode=1777,exec" if limits.max_write_bytes else "mode=1777,exec"
     config: dict[str, Any] = {
         "image": image,
-        "command": ["sleep", "infinity"],
+        # docker's init reaps what the commands orphan; `cat` on an open stdin idles at no cost.
+        "command": ["cat"],
+        "stdin_open": True,
+        "init": True,
         "name": name,
         "detach": True,
         "network_disabled": not network,
         "labels": remote.labels(prepared.instance_id, name),
         "working_dir": "/",
+        "environment": dict(BASE_ENV, **(environment or {})),
         "cap_drop": ["ALL"],
         "security_opt": ["no-new-privileges"],
         "ulimits": ulimits,
-        "tmpfs": {"/tmp": f"size={limits.max_write_bytes},mode=1777"} if limits.max_write_bytes else {"/tmp": "mode=1777"},
-        "init": False,
+        "tmpfs": {"/tmp": tmp},
     }
     if network:
         config["cap_drop"] = []  # trusted setup steps (pip, apt) may need ordinary root powers
@@ -99,32 +224,65 @@ def container_config(
     return config
 
 
+def file_or_link(stream: Any, max_bytes: int) -> bytes | str:
+    """The content of the one regular file in docker's archive of a path, or, when the path is a
+    symlink, its target (a str) to resolve inside the container."""
+    with tarfile.open(fileobj=stream, mode="r|") as archive:
+        for member in archive:
+            if member.issym():
+                return member.linkname
+            if member.isdir():
+                raise IsADirectoryError(21, "is a directory", member.name)
+            if not member.isreg():
+                raise OSError(22, "not a regular file", member.name)
+            if member.size > max_bytes:
+                raise OSError(27, f"file is {member.size} bytes, over the {max_bytes}-byte read limit", member.name)
+            handle = archive.extractfile(member)
+            assert handle is not None
+            return handle.read()
+    raise FileNotFoundError(2, "empty archive")
+
+
 class DockerSandbox(remote.RemoteSandbox):
     backend = "docker"
     guarantees = (
         "a container per sandbox: network disabled, memory+swap, CPU and process limits, no "
-        "capabilities, no new privileges, RLIMIT_FSIZE, a size-capped /tmp; /testbed is a copy of "
-        "the snapshot in the container's writable layer (its size is capped only where the storage "
-        "driver supports it); every process but the init is killed on timeout; containers carry "
-        "owner labels and are removed on close or by the next factory after a crash."
+        "capabilities, no new privileges, RLIMIT_FSIZE, a size-capped /tmp; /testbed is the task "
+        "image's or a copy of the snapshot in the container's writable layer (its size is capped only "
+        "where the storage driver supports it); what a command leaves running dies when it ends, and "
+        "on timeout every process it started is killed; containers carry owner labels and are removed "
+        "on close or by the next factory after a crash."
     )
 
     def __init__(self, factory: "DockerSandboxFactory", prepared: PreparedTask, limits: Limits, container: Any, name: str) -> None:
         super().__init__(factory, prepared, limits, name)
         self.container = container
+        self._live: set[str] = set()  # ids of the commands running now
+        self._ids = itertools.count(1)
 
-    def _exec(self, script: str, *, stdin: bytes | None = None, timeout: float | None, limit: int) -> tuple[int, CappedOutput, bool]:
+    def _kill_command(self, command_id: str) -> None:
+        """Kill every process of `command_id` and every process no live command owns."""
+        with self._lock:
+            keep = sorted(self._live - {command_id})
         api = self._factory.client.api
-        exec_id = api.exec_create(self.container.id, ["bash", "-c", script], stdin=stdin is not None, stdout=True, stderr=True)["Id"]
+        argv = ["bash", "-c", REAPER + '\n__pg_reap "$@"', "reaper", "timeout", command_id, *keep]
+        try:
+            api.exec_start(api.exec_create(self.container.id, argv, stdin=False)["Id"])
+        except Exception:  # noqa: BLE001 - the container may be gone already
+            pass
+
+    def _exec(self, argv: list[str], *, stdin: bytes | None = None, timeout: float | None, limit: int,
+              command_id: str | None = None, merge: bool = True) -> tuple[int, CappedOutput, bool]:
+        api = self._factory.client.api
+        exec_id = api.exec_create(self.container.id, argv, stdin=stdin is not None, stdout=True, stderr=merge,
+                                  environment={COMMAND_ID: command_id} if command_id else None)["Id"]
         output = CappedOutput(limit)
         timed_out = threading.Event()
 
         def watchdog() -> None:
             timed_out.set()
-            try:
-                api.exec_start(api.exec_create(self.container.id, ["sh", "-c", "kill -9 -1"])["Id"])
-            except Exception:  # noqa: BLE001 - the container may be gone already
-                pass
+            if command_id is not None:
+                self._kill_command(command_id)
 
         timer = threading.Timer(timeout, watchdog) if timeout else None
         if timer:
@@ -134,7 +292,10 @@ class DockerSandbox(remote.RemoteSandbox):
             if stdin is not None:
                 sock = api.exec_start(exec_id, socket=True)
                 raw = getattr(sock, "_sock", sock)
-                raw.sendall(stdin)
+                try:
+                    raw.sendall(stdin)
+                except OSError:
+                    pass  # the command exited without reading all of it
                 raw.shutdown(1)
                 stream = _frames(raw)
             else:
@@ -151,38 +312,69 @@ class DockerSandbox(remote.RemoteSandbox):
             cwd: str = TESTBED, stdin: str | None = None) -> CommandResult:
         self._check_open()
         timeout = self.limits.timeout_s if timeout_s is None else timeout_s
-        script = remote.wrap_command(command, self.limits, cwd=cwd if cwd.startswith("/") else f"{TESTBED}/{cwd}", env=env)
-        started = time.monotonic()
-        code, output, timed_out = self._exec(
-            script, stdin=stdin.encode() if stdin is not None else None, timeout=timeout,
-            limit=self.limits.max_output_bytes or (1 << 62),
-        )
+        with self._lock:
+            command_id = f"{self.name.rsplit('-', 1)[-1]}.{next(self._ids)}"
+            self._live.add(command_id)
+        try:
+            script = command_script(self.limits, command_id, cwd=cwd if cwd.startswith("/") else f"{TESTBED}/{cwd}", env=env)
+            started = time.monotonic()
+            code, output, timed_out = self._exec(
+                ["bash", "-c", script, "patchgym", command], stdin=stdin.encode() if stdin is not None else None,
+                timeout=timeout, limit=self.limits.max_output_bytes or (1 << 62), command_id=command_id,
+            )
+        finally:
+            with self._lock:
+                self._live.discard(command_id)
         self._check_open()
-        state = self.container.client.api.inspect_container(self.container.id).get("State", {})
-        extra = {"oom_killed": True} if state.get("OOMKilled") else {}
+        extra = {}
+        if code == 137 and not timed_out:  # SIGKILL of the command's shell: the memory limit, usually
+            state = self.container.client.api.inspect_container(self.container.id).get("State", {})
+            if state.get("OOMKilled"):
+                extra["oom_killed"] = True
         return CommandResult(exit_code=-9 if timed_out else code, output=output.render(), timed_out=timed_out,
                              duration_s=time.monotonic() - started, truncated_bytes=output.cut, extra=extra)
 
     def _abs(self, path: str) -> str:
         return path if path.startswith("/") else f"{TESTBED}/{path}"
 
-    def read_file(self, path: str) -> bytes:
-        self._check_open()
-        docker = _docker()
+    def _internal(self, script: str, args: list[str], *, stdin: bytes | None = None, limit: int) -> tuple[int, bytes]:
+        """Run one of the backend's own scripts (a live command, so a timeout elsewhere spares it);
+        returns its exit code and its stdout (stderr is dropped)."""
+        with self._lock:
+            command_id = f"{self.name.rsplit('-', 1)[-1]}.{next(self._ids)}"
+            self._live.add(command_id)
         try:
-            chunks, _ = self.container.get_archive(self._abs(path))
-        except docker.errors.NotFound as exc:
-            raise FileNotFoundError(2, "no such file in the sandbox", path) from exc
-        return remote.single_file_from_tar(io.BytesIO(b"".join(chunks)), max(self.limits.max_file_bytes or 0, 64 << 20))
+            # Twice the limit: what fits is kept whole (head + tail with nothing cut between).
+            code, output, _ = self._exec(["bash", "-c", script, "patchgym", *args], stdin=stdin, timeout=None,
+                                         limit=2 * limit, command_id=command_id, merge=False)
+        finally:
+            with self._lock:
+                self._live.discard(command_id)
+        return code, bytes(output.head) + output.tail
+
+    def read_file(self, path: str) -> bytes:
+        """Read through the container (`cat` there), so symlinks resolve as the agent sees them and
+        tmpfs mounts (/tmp) are read as mounted, not as the engine's view of the image layers."""
+        self._check_open()
+        limit = max(self.limits.max_file_bytes or 0, 64 << 20)
+        code, data = self._internal(READ_SCRIPT, [self._abs(path), str(limit)], limit=limit + 1)
+        if code == 0:
+            return data
+        errors = {2: (FileNotFoundError, "no such file in the sandbox"), 21: (IsADirectoryError, "is a directory"),
+                  22: (OSError, "not a regular file"), 27: (OSError, f"file is over the {limit}-byte read limit"),
+                  13: (PermissionError, "permission denied")}
+        kind, message = errors.get(code, (OSError, f"reading failed with exit code {code}"))
+        raise kind(code if code in errors else 5, message, path)
 
     def write_file(self, path: str, data: bytes | str, mode: int = 0o644) -> None:
+        """Write through the container (its stdin into the file), creating parent directories."""
         self._check_open()
         payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
-        target = self._abs(path)
-        parent, name = target.rsplit("/", 1)
-        self.run(f"mkdir -p -- {shlex.quote(parent or '/')}", cwd="/")
-        if not self.container.put_archive(parent or "/", remote.tar_of_file(name, payload, mode)):
-            raise OSError(5, "docker refused the file", path)
+        code, _ = self._internal(WRITE_SCRIPT, [self._abs(path), f"{mode & 0o7777:o}"], stdin=payload, limit=4096)
+        if code == 21:
+            raise IsADirectoryError(21, "is a directory", path)
+        if code != 0:
+            raise OSError(5, f"writing failed in the sandbox (exit code {code})", path)
 
     def diff(self) -> str:
         self._check_open()
@@ -243,19 +435,28 @@ def _frames(sock: Any) -> Any:
 
 
 class DockerSandboxFactory(remote.RemoteSandboxFactory):
-    """Options: default_image (when a task has no environment.image), cpus (per sandbox),
-    mount_host_venv (bind the prepared venv; the engine must run on this host), reap (remove
-    containers of dead owners on this host, now), client (a docker.DockerClient)."""
+    """Options: default_image (for tasks without environment.image; `--image`), build_images (for
+    tasks with neither: build a task image from the base image by environment.setup, default on),
+    base_image (the image task images start from; default the one docker_images builds), cpus (per
+    sandbox), mount_host_venv (bind the prepared venv; the engine must run on this host), reap
+    (remove what dead owners on this host left, at the first open), client (a docker.DockerClient),
+    progress (a callable shown each image build step; default: a line on stderr)."""
 
     backend = "docker"
 
-    def __init__(self, *, default_image: str | None = None, cpus: float | None = 2.0, mount_host_venv: bool = False,
-                 reap: bool = True, client: Any = None) -> None:
+    def __init__(self, *, default_image: str | None = None, build_images: bool = True, base_image: str | None = None,
+                 cpus: float | None = 2.0, mount_host_venv: bool = False, reap: bool = True, client: Any = None,
+                 progress: Callable[[str], None] | None = None) -> None:
         self.default_image = default_image
+        self.build_images = build_images
+        self.base_image = base_image
         self.cpus = cpus
         self.mount_host_venv = mount_host_venv
+        self.progress = progress
         self._client = client
         super().__init__()
+        self._images: dict[str, str] = {}  # prepared key -> its built task image
+        self._image_lock = threading.Lock()
         self.reaped: list[str] = self.reap() if reap and client is not None else []
         self._reap_pending = reap and client is None
 
@@ -272,26 +473,59 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         return self._client
 
     def reap(self) -> list[str]:
-        """Remove containers that sandboxes of dead owners on this host left behind."""
+        """Remove containers that sandboxes and image builds of dead owners on this host left
+        behind, and images labelled with such an owner. Returns their names."""
         containers = self.client.containers.list(all=True, filters={"label": remote.LABEL})
         orphans = set(remote.select_orphans((c.id, c.labels) for c in containers))
         removed = []
         for container in containers:
             if container.id in orphans:
-                container.remove(force=True)
-                removed.append(container.name)
+                try:
+                    container.remove(force=True)
+                    removed.append(container.name)
+                except Exception:  # noqa: BLE001 - another factory removed it first
+                    pass
+        images = self.client.images.list(filters={"label": remote.LABEL})
+        for image_id in remote.select_orphans((i.id, i.labels or {}) for i in images):
+            try:
+                self.client.images.remove(image_id, force=True)
+                removed.append(image_id)
+            except Exception:  # noqa: BLE001
+                pass
         return removed
+
+    def image_for(self, prepared: PreparedTask) -> tuple[str, bool]:
+        """The image for `prepared` and whether it already holds the repository at /testbed."""
+        if prepared.task.environment.image:
+            return prepared.task.environment.image, False
+        if self.default_image:
+            return self.default_image, False
+        missing = f"task {prepared.instance_id} has no environment.image and the docker factory has no default_image"
+        if not self.build_images:
+            raise SandboxError(f"{missing} (pass --image, or let the factory build task images)")
+        with self._image_lock:
+            image = self._images.get(prepared.key)
+        if image is None:
+            from patchgym.harness.sandbox import docker_images
+
+            kwargs = {"progress": self.progress} if self.progress else {}
+            try:
+                image = docker_images.ensure_task_image(self.client, prepared, self.base_image, **kwargs)
+            except SandboxError as exc:
+                raise SandboxError(f"{missing}; building its image from environment.setup failed: {exc}") from exc
+            except Exception as exc:  # noqa: BLE001 - the engine's own errors
+                raise SandboxError(f"{missing}; building its image from environment.setup failed: "
+                                   f"{type(exc).__name__}: {exc}") from exc
+            with self._image_lock:
+                self._images[prepared.key] = image
+        return image, True
 
     def open(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> DockerSandbox:
         limits = limits or Limits()
-        image = prepared.task.environment.image or self.default_image
-        if not image:
-            raise SandboxError(
-                f"task {prepared.instance_id} has no environment.image and the docker factory has no default_image"
-            )
         if self._reap_pending:
             self._reap_pending = False
             self.reaped = self.reap()
+        image, has_repo = self.image_for(prepared)
         name = f"patchgym-{remote.owner_label().replace(':', '-')}-{next(_SEQUENCE)}"
         config = container_config(image, prepared, limits, network=network, name=name, cpus=self.cpus,
                                   mount_host_venv=self.mount_host_venv)
@@ -301,9 +535,10 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
             raise SandboxError(f"could not start a container from {image}: {exc}") from exc
         sandbox = DockerSandbox(self, prepared, limits, container, name)
         try:
-            container.exec_run(["sh", "-c", f"rm -rf {TESTBED} && mkdir -p {TESTBED}"])
-            if not container.put_archive("/", remote.tar_of_directory(Path(prepared.repo_dir), TESTBED.lstrip("/"))):
-                raise SandboxError("docker refused the repository archive")
+            if not has_repo:
+                container.exec_run(["sh", "-c", f"rm -rf {TESTBED} && mkdir -p {TESTBED}"])
+                if not container.put_archive("/", remote.tar_of_directory(Path(prepared.repo_dir), TESTBED.lstrip("/"))):
+                    raise SandboxError("docker refused the repository archive")
         except BaseException:
             sandbox.close()
             raise
