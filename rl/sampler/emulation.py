@@ -1,0 +1,338 @@
+"""A sampler group's number formats and kernel variant applied to a Hugging Face causal LM.
+
+Owns: the emulated copy of a model (`EmulatedModel`), i.e. which parameters pass through the
+group's weight format and how, the activation and KV-cache emulation, the kernel variants, the
+attention function every emulated forward uses, and MoE routing capture. It does not own the KV
+cache storage (`cache.py`), sampling (`sampling.py`) or scheduling (`embedded.py`).
+
+What is quantized, as real W4A16 / W8A8 deployments do:
+- the weights of every `nn.Linear` inside the decoder layers (attention q/k/v/o, MLP gate/up/down,
+  shared experts) and the 3-D fused expert tensors of MoE blocks (per expert), through
+  `patchgym.rl.quant.quantize_dequantize(w, group.weights)`;
+- NOT the embeddings, the norms, `lm_head`, MoE routers (`*.gate`, `*_gate`: kept high precision
+  by SGLang and ModelOpt): those are held in the group's serving dtype (bf16; fp16 for an fp16
+  group), i.e. rounded to it once;
+- activations (the inputs of the quantized Linears, and of fused experts' first projection) through
+  `quantize_activations(x, "fp8_e4m3")` when the group says so (W8A8); the second projection
+  inside fused experts is not emulated (its input never leaves transformers' expert kernel);
+- keys and values written to the KV cache through `quantize_kv(x, group.kv_cache)`; attention then
+  reads them back from the cache, the current token included, as a real fp8 KV cache does.
+Kernel variants: `accumulate = "bf16"|"fp16"` rounds every emulated Linear's output to that dtype
+(reduced-precision accumulation); `attention_splits = n > 1` computes attention as n flash-decoding
+partial softmaxes over chunks of the key axis, combined by their maxima (another reduction order).
+Computation itself runs in float32 on values the formats can represent. Attention is full causal
+attention (sliding-window and soft-capped attention variants are not emulated).
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Iterator, Mapping
+
+import torch
+import torch.nn.functional as F
+
+try:
+    from patchgym.rl.quant import quantize_activations, quantize_dequantize, quantize_kv
+except ImportError:  # TEMPORARY until rl/quant.py lands
+    from patchgym.rl.sampler._quant_standin import quantize_activations, quantize_dequantize, quantize_kv
+
+ATTN_IMPLEMENTATION = "patchgym_emulated"
+_DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
+
+_local = threading.local()  # per thread: the attention context and the routing recorder
+
+
+@dataclass(frozen=True)
+class Emulation:
+    """The formats and kernel variant of one group (all "off" = the plain float32 model)."""
+
+    weights: str | None = None
+    activations: str | None = None  # only "fp8_e4m3" is emulated (bf16/fp16 activations: float32)
+    kv_cache: str | None = None  # only "fp8_e4m3" is emulated
+    accumulate: str = "fp32"
+    attention_splits: int = 1
+
+    @classmethod
+    def of_group(cls, group: Any) -> "Emulation":
+        return cls(
+            weights=group.weights,
+            activations=group.activations if group.activations == "fp8_e4m3" else None,
+            kv_cache=group.kv_cache if group.kv_cache == "fp8_e4m3" else None,
+            accumulate=group.kernel.accumulate,
+            attention_splits=group.kernel.attention_splits,
+        )
+
+    @property
+    def serving_dtype(self) -> torch.dtype | None:
+        """The dtype unquantized parameters are held in (None: float32, the reference)."""
+        if self.weights is None:
+            return None
+        return torch.float16 if self.weights == "fp16" else torch.bfloat16
+
+
+# --- attention ---------------------------------------------------------------------------------
+
+
+@dataclass
+class AttentionContext:
+    """What the attention function needs for one forward: the mask and the split count."""
+
+    mask: torch.Tensor | None  # bool [B, 1, q, Lk] (True = attend) or None (attend to all)
+    splits: int = 1
+
+
+@contextmanager
+def attention_context(ctx: AttentionContext) -> Iterator[None]:
+    previous = getattr(_local, "attn", None)
+    _local.attn = ctx
+    try:
+        yield
+    finally:
+        _local.attn = previous
+
+
+def _split_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float, splits: int) -> torch.Tensor:
+    """Attention as `splits` partial softmaxes over key chunks, merged by their maxima."""
+    if k.shape[1] != q.shape[1]:
+        rep = q.shape[1] // k.shape[1]
+        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
+    scores = torch.matmul(q, k.transpose(-1, -2)) * scale  # [B, H, q, Lk]
+    if mask is not None:
+        scores = scores.masked_fill(~mask, float("-inf"))
+    lk = scores.shape[-1]
+    chunk = -(-lk // splits)
+    pad = chunk * splits - lk
+    if pad:
+        scores = F.pad(scores, (0, pad), value=float("-inf"))
+        v = F.pad(v, (0, 0, 0, pad))
+    b, h, nq, _ = scores.shape
+    s = scores.view(b, h, nq, splits, chunk)
+    m = s.amax(dim=-1, keepdim=True)  # per chunk maximum
+    m_safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
+    e = torch.exp(s - m_safe)
+    l_c = e.sum(dim=-1)  # [B, H, q, S]
+    vv = v.view(b, h, splits, chunk, v.shape[-1])
+    o_c = torch.einsum("bhqsc,bhscd->bhqsd", e, vv)
+    m_all = m.squeeze(-1).amax(dim=-1, keepdim=True)
+    w = torch.exp(m.squeeze(-1) - m_all)  # chunks that saw only -inf get weight 0
+    w = torch.where(torch.isinf(m.squeeze(-1)), torch.zeros_like(w), w)
+    num = (o_c * w.unsqueeze(-1)).sum(dim=-2)
+    den = (l_c * w).sum(dim=-1, keepdim=True)
+    return num / den
+
+
+def emulated_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any, scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
+    """transformers' attention-interface signature; the mask comes from the thread's context."""
+    ctx: AttentionContext | None = getattr(_local, "attn", None)
+    if ctx is None:
+        raise RuntimeError("an emulated model was called outside the sampler's forward (no attention context)")
+    scale = scaling if scaling is not None else query.shape[-1] ** -0.5
+    if ctx.splits > 1:
+        out = _split_attention(query, key, value, ctx.mask, scale, ctx.splits)
+    else:
+        out = F.scaled_dot_product_attention(query, key, value, attn_mask=ctx.mask, scale=scale, enable_gqa=key.shape[1] != query.shape[1])
+    return out.transpose(1, 2).contiguous(), None
+
+
+def _register_attention() -> None:
+    from transformers import AttentionInterface
+
+    AttentionInterface.register(ATTN_IMPLEMENTATION, emulated_attention)
+
+
+# --- routing -----------------------------------------------------------------------------------
+
+
+def expert_modules(model: torch.nn.Module) -> dict[int, torch.nn.Module]:
+    """{decoder layer index: its fused experts module} (transformers' `*Experts` MoE layout)."""
+    found: dict[int, torch.nn.Module] = {}
+    for name, module in model.named_modules():
+        if type(module).__name__.endswith("Experts") and hasattr(module, "is_transposed"):
+            parts = name.split(".")
+            if "layers" in parts:
+                i = parts.index("layers")
+                if i + 1 < len(parts) and parts[i + 1].isdigit():
+                    found[int(parts[i + 1])] = module
+    return found
+
+
+def install_routing_recorder(model: torch.nn.Module) -> None:
+    """Record, when asked, the expert ids each token is routed to (the experts' `top_k_index`)."""
+    for layer, module in expert_modules(model).items():
+        if getattr(module, "_pg_routing_hook", False):
+            continue
+
+        def pre_hook(mod: Any, args: tuple, kwargs: dict, layer: int = layer) -> None:
+            rec = getattr(_local, "routing", None)
+            if rec is not None:
+                idx = kwargs.get("top_k_index", args[1] if len(args) > 1 else None)
+                if idx is not None:
+                    rec.setdefault(layer, []).append(idx.detach().clone())
+
+        module.register_forward_pre_hook(pre_hook, with_kwargs=True)
+        module._pg_routing_hook = True
+
+
+@contextmanager
+def record_routing(enabled: bool = True) -> Iterator[dict[int, list[torch.Tensor]]]:
+    """Collect routing of the forwards run by this thread inside the block: {layer: [chunks]}."""
+    previous = getattr(_local, "routing", None)
+    rec: dict[int, list[torch.Tensor]] = {}
+    _local.routing = rec if enabled else None
+    try:
+        yield rec
+    finally:
+        _local.routing = previous
+
+
+# --- weights -----------------------------------------------------------------------------------
+
+
+def _is_router(name: str) -> bool:
+    last = name.rsplit(".", 2)[-2] if name.endswith((".weight", ".bias")) else name.rsplit(".", 1)[-1]
+    return last == "gate" or last.endswith("_gate") or last == "router"
+
+
+def _quantize_experts(w: torch.Tensor, fmt: str, transposed: bool) -> torch.Tensor:
+    out = torch.empty_like(w)
+    for e in range(w.shape[0]):
+        m = w[e].transpose(0, 1) if transposed else w[e]  # [out, in]
+        q = quantize_dequantize(m.contiguous(), fmt)
+        out[e] = q.transpose(0, 1) if transposed else q
+    return out
+
+
+class EmulatedModel:
+    """A private copy of a causal LM whose forward runs under one group's emulation.
+
+    `quantized_names` are the parameters that pass through the weight format; every other
+    parameter is rounded to the serving dtype. `load(named_tensors)` applies the same rules to new
+    weights (HF names) and copies them in place.
+    """
+
+    def __init__(self, model: torch.nn.Module, emulation: Emulation, *, copy_model: bool = True) -> None:
+        _register_attention()
+        self.emulation = emulation
+        self.model = copy.deepcopy(model) if copy_model else model
+        self.model.eval()
+        self.model.requires_grad_(False)
+        self.model.float()
+        self.config = self.model.config
+        self._set_attention(self.model)
+        layers_prefix = self._layers_prefix()
+        self.quantized_names: set[str] = set()
+        self._transposed: dict[str, bool] = {}
+        self._linears: list[torch.nn.Linear] = []
+        for mname, module in self.model.named_modules():
+            inside = mname.startswith(layers_prefix)
+            if isinstance(module, torch.nn.Linear) and inside and not _is_router(mname):
+                self.quantized_names.add(f"{mname}.weight")
+                self._linears.append(module)
+            elif inside and type(module).__name__.endswith("Experts") and hasattr(module, "is_transposed"):
+                for pname, p in module.named_parameters(recurse=False):
+                    if p.dim() == 3 and not pname.endswith("bias"):
+                        self.quantized_names.add(f"{mname}.{pname}")
+                        self._transposed[f"{mname}.{pname}"] = bool(module.is_transposed)
+        install_routing_recorder(self.model)
+        self._patch_modules()
+        if emulation.weights is not None:
+            with torch.no_grad():
+                self.load(dict(self.model.named_parameters()), check=False)
+
+    def _layers_prefix(self) -> str:
+        for name, module in self.model.named_modules():
+            if name.endswith("layers") and isinstance(module, torch.nn.ModuleList):
+                return name + "."
+        raise ValueError(f"{type(self.model).__name__} has no decoder `layers` ModuleList; not a supported causal LM")
+
+    @staticmethod
+    def _set_attention(model: torch.nn.Module) -> None:
+        seen = set()
+        for module in model.modules():
+            cfg = getattr(module, "config", None)
+            if cfg is not None and id(cfg) not in seen and hasattr(cfg, "_attn_implementation"):
+                seen.add(id(cfg))
+                cfg._attn_implementation = ATTN_IMPLEMENTATION
+
+    def _patch_modules(self) -> None:
+        emu = self.emulation
+        act = emu.activations
+        acc = _DTYPES.get(emu.accumulate)
+        if act is None and acc is None:
+            return  # why: unpatched Linears keep their plain forward (no per-call Python overhead)
+        # q/k/v (and gate/up) read the same input tensor: quantize it once per forward, not 3 times
+        # (why: ~40 us per activation quantization here, 210 Linears a step on SmolLM2).
+        memo: dict[str, Any] = {"x": None, "q": None}
+
+        def quant_input(x: torch.Tensor) -> torch.Tensor:
+            if memo["x"] is x:
+                return memo["q"]
+            q = quantize_activations(x, act)
+            memo["x"], memo["q"] = x, q
+            return q
+
+        for lin in self._linears:
+            def forward(x: torch.Tensor, lin: torch.nn.Linear = lin) -> torch.Tensor:
+                if act is not None:
+                    x = quant_input(x)
+                y = F.linear(x, lin.weight, lin.bias)
+                return y.to(acc).to(y.dtype) if acc is not None else y
+
+            lin.forward = forward
+        if act is not None:
+            for module in expert_modules(self.model).values():
+                def pre(mod: Any, args: tuple, kwargs: dict) -> Any:
+                    if args:
+                        return (quantize_activations(args[0], act), *args[1:]), kwargs
+                    kwargs["hidden_states"] = quantize_activations(kwargs["hidden_states"], act)
+                    return args, kwargs
+
+                module.register_forward_pre_hook(pre, with_kwargs=True)
+
+    def state_names(self) -> dict[str, torch.Tensor]:
+        return dict(self.model.state_dict())
+
+    def encode(self, name: str, tensor: torch.Tensor) -> torch.Tensor:
+        """The value a parameter named `name` holds under this emulation (float32)."""
+        t = tensor.detach().to(torch.float32)
+        fmt = self.emulation.weights
+        if fmt is None:
+            return t
+        if name in self.quantized_names:
+            if t.dim() == 3:
+                return _quantize_experts(t, fmt, self._transposed.get(name, False))
+            return quantize_dequantize(t.contiguous(), fmt)
+        return t.to(self.emulation.serving_dtype).to(torch.float32)
+
+    def encode_all(self, named: Mapping[str, torch.Tensor], *, check: bool = True) -> dict[str, torch.Tensor]:
+        """Check `named` (HF names) against the model and encode every tensor (no model change)."""
+        state = self.model.state_dict()
+        if check:
+            if not named:
+                raise ValueError("the weights hold no tensors")
+            unknown = [n for n in named if n not in state]
+            if unknown:
+                raise ValueError(f"the weights name {len(unknown)} tensors the model does not have: {', '.join(unknown[:5])}")
+            for n, t in named.items():
+                if not isinstance(t, torch.Tensor) or not torch.is_floating_point(t):
+                    raise ValueError(f"weight {n!r} is not a floating-point tensor")
+                if tuple(t.shape) != tuple(state[n].shape):
+                    raise ValueError(f"weight {n!r} has shape {tuple(t.shape)}, the model's is {tuple(state[n].shape)}")
+                if not torch.isfinite(t).all():
+                    raise ValueError(f"weight {n!r} holds NaN or Inf")
+        with torch.no_grad():
+            return {n: self.encode(n, t) for n, t in named.items()}
+
+    def assign(self, encoded: Mapping[str, torch.Tensor]) -> None:
+        """Copy already encoded tensors into the model's parameters (between forwards)."""
+        state = self.model.state_dict()
+        with torch.no_grad():
+            for n, t in encoded.items():
+                state[n].copy_(t)  # state_dict tensors share storage with the parameters
+
+    def load(self, named: Mapping[str, torch.Tensor], *, check: bool = True) -> None:
+        self.assign(self.encode_all(named, check=check))
