@@ -304,7 +304,7 @@ class EmbeddedSampler:
         gen = torch.Generator(device="cpu")
         gen.manual_seed(params.seed if params.seed is not None else self._rng.getrandbits(63))
         req = _Request(prompt=ids, params=params, session_id=session_id, loop=loop, future=future, generator=gen,
-                       stop_ids=self.eos_ids | frozenset(params.stop_token_ids))
+                       stop_ids=(frozenset() if params.ignore_eos else self.eos_ids) | frozenset(params.stop_token_ids))
         with self._cond:
             if self._closed or not self._thread.is_alive():
                 raise SamplerUnavailable(f"{self.group}/{self.replica} is closed")

@@ -35,10 +35,7 @@ from typing import Any, Iterator, Mapping
 import torch
 import torch.nn.functional as F
 
-try:
-    from patchgym.rl.quant import quantize_activations, quantize_dequantize, quantize_kv
-except ImportError:  # TEMPORARY until rl/quant.py lands
-    from patchgym.rl.sampler._quant_standin import quantize_activations, quantize_dequantize, quantize_kv
+from patchgym.rl.quant import quantize_activations, quantize_dequantize, quantize_kv
 
 ATTN_IMPLEMENTATION = "patchgym_emulated"
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}
