@@ -61,6 +61,9 @@ class SamplingParams:
     top_logprobs: int = 0  # per token, this many of the largest log-probs of the full distribution
     support_max_tokens: int = 4096  # a larger support aborts the request (as SGLang does)
     seed: int | None = None
+    # Keep generating past the model's end-of-sequence ids (SGLang's `ignore_eos`); explicit
+    # `stop_token_ids` still stop. For benchmarks and fixed-length probes.
+    ignore_eos: bool = False
 
     def __post_init__(self) -> None:
         if not (self.temperature > 0):
