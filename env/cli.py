@@ -56,6 +56,9 @@ def _bind(host: str, port: int) -> socket.socket:
               help="Require 'Authorization: Bearer TOKEN' on every route but /health (env PATCHGYM_TOKEN).")
 @click.option("--backend", type=click.Choice(["local", "docker", "modal"]), default="local", show_default=True,
               help="Sandbox backend.")
+@click.option("--image", default=None,
+              help="Container image (docker, modal) for tasks without environment.image [default: docker builds "
+                   "one per task from its environment.setup on patchgym's base image].")
 @click.option("--max-episodes", default=64, show_default=True, type=click.IntRange(1, 100_000),
               help="Live episodes at once; more answer 503 with Retry-After.")
 @click.option("--episode-log", type=click.Path(dir_okay=False, path_type=Path), default=None,
@@ -82,7 +85,7 @@ def _bind(host: str, port: int) -> socket.socket:
               help="FastAPI's OpenTelemetry spans, metrics and logs (through the globally configured providers).")
 def serve(
     tasks_spec: str, ids: tuple[str, ...], host: str, port: int, token: str | None, backend: str,
-    max_episodes: int, episode_log: Path | None, idle_ttl: float, max_turns: int, command_timeout: float,
+    image: str | None, max_episodes: int, episode_log: Path | None, idle_ttl: float, max_turns: int, command_timeout: float,
     wall_time: float, max_format_errors: int, parser: str, store: Path | None, prepare_workers: int,
     log_level: str, telemetry: bool,
 ) -> None:
@@ -121,8 +124,11 @@ def serve(
         })
     except ValueError as exc:
         raise click.ClickException(f"invalid limits: {exc}") from None
+    if image and backend == "local":
+        raise click.BadParameter("--image is for the docker and modal backends (local runs on this machine)",
+                                 param_hint="--image")
     try:
-        factory = get_factory(backend)
+        factory = get_factory(backend, **({"default_image": image} if image else {}))
     except Exception as exc:  # noqa: BLE001 - a backend that cannot start here (no docker, no credentials)
         raise click.ClickException(f"the {backend} sandbox backend is not available: {exc}") from None
 
@@ -146,7 +152,26 @@ def serve(
     # collector's sight, so the collections that requests trigger stay short.
     gc.collect()
     gc.freeze()
-    server.run(sockets=[sock])
+    # uvicorn re-raises the signal that stopped it once it has shut down; with SIGTERM's default
+    # action the process died right there, before atexit, leaving the local factory's state
+    # directory under $PATCHGYM_HOME/sandboxes: a SIGTERM now ends the process as an exit (143).
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    try:
+        server.run(sockets=[sock])
+    finally:
+        _close_factory(factory)
+
+
+def _close_factory(factory) -> None:
+    """Close every sandbox the factory still holds, and its own state (the local one's directory)."""
+    try:
+        factory.close_all()
+    finally:
+        shutdown = getattr(factory, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
 
 
 def _prepare(tasks_spec: str, ids: tuple[str, ...], store: Path | None, workers: int) -> dict:

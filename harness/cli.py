@@ -23,13 +23,37 @@ console = Console(stderr=True)
 BACKENDS = ["local", "docker", "modal"]
 
 
-def _factory(backend: str):
+IMAGE_HELP = ("Container image (docker, modal) for tasks without environment.image [default: docker builds one "
+              "per task from its environment.setup on patchgym's base image].")
+
+
+def _factory(backend: str, image: str | None = None):
     from patchgym.harness.sandbox.base import get_factory
 
+    if image and backend == "local":
+        raise click.BadParameter("--image is for the docker and modal backends (local runs on this machine)",
+                                 param_hint="--image")
     try:
-        return get_factory(backend)
+        return get_factory(backend, **({"default_image": image} if image else {}))
     except Exception as exc:  # a backend that cannot start here: missing engine, credentials, module
         raise click.ClickException(f"the {backend} sandbox backend is not available: {exc}") from None
+
+
+class _closing:
+    """Close every sandbox a factory still holds when the command ends (and the local factory's
+    state directory with it), however it ends."""
+
+    def __init__(self, factory) -> None:
+        self.factory = factory
+
+    def __enter__(self):
+        return self.factory
+
+    def __exit__(self, *exc: object) -> None:
+        self.factory.close_all()
+        shutdown = getattr(self.factory, "shutdown", None)
+        if shutdown is not None:
+            shutdown()
 
 
 def _preparer(store: Path | None):
@@ -61,13 +85,14 @@ def _run_id_for(predictions: str) -> str:
               help="Where reports and logs go.")
 @click.option("--run-id", default=None, help="Subfolder of --out for this run [default: the predictions file name, or `gold`].")
 @click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True)
+@click.option("--image", default=None, help=IMAGE_HELP)
 @click.option("--force", is_flag=True, help="Grade again even predictions that already have a report.")
 @click.option("--id", "ids", multiple=True, help="Only this instance (repeatable).")
 @click.option("--deadline", "deadline_s", type=click.FloatRange(min=1), default=900, show_default=True,
               help="Seconds for grading one prediction, sandbox start and teardown included.")
 @click.option("--store", type=click.Path(path_type=Path), default=None, help="Task store [default: $PATCHGYM_HOME/tasks].")
 def grade(tasks_spec: str, predictions_spec: str, workers: int | None, out_dir: Path, run_id: str | None, backend: str,
-          force: bool, ids: tuple[str, ...], deadline_s: float, store: Path | None) -> None:
+          force: bool, ids: tuple[str, ...], deadline_s: float, store: Path | None, image: str | None = None) -> None:
     """Grade predictions in fresh sandboxes; resolved only when every FAIL_TO_PASS and PASS_TO_PASS test passes."""
     from patchgym.harness.batch import grade_predictions
     from patchgym.harness.predictions import PredictionsError, load_predictions
@@ -85,8 +110,8 @@ def grade(tasks_spec: str, predictions_spec: str, workers: int | None, out_dir: 
         raise click.ClickException("no predictions to grade")
     run_id = run_id or _run_id_for(predictions_spec)
     result_store = ResultStore(out_dir, run_id)
-    factory = _factory(backend)
-    with progress_bar() as progress:
+    factory = _factory(backend, image)
+    with _closing(factory), progress_bar() as progress:
         bar = progress.add_task("grading", total=len(predictions))
 
         def on_done(prediction, entry, reused) -> None:
@@ -118,19 +143,20 @@ def grade(tasks_spec: str, predictions_spec: str, workers: int | None, out_dir: 
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
               help="Runs of each patch, to find flaky tests.")
 @click.option("--backend", type=click.Choice(BACKENDS), default="local", show_default=True)
+@click.option("--image", default=None, help=IMAGE_HELP)
 @click.option("--deadline", "deadline_s", type=click.FloatRange(min=1), default=900, show_default=True)
 @click.option("--store", type=click.Path(path_type=Path), default=None, help="Task store [default: $PATCHGYM_HOME/tasks].")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Also write the results as JSON here.")
 def validate(tasks_spec: str, ids: tuple[str, ...], workers: int | None, repeat: int, backend: str, deadline_s: float,
-             store: Path | None, json_path: Path | None) -> None:
+             store: Path | None, json_path: Path | None, image: str | None = None) -> None:
     """Check with the grader that each task's gold patch resolves it, the empty patch does not, and
     that results are stable across --repeat runs (flaky tests reported)."""
     from patchgym.harness.validate import validate_tasks
     from patchgym.tasks.cli import load_or_fail, progress_bar
 
     tasks = load_or_fail(tasks_spec, ids)
-    factory = _factory(backend)
-    with progress_bar() as progress:
+    factory = _factory(backend, image)
+    with _closing(factory), progress_bar() as progress:
         bar = progress.add_task("validating", total=len(tasks))
 
         def on_done(validation) -> None:

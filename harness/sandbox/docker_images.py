@@ -151,7 +151,7 @@ def setup_script(prepared: PreparedTask) -> str:
     """What runs in the build container: the venv from the image's python3, the task's setup in it
     at /testbed, then the test runner when the grader needs it (as tasks.environment does)."""
     task = prepared.task
-    lines = ["set -e", f"python3 -m venv {VENV_MOUNT}", f". {VENV_MOUNT}/bin/activate", f"cd {TESTBED}"]
+    lines = ["set -e", f"mkdir -p {TESTBED}", f"python3 -m venv {VENV_MOUNT}", f". {VENV_MOUNT}/bin/activate", f"cd {TESTBED}"]
     lines += list(task.environment.setup)
     if needs_pytest(task):
         lines.append(ENSURE_PYTEST)
@@ -187,12 +187,17 @@ def _run_build_container(client: Any, image: str, prepared: PreparedTask, *, scr
                          kind: str, key: str, tag: str, log_path: Path) -> None:
     """Create a container from `image`, copy the repository in if asked, run `script` (with network),
     and commit the result as `tag`. The container is removed whatever happens."""
+    docker = remote.import_sdk("docker", "docker", "Docker")
     name = f"patchgym-build-{remote.owner_label().replace(':', '-')}-{key}"
     env, volumes = _pip_environment() if script else ({}, {})
     env.update({"HOME": "/tmp", "LC_CTYPE": "C.UTF-8"})
     container = client.containers.create(
         image, ["bash", "-c", script or "true"], name=name, labels=remote.labels(prepared.instance_id, name),
-        environment=env, volumes=volumes, network_mode="host" if script else "none", working_dir="/",
+        environment=env, network_mode="host" if script else "none", working_dir="/",
+        # HostConfig mounts, not `volumes=`: the SDK also records those as the container's VOLUMEs,
+        # which the committed image would then carry into every sandbox.
+        mounts=[docker.types.Mount(target=spec["bind"], source=source, type="bind", read_only=spec["mode"] == "ro")
+                for source, spec in volumes.items()],
     )
     try:
         if with_repo:
