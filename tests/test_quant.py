@@ -373,6 +373,8 @@ def test_bad_calls_are_clear_errors():
         quantize_activations(torch.ones(4), "mxfp4")
     with pytest.raises(ValueError, match="rank >= 1"):
         quantize_dequantize(torch.tensor(1.0), "fp8_e4m3")
+    with pytest.raises(ValueError, match="empty"):
+        encode(torch.ones(3, 0), "mxfp4")
     with pytest.raises(ValueError, match="floating-point"):
         quantize_dequantize(torch.ones(4, dtype=torch.int64), "nvfp4")
     with pytest.raises(ValueError, match="torch.Tensor"):
