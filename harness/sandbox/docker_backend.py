@@ -455,7 +455,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         self.progress = progress
         self._client = client
         super().__init__()
-        self._images: dict[str, str] = {}  # prepared key -> its built task image
+        self._images: dict[tuple[str, str, str], str] = {}  # (key, repo, commit) -> the task image built
         self._image_lock = threading.Lock()
         self.reaped: list[str] = self.reap() if reap and client is not None else []
         self._reap_pending = reap and client is None
@@ -503,8 +503,9 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         missing = f"task {prepared.instance_id} has no environment.image and the docker factory has no default_image"
         if not self.build_images:
             raise SandboxError(f"{missing} (pass --image, or let the factory build task images)")
+        cache_key = (prepared.key, str(prepared.repo_dir), prepared.base_commit)
         with self._image_lock:
-            image = self._images.get(prepared.key)
+            image = self._images.get(cache_key)
         if image is None:
             from patchgym.harness.sandbox import docker_images
 
@@ -517,7 +518,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
                 raise SandboxError(f"{missing}; building its image from environment.setup failed: "
                                    f"{type(exc).__name__}: {exc}") from exc
             with self._image_lock:
-                self._images[prepared.key] = image
+                self._images[cache_key] = image
         return image, True
 
     def open(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> DockerSandbox:

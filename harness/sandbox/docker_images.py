@@ -158,15 +158,22 @@ def setup_script(prepared: PreparedTask) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _repository_identity(prepared: PreparedTask) -> dict[str, str]:
+    # The preparation key hashes what preparation depends on; the snapshot's path and commit are
+    # added because tasks prepared by hand (tests, tools) may reuse one key for different trees.
+    return {"key": prepared.key, "repo": str(Path(prepared.repo_dir).resolve()), "commit": prepared.base_commit,
+            "instance": prepared.instance_id}
+
+
 def env_image_key(prepared: PreparedTask, base: str) -> str:
     task = prepared.task
     shape = {"base": base, "setup": task.environment.setup, "needs_pytest": needs_pytest(task),
-             "repo": None if task.environment.shared else prepared.key, "v": RECIPE_VERSION}
+             "repo": None if task.environment.shared else _repository_identity(prepared), "v": RECIPE_VERSION}
     return _key(shape)
 
 
 def task_image_key(prepared: PreparedTask, base: str) -> str:
-    return _key({"env": env_image_key(prepared, base), "prepared": prepared.key, "v": RECIPE_VERSION})
+    return _key({"env": env_image_key(prepared, base), "repo": _repository_identity(prepared), "v": RECIPE_VERSION})
 
 
 def _pip_environment() -> tuple[dict[str, str], dict[str, dict[str, str]]]:

@@ -1,0 +1,44 @@
+"""Shared pieces of the docker tests: why they cannot run here (no SDK, no engine answering, no base
+image), a factory whose images and containers are real, and a check that a run left nothing of
+its own on the engine. Imported by tests/test_docker_*.py; holds no tests itself."""
+
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+
+@functools.lru_cache(maxsize=1)
+def docker_reason() -> str | None:
+    """Why the docker tests cannot run here, or None (cached: the engine is asked once)."""
+    from patchgym.harness.sandbox.docker_backend import image_missing_reason, unavailable_reason
+    from patchgym.harness.sandbox.docker_images import base_image_tag
+
+    reason = unavailable_reason()
+    if reason:
+        return f"{reason}; .ci/docker-setup starts one as root"
+    return image_missing_reason(base_image_tag())
+
+
+def needs_docker() -> list[pytest.MarkDecorator]:
+    """The marks of a test that needs the engine: `docker`, and a skip with the reason without one."""
+    reason = docker_reason()
+    return [pytest.mark.docker, pytest.mark.skipif(reason is not None, reason=reason or "")]
+
+
+def client():
+    import docker
+
+    return docker.from_env()
+
+
+def containers_of(owner_pid: int) -> list[str]:
+    """Names of the containers on the engine whose owner label names `owner_pid` on this host."""
+    import socket
+
+    from patchgym.harness.sandbox import remote
+
+    prefix = f"{socket.gethostname()}:{owner_pid}:"
+    return [c.name for c in client().containers.list(all=True, filters={"label": remote.LABEL})
+            if c.labels.get(remote.OWNER_LABEL, "").startswith(prefix)]
