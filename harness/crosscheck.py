@@ -25,7 +25,7 @@ from patchgym.harness.runner import GradingRun, is_direct_runner
 from patchgym.harness.verdict import F2P, MISSING, P2P, all_pass, lookup, graded_statuses
 from patchgym.tasks.model import Task
 
-DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch")
+DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch", "canary_not_run:")
 
 
 @dataclass
@@ -41,6 +41,28 @@ class Outcome:
     @property
     def resolved(self) -> bool:
         return all_pass(self.tests) and not self.disqualified
+
+    @property
+    def tampered(self) -> bool:
+        """The reporter saw tampering (an integrity finding, a canary that did not fail)."""
+        return any(flag.startswith("tamper:") for flag in self.flags)
+
+
+def canary_flags(stream) -> list[str]:
+    """Every planted canary must fail. One that passed, xfailed, was skipped or never reported is
+    tampering -- unless its module failed to collect (then the graded tests there did not run either)."""
+    if not stream.canary_count or not stream.ended:
+        return []
+    flags = []
+    for number in range(stream.canary_count):
+        status = stream.canaries.get(number)
+        if status in ("FAILED", "ERROR"):
+            continue
+        if status is None and stream.collect_errors:
+            flags.append(f"canary_not_run: canary {number} (collection errors)")
+            continue
+        flags.append(f"tamper: canary_did_not_fail: canary {number} {status or MISSING}")
+    return flags
 
 
 def decide(task: Task, run: GradingRun) -> Outcome:
@@ -62,6 +84,7 @@ def decide(task: Task, run: GradingRun) -> Outcome:
     tests = graded_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, stream.tests)
     flags += [f"result_stream: {problem}" for problem in stream.problems]
     flags += [f"tamper: {what}" for what in stream.integrity]
+    flags += canary_flags(stream)
     for test_id, note in stream.notes.items():
         flags.append(f"note: {test_id}: {note}")
 

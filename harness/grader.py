@@ -28,7 +28,8 @@ from pathlib import Path
 from patchgym.harness.apply import new_marker, parse_tree_output, tree_script
 from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
-from patchgym.harness.neutralize import Plan, installed_module_names, plan_neutralization, pytest_sections_changed
+from patchgym.harness.neutralize import (Plan, grading_test_roots, installed_module_names, plan_neutralization,
+                                         pytest_sections_changed)
 from patchgym.harness.patch_check import check_patch
 from patchgym.harness.runner import GradingRun, grading_command, pytest_files, run_tests, shell_command
 from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFactory, get_factory
@@ -166,7 +167,7 @@ class _Grading:
             wall = time.time()
             run = run_tests(sandbox, self.task, grading_command(self.task), patched_files=patched,
                             protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task),
-                            timeout_s=self.deadline.check("applying the patch"))
+                            timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots())
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
             self.durations["apply"] = round(max(0.0, split - wall), 4)
             self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
@@ -188,9 +189,13 @@ class _Grading:
         present = set(parse_tree_output(marker, result.output).present)
         run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None),
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
-                        timeout_s=self.deadline.check("running the tests"))
+                        timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots())
         self._timed("tests", started)
         return self._finish(run)
+
+    def _test_roots(self) -> list[str]:
+        """The folders that hold the grading tests (what code under test may not write into)."""
+        return sorted(grading_test_roots(self.task.test_files()))
 
     def _after_tree(self, tree, output: str, plan: Plan, test_patch_path: str | None, *, timed_out: bool) -> Verdict | None:
         """Read what preparing the tree did; a verdict if grading stops there."""
@@ -231,7 +236,8 @@ class _Grading:
             return self.verdict("timeout", error=f"the tests ran past the deadline ({self.deadline.seconds:.0f}s)")
         outcome = decide(self.task, run)
         self.flags += outcome.flags
-        return self.verdict("resolved" if outcome.resolved else "unresolved", tests=outcome.tests)
+        status = "resolved" if outcome.resolved else "tampered" if outcome.tampered else "unresolved"
+        return self.verdict(status, tests=outcome.tests)
 
     def _base_text(self, path: str) -> str | None:
         """A file at base_commit, read from the prepared repository on the host (no sandbox trip)."""

@@ -41,6 +41,7 @@ import unittest
 import pytest
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _state = {"claimed": False}
 
@@ -147,10 +148,38 @@ def _namespace():
             entries.append(("unittest.TestCase." + name, testcase, name, value))
     entries.append(("unittest.TestCase", vars(unittest), "TestCase", unittest.TestCase))
     for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
-                 "__import__", "print", "repr", "str", "int", "float", "type", "compile", "exec"):
+                 "__import__", "print", "repr", "str", "int", "float", "type", "compile", "exec", "__build_class__",
+                 "getattr", "setattr", "hasattr", "callable", "super", "object"):
         if name in vars(builtins):
             entries.append(("builtins." + name, vars(builtins), name, vars(builtins)[name]))
     return entries
+
+
+def _class_keys():
+    """The attribute names of the classes a test run depends on (a new `__init_subclass__` on
+    TestCase, or a method added to pytest's Function, is not an identity change of anything
+    snapshotted above)."""
+    classes = [unittest.TestCase, unittest.TestSuite, unittest.TestResult]
+    for module_name, name in (("_pytest.python", "Function"), ("_pytest.python", "Module"), ("_pytest.python", "Class"),
+                              ("_pytest.runner", "CallInfo"), ("_pytest.reports", "TestReport")):
+        module = sys.modules.get(module_name)
+        if module is not None and isinstance(getattr(module, name, None), type):
+            classes.append(getattr(module, name))
+    return [(cls, frozenset(vars(cls))) for cls in classes]
+
+
+def _changed_keys(entries):
+    return ["{}.{} (attributes added or removed)".format(cls.__module__, cls.__qualname__)
+            for cls, keys in entries if _keys_changed(cls, keys)]
+
+
+def _keys_changed(cls, keys):
+    """Attributes removed, or added ones that can act (callables, descriptors); plain data flags
+    pytest sets on its own classes (`_pytest_diamond_inheritance_warning_shown`) do not count."""
+    now = vars(cls)
+    if not keys <= frozenset(now):
+        return True
+    return any(callable(now[name]) or hasattr(type(now[name]), "__get__") for name in frozenset(now) - keys)
 
 
 def _digest(path):
@@ -168,7 +197,7 @@ def _changed(entries):
 class Reporter:
     """The per-session reporter, registered on the outermost pytest config only."""
 
-    def __init__(self, config, mac, fd):
+    def __init__(self, config, mac, fd, planted=(), guard_module=None):
         self._mac = mac
         self._fd = fd
         self._nonce = str(config.get("nonce", ""))
@@ -177,6 +206,15 @@ class Reporter:
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self._started = time.time()
         self._protected = self._hash_protected(config.get("protected_files", []))
+        self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
+        self._canary_items = {}  # node id -> index into _canaries
+        self._guard = None
+        self._guard_state = None
+        if guard_module is not None:
+            roots = [os.path.join(self._testbed, r) for r in config.get("test_roots", [])]
+            self._guard = guard_module.install(self._testbed, self._patched, set(self._protected), roots, _OWN_DIR)
+            if self._guard is not None:
+                self._guard_state = self._guard.snapshot()
         self._phases = {}  # node id -> {phase: status}
         self._untrusted = {}  # node id -> (violation, where) for a skip/xfail that came from the patch
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
@@ -188,7 +226,21 @@ class Reporter:
         # Snapshots last, so that the wrappers installed above are part of them.
         self._machinery = _machinery()
         self._namespace = _namespace()
+        self._class_keys = _class_keys()
         self._reported_violations: set[str] = set()
+        if self._guard is not None:
+            self._guard.emit = self._violation
+        if hasattr(os, "register_at_fork"):
+            # A forked child (the test's, or code of the patch) must not write to the stream.
+            os.register_at_fork(after_in_child=self._disown)
+
+    def _disown(self):
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     # --- the signed channel -------------------------------------------------------------------
     def emit(self, kind, **fields):
@@ -198,6 +250,8 @@ class Reporter:
         mac.update(f"{self._nonce}\n{self._seq}\n{payload}".encode())
         line = f"{payload}\t{mac.hexdigest()}\n".encode()
         self._seq += 1
+        if self._fd is None:
+            return
         try:
             os.write(self._fd, line)
         except OSError:
@@ -273,6 +327,10 @@ class Reporter:
     def check_machinery(self):
         for name in _changed(self._machinery):
             self._violation("replaced", name)
+        for name in _changed_keys(self._class_keys):
+            self._violation("replaced", name)
+        if self._guard is not None:
+            self._guard.check_state(self._guard_state)
 
     def check_namespace(self):
         for name in _changed(self._namespace):
@@ -470,6 +528,10 @@ class Reporter:
         status = phases.get("setup") or phases.get("call") or "ERROR"
         if phases.get("teardown") == "ERROR":
             status = "ERROR"
+        if nodeid in self._canary_items:
+            # The grader learns a canary's number and outcome, never its name.
+            self.emit("canary", n=self._canary_items[nodeid], status=status)
+            return
         fields = {"id": nodeid, "status": status}
         if nodeid in self._untrusted and status in ("SKIPPED", "XFAIL", "PASSED", "XPASS"):
             fields["status"] = "FAILED"
@@ -487,8 +549,22 @@ class Reporter:
         if report.failed:
             self.emit("collect", id=report.nodeid, status="ERROR")
 
+    def _map_canaries(self, items):
+        wanted = {}
+        for index, canary in enumerate(self._canaries):
+            wanted[(os.path.realpath(os.path.join(self._testbed, canary.path)), canary.container, canary.name)] = index
+        for item in items:
+            cls = getattr(item, "cls", None)
+            path = getattr(item, "path", None) or getattr(item, "fspath", None)
+            if path is None:
+                continue
+            key = (os.path.realpath(str(path)), cls.__name__ if cls is not None else None, getattr(item, "name", None))
+            if key in wanted:
+                self._canary_items[item.nodeid] = wanted[key]
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
+        self._map_canaries(session.items)
         for item in session.items:
             self._collected_xfail[item.nodeid] = list(item.iter_markers(name="xfail"))
             if hasattr(item, "addSuccess"):  # a unittest.TestCase test run by pytest
@@ -511,12 +587,11 @@ class Reporter:
         self.check_machinery()
         self.check_namespace()
         self.check_hooks(session.config)
+        if self._guard is not None:
+            self._guard.active = False  # pytest's own teardown from here on
         self.emit("end", exitstatus=int(exitstatus), testsfailed=int(session.testsfailed),
                   testscollected=int(session.testscollected))
-        try:
-            os.close(self._fd)
-        except OSError:
-            pass
+        self._disown()
 
 
 _registrations = []  # (plugin, the files on the stack that registered it) for every plugin pytest registered
@@ -541,8 +616,28 @@ def _claim():
         return None
     mac = hmac.new(key, digestmod=hashlib.sha256)
     del key
-    reporter = Reporter(config, mac, fd)
+    testbed = os.path.realpath(config.get("testbed") or os.getcwd())
+    # The proof of order: no code of the repository may have run before this module.
+    early = []
+    guard_module = planted = None
+    try:
+        import patchgym_audit_hook as guard_module
+
+        early = guard_module.imported_repository_modules(testbed, _OWN_DIR)
+    except ImportError:
+        guard_module = None
+    try:
+        import patchgym_canaries
+
+        planted = patchgym_canaries.plant(config, testbed, "pytest")
+    except ImportError:
+        planted = []
+    reporter = Reporter(config, mac, fd, planted=planted, guard_module=guard_module)
     reporter.emit("start", pid=os.getpid(), python=sys.version.split()[0], pytest=pytest.__version__)
+    if config.get("canaries"):
+        reporter.emit("canaries", count=len(planted))
+    for name in early:
+        reporter._violation("repository_code_ran_before_the_grader", name)
     return reporter
 
 
@@ -554,4 +649,8 @@ def pytest_configure(config):
     if _pending is not None and not _state["claimed"]:
         _state["claimed"] = True
         config.pluginmanager.register(_pending, "patchgym-grading-reporter")
+        if _pending._canaries and hasattr(config, "option"):
+            # The canaries fail by design: -x / --maxfail from the repository's addopts must not stop
+            # the session before the graded tests after them have run.
+            config.option.maxfail = 0
         _pending = None

@@ -19,7 +19,7 @@ from typing import Any, Iterable
 from patchgym.harness.predictions import Prediction
 from patchgym.harness.verdict import F2P, P2P, Verdict, f2p_passes, p2p_passes
 
-COMPLETED = {"resolved", "unresolved", "timeout"}
+COMPLETED = {"resolved", "unresolved", "tampered", "timeout"}
 ERRORS = {"patch_error", "infra_error"}
 
 

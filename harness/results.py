@@ -21,6 +21,9 @@ PLUGIN_MODULE = "patchgym_grading_reporter"
 PLUGIN_SOURCE = Path(__file__).with_name("pytest_reporter.py")
 UNITTEST_MODULE = "patchgym_unittest_reporter"
 UNITTEST_SOURCE = Path(__file__).with_name("unittest_reporter.py")
+# Helpers both reporters import from the same folder: (module name in the sandbox, source here).
+HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
+           ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")))
 
 
 @dataclass(frozen=True)
@@ -48,6 +51,8 @@ class StreamResults:
     notes: dict[str, str] = field(default_factory=dict)  # node id -> why a status was changed
     collect_errors: list[str] = field(default_factory=list)
     integrity: list[str] = field(default_factory=list)  # tampering the plugin saw, "what: detail"
+    canary_count: int | None = None  # canaries the reporter planted (None: none were asked for)
+    canaries: dict[int, str] = field(default_factory=dict)  # canary number -> its outcome
     started: bool = False
     ended: bool = False
     exitstatus: int | None = None
@@ -64,10 +69,16 @@ def new_channel() -> Channel:
 
 
 def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
-                   protected_files: list[str] | None = None) -> str:
-    """The JSON the plugin reads from stdin."""
-    return json.dumps({"key": channel.key.hex(), "nonce": channel.nonce, "results": channel.results_path,
-                       "patched_files": patched_files, "testbed": testbed, "protected_files": protected_files or []})
+                   protected_files: list[str] | None = None, canary_ids: list[str] | None = None,
+                   test_roots: list[str] | None = None) -> str:
+    """The JSON the plugin reads from stdin. `canary_ids` (the graded test ids) asks for canaries
+    next to them, from a fresh secret seed; `test_roots` are the folders writes may not reach."""
+    config = {"key": channel.key.hex(), "nonce": channel.nonce, "results": channel.results_path,
+              "patched_files": patched_files, "testbed": testbed, "protected_files": protected_files or [],
+              "test_roots": test_roots or []}
+    if canary_ids:
+        config["canaries"] = {"seed": secrets.randbits(64), "ids": list(canary_ids)}
+    return json.dumps(config)
 
 
 def _signature(channel: Channel, seq: int, payload: str) -> str:
@@ -112,6 +123,13 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             out.collect_errors.append(str(record.get("id")))
         elif kind == "integrity":
             out.integrity.append(f"{record.get('what')}: {record.get('detail')}")
+        elif kind == "canaries":
+            out.canary_count = int(record.get("count", 0))
+        elif kind == "canary":
+            number, status = int(record.get("n", -1)), str(record.get("status"))
+            previous = out.canaries.get(number)
+            if previous is None or status not in ("FAILED", "ERROR"):
+                out.canaries[number] = status  # reported twice: a pass anywhere stands
         elif kind == "end":
             out.ended = True
             out.exitstatus = int(record.get("exitstatus", -1))

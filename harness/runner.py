@@ -18,8 +18,8 @@ import shlex
 from dataclasses import dataclass
 
 from patchgym.harness.neutralize import looks_like_test
-from patchgym.harness.results import (PLUGIN_MODULE, PLUGIN_SOURCE, UNITTEST_MODULE, UNITTEST_SOURCE, Channel,
-                                      channel_config, new_channel)
+from patchgym.harness.results import (HELPERS, PLUGIN_MODULE, PLUGIN_SOURCE, UNITTEST_MODULE, UNITTEST_SOURCE,
+                                      Channel, channel_config, new_channel)
 from patchgym.harness.sandbox.base import CommandResult, Sandbox
 from patchgym.tasks.model import Task, file_of_test_id
 from patchgym.tasks.patches import files_touched
@@ -85,9 +85,17 @@ class GradingRun:
     tests_started_at: float | None = None  # wall clock when the test command began (after the prelude)
 
 
+def canaries_apply(task: Task) -> bool:
+    """Canaries run where the grader chooses what is collected: the default pytest command (whole
+    test files) and the signed unittest runner (which adds their ids itself). A custom `test_cmd`
+    may select tests by id, so a canary could be left out honestly: none are planted there."""
+    return not task.test_cmd and task.log_parser in ("pytest", "unittest")
+
+
 def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float,
               protected_files: list[str] | None = None, prelude: str | None = None, marker: str = "",
-              executed: str | None = None) -> GradingRun:
+              executed: str | None = None, test_roots: list[str] | None = None,
+              canaries: bool | None = None) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line."""
@@ -104,8 +112,16 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         else:
             sandbox.write_file(channel.plugin_path, PLUGIN_SOURCE.read_bytes())
             env["PYTEST_PLUGINS"] = PLUGIN_MODULE
+            # `-p` loads the reporter while pytest pre-parses its arguments: before the plugins of
+            # installed entry points, which may be the repository's own code.
+            env["PYTEST_ADDOPTS"] += f" -p {PLUGIN_MODULE}"
+        for module, source in HELPERS:
+            sandbox.write_file(f"{channel.workdir}/{module}.py", source.read_bytes())
         env.update({"PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
-        stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files)
+        wants_canaries = canaries_apply(task) if canaries is None else canaries
+        stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files,
+                               canary_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if wants_canaries else None,
+                               test_roots=test_roots)
         # A command that sets PYTHONPATH itself keeps the reporter importable.
         executed = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", executed)
     begin = f"{marker} tests_begin"

@@ -29,6 +29,7 @@ import unittest
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
 _MISSING = object()
+_OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 
 
 def _read_config():
@@ -56,10 +57,17 @@ def _watched():
     for name in ("TestCase", "TestResult", "TextTestResult", "TextTestRunner", "TestSuite"):
         entries.append(("unittest." + name, vars(unittest), name, getattr(unittest, name)))
     for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
-                 "__import__", "print", "repr", "str", "int", "float", "type"):
+                 "__import__", "print", "repr", "str", "int", "float", "type", "__build_class__", "getattr",
+                 "setattr", "super", "object", "compile", "exec"):
         if name in vars(builtins):
             entries.append(("builtins." + name, vars(builtins), name, vars(builtins)[name]))
     return entries
+
+
+def _class_keys():
+    """Attribute names of unittest's classes: an added `__init_subclass__` is no identity change."""
+    return [(cls, frozenset(vars(cls))) for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestResult,
+                                                     unittest.TextTestResult, unittest.TestLoader)]
 
 
 class _Channel:
@@ -70,6 +78,16 @@ class _Channel:
         self._nonce = str(config.get("nonce", ""))
         self._fd = os.open(config["results"], os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         self._seq = 0
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(after_in_child=self.disown)  # a forked child must not write to the stream
+
+    def disown(self):
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            try:
+                os.close(fd)
+            except OSError:
+                pass
 
     def emit(self, kind, **fields):
         record = dict(fields, seq=self._seq, kind=kind)
@@ -77,6 +95,8 @@ class _Channel:
         mac = self._mac.copy()
         mac.update("{}\n{}\n{}".format(self._nonce, self._seq, payload).encode())
         self._seq += 1
+        if self._fd is None:
+            return
         try:
             os.write(self._fd, "{}\t{}\n".format(payload, mac.hexdigest()).encode())
         except OSError:
@@ -159,9 +179,15 @@ def _flatten(suite):
             yield test
 
 
-def _result_class(statuses, provenance):
+def _result_class(statuses, provenance, canaries=None):
+    canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
+
     def record(test, status):
         test_id = test.id()
+        if test_id in canaries:
+            if canaries[test_id].get("status") not in ("FAILED", "ERROR"):
+                canaries[test_id]["status"] = status
+            return
         if status in ("SKIPPED", "XFAIL", "PASSED"):
             problem = provenance.untrusted(test, status)
             if problem is not None:
@@ -204,7 +230,10 @@ def _result_class(statuses, provenance):
         def addSubTest(self, test, subtest, err):
             super(SignedResult, self).addSubTest(test, subtest, err)
             if err is not None:
-                statuses[test.id()] = "FAILED"
+                if test.id() in canaries:
+                    canaries[test.id()]["status"] = "FAILED"
+                else:
+                    statuses[test.id()] = "FAILED"
 
     return SignedResult
 
@@ -214,25 +243,68 @@ def main(argv):
     if not config:
         sys.stderr.write("patchgym_unittest_reporter: no grading configuration on stdin\n")
         return 2
+    testbed = os.path.realpath(config.get("testbed") or os.getcwd())
     channel = _Channel(config)
+    early, guard, planted = [], None, []
+    try:
+        import patchgym_audit_hook
+
+        early = patchgym_audit_hook.imported_repository_modules(testbed, _OWN_DIR)
+    except ImportError:
+        patchgym_audit_hook = None
+    try:
+        import patchgym_canaries
+
+        planted = patchgym_canaries.plant(config, testbed, "unittest")
+    except ImportError:
+        patchgym_canaries, planted = None, []
     watched = _watched()
+    class_keys = _class_keys()
     provenance = _Provenance(config, channel)
     provenance.watch_skips()
+    if patchgym_audit_hook is not None:
+        patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
+        graded_files = patchgym_canaries.graded_by_file(argv, "unittest", testbed) if patchgym_canaries is not None else {}
+        protected = {os.path.realpath(os.path.join(testbed, rel)) for rel in graded_files}
+        protected.update(os.path.realpath(os.path.join(testbed, c.path)) for c in planted)
+        roots = [os.path.join(testbed, r) for r in config.get("test_roots", [])]
+        guard = patchgym_audit_hook.install(testbed, patched, protected, roots, _OWN_DIR)
+        if guard is not None:
+            guard.emit = lambda what, detail: channel.emit("integrity", what=what, detail=detail)
+            guard_state = guard.snapshot()
     channel.emit("start", pid=os.getpid(), python=sys.version.split()[0], runner="unittest")
+    if config.get("canaries"):
+        channel.emit("canaries", count=len(planted))
+    for name in early:
+        channel.emit("integrity", what="repository_code_ran_before_the_grader", detail=name)
     statuses = {}
+    canaries = {c.unittest_id(): {"n": n, "status": None} for n, c in enumerate(planted)}
     # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
     suite = unittest.TestSuite()
-    for name in argv:
+    for name in list(argv) + list(canaries):
         part = unittest.defaultTestLoader.loadTestsFromName(name)
         provenance.load(part)
+        if any(type(t).__name__ in ("_FailedTest", "ModuleImportFailure") for t in _flatten(part)):
+            channel.emit("collect", id=name, status="ERROR")
         suite.addTest(part)
-    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2, resultclass=_result_class(statuses, provenance))
+    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2,
+                                     resultclass=_result_class(statuses, provenance, canaries))
     result = runner.run(suite)
+    if guard is not None:
+        guard.check_state(guard_state)
+        guard.active = False
     for test_id, status in statuses.items():
         channel.emit("test", id=test_id, status=status)
+    for entry in canaries.values():
+        if entry["status"] is not None:
+            channel.emit("canary", n=entry["n"], status=entry["status"])
     for label, namespace, name, value in watched:
         if namespace.get(name, _MISSING) is not value:
             channel.emit("integrity", what="replaced", detail=label)
+    for cls, keys in class_keys:
+        now = vars(cls)
+        if not keys <= frozenset(now) or any(callable(now[k]) or hasattr(type(now[k]), "__get__") for k in frozenset(now) - keys):
+            channel.emit("integrity", what="replaced", detail="unittest.{} (attributes added or removed)".format(cls.__name__))
     exitstatus = 0 if result.wasSuccessful() else 1
     channel.emit("end", exitstatus=exitstatus, testsrun=result.testsRun)
     sys.stderr.flush()

@@ -20,7 +20,9 @@ from pydantic import BaseModel, Field
 
 from patchgym.harness.parsers import PASSING, TestStatus
 
-Status = Literal["resolved", "unresolved", "empty_patch", "patch_error", "timeout", "infra_error"]
+# `tampered`: the run was not trusted because the reporter saw tampering (integrity findings, the
+# audit hook's refusals, a canary that did not fail); reward 0 like `unresolved`.
+Status = Literal["resolved", "unresolved", "tampered", "empty_patch", "patch_error", "timeout", "infra_error"]
 MISSING = "MISSING"
 F2P, P2P = "FAIL_TO_PASS", "PASS_TO_PASS"
 

@@ -313,7 +313,9 @@ def test_library_code_that_rewrites_test_files_on_disk_before_they_are_collected
         """)
     verdict = grade(task, {"calc/__init__.py": rewrite + BASE_FILES["calc/__init__.py"]})
     assert_zero(verdict)
-    assert any(flag.startswith("tamper: test_file_changed_during_run") for flag in verdict.flags), verdict.flags
+    # The audit hook refuses the write (round 3); the hashes would catch it if it got through.
+    assert any(flag.startswith(("tamper: test_file_changed_during_run", "tamper: audit_refused: writing"))
+               for flag in verdict.flags), verdict.flags
 
 
 def test_import_hook_that_serves_forged_test_modules(task):

@@ -1,0 +1,285 @@
+"""The grader's audit hook: refuses, while the patch's code is on the stack, the operations that
+reach into the test machinery from inside the process.
+
+Copied into the grading sandbox next to the reporters (as `patchgym_audit_hook`) and installed by
+them with `sys.addaudithook` before any code of the repository runs (Python >= 3.8; an audit hook
+cannot be removed, by design of PEP 578). Standard library only, Python >= 3.6 syntax.
+
+What is refused (the hook raises `GradingRefusal`, a RuntimeError, and records a finding the
+reporter signs into the result stream), by CPython audit event:
+- tracing and profiling: `sys.settrace`, `sys.setprofile` (also when a thread starts with a trace
+  function from `threading.settrace` that the patch's code defined);
+- new audit hooks: `sys.addaudithook` (CPython then silently does not add the hook);
+- code objects swapped into functions: `object.__setattr__` with `__code__`;
+- the garbage collector's object walks: `gc.get_objects`, `gc.get_referrers`, `gc.get_referents`;
+- ctypes reaching into the interpreter's memory: `ctypes.cdata` (`from_address`),
+  `ctypes.string_at`, `ctypes.wstring_at`, `ctypes.PyObj_FromPtr`, and `ctypes.dlsym` of the
+  C API (`Py*`/`_Py*` names: `pythonapi.PyFrame_LocalsToFast`, ...);
+- loading bytecode outside the import system: `marshal.loads` / `marshal.load`;
+- writes (`open` for writing, `os.rename`, `os.remove`, `os.link`, `os.symlink`, `os.truncate`,
+  `shutil.copyfile`, ...) to the protected test files, anything under the test roots, bytecode
+  (`*.pyc`, `__pycache__/`), `*.pth`, `conftest.py`/`sitecustomize.py`/`usercustomize.py`, and new
+  modules (`*.py`, `*.so`) outside the temporary directory.
+
+"The patch's code on the stack" is decided from the frames' `co_filename` (cached per name): a
+file the patch changed, a file created or rewritten since the reporter started (outside the
+reporter's own folder), or a name that code of the patch compiled or constructed (`compile`,
+`exec`, `code.__new__` events with such code on the stack taint the file name they give, so
+`exec(compile(src, "/usr/lib/python3/x.py", "exec"))` does not launder code). Unchanged library
+code, the test files, conftests and pytest itself are not, so an honest library calling
+`gc.collect()`, starting threads, or using ctypes for its own work is not affected; only the
+operations above are refused, and only with the patch's code on the stack.
+
+Also here: `imported_repository_modules()`, the proof that the reporter was loaded before any
+repository code ran (a module under the testbed already in `sys.modules`).
+
+Not covered (see docs/grading.md): ctypes pointers made with `cast` and raw C calls, which CPython
+does not audit; code that reaches the hook's own state through frames or closures; a patch to
+pytest's own repository (pytest's frames are trusted by construction).
+"""
+
+import os
+import sys
+import tempfile
+
+_WATCHED = frozenset({
+    "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
+    "gc.get_objects", "gc.get_referrers", "gc.get_referents",
+    "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym",
+    "ctypes.dlsym/handle", "marshal.loads", "marshal.load", "compile", "exec", "code.__new__",
+    "open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.symlink", "os.truncate", "os.utime",
+    "shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.rmtree", "sys.monitoring.register_callback",
+    "sys._settraceallthreads", "sys._setprofileallthreads",
+})
+_WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+_INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini",
+                          "tox.ini", "setup.cfg", "pyproject.toml", "pytest.toml", ".pytest.toml"})
+_IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
+
+
+class GradingRefusal(RuntimeError):
+    """Raised by the grader's audit hook: an operation the patch's code may not perform here."""
+
+
+def _text(path):
+    if isinstance(path, bytes):
+        return path.decode("utf-8", "replace")
+    if isinstance(path, str):
+        return path
+    fspath = getattr(path, "__fspath__", None)
+    if fspath is not None:
+        try:
+            return _text(fspath())
+        except Exception:  # noqa: BLE001  an odd path object: not a file name
+            return None
+    return None
+
+
+class Guard(object):
+    """The hook's state. `findings` holds (what, detail) pairs; `emit`, when set, is called with each."""
+
+    def __init__(self, testbed, patched, protected, test_roots, own_dir):
+        self.testbed = os.path.realpath(testbed)
+        self.patched = set(patched)
+        self.protected = set(protected)
+        self.test_roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_roots)
+        self.own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
+        self.tempdir = os.path.realpath(tempfile.gettempdir()).rstrip("/") + "/"
+        self.started = _now()
+        self.tainted = set()
+        self.findings = []
+        self.emit = None
+        self._cache = {}
+        self.active = True
+
+    # --- whose code is on the stack ------------------------------------------------------------
+    def untrusted_file(self, filename):
+        cached = self._cache.get(filename)
+        if cached is not None:
+            return cached
+        verdict = self._classify(filename)
+        if len(self._cache) < 100000:
+            self._cache[filename] = verdict
+        return verdict
+
+    def _classify(self, filename):
+        if filename in self.tainted:
+            return True
+        if not filename or filename.startswith("<"):
+            return False
+        real = os.path.realpath(filename)
+        if real in self.patched:
+            return True
+        if real.startswith(self.own_dir) or real in self.protected or real.startswith(self.test_roots):
+            return False
+        if "/_pytest/" in real or "/pluggy/" in real:
+            return False
+        try:
+            mtime = os.stat(real).st_mtime
+        except OSError:
+            return False
+        # Written after the reporter started: created or rewritten by code of this run (the tree
+        # was prepared before the test command began, so nothing honest is that new).
+        return mtime >= self.started
+
+    def culprit(self, frame):
+        """The first frame's file on the stack that is the patch's code, or None."""
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.untrusted_file(filename):
+                return filename
+            frame = frame.f_back
+        return None
+
+    def taint(self, filename):
+        filename = _text(filename)
+        if filename and filename not in self.tainted:
+            self.tainted.add(filename)
+            self._cache.pop(filename, None)
+
+    # --- reporting ------------------------------------------------------------------------------
+    def found(self, what, detail):
+        self.findings.append((what, detail))
+        if self.emit is not None:
+            try:
+                self.emit(what, detail)
+            except Exception:  # noqa: BLE001  the finding stays in `findings`
+                pass
+
+    def refuse(self, event, culprit, detail=""):
+        where = os.path.relpath(culprit, self.testbed) if culprit.startswith(self.testbed) else culprit
+        self.found("audit_refused", "{}{} from {}".format(event, " " + detail if detail else "", where))
+        raise GradingRefusal("patchgym grading: {} is not allowed from {}".format(event, where))
+
+    # --- what a write may not reach ----------------------------------------------------------------
+    def protected_target(self, path):
+        path = _text(path)
+        if not path:
+            return False
+        real = os.path.realpath(path)
+        name = os.path.basename(real)
+        if real in self.protected or real.startswith(self.test_roots):
+            return True
+        if name.endswith((".pyc", ".pyo", ".pth")) or "/__pycache__/" in real + "/" or ".pyc." in name:
+            return True
+        if name in _INFRA_NAMES and real.startswith(self.testbed + "/"):
+            return True
+        if name.endswith((".py", ".so", ".pyd")) and not real.startswith(self.tempdir):
+            return True
+        return False
+
+    # --- the hook -----------------------------------------------------------------------------
+    def hook(self, event, args):
+        if event not in _WATCHED or not self.active:
+            return
+        caller = sys._getframe(1)
+        if event == "open":
+            if len(args) < 3 or isinstance(args[0], int):
+                return
+            mode, flags = args[1], args[2]
+            writing = ("w" in mode or "a" in mode or "x" in mode or "+" in mode) if isinstance(mode, str) else (
+                mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+            if not writing or not self.protected_target(args[0]):
+                return
+            culprit = self.culprit(caller)
+            if culprit is not None:
+                self.refuse("writing", culprit, _text(args[0]) or "")
+            return
+        if event in ("compile", "exec", "code.__new__"):
+            if caller.f_code.co_filename.startswith(_IMPORT_SYSTEM) or "/_pytest/" in caller.f_code.co_filename:
+                return
+            culprit = self.culprit(caller)
+            if culprit is None:
+                return
+            if event == "exec":
+                self.taint(getattr(args[0], "co_filename", None))
+            else:
+                self.taint(args[1] if len(args) > 1 else None)
+            return
+        if event == "object.__setattr__":
+            if len(args) < 2 or args[1] != "__code__":
+                return
+        elif event in ("marshal.loads", "marshal.load"):
+            if caller.f_code.co_filename.startswith(_IMPORT_SYSTEM):
+                return
+        elif event in ("ctypes.dlsym", "ctypes.dlsym/handle"):
+            name = args[1] if len(args) > 1 else ""
+            if not isinstance(name, str) or not name.startswith(("Py", "_Py")):
+                return
+        elif event in ("os.rename", "os.link", "os.symlink", "shutil.copyfile", "shutil.copytree", "shutil.move"):
+            if not any(self.protected_target(a) for a in args[:2]):
+                return
+        elif event in ("os.remove", "os.rmdir", "os.truncate", "os.utime", "shutil.rmtree"):
+            if not args or not self.protected_target(args[0]):
+                return
+        elif event == "sys.settrace" or event == "sys.setprofile":
+            # A thread started after `threading.settrace(f)` calls sys.settrace(f) from threading.py:
+            # no code of the patch is on that stack, but f is.
+            threading = sys.modules.get("threading")
+            for hook_name in ("_trace_hook", "_profile_hook"):
+                function = getattr(threading, hook_name, None) if threading is not None else None
+                code = getattr(function, "__code__", None)
+                if code is not None and self.untrusted_file(code.co_filename):
+                    self.refuse("threading." + hook_name.strip("_").replace("_hook", ""), code.co_filename)
+        culprit = self.culprit(caller)
+        if culprit is not None:
+            self.refuse(event, culprit)
+
+    # --- checks the reporter runs between tests --------------------------------------------------
+    def snapshot(self):
+        threading = sys.modules.get("threading")
+        return {"pycache_prefix": getattr(sys, "pycache_prefix", None),
+                "dont_write_bytecode": sys.dont_write_bytecode,
+                "trace": sys.gettrace(), "profile": sys.getprofile(),
+                "thread_trace": getattr(threading, "_trace_hook", None) if threading else None,
+                "thread_profile": getattr(threading, "_profile_hook", None) if threading else None}
+
+    def check_state(self, baseline):
+        """What changed since `baseline` that the audit events cannot show: `sys.pycache_prefix`,
+        `sys.dont_write_bytecode`, and trace/profile functions the patch's code defined."""
+        now = self.snapshot()
+        for key in ("pycache_prefix", "dont_write_bytecode"):
+            if now[key] != baseline[key]:
+                self.found("changed", "sys." + key)
+                baseline[key] = now[key]
+        for key in ("trace", "profile", "thread_trace", "thread_profile"):
+            function = now[key]
+            if function is baseline[key] or function is None:
+                continue
+            code = getattr(function, "__code__", None) or getattr(getattr(function, "__call__", None), "__code__", None)
+            if code is not None and self.untrusted_file(code.co_filename):
+                self.found("changed", "{} function from {}".format(key, code.co_filename))
+
+
+def _now():
+    import time
+
+    return time.time()
+
+
+def imported_repository_modules(testbed, own_dir):
+    """Modules under the testbed already imported (the proof of order: none may be when the reporter
+    loads). pytest's own packages (for pytest's repository) and installed packages are left out."""
+    testbed = os.path.realpath(testbed).rstrip("/") + "/"
+    own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
+    found = []
+    for name, module in list(sys.modules.items()):
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str):
+            continue
+        real = os.path.realpath(filename)
+        if not real.startswith(testbed) or real.startswith(own_dir) or "/site-packages/" in real:
+            continue
+        if name.split(".")[0] in ("pytest", "_pytest", "pluggy", "py"):
+            continue
+        found.append(name)
+    return sorted(found)
+
+
+def install(testbed, patched, protected, test_roots, own_dir):
+    """Install the hook (Python >= 3.8); returns the Guard, or None where audit hooks do not exist."""
+    if not hasattr(sys, "addaudithook"):
+        return None
+    guard = Guard(testbed, patched, protected, test_roots, own_dir)
+    sys.addaudithook(guard.hook)
+    return guard
