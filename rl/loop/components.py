@@ -82,10 +82,10 @@ def scaled_fleet(cfg: RunConfig):
 def trainer_kwargs(cfg: RunConfig) -> dict[str, Any]:
     o, l = cfg.optimizer, cfg.loss
     return dict(
-        loss=l.kind, lr=o.lr, weight_decay=o.weight_decay, betas=tuple(o.betas), grad_clip=o.grad_clip,
-        max_grad_norm=o.grad_clip, micro_batch_tokens=o.micro_batch_tokens, temperature=cfg.sampling.temperature,
-        mis_low=l.mis_low, mis_high=l.mis_high, low=l.mis_low, high=l.mis_high, tis_cap=l.tis_cap, cap=l.tis_cap,
-        level=l.level, seed=cfg.seed,
+        loss=l.kind, loss_kwargs={"low": l.mis_low, "high": l.mis_high, "cap": l.tis_cap, "level": l.level},
+        lr=o.lr, weight_decay=o.weight_decay, betas=tuple(o.betas), grad_clip=o.grad_clip,
+        micro_batch_tokens=o.micro_batch_tokens, temperature=cfg.sampling.temperature, seed=cfg.seed,
+        sft_lr=cfg.warmup.lr, autocast_bf16=o.autocast_bf16,
     )
 
 
@@ -103,33 +103,30 @@ def eval_group(sessions: int):
     return Fleet(name="eval", description="evaluation: one BF16 group", groups=[group])
 
 
-def build_eval_sampler(model: Any, sessions: int, *, seed: int = 0) -> tuple[Any, list[Any]]:
+def build_eval_sampler(model: Any, sessions: int, *, seed: int = 0, tokenizer: Any = None) -> tuple[Any, list[Any]]:
     """A router over one BF16 sampler (evaluation is always sampled in BF16, whatever the fleet)."""
     from patchgym.rl.fleet.router import Router
     from patchgym.rl.sampler.embedded import EmbeddedSampler
 
     fleet = eval_group(sessions)
-    sampler = call_with_supported(EmbeddedSampler, model, fleet.groups[0], seed=seed)
+    sampler = EmbeddedSampler(model, fleet.groups[0], tokenizer=tokenizer)
     return Router({EVAL_GROUP: [sampler]}, fleet, seed=seed), [sampler]
 
 
 def build_components(cfg: RunConfig, *, model: Any = None, tokenizer: Any = None) -> Components:
-    from patchgym.rl import fleet as fleet_pkg
     from patchgym.rl.fleet.router import Router
     from patchgym.rl.models import load_model, load_tokenizer
 
     tokenizer = tokenizer or load_tokenizer(cfg.model.spec)
     model = model if model is not None else load_model(cfg.model.spec)
     fleet = scaled_fleet(cfg)
-    build_samplers = getattr(fleet_pkg, "build_samplers", None)
-    if build_samplers is None:
-        from patchgym.rl.fleet.build import build_samplers  # type: ignore[no-redef]
-    samplers = call_with_supported(
-        build_samplers, fleet, model, replicas=cfg.fleet.replicas, sessions_per_replica=cfg.fleet.sessions_per_replica, seed=cfg.seed,
+    from patchgym.rl.fleet.build import build_samplers
+    samplers = build_samplers(
+        fleet, model, tokenizer=tokenizer, replicas=cfg.fleet.replicas, sessions_per_replica=cfg.fleet.sessions_per_replica,
     )
     router = call_with_supported(Router, samplers, fleet, seed=cfg.seed)
     trainer = build_trainer(cfg, model)
     return Components(
         tokenizer=tokenizer, trainer=trainer, fleet=fleet, samplers={k: list(v) for k, v in samplers.items()}, router=router,
-        eval_sampler_factory=lambda: build_eval_sampler(model, cfg.eval.sessions, seed=cfg.seed),
+        eval_sampler_factory=lambda: build_eval_sampler(trainer.model, cfg.eval.sessions, seed=cfg.seed, tokenizer=tokenizer),
     )

@@ -143,6 +143,7 @@ class OptimizerSection(_Section):
     betas: tuple[float, float] = (0.9, 0.98)
     grad_clip: float = Field(1.0, gt=0)
     micro_batch_tokens: int = Field(4096, ge=16)
+    autocast_bf16: bool = False  # BF16 autocast in the trainer's forward (faster on CPUs with AMX-BF16)
 
     @field_validator("betas")
     @classmethod

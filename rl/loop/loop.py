@@ -74,8 +74,18 @@ def sampling_params(cfg: RunConfig, *, temperature: float | None = None):
     )
 
 
+def session_limits(cfg: RunConfig) -> Any:
+    """The rollouts' SessionLimits for the run (None when the rollouts are not importable)."""
+    try:
+        from patchgym.rl.rollout.session import SessionLimits
+    except ImportError:
+        return None
+    lim = cfg.limits
+    return SessionLimits(max_turns=lim.max_turns, max_context_tokens=lim.max_context, max_tokens_per_turn=lim.max_tokens_per_turn)
+
+
 def default_session_fn() -> SessionFn:
-    from patchgym.rl.rollout import run_session  # type: ignore[attr-defined]
+    from patchgym.rl.rollout.session import run_session
 
     return run_session
 
@@ -219,13 +229,14 @@ class RLLoop:
         params = sampling_params(self.cfg)
         lim = self.cfg.limits
 
+        limits = session_limits(self.cfg)
+
         async def one(i: int) -> Trajectory:
             session_id = f"g{serial}-s{i}"
             try:
                 return await call_with_supported(
                     self.session_fn, env, self.c.router, self.c.tokenizer, task_id, params,
-                    session_id=session_id, max_turns=lim.max_turns, max_context=lim.max_context,
-                    max_context_tokens=lim.max_context, sample_index=i,
+                    session_id=session_id, limits=limits, sample_index=i, max_turns=lim.max_turns,
                 )
             finally:
                 end = getattr(self.c.router, "end_session", None)

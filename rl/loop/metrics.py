@@ -57,6 +57,10 @@ def lag_bucket(lag: int) -> str:
 def _clean(value: Any) -> Any:
     if value is None or isinstance(value, (str, bool)):
         return value
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
     if hasattr(value, "item"):
         value = value.item()
     if isinstance(value, int):
@@ -127,8 +131,10 @@ def update_row(
         row[f"kl_k3/lag/{b}"] = _pick(tm, f"kl_k3/lag/{b}")
     for g in group_names:
         row[f"kl_k3/group/{g}"] = _pick(tm, f"kl_k3/group/{g}")
-    row["mis/out_of_band_frac"] = _pick(tm, "mis/out_of_band_frac", "out_of_band_frac", "masked_frac")
-    row["mis/masked_frac"] = _pick(tm, "mis/masked_frac", "masked_frac", "mis_masked_frac")
+    # Outside MIS's band (whatever the loss); masked = tokens the loss itself gave weight 0.
+    row["mis/out_of_band_frac"] = _pick(tm, "mis/out_of_band_frac", "mis_masked_frac", "out_of_band_frac")
+    kept = _pick(tm, "kept_fraction")
+    row["mis/masked_frac"] = (1.0 - float(kept)) if kept is not None else _pick(tm, "mis/masked_frac", "masked_frac")
     row["sc/tail_ratio"] = _pick(tm, "sc/tail_ratio", "tail_ratio")
     if staleness_values:
         row["staleness/mean"] = sum(staleness_values) / len(staleness_values)

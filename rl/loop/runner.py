@@ -1,0 +1,135 @@
+"""One training run end to end, in the order the parts need each other.
+
+Owns `train_run(cfg, run_dir, ...)`: start (or reach) the environment, load the tokenizer and the
+model, build the trainer, run the warm-up (cached) when the config asks, build the fleet's
+samplers from the warmed-up weights and the router, run the asynchronous loop with its BF16
+evaluator, plot the run, stop the environment. `train_ablation` runs one configuration once per
+loss into sibling directories `OUT/<loss>/` and plots them together into `OUT/plots/`.
+The CLI (`cli.py`) and `bench/loop` call these; nothing here parses arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+from .config import RunConfig
+
+Log = Callable[[str], None]
+
+
+def _threads(trainer_threads: int | None) -> None:
+    import torch
+
+    if trainer_threads:
+        torch.set_num_threads(trainer_threads)
+
+
+def train_run(
+    cfg: RunConfig,
+    run_dir: Path,
+    *,
+    resume: bool = False,
+    wandb_project: str | None = None,
+    progress: bool = True,
+    log: Log = print,
+    synchronous: bool = False,
+    pin: bool = False,
+    stop_after: int | None = None,
+    plot: bool = True,
+    warmup: bool | None = None,
+) -> dict[str, Any]:
+    from patchgym.rl.fleet.build import build_samplers
+    from patchgym.rl.fleet.router import Router
+    from patchgym.rl.models import load_model, load_tokenizer
+
+    from .components import Components, build_eval_sampler, build_trainer, pin_threads, scaled_fleet
+    from .envserver import EnvServer
+    from .evaluate import Evaluator
+    from .loop import RLLoop, resolve_task_ids
+    from .warmup import run_warmup
+
+    run_dir = Path(run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if pin:
+        _threads(1)  # one intra-op thread: each thread's work stays on the core it is pinned to
+    task_ids = resolve_task_ids(cfg.tasks.train) + resolve_task_ids(cfg.tasks.eval)
+    server = EnvServer(cfg.environment.url, tasks=cfg.environment.tasks, task_ids=task_ids,
+                       log_path=run_dir / "envserver.log", token=cfg.environment.token,
+                       max_episodes=cfg.environment.max_episodes)
+    with server as env_url:
+        log(f"environment: {env_url}")
+        tokenizer = load_tokenizer(cfg.model.spec)
+        model = load_model(cfg.model.spec)
+        trainer = build_trainer(cfg, model)
+        eval_factory = lambda: build_eval_sampler(trainer.model, cfg.eval.sessions, seed=cfg.seed, tokenizer=tokenizer)  # noqa: E731
+        do_warmup = cfg.warmup.enabled if warmup is None else warmup
+        if do_warmup and not resume:
+            report = run_warmup(cfg, trainer, tokenizer, env_url, run_dir=run_dir, eval_sampler_factory=eval_factory, log=log)
+            _log_warmup(report, log)
+        fleet = scaled_fleet(cfg)
+        samplers = build_samplers(fleet, trainer.model, tokenizer=tokenizer, replicas=cfg.fleet.replicas,
+                                  sessions_per_replica=cfg.fleet.sessions_per_replica, version=int(trainer.version))
+        router = Router(samplers, fleet, seed=cfg.seed)
+        comps = Components(tokenizer=tokenizer, trainer=trainer, fleet=fleet, samplers={k: list(v) for k, v in samplers.items()},
+                           router=router, eval_sampler_factory=eval_factory)
+        evaluator = Evaluator(cfg, tokenizer, eval_factory, env_url) if cfg.tasks.eval else None
+        if pin and hasattr(os, "sched_setaffinity"):
+            cores = sorted(os.sched_getaffinity(0))
+            if len(cores) >= 2:
+                pinned = pin_threads(("sampler-",), set(cores[:-1]))
+                log(f"pinned {len(pinned)} sampler threads to cores {cores[:-1]}; trainer thread to core {cores[-1]}")
+                comps.extra["trainer_core"] = cores[-1]
+        loop = RLLoop(cfg, run_dir, comps, env_url=env_url, evaluator=evaluator, progress=progress,
+                      wandb_project=wandb_project, resume=resume, synchronous=synchronous, stop_after=stop_after)
+        if "trainer_core" in comps.extra:
+            core = comps.extra["trainer_core"]
+            loop._executor.submit(lambda: os.sched_setaffinity(0, {core})).result()
+        try:
+            result = _run(loop)
+        finally:
+            for s in comps.all_samplers():
+                close = getattr(s, "close", None)
+                if close:
+                    close()
+            if evaluator is not None:
+                evaluator.close()
+        result["loop"] = loop
+    if plot:
+        from .plots import plot_runs
+
+        result["plots"] = [str(p) for p in plot_runs([run_dir], run_dir / "plots")]
+    return result
+
+
+def _run(loop: Any) -> dict[str, Any]:
+    import asyncio
+
+    return asyncio.run(loop.run_async())
+
+
+def _log_warmup(report: dict[str, Any], log: Log) -> None:
+    for when in ("before", "after"):
+        part = report.get(when)
+        if not part:
+            continue
+        for split in ("train", "eval"):
+            if split in part:
+                m = part[split]
+                log(f"warm-up {when}: {split} success {m['success_rate']:.2f} over {m['episodes']} episodes "
+                    f"(format errors {m['format_error_frac']:.2f})")
+
+
+def train_ablation(cfg: RunConfig, out: Path, losses: Sequence[str], **kwargs: Any) -> dict[str, Any]:
+    from .plots import plot_runs
+
+    out = Path(out)
+    results = {}
+    for kind in losses:
+        sub = cfg.with_loss(kind)
+        results[kind] = train_run(sub, out / kind, plot=False, **kwargs)
+    plots = plot_runs([out / k for k in losses], out / "plots")
+    (out / "ablation.json").write_text(json.dumps({"losses": list(losses), "runs": [str(out / k) for k in losses]}))
+    return {"runs": results, "plots": [str(p) for p in plots]}
