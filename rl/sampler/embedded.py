@@ -30,7 +30,7 @@ from typing import Any, Mapping
 import torch
 
 from patchgym.rl.sampler.cache import KVPool, SessionCache, SessionEntry, StepCache
-from patchgym.rl.sampler.emulation import AttentionContext, Emulation, EmulatedModel, attention_context, install_routing_recorder, record_routing
+from patchgym.rl.sampler.emulation import AttentionContext, Emulation, EmulatedModel, attention_context, install_routing_recorder, record_routing, runtime_quantizers
 from patchgym.rl.sampler.sampling import draw
 from patchgym.rl.sampler.types import Generation, SamplerError, SamplerHealth, SamplerOverloaded, SamplerUnavailable, SamplingParams, VersionBehind
 
@@ -167,11 +167,8 @@ class EmbeddedSampler:
         self.stop_window = stop_window
         self.version = int(version)
         self._kv_quant = None
-        if self.emulation.kv_cache is not None:
-            from patchgym.rl.sampler.emulation import quantize_kv
-
-            fmt = self.emulation.kv_cache
-            self._kv_quant = lambda x: quantize_kv(x, fmt)
+        if self.emulation.kv_cache == "fp8_e4m3":
+            self._kv_quant = runtime_quantizers()[0]
         self._pool = KVPool(self.layers, kv_heads, head_dim, device=self.device)
         self._sessions = SessionCache(group.sessions_per_replica)
         self._rng = random.Random(int.from_bytes(os.urandom(8), "little"))

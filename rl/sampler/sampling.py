@@ -92,17 +92,17 @@ def draw(
     if need_full:
         full = torch.log_softmax(z, dim=-1)
     # one uniform per row, from that request's generator
-    u = torch.cat([torch.rand(1, generator=g, dtype=torch.float64) for g in generators])
+    u = torch.cat([torch.rand(1, generator=g) for g in generators])  # float32, in [0, 1)
     out: list[Drawn] = []
     full_rows = [b for b in range(z.shape[0]) if top_ks[b] == -1 and top_ps[b] >= 1.0]
     full_tokens: dict[int, int] = {}
     if full_rows:
         # why batched inverse CDF over the vocabulary: one cumsum for all full-support rows instead
         # of a multinomial per row (~0.3 ms each at 49,152 ids here)
-        sel = torch.tensor(full_rows, device=z.device)
-        probs = torch.exp(full[sel].double())
-        cdf = torch.cumsum(probs, dim=-1)
-        target = (u[full_rows].to(cdf.device) * cdf[:, -1]).unsqueeze(-1)
+        # (float32 cumsum: its rounding, ~1e-7 of the mass, only moves the cut points between ids)
+        sel = full if len(full_rows) == z.shape[0] else full[torch.tensor(full_rows, device=z.device)]
+        cdf = torch.cumsum(torch.exp(sel), dim=-1)
+        target = (u[full_rows].to(cdf.device, cdf.dtype) * cdf[:, -1]).unsqueeze(-1)
         idx = torch.searchsorted(cdf, target, right=True).squeeze(-1).clamp(max=z.shape[-1] - 1)
         full_tokens = dict(zip(full_rows, idx.tolist()))
     for b in range(z.shape[0]):
@@ -123,7 +123,7 @@ def draw(
                 out.append(Drawn(token=-1, logprob=0.0, support_size=n, abort=True))
                 continue
             cdf = torch.cumsum(torch.exp(logq.double()), dim=0)
-            j = int(torch.searchsorted(cdf, u[b] * cdf[-1], right=True).clamp(max=n - 1))
+            j = int(torch.searchsorted(cdf, u[b].double() * cdf[-1], right=True).clamp(max=n - 1))
             d = Drawn(token=int(ids[j]), logprob=float(logq[j]), support_size=n)
             if return_support[b]:
                 d.support_ids = ids.tolist()
