@@ -74,6 +74,8 @@ class ScriptedSampler:
             token_versions=[self.version] * half + [self.version + 1] * (len(ids) - half),
             support_ids=[[i, i + 1] for i in ids] if params.return_support else None,
             support_logprobs=[[LOG_HEAD, LOG_TAIL] for _ in ids] if params.return_support else None,
+            topk_ids=[[i, i + 1][: params.top_logprobs] for i in ids] if params.top_logprobs else None,
+            topk_logprobs=[[LOG_HEAD, LOG_TAIL][: params.top_logprobs] for _ in ids] if params.top_logprobs else None,
         )
 
     def health(self) -> Any:  # the Sampler protocol's other methods, unused here
@@ -172,13 +174,39 @@ def test_three_malformed_turns_end_with_format_error(tokenizer) -> None:
                                ids_of(tokenizer, "<tool_call>{bad</tool_call>")])
 
     async def body(env):
-        traj = await run_session(env, SamplerRouter(sampler), tokenizer, TASK, SamplingParams(temperature=0.5))
+        traj = await run_session(env, SamplerRouter(sampler), tokenizer, TASK, SamplingParams(temperature=0.5, top_logprobs=2))
         return traj, (await env.health()).live_episodes
 
     traj, live = run(body)
     assert (traj.status, traj.reward, traj.format_errors, live) == ("format_error", 0.0, 3, 0)
-    assert traj.support_ids is None and traj.topk_ids is None  # no replay asked
+    assert traj.support_ids is None  # no replay asked
+    # top-k asked: the sampler's per sampled token, `[id]` with log 0 for the environment's
+    first = traj.turns[0]
+    assert traj.topk_ids[first.offset] == [first.sampled_ids[0], first.sampled_ids[0] + 1]
+    assert traj.topk_logprobs[first.offset] == [LOG_HEAD, LOG_TAIL]
+    assert traj.topk_ids[0] == [traj.token_ids[0]] and traj.topk_logprobs[0] == [0.0]
     check_trajectory(traj, tokenizer)
+
+
+def test_a_cancelled_session_deletes_its_episode(tokenizer) -> None:
+    class Hang(ScriptedSampler):
+        async def generate(self, prompt_ids, params, **kw):
+            self.requests.append((list(prompt_ids), params, None))
+            await asyncio.sleep(3600)
+
+    hang = Hang([])
+
+    async def body(env):
+        task = asyncio.create_task(run_session(env, SamplerRouter(hang), tokenizer, TASK, SamplingParams()))
+        while not hang.requests:
+            await asyncio.sleep(0.05)
+        live_while_running = (await env.health()).live_episodes
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+        return live_while_running, (await env.health()).live_episodes
+
+    assert run(body) == (1, 0)
 
 
 def test_turn_limit_and_context_limit_end_the_session_and_delete_the_episode(tokenizer) -> None:
