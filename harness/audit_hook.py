@@ -216,11 +216,11 @@ class Guard(object):
             # A thread started after `threading.settrace(f)` calls sys.settrace(f) from threading.py:
             # no code of the patch is on that stack, but f is.
             threading = sys.modules.get("threading")
-            for hook_name in ("_trace_hook", "_profile_hook"):
+            for hook_name, label in (("_trace_hook", "threading.settrace"), ("_profile_hook", "threading.setprofile")):
                 function = getattr(threading, hook_name, None) if threading is not None else None
                 code = getattr(function, "__code__", None)
                 if code is not None and self.untrusted_file(code.co_filename):
-                    self.refuse("threading." + hook_name.strip("_").replace("_hook", ""), code.co_filename)
+                    self.refuse(label, code.co_filename)
         culprit = self.culprit(caller)
         if culprit is not None:
             self.refuse(event, culprit)

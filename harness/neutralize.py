@@ -19,7 +19,9 @@ After the patch is applied in the fresh grading sandbox, and before the tests ru
    sys.path would load a plugin before the grader's): restored to base
    (deleted if new). `setup.cfg` and `pyproject.toml` are reverted as a whole only when the patch
    changes their pytest sections (`[tool:pytest]`/`[pytest]`, `[tool.pytest...]`), so a fix that
-   edits the package metadata keeps its change. Files the task's `test_cmd` names are reverted.
+   edits the package metadata keeps its change. Files the task's `test_cmd` names are reverted. A
+   new `__init__.py` at the repository root or in a folder above the grading tests (not a package
+   at base) is removed: it would make pytest import the patch's code before the first test module.
    Flag: `reverted_test_infra:<path>`.
 4. **Shadowing modules are removed.** A new module or package created at the repository root, or
    next to the grading tests, whose name is a standard-library module, part of pytest, or installed
@@ -195,6 +197,19 @@ def is_shadowing(path: str, added: bool, test_files: list[str], installed: froze
     return False
 
 
+def new_package_above_tests(path: str, added: bool, test_files: list[str]) -> bool:
+    """A new `__init__.py` at the repository root or in a folder above the grading tests. It turns
+    the folders above the tests into a package, so pytest imports it (code of the patch) before
+    the first test module is compiled: e.g. to replace `ast.parse` under the assertion rewriter."""
+    if not added or path.split("/")[-1] != "__init__.py":
+        return False
+    folder = posixpath.dirname(path)
+    if not folder:
+        return True
+    return any(posixpath.dirname(test_file).startswith(folder + "/") or posixpath.dirname(test_file) == folder
+               for test_file in test_files)
+
+
 def command_files(test_cmd: str | None) -> list[str]:
     """Repository files a custom test command names (a runner script, a tox.ini...)."""
     if not test_cmd:
@@ -229,7 +244,7 @@ def plan_neutralization(touched: list[str], added: list[str], protected: list[st
     for path in touched:
         if path in protected_set or in_test_suite(path, roots):
             plan.add(path, "restored_test_file")
-        elif infra_reason(path) or path in named_by_command:
+        elif infra_reason(path) or path in named_by_command or new_package_above_tests(path, path in added_set, protected):
             plan.add(path, "reverted_test_infra")
         elif is_shadowing(path, path in added_set, protected, installed):
             plan.add(path, "removed_shadowing_module")
