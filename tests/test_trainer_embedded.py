@@ -16,7 +16,7 @@ import torch
 from transformers import LlamaConfig, LlamaForCausalLM
 
 from patchgym.rl.corrections import KINDS
-from patchgym.rl.trainer import EmbeddedTrainer, TrainBatch
+from patchgym.rl.trainer import EmbeddedTrainer, TrainBatch, Trainer
 from patchgym.rl.trajectory import Trajectory, Turn
 
 VOCAB = 96
@@ -317,6 +317,13 @@ def test_bad_batches_and_settings() -> None:
         EmbeddedTrainer(tiny_model(), micro_batch_tokens=0)
     with pytest.raises(ValueError, match="lr must be a positive number"):
         EmbeddedTrainer(tiny_model(), lr=-1)
+
+
+def test_a_model_spec_is_loaded_and_the_protocol_holds(tmp_path) -> None:
+    tiny_model(seed=4).save_pretrained(tmp_path / "tiny")
+    trainer = EmbeddedTrainer(str(tmp_path / "tiny"))
+    assert isinstance(trainer, Trainer) and trainer.vocab_size == VOCAB
+    assert torch.equal(trainer.weights()["model.norm.weight"], tiny_model(seed=4).model.norm.weight)
 
 
 def test_weights_are_the_live_parameters() -> None:

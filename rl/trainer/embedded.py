@@ -198,11 +198,11 @@ class EmbeddedTrainer:
             mis_masked_frac=(overall["masked_below"] + overall["masked_above"]).item(),
         )
         for group in sorted(set(groups)):
-            mask = torch.tensor([g == group for g in groups])
+            mask = torch.tensor([g == group for g in groups], device=logp.device)
             self._subset_metrics(metrics, f"group/{group}", logp, logq, mask, low, high)
         buckets = [batching.lag_bucket(lag) for lag in lags]
         for label, _, _ in batching.LAG_BUCKETS:
-            mask = torch.tensor([b == label for b in buckets])
+            mask = torch.tensor([b == label for b in buckets], device=logp.device)
             self._subset_metrics(metrics, f"lag/{label}", logp, logq, mask, low, high)
         metrics["time_pack_s"] = acc["time_pack_s"]
         return metrics
@@ -252,7 +252,9 @@ class EmbeddedTrainer:
         )
 
     def load_checkpoint(self, path: Path | str) -> dict[str, Any]:
-        """Restore model, optimizers, version and RNG from `path`; returns the saved `extra_state`."""
+        """Restore model, optimizers, version and RNG from `path`; returns the saved `extra_state`.
+        The optimizers' hyper-parameters (lr, betas, weight decay) are the checkpoint's, as
+        `torch.optim.Optimizer.load_state_dict` restores them, not this trainer's arguments."""
         state = checkpoint.read(path)
         missing, unexpected = self.model.load_state_dict(state["model_state"], strict=False)
         if missing or unexpected:
