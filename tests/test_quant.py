@@ -26,7 +26,25 @@ from patchgym.rl.quant import (
     quantize_dequantize,
     quantize_kv,
 )
-from patchgym.rl.quant.elements import to_e2m1, to_e4m3
+from patchgym.rl.quant.elements import (
+    e2m1_codes,
+    e2m1_values,
+    pack_nibbles,
+    packed_e2m1_values,
+    round_minifloat,
+    to_e2m1,
+    to_e4m3,
+    unpack_nibbles,
+)
+
+
+def e4m3_reference(x):
+    """The general minifloat rounding written out (elements.round_minifloat), not torch's cast."""
+    return round_minifloat(x, 3, -6, 448.0)
+
+
+def e2m1_reference(x):
+    return round_minifloat(x, 1, 0, 6.0)
 
 F32 = torch.float32
 FP8 = torch.float8_e4m3fn
@@ -77,11 +95,13 @@ def _nearest_even(x: torch.Tensor, grid: torch.Tensor, codes: torch.Tensor) -> t
 
 
 def test_e4m3_matches_torch_float8_on_every_fp16_and_bf16_value():
-    # Every finite fp16 and bf16 value (all ties between E4M3 neighbours are among them).
+    # Every finite fp16 and bf16 value (all ties between E4M3 neighbours are among them): the
+    # written-out rounding agrees with torch's float8_e4m3fn cast, and so does the fast path.
     for dtype in (torch.float16, torch.bfloat16):
         x = torch.arange(-(2**15), 2**15, dtype=torch.int32).to(torch.int16).view(dtype).to(F32)
         x = x[torch.isfinite(x)]
         ref = x.clamp(-448, 448).to(FP8).to(F32)
+        assert same(e4m3_reference(x), ref), dtype
         assert same(to_e4m3(x), ref), dtype
 
 
@@ -90,7 +110,7 @@ def test_e4m3_matches_torch_float8_on_midpoints_and_their_neighbours():
     mid = (grid[1:] + grid[:-1]) / 2
     around = torch.cat([mid, torch.nextafter(mid, t(0.0)), torch.nextafter(mid, t(1e9)), grid])
     x = torch.cat([around, -around])
-    assert same(to_e4m3(x), x.clamp(-448, 448).to(FP8).to(F32))
+    assert same(e4m3_reference(x), x.clamp(-448, 448).to(FP8).to(F32))
 
 
 def test_e4m3_matches_brute_force_nearest_even():
@@ -98,6 +118,7 @@ def test_e4m3_matches_brute_force_nearest_even():
     g = torch.Generator().manual_seed(0)
     x = torch.cat([torch.randn(4000, generator=g) * 10.0 ** torch.randint(-4, 3, (4000,), generator=g), (grid[1:] + grid[:-1]) / 2])
     assert same(to_e4m3(x), _nearest_even(x, grid, codes))
+    assert same(e4m3_reference(x), _nearest_even(x, grid, codes))
 
 
 def test_e4m3_hand_worked_ties_saturation_and_subnormals():
@@ -123,6 +144,7 @@ def test_e4m3_hand_worked_ties_saturation_and_subnormals():
     }
     x = t(list(cases))
     assert same(to_e4m3(x), t(list(cases.values())))
+    assert same(e4m3_reference(x), t(list(cases.values())))
 
 
 def test_e2m1_against_an_enumeration_of_all_values():
@@ -131,14 +153,30 @@ def test_e2m1_against_an_enumeration_of_all_values():
     g = torch.Generator().manual_seed(1)
     dense = torch.linspace(-8, 8, 16001)  # a step of 1/1000 hits every tie exactly
     mids = (grid[1:] + grid[:-1]) / 2
-    x = torch.cat([dense, torch.randn(2000, generator=g) * 4, mids, -mids])
-    assert same(to_e2m1(x), _nearest_even(x, grid, codes))
+    x = torch.cat([dense, torch.randn(2000, generator=g) * 4, mids, -mids, torch.nextafter(mids, mids * 2),
+                   torch.nextafter(mids, torch.zeros(7))])
+    assert same(to_e2m1(x), _nearest_even(x, grid, codes))  # the fast path (bucketize)
+    assert same(e2m1_reference(x), _nearest_even(x, grid, codes))  # the written-out rounding
+
+
+def test_e2m1_codes_and_packing():
+    x = t([0.0, -0.0, 0.5, -0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -6.0, -0.1, 9.0, -9.0])
+    codes = e2m1_codes(x)
+    assert codes.tolist() == [0, 8, 1, 9, 2, 3, 4, 5, 6, 7, 15, 8, 7, 15]
+    assert same(e2m1_values(codes), t([0.0, -0.0, 0.5, -0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -6.0, -0.0, 6.0, -6.0]))
+    every = torch.arange(16, dtype=torch.uint8)
+    pairs = torch.stack(torch.meshgrid(every, every, indexing="ij"), -1).reshape(-1)  # all 256 bytes
+    packed = pack_nibbles(pairs.reshape(1, -1))
+    assert packed.shape == (1, 256) and sorted(packed.reshape(-1).tolist()) == list(range(256))
+    assert torch.equal(unpack_nibbles(packed).reshape(-1), pairs)
+    assert same(packed_e2m1_values(packed), e2m1_values(pairs).reshape(1, -1))
 
 
 def test_e2m1_hand_worked_ties_and_saturation():
     cases = {0.25: 0.0, 0.75: 1.0, 1.25: 1.0, 1.75: 2.0, 2.5: 2.0, 3.5: 4.0, 5.0: 4.0, 7.0: 6.0, 100.0: 6.0,
-             -2.5: -2.0, -0.75: -1.0, 0.2499: 0.0, 0.2501: 0.5, 5.0001: 6.0}
-    assert same(to_e2m1(t(list(cases))), t(list(cases.values())))
+             -2.5: -2.0, -0.75: -1.0, 0.2499: 0.0, 0.2501: 0.5, 5.0001: 6.0, 0.7499: 0.5, 3.4999: 3.0}
+    for fn in (to_e2m1, e2m1_reference):
+        assert same(fn(t(list(cases))), t(list(cases.values())))
 
 
 # ------------------------------------------------------------------------------- bf16 and fp16

@@ -27,8 +27,11 @@ def check_tensor(x: object, fmt: str, what: str) -> Tensor:
         raise ValueError(f"{what}(fmt={fmt!r}): expected a tensor of rank >= 1, got a scalar (rank 0)")
     if x.numel() == 0:
         raise ValueError(f"{what}(fmt={fmt!r}): the tensor is empty (shape {tuple(x.shape)}); nothing to quantize")
-    bad = ~torch.isfinite(x)
-    if bool(bad.any()):
+    # One pass: min and max are finite iff every value is (aminmax propagates NaN); the slower
+    # search for the first bad index runs only when there is one.
+    low, high = torch.aminmax(x)
+    if not bool(torch.isfinite(low) & torch.isfinite(high)):
+        bad = ~torch.isfinite(x)
         index = tuple(int(i) for i in bad.nonzero()[0])
         value = float(x[index])
         raise ValueError(

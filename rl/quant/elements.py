@@ -50,22 +50,54 @@ def round_minifloat(x: Tensor, mantissa_bits: int, min_exp: int, max_value: floa
     """Round float32 x to a binary float with `mantissa_bits` stored bits and smallest normal
     exponent `min_exp` (below it: subnormals of the same step), half to even, saturating.
 
-    A value's step is 2^(max(floor(log2|x|), min_exp) - mantissa_bits); x / step and the product
-    back are exact (powers of two), so the only rounding is torch.round, which is half-to-even.
+    The general definition, written out: a value's step is 2^(max(floor(log2|x|), min_exp) -
+    mantissa_bits); x / step and the product back are exact (powers of two), so the only rounding
+    is torch.round, which is half-to-even. The fast paths below are checked against it.
     """
     exp = floor_log2(x.abs()).clamp(min=min_exp)
     step = pow2(exp - mantissa_bits)
     return (torch.round(x / step) * step).clamp(-max_value, max_value)
 
 
+def e4m3_codes(x: Tensor) -> Tensor:
+    """float8_e4m3fn codes of float32 x, round half to even, saturating at ±448.
+
+    torch's cast rounds half to even with subnormals but turns values past the largest finite
+    (from 464 up) into NaN, so x is clamped first. ~5x faster than round_minifloat here.
+    """
+    return x.clamp(-E4M3_MAX, E4M3_MAX).to(torch.float8_e4m3fn)
+
+
 def to_e4m3(x: Tensor) -> Tensor:
     """FP8 E4M3 (fn) values of float32 x: 3 mantissa bits, min normal 2^-6, saturating at ±448."""
-    return round_minifloat(x, 3, -6, E4M3_MAX)
+    return e4m3_codes(x).to(torch.float32)
+
+
+# |x| above each boundary moves up one E2M1 value. At a tie (the midpoints 0.25, 0.75, ... 5) half
+# to even goes down where the lower neighbour is even (0.25 -> 0, 1.25 -> 1, 2.5 -> 2, 5 -> 4) and
+# up otherwise (0.75 -> 1, 1.75 -> 2, 3.5 -> 4): those three boundaries sit one float32 below the
+# midpoint, so "above the boundary" means "at or above the midpoint". One bucketize is ~5x
+# cheaper than rounding arithmetically (22 ms against 110 ms of CPU for 884,736 values, loaded).
+_MIDPOINTS = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0], dtype=torch.float32)
+_TIES_UP = torch.tensor([False, True, False, True, False, True, False])
+_E2M1_BOUNDS = torch.where(_TIES_UP, torch.nextafter(_MIDPOINTS, torch.zeros(7)), _MIDPOINTS)
+
+
+def e2m1_codes(x: Tensor) -> Tensor:
+    """uint8 E2M1 codes 0..15 of float32 x (bit 3 = sign, bits 0-2 = index into E2M1_VALUES),
+    round half to even, saturating at ±6; -0.0 and negative values that round to 0 get code 8."""
+    index = torch.bucketize(x.abs(), _E2M1_BOUNDS.to(x.device), out_int32=True).to(torch.uint8)
+    return index | (torch.signbit(x).to(torch.uint8) << 3)
+
+
+def e2m1_values(codes: Tensor) -> Tensor:
+    """float32 values of uint8 E2M1 codes (only the low 4 bits are read)."""
+    return _E2M1_TABLE.to(codes.device)[(codes & 0x0F).long()]
 
 
 def to_e2m1(x: Tensor) -> Tensor:
     """FP4 E2M1 values of float32 x: 1 mantissa bit, min normal 1 (subnormal 0.5), saturating at ±6."""
-    return round_minifloat(x, 1, 0, E2M1_MAX)
+    return e2m1_values(e2m1_codes(x))
 
 
 def to_fp16(x: Tensor) -> Tensor:
@@ -78,18 +110,6 @@ def to_bf16(x: Tensor) -> Tensor:
     return x.clamp(-BF16_MAX, BF16_MAX).to(torch.bfloat16)
 
 
-def e2m1_codes(values: Tensor) -> Tensor:
-    """uint8 codes 0..15 of E2M1 values (exact members of ±E2M1_VALUES, -0.0 -> 8)."""
-    a = values.abs()
-    index = torch.where(a <= 2, 2 * a, torch.where(a <= 3, a + 2, a / 2 + 4))
-    return (index.to(torch.uint8) | (torch.signbit(values).to(torch.uint8) << 3)).to(torch.uint8)
-
-
-def e2m1_values(codes: Tensor) -> Tensor:
-    """float32 values of uint8 E2M1 codes (only the low 4 bits are read)."""
-    return _E2M1_TABLE.to(codes.device)[(codes & 0x0F).long()]
-
-
 def pack_nibbles(codes: Tensor) -> Tensor:
     """Two 4-bit codes per byte along the last dim (even length): element 2i low nibble, 2i+1 high."""
     return codes[..., 0::2] | (codes[..., 1::2] << 4)
@@ -98,3 +118,12 @@ def pack_nibbles(codes: Tensor) -> Tensor:
 def unpack_nibbles(packed: Tensor) -> Tensor:
     """Inverse of pack_nibbles: [..., n] uint8 -> [..., 2n] codes."""
     return torch.stack((packed & 0x0F, packed >> 4), dim=-1).reshape(*packed.shape[:-1], -1)
+
+
+# Byte -> the two E2M1 values it packs (low nibble first): one lookup per byte decodes two values.
+_PAIR_TABLE = torch.stack((_E2M1_TABLE.repeat(16), _E2M1_TABLE.repeat_interleave(16)), dim=-1)
+
+
+def packed_e2m1_values(packed: Tensor) -> Tensor:
+    """float32 values of packed E2M1 bytes: [..., n] uint8 -> [..., 2n]."""
+    return _PAIR_TABLE.to(packed.device)[packed.long()].reshape(*packed.shape[:-1], -1)

@@ -49,6 +49,11 @@ def _safe(scale: Tensor) -> Tensor:
     return torch.where(scale > 0, scale, torch.ones_like(scale))
 
 
+def _zero_if_none(scale: Tensor) -> Tensor:
+    """The divisor for a scale that may be 0: Inf there, so x / scale is exactly ±0."""
+    return torch.where(scale > 0, scale, torch.full_like(scale, float("inf")))
+
+
 def _pad_last(x: Tensor, block: int) -> Tensor:
     pad = -x.shape[-1] % block
     return F.pad(x, (0, pad)) if pad else x
@@ -94,7 +99,7 @@ def expected_parts(fmt: str, shape: tuple[int, ...]) -> dict[str, tuple[torch.dt
 
 def _encode_fp8_rows(x: Tensor) -> dict[str, Tensor]:
     scale = x.abs().amax(dim=-1, keepdim=True) / el.E4M3_MAX
-    return {"codes": el.to_e4m3(x / _safe(scale)).to(FP8), "scale": scale}
+    return {"codes": el.e4m3_codes(x / _safe(scale)), "scale": scale}
 
 
 def _encode_fp8_tiles(x: Tensor) -> dict[str, Tensor]:
@@ -106,17 +111,17 @@ def _encode_fp8_tiles(x: Tensor) -> dict[str, Tensor]:
     nr, nc = t.shape[1] // TILE, t.shape[2] // TILE
     t = t.reshape(-1, nr, TILE, nc, TILE)
     scale = t.abs().amax(dim=(2, 4)) / el.E4M3_MAX  # [B, nr, nc]
-    codes = el.to_e4m3(t / _safe(scale)[:, :, None, :, None])
+    codes = el.e4m3_codes(t / _safe(scale)[:, :, None, :, None])
     codes = codes.reshape(-1, nr * TILE, nc * TILE)[:, :rows, :cols].reshape(x.shape)
     scale_shape = (batch + (nr, nc)) if x.dim() > 1 else (nr, nc)
-    return {"codes": codes.to(FP8), "scale": scale.reshape(scale_shape)}
+    return {"codes": codes, "scale": scale.reshape(scale_shape)}
 
 
 def _encode_mxfp4(x: Tensor) -> dict[str, Tensor]:
     b = _pad_last(x, MX_BLOCK).reshape(*x.shape[:-1], -1, MX_BLOCK)
     amax = b.abs().amax(dim=-1, keepdim=True)
     exp = (el.floor_log2(amax) - 2).clamp(el.E8M0_MIN_EXP, el.E8M0_MAX_EXP)
-    codes = el.e2m1_codes(el.to_e2m1(b / el.pow2(exp)))
+    codes = el.e2m1_codes(b / el.pow2(exp))
     return {
         "codes": el.pack_nibbles(codes.reshape(*x.shape[:-1], -1)),
         "scale": (exp.squeeze(-1) + 127).to(torch.uint8),
@@ -124,26 +129,29 @@ def _encode_mxfp4(x: Tensor) -> dict[str, Tensor]:
 
 
 def _nv_candidate(b: Tensor, amax: Tensor, g: Tensor, top: float) -> tuple[Tensor, Tensor, Tensor]:
-    """(E4M3 block scales, E2M1 values, dequantized values) for blocks b scaled so amax -> top."""
+    """(E4M3 block scales, their products with g, E2M1 codes) for blocks b scaled so amax -> top.
+    A block whose E4M3 scale underflows to 0 gets zero codes (b / Inf = ±0)."""
     block_scale = el.to_e4m3(amax / _safe(top * g))
     scale = block_scale * g
-    values = el.to_e2m1(torch.where(scale > 0, b / _safe(scale), torch.zeros_like(b)))
-    return block_scale, values, values * scale
+    return block_scale, scale, el.e2m1_codes(b / _zero_if_none(scale))
+
+
+def _squared_error(b: Tensor, codes: Tensor, scale: Tensor) -> Tensor:
+    return ((el.e2m1_values(codes) * scale - b) ** 2).sum(-1, keepdim=True)
 
 
 def _encode_nvfp4(x: Tensor, four_over_six: bool) -> dict[str, Tensor]:
-    g = (x.abs().amax() / (6.0 * el.E4M3_MAX)).reshape(1)
     b = _pad_last(x, NV_BLOCK).reshape(*x.shape[:-1], -1, NV_BLOCK)
     amax = b.abs().amax(dim=-1, keepdim=True)
-    block_scale, values, deq = _nv_candidate(b, amax, g, 6.0)
+    g = (amax.amax() / (6.0 * el.E4M3_MAX)).reshape(1)  # the tensor's amax (padding is zeros)
+    block_scale, scale, codes = _nv_candidate(b, amax, g, 6.0)
     if four_over_six:
-        scale4, values4, deq4 = _nv_candidate(b, amax, g, 4.0)
-        four = ((deq4 - b) ** 2).sum(-1, keepdim=True) < ((deq - b) ** 2).sum(-1, keepdim=True)
-        block_scale = torch.where(four, scale4, block_scale)
-        values = torch.where(four, values4, values)
-    codes = el.e2m1_codes(values).reshape(*x.shape[:-1], -1)
+        scale4_e4m3, scale4, codes4 = _nv_candidate(b, amax, g, 4.0)
+        four = _squared_error(b, codes4, scale4) < _squared_error(b, codes, scale)
+        block_scale = torch.where(four, scale4_e4m3, block_scale)
+        codes = torch.where(four, codes4, codes)
     return {
-        "codes": el.pack_nibbles(codes),
+        "codes": el.pack_nibbles(codes.reshape(*x.shape[:-1], -1)),
         "block_scale": block_scale.squeeze(-1).to(FP8),
         "tensor_scale": g,
     }
@@ -210,7 +218,7 @@ def _decode_fp8_tiles(codes: Tensor, scale: Tensor, shape: tuple[int, ...]) -> T
 
 
 def _decode_fp4(codes: Tensor, scale: Tensor, shape: tuple[int, ...], block: int) -> Tensor:
-    values = el.e2m1_values(el.unpack_nibbles(codes)).reshape(*shape[:-1], -1, block)
+    values = el.packed_e2m1_values(codes).reshape(*shape[:-1], -1, block)
     return (values * scale.unsqueeze(-1)).reshape(*shape[:-1], -1)[..., : shape[-1]]
 
 
