@@ -112,6 +112,57 @@ def test_full_ids_match_swebench_v2_parser(pytest_log: str) -> None:
             assert ours.get(test_id) == "PASSED", test_id
 
 
+BRACKET_MESSAGES = textwrap.dedent("""\
+    import pytest
+
+    def test_list_message():
+        assert [1, 2] == [1, 3]
+
+    def test_dash_and_brackets():
+        raise ValueError("bad value [x] - see [docs]")
+
+    class TestBox:
+        def test_method_message(self):
+            assert {"k": [1]} == {"k": [2]}
+
+    @pytest.mark.parametrize("v", ["a - [b]", "x]y", "[z]"])
+    def test_param_message(v):
+        assert [v] == ["nope - [no]"]
+
+    @pytest.fixture
+    def broken():
+        raise RuntimeError("fixture [broken] - really")
+
+    def test_error_message(broken):
+        pass
+
+    def test_passes():
+        pass
+    """)
+
+
+def test_failure_messages_with_brackets_are_not_folded_into_the_id(tmp_path) -> None:
+    # The round-3 bug: `FAILED id - assert [1, 2] == [1, 3]` was read as an id holding the message,
+    # so the failure never reached the cross-check. Real pytest output, -rA summary.
+    (tmp_path / "test_brackets.py").write_text(BRACKET_MESSAGES)
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_brackets.py"],
+                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTEST_ADDOPTS": ""})
+    assert "short test summary info" in done.stdout, done.stdout + done.stderr
+    assert "FAILED test_brackets.py::test_list_message - assert [1, 2] == [1, 3]" in done.stdout
+    parsed = parse_pytest_log(done.stdout)
+    expected = {
+        "test_brackets.py::test_list_message": "FAILED",
+        "test_brackets.py::test_dash_and_brackets": "FAILED",
+        "test_brackets.py::TestBox::test_method_message": "FAILED",
+        "test_brackets.py::test_param_message[a - [b]]": "FAILED",
+        "test_brackets.py::test_param_message[x]y]": "FAILED",
+        "test_brackets.py::test_param_message[[z]]": "FAILED",
+        "test_brackets.py::test_error_message": "ERROR",
+        "test_brackets.py::test_passes": "PASSED",
+    }
+    assert parsed == expected, parsed
+
+
 def test_pytest_verbose_lines_without_summary() -> None:
     log = "test_x.py::test_a PASSED                                   [ 50%]\ntest_x.py::test_b[1 2] FAILED   [100%]\n"
     assert parse_pytest_log(log) == {"test_x.py::test_a": "PASSED", "test_x.py::test_b[1 2]": "FAILED"}

@@ -2,8 +2,9 @@
 
 Summary lines are `STATUS node_id` (for FAILED and ERROR: `STATUS node_id - message`). Node ids may
 hold spaces, brackets, ` - ` and escaped unicode inside their parameter part, so the id is not cut
-at the first space: for a parametrized id it runs to the first `]` followed by ` - ` or the end of
-the line. pytest's aggregated `SKIPPED [N] file:line: reason` lines name no test and are ignored.
+at the first space: for a parametrized id (a `[` right after the test's name) it runs to the first
+`]` followed by ` - ` at which its brackets balance, or the end of the line; any other id ends at
+the first ` - `, whatever brackets the message holds. pytest's aggregated `SKIPPED [N] file:line: reason` lines name no test and are ignored.
 Verbose lines (`node_id STATUS [ 42%]`) are read too, for runs with `-v` and no summary.
 
 When one id has several statuses (a test that passed but whose teardown errored), the failing one
@@ -24,22 +25,36 @@ _SKIP_AGGREGATE = re.compile(r"^\[\d+\] ")
 
 
 def split_summary_rest(status: str, rest: str) -> str | None:
-    """The node id out of what follows the status word on a summary line (None if it names no test)."""
+    """The node id out of what follows the status word on a summary line (None if it names no test).
+
+    The id is parametrized only when a `[` follows the test's name directly (`::test_x[`); then it
+    runs to the first `]` followed by ` - ` (or the end) at which its brackets balance. Otherwise it
+    ends at the first ` - `: a message holding `[`, `]` or ` - ` (`assert [1] == [2]`) is not
+    folded into the id.
+    """
     rest = rest.rstrip()
     if status == TestStatus.SKIPPED.value and _SKIP_AGGREGATE.match(rest):
         return None
     if " - " not in rest:
         return rest or None
-    head = rest.split("::", 1)
-    if len(head) == 2 and "[" in head[1]:
-        # Parametrized: the id ends with "]"; take the first " - " that follows a "]".
-        start = 0
-        while (cut := rest.find(" - ", start)) != -1:
-            if rest[:cut].endswith("]"):
-                return rest[:cut]
-            start = cut + 1
-        return rest
-    return rest.split(" - ", 1)[0]
+    first_dash = rest.find(" - ")
+    bracket = rest.find("[")
+    name = rest[:bracket].rsplit("::", 1)[-1] if bracket != -1 else ""
+    if bracket == -1 or first_dash < bracket or "::" not in rest[:bracket] or not name.isidentifier():
+        return rest[:first_dash]
+    cuts = []
+    start = bracket
+    while (cut := rest.find(" - ", start)) != -1:
+        if rest[:cut].endswith("]"):
+            cuts.append(cut)
+        start = cut + 1
+    for cut in cuts:
+        head = rest[:cut]
+        if head.count("[") == head.count("]"):
+            return head
+    if cuts:
+        return rest[: cuts[0]]
+    return rest
 
 
 def _worse(old: str | None, new: str) -> str:
