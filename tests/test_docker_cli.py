@@ -24,7 +24,7 @@ from click.testing import CliRunner
 from patchgym.harness.cli import grade, validate
 from tests.fixtures_grading.calc_task import build_task
 from tests.fixtures_grading.factories import local_factory_or_reason
-from .test_docker_support import containers_of, needs_docker
+from .test_docker_support import containers_of, docker_reason, needs_docker, remove_task_images
 
 LOCAL, NO_LOCAL = local_factory_or_reason()
 pytestmark = pytest.mark.skipif(LOCAL is None, reason=NO_LOCAL or "no local backend")
@@ -37,7 +37,11 @@ def task_file(tmp_path_factory: pytest.TempPathFactory) -> dict:
     task = build_task(root, instance_id="calc-docker-1")
     path = root / "tasks.jsonl"
     path.write_text(task.model_dump_json() + "\n")
-    return {"root": root, "file": path, "store": root / "store", "home": root / "home"}
+    yield {"root": root, "file": path, "store": root / "store", "home": root / "home"}
+    if docker_reason() is None and (root / "store").is_dir():
+        from patchgym.tasks.prepare import prepare_task
+
+        remove_task_images(prepare_task(task, root / "store"))  # prepared already: cached
 
 
 def _invoke(command, args: list[str], home: Path):
@@ -45,6 +49,8 @@ def _invoke(command, args: list[str], home: Path):
     return result.exit_code, result.output
 
 
+# ~20 s each (validation grades twice, grading once more, preparation and the image build on first use).
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=needs_docker())])
 def test_validate_and_grade_a_task_file(task_file, backend, tmp_path) -> None:
     args = [str(task_file["file"]), "--backend", backend, "--store", str(task_file["store"]), "--json", str(tmp_path / "v.json")]

@@ -42,3 +42,20 @@ def containers_of(owner_pid: int) -> list[str]:
     prefix = f"{socket.gethostname()}:{owner_pid}:"
     return [c.name for c in client().containers.list(all=True, filters={"label": remote.LABEL})
             if c.labels.get(remote.OWNER_LABEL, "").startswith(prefix)]
+
+
+def remove_task_images(prepared) -> None:
+    """Remove the environment and task images built for `prepared` (a test's task in a temporary
+    store gets a new preparation key each run: its images would pile up on the engine)."""
+    from patchgym.harness.sandbox import docker_images
+
+    base = docker_images.base_image_tag()
+    tags = [f"patchgym-task:{docker_images.task_image_key(prepared, base)}",
+            f"patchgym-env:{docker_images.env_image_key(prepared, base)}"]
+    if prepared.task.environment.shared:
+        tags.pop()  # shared by every task with the same setup
+    for tag in tags:
+        try:
+            client().images.remove(tag, force=True)
+        except Exception:  # noqa: BLE001 - never built (the docker cases were skipped)
+            pass

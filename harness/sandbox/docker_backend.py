@@ -455,7 +455,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         self.progress = progress
         self._client = client
         super().__init__()
-        self._images: dict[tuple[str, str, str], str] = {}  # (key, repo, commit) -> the task image built
+        self._images: dict[tuple[str, str, str], str] = {}  # (key, commit, task) -> the task image built
         self._image_lock = threading.Lock()
         self.reaped: list[str] = self.reap() if reap and client is not None else []
         self._reap_pending = reap and client is None
@@ -503,7 +503,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         missing = f"task {prepared.instance_id} has no environment.image and the docker factory has no default_image"
         if not self.build_images:
             raise SandboxError(f"{missing} (pass --image, or let the factory build task images)")
-        cache_key = (prepared.key, str(prepared.repo_dir), prepared.base_commit)
+        cache_key = (prepared.key, prepared.base_commit, prepared.instance_id)
         with self._image_lock:
             image = self._images.get(cache_key)
         if image is None:

@@ -159,10 +159,9 @@ def setup_script(prepared: PreparedTask) -> str:
 
 
 def _repository_identity(prepared: PreparedTask) -> dict[str, str]:
-    # The preparation key hashes what preparation depends on; the snapshot's path and commit are
-    # added because tasks prepared by hand (tests, tools) may reuse one key for different trees.
-    return {"key": prepared.key, "repo": str(Path(prepared.repo_dir).resolve()), "commit": prepared.base_commit,
-            "instance": prepared.instance_id}
+    # The preparation key hashes what preparation depends on; the snapshot's commit is added
+    # because tasks prepared by hand (tests, tools) may reuse one key for different trees.
+    return {"key": prepared.key, "commit": prepared.base_commit, "instance": prepared.instance_id}
 
 
 def env_image_key(prepared: PreparedTask, base: str) -> str:
