@@ -39,7 +39,6 @@ reporter plugin.
 
 from __future__ import annotations
 
-import configparser
 import functools
 import posixpath
 import shlex
@@ -104,15 +103,69 @@ def in_test_suite(path: str, roots: set[str]) -> bool:
     return looks_like_test(path) or any(path.startswith(root + "/") for root in roots)
 
 
-def _ini_pytest_sections(text: str | None) -> dict[str, dict[str, str]]:
+_INI_COMMENT = ("#", ";")
+_PYTEST_INI_SECTIONS = ("pytest", "tool:pytest")
+
+
+class _IniError(ValueError):
+    pass
+
+
+def _ini_sections(text: str) -> dict[str, list[tuple[str, str]]]:
+    """An ini file read the way pytest reads setup.cfg/tox.ini/pytest.ini (its `iniconfig`
+    semantics, not configparser's): a line whose first non-blank character is `#` or `;` is a
+    comment; `[name]` starts a section (anything after a `#`/`;` on that line is dropped, and the
+    name is not stripped); `key = value` or `key: value` at column 0 is an entry, keys kept in
+    their case; an indented line continues the previous value; a duplicate section or key, or a
+    line outside any section, is an error (pytest refuses such a file)."""
+    sections: dict[str, list[tuple[str, str]]] = {}
+    current: list[tuple[str, str]] | None = None
+    seen_keys: set[str] = set()
+    for number, raw in enumerate(text.splitlines(), start=1):
+        stripped = raw.strip()
+        if not stripped or stripped[0] in _INI_COMMENT:
+            continue
+        line = raw.rstrip()
+        if line[0] == "[":
+            head = line
+            for char in _INI_COMMENT:
+                head = head.split(char)[0].rstrip()
+            if not head.endswith("]"):
+                raise _IniError(f"line {number}: a section header without ']'")
+            name = head[1:-1]
+            if name in sections:
+                raise _IniError(f"line {number}: duplicate section {name!r}")
+            current, seen_keys = [], set()
+            sections[name] = current
+        elif not line[0].isspace():
+            if current is None:
+                raise _IniError(f"line {number}: an entry outside any section")
+            name, sep, value = line.partition("=")
+            if not sep or ":" in name:
+                name, sep, value = line.partition(":")
+                if not sep:
+                    raise _IniError(f"line {number}: unexpected line")
+            key = name.strip()
+            if key in seen_keys:
+                raise _IniError(f"line {number}: duplicate key {key!r}")
+            seen_keys.add(key)
+            current.append((key, value.strip()))
+        else:
+            if not current:
+                raise _IniError(f"line {number}: a continuation line with no entry before it")
+            key, value = current[-1]
+            current[-1] = (key, f"{value}\n{line.strip()}" if value else line.strip())
+    return sections
+
+
+def _ini_pytest_sections(text: str | None) -> dict[str, object]:
     if text is None:
         return {}
-    parser = configparser.RawConfigParser(strict=False, interpolation=None)
     try:
-        parser.read_string(text)
-    except configparser.Error:
-        return {"<unparseable>": {"text": text}}
-    return {s: dict(parser.items(s)) for s in parser.sections() if s in ("pytest", "tool:pytest")}
+        sections = _ini_sections(text)
+    except _IniError:
+        return {"<unparseable>": text}
+    return {name: entries for name, entries in sections.items() if name in _PYTEST_INI_SECTIONS}
 
 
 def _toml_pytest_table(text: str | None) -> object:

@@ -181,19 +181,79 @@ def test_resolution_matches_swebench(observed: dict[str, str], f2p: list[str], p
     assert all_pass(graded_statuses(f2p, p2p, observed)) == theirs
 
 
-@pytest.mark.parametrize("source_name", ["PLUGIN_SOURCE", "UNITTEST_SOURCE"])
+@pytest.mark.parametrize("source_name", ["PLUGIN_SOURCE", "UNITTEST_SOURCE", "canaries.py", "audit_hook.py"])
 def test_reporters_parse_as_python_3_6(source_name: str) -> None:
-    """The reporters run on the task's interpreter, which may be as old as SWE-bench's 3.6 images."""
+    """The reporters (and the helpers they import) run on the task's interpreter, which may be as
+    old as SWE-bench's 3.6 images."""
     import ast
 
     from patchgym.harness import results
 
-    source = getattr(results, source_name).read_text()
+    path = getattr(results, source_name) if source_name.isupper() else results.PLUGIN_SOURCE.with_name(source_name)
+    source = path.read_text()
     tree = ast.parse(source, feature_version=(3, 6))
     imports = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
+    imports |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
-    assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "time", "unittest", "pytest", "importlib"}
+    assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "time", "unittest", "pytest", "importlib",
+                       "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook"}
     assert "from __future__ import annotations" not in source
+
+
+def test_pytest_sections_are_read_with_pytests_ini_semantics() -> None:
+    """configparser reads `[tool:pytest] # [speedups]` as a section named `tool:pytest] # [speedups`;
+    pytest drops what follows the `#` and reads `[tool:pytest]`, so a plugin added there would run."""
+    base = "[metadata]\nname = x\n\n[tool:pytest]\naddopts = -v\n"
+    hidden = "[metadata]\nname = x\n"
+    assert pytest_sections_changed("setup.cfg", hidden, hidden + "\n[tool:pytest] # [speedups]\naddopts = -p calc.speedups\n")
+    assert pytest_sections_changed("setup.cfg", base, base.replace("addopts = -v", "Addopts = -v"))  # pytest keeps case
+    assert pytest_sections_changed("setup.cfg", base, base.replace("-v", "-v\n    -p calc.plugin"))  # a continuation
+    assert pytest_sections_changed("setup.cfg", base, base + "[tool:pytest]\naddopts = -x\n")  # pytest refuses duplicates
+    assert not pytest_sections_changed("setup.cfg", base, base.replace("name = x", "name = y"))  # metadata only
+    assert not pytest_sections_changed("setup.cfg", base, base + "# a comment\n; another\n")
+    assert not pytest_sections_changed("setup.cfg", base, base.replace("[tool:pytest]", "[tool:pytest] ; main"))
+
+
+def test_a_new_package_above_the_tests_is_reverted() -> None:
+    tests = ["tests/unit/test_a.py", "pkg/tests/test_b.py"]
+    plan = plan_neutralization(["__init__.py", "pkg/__init__.py", "tests/__init__.py", "docs/__init__.py", "src/__init__.py"],
+                               ["__init__.py", "docs/__init__.py", "src/__init__.py"], tests)
+    assert "reverted_test_infra:__init__.py" in plan.flags  # new at the root
+    assert "restored_test_file:tests/__init__.py" in plan.flags  # inside the test root
+    assert "pkg/__init__.py" not in plan.restore  # existed at base (not added): library code
+    assert "docs/__init__.py" not in plan.restore and "src/__init__.py" not in plan.restore  # not above the tests
+
+
+def test_canaries_are_planted_next_to_the_graded_tests_and_cannot_pass() -> None:
+    import random
+
+    from patchgym.harness import canaries
+
+    source = ("import unittest\nimport pytest\nfrom calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+              "class AddTest(unittest.TestCase):\n    def test_sums(self):\n        self.assertEqual(add(1, 1), 2)\n\n\n"
+              "@unittest.skip('x')\nclass SkippedTest(unittest.TestCase):\n    def test_s(self):\n        pass\n")
+    for seed in range(30):
+        text, planted = canaries.plant_source(source, ["test_add", "AddTest::test_sums", "SkippedTest::test_s"],
+                                              random.Random(seed), "/nonexistent")
+        assert {c for c, _ in planted} == {None, "AddTest"}  # never in a class the source skips
+        namespace: dict = {}
+        exec(compile(text.replace("from calc import add", "add = lambda a, b: a + b"), "t.py", "exec"), namespace)
+        for container, name in planted:
+            owner = namespace[container] if container else None
+            function = getattr(owner, name) if owner else namespace[name]
+            with pytest.raises(AssertionError):
+                function(owner(name)) if owner else function()  # fails on the correct implementation
+        names = {name for _, name in planted}
+        assert not names & {"test_add", "test_sums"} and all(n.startswith("test") for n in names)
+
+
+def test_canaries_are_not_planted_where_the_module_declares_marks() -> None:
+    import random
+
+    from patchgym.harness import canaries
+
+    source = "import pytest\n\npytestmark = pytest.mark.xfail\n\n\ndef test_a():\n    assert 0\n"
+    assert canaries.plant_source(source, ["test_a"], random.Random(0))[1] == []
 
 
 def test_new_modules_that_shadow_installed_packages_are_removed(tmp_path) -> None:
