@@ -102,8 +102,12 @@ def _zero_context(patch: str) -> str:
 def test_zero_context_hunks_and_the_git_apply_fallback_resolve_too(tokenizer, easy_rows, monkeypatch) -> None:
     bare = [dict(r, patch=_zero_context(r["patch"])) for r in easy_rows[:2]]
     assert all("@@ -" in r["patch"] and r["patch"] != o["patch"] for r, o in zip(bare, easy_rows))
-    trajs, live = _run(lambda env: build_expert_trajectories(env, tokenizer, bare))
-    assert len(trajs) == 2 and live == 0
+    whole, live = _run(lambda env: build_expert_trajectories(env, tokenizer, easy_rows[:2]))
+    # viewed through a window around the hunks only: the same fix in fewer tokens
+    windowed, live_w = _run(lambda env: build_expert_trajectories(env, tokenizer, bare, view="window"))
+    assert len(whole) == len(windowed) == 2 and live == live_w == 0
+    for w, f in zip(windowed, whole):
+        assert "view_range" in w.turns[0].text and len(w) < len(f)  # 1857 against 2239 tokens for iniconf
     # a view the plan cannot read: the file's change is replayed with git apply of a heredoc
     monkeypatch.setattr(expert, "_lines_of_view", lambda output: None)
     trajs, live = _run(lambda env: build_expert_trajectories(env, tokenizer, easy_rows[2:3]))
@@ -148,6 +152,19 @@ def test_a_hunk_that_is_not_unique_is_widened_until_it_is() -> None:
     assert edit["command"] == "str_replace" and FILE.count(edit["old_str"]) == 1
     assert FILE.replace(edit["old_str"], edit["new_str"]) == FILE[: FILE.rindex("1")] + "2\n"
     assert plan.next_call() == {"name": "submit", "arguments": {}} and plan.next_call() is None
+
+
+def test_a_window_view_is_placed_by_its_first_line_number() -> None:
+    plan = ExpertPlan(NOT_UNIQUE, view="window", window=2)
+    view = plan.next_call()["arguments"]
+    assert view["view_range"] == [4, 6]
+    window = "\n".join(f"{n:6}\t{line}" for n, line in zip(range(4, 7), FILE.split("\n")[3:6]))
+    plan.observe(StepResult(episode_id="e", messages=[{"role": "tool", "content": window}], done=False,
+                            status="running", turn=1, format_errors_in_a_row=0))
+    edit = plan.next_call()["arguments"]
+    assert FILE.count(edit["old_str"]) == 1 and edit["new_str"].endswith("    return 2\n")
+    with pytest.raises(ValueError, match="view must be"):
+        ExpertPlan(NOT_UNIQUE, view="all")
 
 
 def test_hunks_after_an_edit_are_placed_in_the_edited_file() -> None:

@@ -102,17 +102,24 @@ def export_task_rows(tasks: str = "bundled", out: str | Path | None = None, *, t
 
 
 # --- the turn plan --------------------------------------------------------------------------------
-def _lines_of_view(output: str) -> list[str] | None:
-    """The file's lines from a `str_replace_editor view` result; None when it was cut or is not one."""
+def _lines_of_view(output: str) -> tuple[int, list[str]] | None:
+    """(first line number, lines) of a `str_replace_editor view` result (a whole file or a
+    view_range); None when it was cut or is not one."""
     if _CUT_NOTICE.search(output):
         return None
-    lines = []
-    for expected, raw in enumerate(output.split("\n"), start=1):
+    lines: list[str] = []
+    first = 0
+    for raw in output.split("\n"):
         match = _NUMBERED.match(raw)
-        if not match or int(match.group(1)) != expected:
+        if not match:
+            return None
+        number = int(match.group(1))
+        if not lines:
+            first = number
+        elif number != first + len(lines):
             return None
         lines.append(match.group(2))
-    return lines
+    return (first, lines) if lines else None
 
 
 def _hunk_texts(hunk: Any) -> tuple[list[str], list[str]]:
@@ -121,9 +128,12 @@ def _hunk_texts(hunk: Any) -> tuple[list[str], list[str]]:
     return old, new
 
 
-def _plan_str_replaces(lines: list[str], patched: Any) -> list[dict[str, Any]] | None:
-    """One str_replace per hunk whose old text is unique in the file at that point (widened by
-    lines around the hunk when it is not); None when some hunk cannot be written so."""
+def _plan_str_replaces(lines: list[str], patched: Any, first: int = 1, lead: int = 0) -> list[dict[str, Any]] | None:
+    """One str_replace per hunk whose old text occurs once in the lines the view showed (from line
+    `first`), at that point of the edits (widened by lines around the hunk when it does not);
+    None when some hunk cannot be written so. Over a whole-file view "once" is exact; over a
+    view_range it is checked in the window only, so the old text also takes up to `lead` lines
+    above the hunk (the window's), and the editor's own check decides the rest."""
     text = "\n".join(lines) + "\n"
     path = f"{TESTBED}/{patched.path}"
     calls = []
@@ -131,12 +141,12 @@ def _plan_str_replaces(lines: list[str], patched: Any) -> list[dict[str, Any]] |
     for hunk in patched:
         old_lines, new_lines = _hunk_texts(hunk)
         if any(not value.endswith("\n") for value in old_lines + new_lines):
-            return None  # "\ No newline at end of file": leave it to git apply
+            return None  # "\\ No newline at end of file": leave it to git apply
         current = text.split("\n")[:-1]
-        start = hunk.source_start - 1 + shift if hunk.source_length else hunk.source_start + shift
-        if current[start : start + len(old_lines)] != [v[:-1] for v in old_lines]:
+        start = hunk.source_start - first + shift + (0 if hunk.source_length else 1)
+        if start < 0 or current[start : start + len(old_lines)] != [v[:-1] for v in old_lines]:
             return None  # the view does not hold the hunk where the patch says
-        before, after = start, start + len(old_lines)
+        before, after = max(start - lead, 0), start + len(old_lines)
         while True:
             old = "".join(f"{line}\n" for line in current[before:after])
             new = "".join(f"{line}\n" for line in current[before:start]) + "".join(new_lines)
@@ -155,6 +165,17 @@ def _plan_str_replaces(lines: list[str], patched: Any) -> list[dict[str, Any]] |
     return calls
 
 
+def _view_call(patched: Any, view: str, window: int) -> dict[str, Any]:
+    arguments: dict[str, Any] = {"command": "view", "path": f"{TESTBED}/{patched.path}"}
+    if view == "window":
+        hunks = list(patched)
+        start = max(hunks[0].source_start - window, 1)
+        last = hunks[-1]
+        end = max(last.source_start + last.source_length - 1, last.source_start, start)  # a line that exists
+        arguments["view_range"] = [start, end]
+    return {"name": "str_replace_editor", "arguments": arguments}
+
+
 def _git_apply_call(file_patch: str) -> dict[str, Any]:
     delimiter = "PATCHGYM_PATCH"
     while delimiter in file_patch:
@@ -165,9 +186,17 @@ def _git_apply_call(file_patch: str) -> dict[str, Any]:
 
 
 class ExpertPlan:
-    """The turns that replay one gold patch; `observe` reads each step's result (a view's lines)."""
+    """The turns that replay one gold patch; `observe` reads each step's result (a view's lines).
 
-    def __init__(self, patch: str) -> None:
+    `view="file"` views each touched file whole; `view="window"` only from `window` lines above
+    its first hunk to the end of its last (shorter trajectories for a tight context budget)."""
+
+    def __init__(self, patch: str, *, view: str = "file", window: int = 3) -> None:
+        if view not in ("file", "window"):
+            raise ValueError(f"view must be 'file' or 'window' (got {view!r})")
+        if window < 0:
+            raise ValueError(f"window must be >= 0 (got {window})")
+        self.lead = window if view == "window" else 0
         try:
             self.files = list(PatchSet(patch))
         except UnidiffParseError as exc:
@@ -185,8 +214,7 @@ class ExpertPlan:
             elif patched.is_rename or getattr(patched, "is_binary_file", False) or not len(patched):
                 self._queue.append(("call", _git_apply_call(str(patched))))
             else:
-                view = {"name": "str_replace_editor", "arguments": {"command": "view", "path": f"{TESTBED}/{patched.path}"}}
-                self._queue += [("call", view), ("edit", patched)]
+                self._queue += [("call", _view_call(patched, view, window)), ("edit", patched)]
         self._queue.append(("call", {"name": "submit", "arguments": {}}))
         self._last_output: str | None = None
         self.fallbacks: list[str] = []  # files replayed with git apply
@@ -200,8 +228,8 @@ class ExpertPlan:
             kind, item = self._queue.pop(0)
             if kind == "call":
                 return item
-            lines = _lines_of_view(self._last_output or "")
-            calls = _plan_str_replaces(lines, item) if lines is not None else None
+            seen = _lines_of_view(self._last_output or "")
+            calls = _plan_str_replaces(seen[1], item, seen[0], self.lead) if seen is not None else None
             if calls is None:
                 self.fallbacks.append(item.path)
                 calls = [_git_apply_call(str(item))]
@@ -266,13 +294,14 @@ async def expert_trajectory(
     limits: SessionLimits | None = None,
     replay: bool = False,
     sample_index: int = 0,
+    view: str = "file",
 ) -> Trajectory:
-    """One gold replay of `row` through `run_session` (whatever its end)."""
+    """One gold replay of `row` through `run_session` (whatever its end); `view`: see ExpertPlan."""
     fmt = get_format(formatter)
     patch = row.get("patch")
     if not isinstance(patch, str) or not patch.strip():
         raise ValueError(f"task {row.get('instance_id')!r} has no gold patch")
-    plan = ExpertPlan(patch)
+    plan = ExpertPlan(patch, view=view)
     router = ExpertRouter(plan, tokenizer, fmt)
     limits = limits or SessionLimits(max_turns=64, max_context_tokens=1 << 20, max_tokens_per_turn=1 << 16)
     params = SamplingParams(max_new_tokens=limits.max_tokens_per_turn or 1 << 16, return_support=replay)
@@ -295,13 +324,14 @@ async def build_expert_report(
     *,
     limits: SessionLimits | None = None,
     replay: bool = False,
+    view: str = "file",
 ) -> ExpertReport:
     """Replay every row's gold patch; keep the trajectories that end submitted with reward 1."""
     report = ExpertReport()
     for row in rows:
         task_id = str(row.get("instance_id"))
         try:
-            traj = await expert_trajectory(env, tokenizer, row, formatter, limits=limits, replay=replay)
+            traj = await expert_trajectory(env, tokenizer, row, formatter, limits=limits, replay=replay, view=view)
         except ValueError as exc:
             report.failed.append({"task_id": task_id, "status": "no_plan", "reward": 0.0, "why": str(exc)})
             continue
