@@ -40,6 +40,11 @@ import unittest
 
 import pytest
 
+try:  # taken now, before any code under test could replace it
+    from _pytest.assertion.rewrite import rewrite_asserts as _rewrite_asserts
+except ImportError:
+    _rewrite_asserts = None
+
 _MARKER_ENV = "PATCHGYM_REPORTER"
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -168,6 +173,22 @@ def _class_keys():
     return [(cls, frozenset(vars(cls))) for cls in classes]
 
 
+def _code_snapshot(entries):
+    """(label, function, its code) for the functions among snapshotted entries: a code object
+    swapped into one of them keeps its identity, so the identity checks alone cannot see it."""
+    out = []
+    for label, _, _, value in entries:
+        function = getattr(value, "__func__", value)
+        code = getattr(function, "__code__", None)
+        if code is not None and not isinstance(function, type):
+            out.append((label, function, code))
+    return out
+
+
+def _changed_code(entries):
+    return [label for label, function, code in entries if getattr(function, "__code__", code) is not code]
+
+
 def _changed_keys(entries):
     return ["{}.{} (attributes added or removed)".format(cls.__module__, cls.__qualname__)
             for cls, keys in entries if _keys_changed(cls, keys)]
@@ -206,6 +227,16 @@ class Reporter:
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self._started = time.time()
         self._protected = self._hash_protected(config.get("protected_files", []))
+        self._sources = None  # patchgym_compiled_tests.ProtectedSources: the grader's own compilation
+        self._rewrite = None
+        self._undeclared_marks = {}  # node id -> skip/xfail marks its protected source does not declare
+        try:
+            import patchgym_compiled_tests
+
+            self._sources = patchgym_compiled_tests.ProtectedSources(
+                [p for p in self._protected if p.endswith(".py") and self._protected[p] is not None])
+        except ImportError:
+            pass
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
         self._canary_items = {}  # node id -> index into _canaries
         self._guard = None
@@ -227,6 +258,7 @@ class Reporter:
         self._machinery = _machinery()
         self._namespace = _namespace()
         self._class_keys = _class_keys()
+        self._codes = _code_snapshot(self._machinery + self._namespace)
         self._reported_violations: set[str] = set()
         if self._guard is not None:
             self._guard.emit = self._violation
@@ -329,6 +361,8 @@ class Reporter:
             self._violation("replaced", name)
         for name in _changed_keys(self._class_keys):
             self._violation("replaced", name)
+        for name in _changed_code(self._codes):
+            self._violation("code_replaced", name)
         if self._guard is not None:
             self._guard.check_state(self._guard_state)
 
@@ -429,6 +463,66 @@ class Reporter:
             origin = self._untrusted_source(filenames)
             if origin is not None:
                 self._untrusted[item.nodeid] = ("skip_from_patched_file", origin)
+            site = self._undeclared_skip_site(excinfo)
+            if site is not None and item.nodeid not in self._untrusted:
+                self._untrusted[item.nodeid] = ("skip_from_a_line_that_declares_none", site)
+
+    @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+    def pytest_runtest_call(self, item):
+        """Before the test is called: is what is about to run the code of the protected source?"""
+        self._check_item_code(item)
+        yield
+
+    def _rewriter(self, config):
+        if self._rewrite is None and _rewrite_asserts is not None:
+            def rewrite(tree, source, path):
+                try:
+                    _rewrite_asserts(tree, source, path, config)
+                except TypeError:  # pytest < 5: rewrite_asserts(mod, module_path, config)
+                    _rewrite_asserts(tree, path, config)
+            self._rewrite = rewrite
+        return self._rewrite
+
+    def _check_item_code(self, item):
+        if self._sources is None:
+            return
+        untrusted = self._guard.untrusted_file if self._guard is not None else None
+        rewrite = self._rewriter(getattr(item, "config", None))
+        functions = [getattr(item, "obj", None)]
+        try:
+            for definitions in item._fixtureinfo.name2fixturedefs.values():
+                functions.extend(getattr(d, "func", None) for d in definitions)
+        except AttributeError:
+            pass
+        for function in functions:
+            if function is None:
+                continue
+            try:
+                problem = self._sources.check_function(function, untrusted, rewrite)
+            except Exception as exc:  # noqa: BLE001  the check must not break an honest test
+                problem = None
+                self.emit("note", detail="code check failed: {}".format(exc))
+            if problem is not None:
+                self._untrusted[item.nodeid] = ("test_code_not_from_protected_source", problem)
+                self._violation("test_code_not_from_protected_source", "{} ({})".format(item.nodeid, problem))
+                return
+
+    def _undeclared_skip_site(self, excinfo):
+        """A skip/xfail raised from a line of a protected test file that calls none (see
+        patchgym_compiled_tests): where, or None."""
+        if self._sources is None:
+            return None
+        try:
+            raw = excinfo.traceback[-1]._rawentry
+        except (AttributeError, IndexError):
+            return None
+        filename = raw.tb_frame.f_code.co_filename
+        real = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
+        if real not in self._sources.sources:
+            return None
+        if self._sources.raise_site_declares(real, raw.tb_lineno):
+            return None
+        return "{}:{}".format(os.path.relpath(real, self._testbed), raw.tb_lineno)
 
     def pytest_runtest_logstart(self, nodeid, location):
         self._skip_test = {"raised": False, "origin": None}
@@ -533,6 +627,8 @@ class Reporter:
             self.emit("canary", n=self._canary_items[nodeid], status=status)
             return
         fields = {"id": nodeid, "status": status}
+        if nodeid in self._undeclared_marks and status in ("SKIPPED", "XFAIL") and nodeid not in self._untrusted:
+            self._untrusted[nodeid] = ("mark_not_declared_in_protected_source", self._undeclared_marks[nodeid])
         if nodeid in self._untrusted and status in ("SKIPPED", "XFAIL", "PASSED", "XPASS"):
             fields["status"] = "FAILED"
             what, origin = self._untrusted[nodeid]
@@ -562,9 +658,29 @@ class Reporter:
             if key in wanted:
                 self._canary_items[item.nodeid] = wanted[key]
 
+    def _find_undeclared_marks(self, items):
+        """skip/skipif/xfail marks on a test of a protected file whose source (and whose protected
+        conftests) never name them were put there by something else."""
+        if self._sources is None:
+            return
+        conftests = [p for p in self._sources.sources if os.path.basename(p) == "conftest.py"]
+        conftest_declares = any(self._sources.declares(p) for p in conftests)
+        for item in items:
+            try:
+                names = sorted({m.name for m in item.iter_markers() if m.name in ("skip", "skipif", "xfail")})
+            except Exception:  # noqa: BLE001
+                continue
+            if not names or conftest_declares:
+                continue
+            path = getattr(item, "path", None) or getattr(item, "fspath", None)
+            real = os.path.realpath(str(path)) if path is not None else None
+            if real in self._sources.sources and not self._sources.declares(real):
+                self._undeclared_marks[item.nodeid] = ", ".join(names)
+
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
         self._map_canaries(session.items)
+        self._find_undeclared_marks(session.items)
         for item in session.items:
             self._collected_xfail[item.nodeid] = list(item.iter_markers(name="xfail"))
             if hasattr(item, "addSuccess"):  # a unittest.TestCase test run by pytest

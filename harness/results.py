@@ -23,7 +23,8 @@ UNITTEST_MODULE = "patchgym_unittest_reporter"
 UNITTEST_SOURCE = Path(__file__).with_name("unittest_reporter.py")
 # Helpers both reporters import from the same folder: (module name in the sandbox, source here).
 HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
-           ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")))
+           ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
+           ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")))
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,139 @@
+"""The grader's own compilation of the protected test files, and the checks made with it.
+
+Copied into the grading sandbox next to the reporters (as `patchgym_compiled_tests`) and used by
+both. Standard library only (pytest's assertion rewriter is passed in), Python >= 3.6 syntax.
+
+`ProtectedSources(paths)` reads each protected test file (and conftest) once, when the reporter is
+imported -- before any code of the repository runs -- and keeps the bytes (the reporter hashes the
+same bytes) and the `ast` and `compile` functions as they were then. Later:
+
+- `expected_code(path, name, firstlineno, rewrite)` compiles the kept source itself (plainly, and,
+  for pytest, through the assertion rewriter the reporter snapshotted, with the session's config)
+  and returns the code objects of that name and first line. `check_function(function, ...)` then
+  says whether the function a test item is about to call (followed through `__wrapped__`, as
+  decorators leave it) runs code compiled from the protected source: code the file never held
+  (a `__code__` swapped in by a thread or through ctypes, a function compiled under the test file's
+  name by `exec`), or a stub from a file of the patch wrapped around the test, is reported.
+- `declares(path, words)` says whether the protected source mentions any of `words` (skip/xfail
+  names): marks, skips and xfails count only where the protected source declares them.
+- `raise_site_declares(path, lineno, words)`: whether the statement at `lineno` of the protected
+  source mentions them. A skip or xfail whose innermost frame is a line of a test file that calls
+  no skip/xfail (an `assert` whose `AssertionError` was replaced by a class whose `__new__` returns
+  pytest's xfail exception) is not the test's own.
+
+Not covered: functions of the test module that are not under the protected file's name at all and
+carry no `__wrapped__` chain back to it (then nothing ties them to the test, and nothing is claimed).
+"""
+
+import ast
+import builtins
+import os
+
+_compile = builtins.compile
+_parse = ast.parse
+_walk = ast.walk
+
+SKIP_WORDS = ("skip", "xfail", "SkipTest", "expectedFailure", "importorskip", "skipTest", "skipIf", "skipUnless")
+
+
+class ProtectedSources(object):
+    def __init__(self, paths):
+        self.sources = {}  # real path -> bytes (None: could not be read)
+        for path in paths:
+            try:
+                with open(path, "rb") as handle:
+                    self.sources[path] = handle.read()
+            except OSError:
+                self.sources[path] = None
+        self._codes = {}  # (path, rewritten) -> {(name, firstlineno): [code]}
+        self._text = {}
+        self._trees = {}
+
+    def _tree(self, path):
+        if path not in self._trees:
+            source = self.sources.get(path)
+            try:
+                self._trees[path] = _parse(source, filename=path) if source is not None else None
+            except (SyntaxError, ValueError):
+                self._trees[path] = None
+        return self._trees[path]
+
+    def _code_table(self, path, rewrite):
+        key = (path, rewrite is not None)
+        if key in self._codes:
+            return self._codes[key]
+        table = {}
+        source = self.sources.get(path)
+        try:
+            tree = _parse(source, filename=path) if source is not None else None
+            if tree is not None and rewrite is not None:
+                rewrite(tree, source, path)
+            module_code = _compile(tree, path, "exec", dont_inherit=True) if tree is not None else None
+        except Exception:  # noqa: BLE001  a file that does not compile: pytest reports it itself
+            module_code = None
+        stack = [module_code] if module_code is not None else []
+        while stack:
+            code = stack.pop()
+            table.setdefault((code.co_name, code.co_firstlineno), []).append(code)
+            stack.extend(c for c in code.co_consts if hasattr(c, "co_code"))
+        self._codes[key] = table
+        return table
+
+    def expected_code(self, path, name, firstlineno, rewrite=None):
+        """The code objects the protected source compiles to for (name, first line)."""
+        found = list(self._code_table(path, None).get((name, firstlineno), []))
+        if rewrite is not None:
+            found += self._code_table(path, rewrite).get((name, firstlineno), [])
+        return found
+
+    def check_function(self, function, untrusted_file, rewrite=None):
+        """None if `function` runs code compiled from a protected source (or nothing ties it to
+        one); otherwise what is wrong with it."""
+        seen = 0
+        current = function
+        while current is not None and seen < 20:
+            seen += 1
+            current = getattr(current, "__func__", current)
+            code = getattr(current, "__code__", None)
+            if code is not None:
+                filename = code.co_filename
+                if untrusted_file is not None and untrusted_file(filename):
+                    return "runs code from {}".format(filename)
+                real = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
+                if real in self.sources:
+                    expected = self.expected_code(real, code.co_name, code.co_firstlineno, rewrite)
+                    if not expected:
+                        return "{} has code the protected source does not define ({} at line {})".format(
+                            code.co_name, os.path.basename(real), code.co_firstlineno)
+                    if not any(code == e for e in expected):
+                        return "the code of {} is not what the protected source compiles to".format(code.co_name)
+                    return None
+            current = getattr(current, "__wrapped__", None)
+        return None
+
+    def _decoded(self, path):
+        if path not in self._text:
+            source = self.sources.get(path)
+            self._text[path] = source.decode("utf-8", "replace") if source is not None else ""
+        return self._text[path]
+
+    def declares(self, path, words=SKIP_WORDS):
+        text = self._decoded(path)
+        return any(word in text for word in words)
+
+    def raise_site_declares(self, path, lineno, words=SKIP_WORDS):
+        """Whether the statement of the protected source at `lineno` mentions any of `words`."""
+        lines = self._decoded(path).splitlines()
+        first = last = lineno
+        tree = self._tree(path)
+        if tree is not None:
+            best = None
+            for node in _walk(tree):
+                start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
+                if isinstance(node, ast.stmt) and start is not None and end is not None and start <= lineno <= end:
+                    if best is None or end - start < best[1] - best[0]:
+                        best = (start, end)
+            if best is not None:
+                first, last = best
+        text = "\n".join(lines[max(0, first - 1):last])
+        return any(word in text for word in words)
