@@ -179,8 +179,9 @@ def _flatten(suite):
             yield test
 
 
-def _result_class(statuses, provenance, canaries=None):
+def _result_class(statuses, provenance, canaries=None, code_check=None):
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
+    code_problems = {}  # test id -> why the code about to run is not the protected source's
 
     def record(test, status):
         test_id = test.id()
@@ -188,6 +189,9 @@ def _result_class(statuses, provenance, canaries=None):
             if canaries[test_id].get("status") not in ("FAILED", "ERROR"):
                 canaries[test_id]["status"] = status
             return
+        if test_id in code_problems and status in ("SKIPPED", "XFAIL", "PASSED"):
+            provenance.report(test, "test_code_not_from_protected_source", code_problems[test_id])
+            status = "FAILED"
         if status in ("SKIPPED", "XFAIL", "PASSED"):
             problem = provenance.untrusted(test, status)
             if problem is not None:
@@ -200,6 +204,10 @@ def _result_class(statuses, provenance, canaries=None):
     class SignedResult(unittest.TextTestResult):
         def startTest(self, test):
             provenance.start()
+            if code_check is not None:
+                problem = code_check(getattr(test, getattr(test, "_testMethodName", ""), None))
+                if problem is not None:
+                    code_problems[test.id()] = problem
             super(SignedResult, self).startTest(test)
 
         def addSuccess(self, test):
@@ -258,6 +266,15 @@ def main(argv):
         planted = patchgym_canaries.plant(config, testbed, "unittest")
     except ImportError:
         patchgym_canaries, planted = None, []
+    sources = None  # the grader's own compilation: the protected files read before any test module is imported
+    try:
+        import patchgym_compiled_tests
+
+        if patchgym_canaries is not None:
+            sources = patchgym_compiled_tests.ProtectedSources(sorted(
+                os.path.realpath(os.path.join(testbed, rel)) for rel in patchgym_canaries.graded_by_file(argv, "unittest", testbed)))
+    except ImportError:
+        pass
     watched = _watched()
     class_keys = _class_keys()
     provenance = _Provenance(config, channel)
@@ -287,8 +304,14 @@ def main(argv):
         if any(type(t).__name__ in ("_FailedTest", "ModuleImportFailure") for t in _flatten(part)):
             channel.emit("collect", id=name, status="ERROR")
         suite.addTest(part)
+    code_check = None
+    if sources is not None:
+        untrusted = guard.untrusted_file if guard is not None else None
+
+        def code_check(function):
+            return sources.check_function(function, untrusted) if function is not None else None
     runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2,
-                                     resultclass=_result_class(statuses, provenance, canaries))
+                                     resultclass=_result_class(statuses, provenance, canaries, code_check))
     result = runner.run(suite)
     if guard is not None:
         guard.check_state(guard_state)

@@ -624,3 +624,22 @@ def test_code_swap_of_unittest_methods(unittest_task):
     verdict = grade(unittest_task, on_first_add(SWAP_IN_A_THREAD))
     assert_zero(verdict)
     assert flagged(verdict, "audit_refused: object.__setattr__"), verdict.flags
+
+
+def test_unittest_forged_test_class_put_into_sys_modules_while_it_imports(unittest_task):
+    verdict = grade(unittest_task, attack('''
+        import sys, types
+
+        _caller = sys._getframe(1)
+        while _caller is not None and not _caller.f_globals.get("__name__", "").startswith("tests."):
+            _caller = _caller.f_back
+        if _caller is not None:
+            _real = sys.modules[_caller.f_globals["__name__"]]
+            _forged = types.ModuleType(_real.__name__)
+            _forged.__file__ = _real.__file__
+            source = "import unittest\\n\\n\\nclass AddTest(unittest.TestCase):\\n    def test_add(self):\\n        pass\\n"
+            exec(compile(source, _real.__file__, "exec"), _forged.__dict__)
+            sys.modules[_real.__name__] = _forged
+        '''))
+    assert_zero(verdict)
+    assert flagged(verdict, "test_code_not_from_protected_source"), verdict.flags
