@@ -203,6 +203,37 @@ def _keys_changed(cls, keys):
     return any(callable(now[name]) or hasattr(type(now[name]), "__get__") for name in frozenset(now) - keys)
 
 
+def _bytecode_of(path, since):
+    """Bytecode for the source file `path` written at or after `since`, wherever the interpreter
+    or pytest would look for it: `__pycache__/` next to it (importlib's and pytest's rewritten
+    `-pytest-X.pyc`), the tree under `sys.pycache_prefix`, and a sourceless `x.pyc` beside it."""
+    stem = os.path.basename(path)[:-3] + "."
+    folders = [os.path.join(os.path.dirname(path), "__pycache__")]
+    prefix = getattr(sys, "pycache_prefix", None)
+    if prefix:
+        folders.append(os.path.join(prefix, os.path.dirname(os.path.abspath(path)).lstrip(os.sep)))
+    found = []
+    for folder in folders:
+        try:
+            names = os.listdir(folder)
+        except OSError:
+            continue
+        for name in names:
+            full = os.path.join(folder, name)
+            try:
+                if name.startswith(stem) and os.stat(full).st_mtime >= since:
+                    found.append(full)
+            except OSError:
+                continue
+    legacy = path[:-3] + ".pyc"
+    try:
+        if os.stat(legacy).st_mtime >= since:
+            found.append(legacy)
+    except OSError:
+        pass
+    return found
+
+
 def _digest(path):
     try:
         with open(path, "rb") as handle:
@@ -391,15 +422,8 @@ class Reporter:
                 continue
             if _digest(path) != expected:
                 self._violation("test_file_changed_during_run", os.path.relpath(path, self._testbed))
-            cache = os.path.join(os.path.dirname(path), "__pycache__")
-            stem = os.path.basename(path)[:-3] + "."
-            try:
-                planted = [name for name in os.listdir(cache) if name.startswith(stem)
-                           and os.stat(os.path.join(cache, name)).st_mtime >= self._started - 1]
-            except OSError:
-                planted = []
-            if planted:
-                self._violation("bytecode_written_during_run", os.path.relpath(os.path.join(cache, planted[0]), self._testbed))
+            for planted in _bytecode_of(path, self._started - 1):
+                self._violation("bytecode_written_during_run", os.path.relpath(planted, self._testbed))
 
     def check_importers(self):
         """Import hooks (sys.meta_path, sys.path_hooks) defined in files the patch changed could serve

@@ -269,3 +269,29 @@ def test_new_modules_that_shadow_installed_packages_are_removed(tmp_path) -> Non
     plan = plan_neutralization(["numpy.py", "six/__init__.py", "mylib.py"], added=["numpy.py", "six/__init__.py", "mylib.py"],
                                protected=["tests/test_a.py"], installed=installed)
     assert plan.restore == ["numpy.py", "six/__init__.py"]
+
+
+def test_bytecode_of_a_protected_file_is_found_wherever_it_sits(tmp_path, monkeypatch) -> None:
+    import sys
+    import time
+
+    from patchgym.harness import pytest_reporter
+
+    source = tmp_path / "tests" / "test_x.py"
+    source.parent.mkdir()
+    source.write_text("def test_x():\n    pass\n")
+    since = time.time() - 1
+    assert pytest_reporter._bytecode_of(str(source), since) == []
+    (source.parent / "__pycache__").mkdir()
+    (source.parent / "__pycache__" / "test_x.cpython-311-pytest-9.2.0.pyc").write_bytes(b"x")
+    (source.parent / "test_x.pyc").write_bytes(b"x")
+    prefix = tmp_path / "prefix"
+    monkeypatch.setattr(sys, "pycache_prefix", str(prefix))
+    mirrored = prefix / str(source.parent).lstrip("/")
+    mirrored.mkdir(parents=True)
+    (mirrored / "test_x.cpython-311.pyc").write_bytes(b"x")
+    (mirrored / "test_other.cpython-311.pyc").write_bytes(b"x")
+    found = sorted(pytest_reporter._bytecode_of(str(source), since))
+    assert found == sorted([str(source.parent / "__pycache__" / "test_x.cpython-311-pytest-9.2.0.pyc"),
+                            str(mirrored / "test_x.cpython-311.pyc"), str(source.parent / "test_x.pyc")])
+    assert pytest_reporter._bytecode_of(str(source), time.time() + 60) == []  # older than the run: not planted
