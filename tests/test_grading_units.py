@@ -181,7 +181,7 @@ def test_resolution_matches_swebench(observed: dict[str, str], f2p: list[str], p
     assert all_pass(graded_statuses(f2p, p2p, observed)) == theirs
 
 
-@pytest.mark.parametrize("source_name", ["PLUGIN_SOURCE", "UNITTEST_SOURCE", "canaries.py", "audit_hook.py"])
+@pytest.mark.parametrize("source_name", ["PLUGIN_SOURCE", "UNITTEST_SOURCE", "canaries.py", "audit_hook.py", "compiled_tests.py"])
 def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     """The reporters (and the helpers they import) run on the task's interpreter, which may be as
     old as SWE-bench's 3.6 images."""
@@ -196,7 +196,8 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     imports |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
     assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "time", "unittest", "pytest", "importlib",
-                       "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook"}
+                       "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
+                       "patchgym_compiled_tests"}
     assert "from __future__ import annotations" not in source
 
 
