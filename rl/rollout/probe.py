@@ -8,6 +8,12 @@ against an in-process environment (real sandboxes and grader), and prints one JS
 counts by status, the success rate (reward 1), the fraction of episodes ended by format errors, the
 valid calls among all turns, tokens and wall time. `--out FILE` also saves the trajectories.
 It is a measurement, not part of the loop; the loop's own evaluation is `patchgym eval`.
+
+    python -m patchgym.rl.rollout.probe --suffix-cost
+
+measures instead what appending a reply costs (`Transcript.reply_ids`: render the whole
+conversation as text, tokenize only the new suffix) over 30 turns, against one re-encode of the
+whole conversation (what a loop that re-tokenised would pay every turn).
 """
 
 from __future__ import annotations
@@ -85,6 +91,35 @@ async def probe(
     }
 
 
+def suffix_cost(turns: int = 30, model: str | None = None) -> dict[str, Any]:
+    from patchgym.rl.models import load_tokenizer
+    from patchgym.rl.rollout.toolformat import get_format
+    from patchgym.rl.rollout.transcript import Transcript
+    from patchgym.rl.sampler.types import Generation
+
+    tokenizer = load_tokenizer(model)
+    transcript = Transcript(tokenizer, get_format())
+    schemas = [{"type": "function", "function": {"name": name, "description": "a tool " * 40,
+                                                 "parameters": {"type": "object", "properties": {}}}}
+               for name in ("bash", "str_replace_editor", "submit")]
+    transcript.start([{"role": "system", "content": "You fix issues."}, {"role": "user", "content": "bug " * 200}], schemas)
+    call = get_format().format_calls([{"name": "bash", "arguments": {"command": "ls"}}])
+    ids = list(tokenizer.encode(call, add_special_tokens=False)) + [tokenizer.eos_token_id]
+    costs = []
+    for i in range(turns):
+        transcript.add_turn(Generation(ids, [0.0] * len(ids), 0, "probe", "stop"), call)
+        started = time.perf_counter()
+        transcript.add_reply(*transcript.reply_ids([{"role": "tool", "content": f"line of output {i}\n" * 30}]))
+        costs.append(time.perf_counter() - started)
+    started = time.perf_counter()
+    tokenizer.encode(transcript.text, add_special_tokens=False)
+    full = time.perf_counter() - started
+    costs_ms = sorted(c * 1e3 for c in costs[1:])  # the first also renders the template's closing once
+    return {"tokens": len(transcript), "median_suffix_ms": round(costs_ms[len(costs_ms) // 2], 3),
+            "last_suffix_ms": round(costs[-1] * 1e3, 3),
+            "full_reencode_ms": round(full * 1e3, 2), "load_avg_1m": round(os.getloadavg()[0], 2)}
+
+
 def _ids_of_difficulty(tasks: str, difficulty: str) -> set[str]:
     """Task ids of a difficulty, read from `patchgym tasks export` (rl/ does not import tasks)."""
     from patchgym.rl.rollout.expert import export_task_rows
@@ -105,7 +140,11 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--tool-format", default="hermes")
     parser.add_argument("--out", default=None, help="append the trajectories to this JSONL file")
+    parser.add_argument("--suffix-cost", action="store_true", help="measure the cost of appending a reply instead")
     args = parser.parse_args(argv)
+    if args.suffix_cost:
+        print(json.dumps(suffix_cost(model=args.model)))
+        return
     result = asyncio.run(probe(
         model=args.model, tasks=args.tasks, difficulty=args.difficulty or None, episodes=args.episodes,
         temperature=args.temperature, max_new_tokens=args.max_new_tokens, max_turns=args.max_turns,
