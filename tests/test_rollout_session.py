@@ -353,3 +353,24 @@ def test_session_limits_are_checked() -> None:
                           ({"max_tokens_per_turn": 0}, "max_tokens_per_turn")]:
         with pytest.raises(ValueError, match=words):
             SessionLimits(**kwargs)
+
+
+def test_the_list_format_reaches_the_environment_as_two_calls(tokenizer) -> None:
+    fmt = get_format("smollm2-list")
+    text = fmt.format_calls([BASH_LS, SUBMIT])
+    sampler = ScriptedSampler([ids_of(tokenizer, text)])
+
+    async def body(env):
+        traj = await run_session(env, SamplerRouter(sampler), tokenizer, TASK, SamplingParams(), formatter=fmt)
+        return traj, await env.get_episode(traj.episode_id)
+
+    traj, state = run(body)
+    assert (traj.status, traj.format_errors, len(traj.turns), state.tool_calls) == ("submitted", 0, 1, 2)
+    assert traj.extra["tool_format"] == "smollm2-list" and "<tool_call>[" in tokenizer.decode(traj.token_ids[: traj.prompt_len])
+
+
+def test_appending_a_reply_stays_cheap_and_append_only() -> None:
+    from patchgym.rl.rollout.probe import suffix_cost
+
+    cost = suffix_cost(turns=4)
+    assert cost["tokens"] > 1000 and cost["median_suffix_ms"] > 0 and cost["full_reencode_ms"] > 0
