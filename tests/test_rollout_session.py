@@ -137,6 +137,8 @@ def test_multi_turn_episode_keeps_every_id_and_masks_the_environment(tokenizer, 
     traj, state, live = run(body)
     assert (traj.status, traj.reward, traj.prompt_index, traj.sample_index) == ("submitted", 1.0, 3, 5)
     assert live == 0 and state.done
+    # the episode was opened with the session's turn limit, so the prompt states the real one
+    assert state.limits.max_turns == SessionLimits().max_turns and f"at most {state.limits.max_turns} turns" in state.transcript[0]["content"]
     check_trajectory(traj, tokenizer)
     assert [t.format_error for t in traj.turns] == [False, True, False, False] and traj.format_errors == 1
     assert [t.finish_reason for t in traj.turns] == ["stop", "length", "stop", "stop"]

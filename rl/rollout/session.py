@@ -60,8 +60,9 @@ class SessionLimits:
     """How long a session may run, in turns and tokens.
 
     `max_tokens_per_turn`: each turn's `max_new_tokens` (None: the sampling params' own).
-    `env`: per-episode limit overrides sent when the episode starts (e.g. `{"max_turns": 8}`),
-    checked by the server against its ceilings."""
+    `env`: per-episode limit overrides sent when the episode starts, checked by the server against
+    its ceilings. None sends `{"max_turns": max_turns}`, so that the system prompt's "at most N
+    turns" is the session's N; `{}` keeps the server's defaults."""
 
     max_turns: int = 16
     max_context_tokens: int = 8192
@@ -109,7 +110,8 @@ async def run_session(
     cap = limits.max_tokens_per_turn or params.max_new_tokens
     transcript = Transcript(tokenizer, fmt, keep_support=replay, keep_topk=params.top_logprobs > 0)
 
-    started = await env.start_episode(task_id, limits=limits.env, parser=fmt.parser)
+    env_limits = dict(limits.env) if limits.env is not None else {"max_turns": limits.max_turns}
+    started = await env.start_episode(task_id, limits=env_limits or None, parser=fmt.parser)
     episode_id = started.episode_id
     episode_over = False
     status, reward, error = "", 0.0, None
