@@ -250,3 +250,35 @@ def test_plot_of_a_non_run_is_a_clear_error(tmp_path: Path) -> None:
 
     with pytest.raises(PlotError, match="no metrics.jsonl rows"):
         plot_runs([tmp_path], tmp_path / "out")
+
+
+# -- warm-up cache key, env server errors ----------------------------------------------------
+
+def test_warmup_key_depends_on_model_data_and_schedule() -> None:
+    from patchgym.rl.loop.config import load_config
+    from patchgym.rl.loop.warmup import warmup_key
+
+    cfg = load_config(preset="cpu-tiny")
+    rows = [{"instance_id": "a", "patch": "diff --git a/x b/x\n"}]
+    key = warmup_key(cfg, rows)
+    assert key == warmup_key(cfg, list(rows))
+    assert key != warmup_key(cfg, [{"instance_id": "a", "patch": "diff --git a/y b/y\n"}])
+    assert key != warmup_key(load_config(preset="cpu-tiny", overrides=["warmup.steps=3"]), rows)
+    assert key != warmup_key(load_config(preset="cpu-tiny", overrides=["warmup.lr=0.1"]), rows)
+
+
+def test_env_server_that_cannot_start_is_a_clear_error(tmp_path: Path) -> None:
+    from patchgym.rl.loop.envserver import EnvServer, EnvServerError
+
+    server = EnvServer("bundled", tasks=str(tmp_path / "no-such-tasks.jsonl"), log_path=tmp_path / "env.log", start_timeout_s=120)
+    with pytest.raises(EnvServerError, match="exited with"):
+        with server:
+            pass
+    assert server.proc is None
+
+
+def test_env_server_url_passes_through() -> None:
+    from patchgym.rl.loop.envserver import EnvServer
+
+    with EnvServer("http://127.0.0.1:9") as url:
+        assert url == "http://127.0.0.1:9"

@@ -14,6 +14,7 @@ without a traceback. The work is done by `runner.py`, `warmup.py`, `evaluate.py`
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +32,11 @@ def _config(config: Path | None, preset: str | None, overrides: tuple[str, ...])
         return load_config(config, preset=preset, overrides=list(overrides))
     except ConfigError as exc:
         raise click.ClickException(str(exc)) from None
+
+
+def _echo(text: str) -> None:
+    click.echo(text)
+    sys.stdout.flush()  # progress lines reach a log file as they happen
 
 
 def _fail(exc: BaseException) -> click.ClickException:
@@ -86,7 +92,7 @@ def train(config: Path | None, preset: str | None, overrides: tuple[str, ...], o
         except ImportError:
             raise click.ClickException("--wandb needs the wandb package, which is not installed: pip install wandb") from None
     kwargs: dict[str, Any] = dict(wandb_project=wandb_project, progress=not no_progress, pin=pin,
-                                  warmup=False if no_warmup else None, log=click.echo)
+                                  warmup=False if no_warmup else None, log=_echo)
     try:
         if losses:
             kinds = [k.strip() for k in losses.split(",") if k.strip()]
@@ -132,7 +138,7 @@ def sft(config: Path | None, preset: str | None, overrides: tuple[str, ...], ste
                        token=cfg.environment.token) as url:
             tokenizer = load_tokenizer(cfg.model.spec)
             trainer = build_trainer(cfg, load_model(cfg.model.spec))
-            report = run_warmup(cfg, trainer, tokenizer, url, run_dir=log_dir, force=force, log=click.echo,
+            report = run_warmup(cfg, trainer, tokenizer, url, run_dir=log_dir, force=force, log=_echo,
                                 eval_sampler_factory=lambda: build_eval_sampler(trainer.model, cfg.eval.sessions, tokenizer=tokenizer))
     except (ValueError, RuntimeError, FileNotFoundError) as exc:
         raise _fail(exc) from None

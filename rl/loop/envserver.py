@@ -93,7 +93,8 @@ class EnvServer:
         deadline = time.monotonic() + self.start_timeout_s
         while not found:
             if self.proc.poll() is not None:
-                raise EnvServerError(f"the bundled environment server exited with {self.proc.returncode} before serving{self._tail()}")
+                code, self.proc = self.proc.returncode, None
+                raise EnvServerError(f"the bundled environment server exited with {code} before serving{self._tail()}")
             if time.monotonic() > deadline:
                 self.stop()
                 raise EnvServerError(f"the bundled environment server did not start within {self.start_timeout_s:.0f} s{self._tail()}")
