@@ -7,7 +7,7 @@ the prepared repository is copied in at /testbed as a tar stream at open; for a 
 is copied. The task's venv can also be bound read-only at /patchgym/venv with
 `mount_host_venv=True` when the engine runs on this host and the image can run it.
 
-The container: docker's init (tini) as pid 1, reaping orphans, with an idle `cat` as its child;
+The container: pid 1 reaps orphans and cannot be killed from inside (INIT);
 network disabled, memory (swap included), CPU and process limits, no capabilities, no new
 privileges, RLIMIT_FSIZE and no core dumps, a size-capped /tmp, labels on everything
 (`patchgym`, `patchgym.owner` = host:pid:start time, `patchgym.task`, `patchgym.sandbox`).
@@ -32,6 +32,8 @@ from __future__ import annotations
 
 import io
 import itertools
+import json
+import queue
 import shlex
 import tarfile
 import threading
@@ -39,7 +41,7 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-from patchgym.harness.sandbox import remote
+from patchgym.harness.sandbox import docker_agent, remote
 from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
@@ -50,14 +52,15 @@ from patchgym.tasks.prepared import TESTBED, VENV_MOUNT, PreparedTask
 
 _SEQUENCE = itertools.count(1)
 COMMAND_ID = "PATCHGYM_CMD"
+FILE_TIMEOUT_S = 120.0
 # The environment every command starts from (as the local backend's: HOME and TMPDIR in /tmp).
 BASE_ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "LC_CTYPE": "C.UTF-8"}
 
 # Bash with builtins only (no process of its own to mistake for a victim): the processes to kill
 # for command `$2` are those whose nearest ancestor carrying PATCHGYM_CMD carries `$2`; with mode
 # `timeout`, also those no live command owns (no marked ancestor, or the mark of a finished
-# command; `$3...` are the ids of the commands still running). Pid 1 (the init), its first child
-# (the idle process) and the reaper itself are spared. Every round STOPs what it finds (a stopped
+# command; `$3...` are the ids of the commands still running). Pid 1 (INIT) and the reaper
+# itself are spared. Every round STOPs what it finds (a stopped
 # process cannot fork), and once a round finds nothing new, all of them get SIGKILL; it returns
 # when a scan finds none left.
 REAPER = r'''
@@ -65,11 +68,10 @@ __pg_reap() {
   local mode=$1 id=$2; shift 2
   local -A keep=() stopped=()
   local k; for k in "$@"; do keep[$k]=1; done
-  local round d p q e rest owner hops idle idle_start new
+  local round d p q e rest owner hops new
   local -a fields env victims
   for ((round = 0; round < 200; round++)); do
     local -A mark=() parent=()
-    idle= idle_start=
     for d in /proc/[0-9]*; do
       p=${d#/proc/}
       [[ $p == 1 || $p == "$$" || $p == "$BASHPID" ]] && continue
@@ -84,18 +86,16 @@ __pg_reap() {
           if [[ $e == PATCHGYM_CMD=* ]]; then mark[$p]=${e#PATCHGYM_CMD=}; break; fi
         done
       fi
-      if [[ ${fields[1]} == 1 && -z ${mark[$p]} ]] && [[ -z $idle || ${fields[19]} -lt $idle_start ]]; then
-        idle=$p idle_start=${fields[19]}
-      fi
     done
     victims=() new=0
     for p in "${!parent[@]}"; do
-      [[ $p == "$idle" ]] && continue
       owner= q=$p
       for ((hops = 0; hops < 128 && ${#q} > 0; hops++)); do
         if [[ -n ${mark[$q]} ]]; then owner=${mark[$q]}; break; fi
         q=${parent[$q]}
       done
+      # A mark of a command started after this one is spared too (it may be missing from `keep`).
+      if [[ -n $owner && ${owner%.*} == "${id%.*}" && ${owner##*.} -gt ${id##*.} ]]; then continue; fi
       if [[ $owner == "$id" ]] || [[ $mode == timeout && ( -z $owner || -z ${keep[$owner]} ) ]]; then
         victims+=("$p")
         [[ -n ${stopped[$p]} ]] || new=1
@@ -128,6 +128,26 @@ def unavailable_reason() -> str | None:
         return f"no Docker engine reachable ({type(exc).__name__}: {exc})"
     return None
 
+
+# Pid 1 of every container: a reaper of what commands orphan, with no process of its own to kill.
+# Inside its pid namespace nothing can kill it (init gets only the signals it handles, and this one
+# handles none: SIGCHLD is blocked and taken with sigtimedwait), so `kill -9 -1` from a command
+# cannot stop the container (with docker's init, tini, and an idle child, killing the child ended
+# it; bash as init does not reap orphans). python3, else perl; an image with neither gets an idle
+# loop that leaves zombies until the sandbox closes.
+INIT_PYTHON = ("import os, signal\n"
+               "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
+               "while True:\n"
+               "    try:\n"
+               "        while os.waitpid(-1, os.WNOHANG)[0] > 0:\n"
+               "            pass\n"
+               "    except ChildProcessError:\n"
+               "        pass\n"
+               "    signal.sigtimedwait({signal.SIGCHLD}, 3600)\n")
+INIT_PERL = 'use POSIX ":sys_wait_h"; $SIG{CHLD} = sub { 1 while waitpid(-1, WNOHANG) > 0 }; sleep 3600 while 1;'
+INIT = ('command -v python3 >/dev/null 2>&1 && exec python3 -c "$1"; '
+        'command -v perl >/dev/null 2>&1 && exec perl -e "$2"; '
+        'while :; do sleep 3600; done')
 
 # read_file and write_file run these in the container; their exit codes are errno values.
 READ_SCRIPT = r'''f=$1
@@ -195,10 +215,8 @@ def container_config(
     tmp = f"size={limits.max_write_bytes},mode=1777,exec" if limits.max_write_bytes else "mode=1777,exec"
     config: dict[str, Any] = {
         "image": image,
-        # docker's init reaps what the commands orphan; `cat` on an open stdin idles at no cost.
-        "command": ["cat"],
-        "stdin_open": True,
-        "init": True,
+        "command": ["sh", "-c", INIT, "patchgym-init", INIT_PYTHON, INIT_PERL],
+        "init": False,
         "name": name,
         "detach": True,
         "network_disabled": not network,
@@ -259,11 +277,49 @@ class DockerSandbox(remote.RemoteSandbox):
         self.container = container
         self._live: set[str] = set()  # ids of the commands running now
         self._ids = itertools.count(1)
+        self._agent: docker_agent.AgentChannel | None = None
+        self._agent_lock = threading.Lock()
+        self._agent_usable = True  # False once the image proved to have no python3
+
+    # --- the command server (docker_agent.py) ------------------------------------------------------
+    def start_agent(self) -> bool:
+        """Start the command server if there is none alive; False when the image cannot run it."""
+        with self._agent_lock:
+            if self._agent is not None and self._agent.alive:
+                return True
+            if not self._agent_usable or self._closed:
+                return False
+            api = self._factory.client.api
+            try:
+                exec_id = api.exec_create(self.container.id, ["python3", "-c", docker_agent.SERVER], stdin=True,
+                                          stdout=True, stderr=False,
+                                          environment={COMMAND_ID: docker_agent.SERVER_ID})["Id"]
+                channel = docker_agent.AgentChannel(api.exec_start(exec_id, socket=True))
+            except Exception:  # noqa: BLE001 - the container is gone or full: one exec per operation then
+                return False
+            if not channel.wait_ready(timeout=30):
+                channel.close()
+                code = api.exec_inspect(exec_id).get("ExitCode")
+                if code not in (None, 0, -9, 137):  # python3 missing (127) or unusable: never again
+                    self._agent_usable = False
+                return False
+            self._agent = channel
+            return True
+
+    def _agent_request(self, head: dict[str, Any], payload: bytes = b"") -> tuple[int, Any] | None:
+        """Send through the server (started if needed), or None to use one exec instead."""
+        if not self.start_agent():
+            return None
+        agent = self._agent
+        try:
+            return agent.request(head, payload) if agent is not None else None
+        except docker_agent.AgentGone:
+            return None
 
     def _kill_command(self, command_id: str) -> None:
         """Kill every process of `command_id` and every process no live command owns."""
         with self._lock:
-            keep = sorted(self._live - {command_id})
+            keep = sorted(self._live - {command_id}) + [docker_agent.SERVER_ID]
         api = self._factory.client.api
         argv = ["bash", "-c", REAPER + '\n__pg_reap "$@"', "reaper", "timeout", command_id, *keep]
         try:
@@ -305,8 +361,46 @@ class DockerSandbox(remote.RemoteSandbox):
         finally:
             if timer:
                 timer.cancel()
+                if timed_out.is_set():
+                    timer.join()  # the kill is complete before the next command can start
         code = api.exec_inspect(exec_id).get("ExitCode")
         return (code if code is not None else -9), output, timed_out.is_set()
+
+    def _run_through_agent(self, sent: tuple[int, Any], *, timeout: float | None, limit: int,
+                           command_id: str) -> tuple[int, CappedOutput, bool]:
+        rid, answers = sent
+        output = CappedOutput(limit)
+        timed_out = threading.Event()
+
+        def watchdog() -> None:
+            timed_out.set()
+            self._kill_command(command_id)
+
+        timer = threading.Timer(timeout, watchdog) if timeout else None
+        if timer:
+            timer.daemon = True
+            timer.start()
+        code = -9  # what is left when the server dies under the command (it killed it, or the container is gone)
+        try:
+            while True:
+                kind, data = answers.get()
+                if kind == b"o":
+                    output.feed(data)
+                elif kind == b"x":
+                    code = json.loads(data)["code"]
+                    break
+                else:
+                    if kind == b"e":
+                        output.feed(f"patchgym: the command could not run: {data.decode(errors='replace')}\n".encode())
+                        code = 126
+                    break
+        finally:
+            if timer:
+                timer.cancel()
+                if timed_out.is_set():
+                    timer.join()  # the kill is complete before the next command can start
+            self._agent.done(rid) if self._agent is not None else None
+        return code, output, timed_out.is_set()
 
     def run(self, command: str, *, timeout_s: float | None = None, env: dict[str, str] | None = None,
             cwd: str = TESTBED, stdin: str | None = None) -> CommandResult:
@@ -318,16 +412,21 @@ class DockerSandbox(remote.RemoteSandbox):
         try:
             script = command_script(self.limits, command_id, cwd=cwd if cwd.startswith("/") else f"{TESTBED}/{cwd}", env=env)
             started = time.monotonic()
-            code, output, timed_out = self._exec(
-                ["bash", "-c", script, "patchgym", command], stdin=stdin.encode() if stdin is not None else None,
-                timeout=timeout, limit=self.limits.max_output_bytes or (1 << 62), command_id=command_id,
-            )
+            argv = ["bash", "-c", script, "patchgym", command]
+            payload = stdin.encode("utf-8", "surrogateescape") if stdin is not None else None
+            limit = self.limits.max_output_bytes or (1 << 62)
+            sent = self._agent_request({"op": "run", "argv": argv, "env": {COMMAND_ID: command_id}}, payload or b"")
+            if sent is not None:
+                code, output, timed_out = self._run_through_agent(sent, timeout=timeout, limit=limit, command_id=command_id)
+            else:
+                code, output, timed_out = self._exec(argv, stdin=payload, timeout=timeout, limit=limit,
+                                                     command_id=command_id)
         finally:
             with self._lock:
                 self._live.discard(command_id)
         self._check_open()
         extra = {}
-        if code == 137 and not timed_out:  # SIGKILL of the command's shell: the memory limit, usually
+        if code in (137, -9) and not timed_out:  # SIGKILL of the command's shell: the memory limit, usually
             state = self.container.client.api.inspect_container(self.container.id).get("State", {})
             if state.get("OOMKilled"):
                 extra["oom_killed"] = True
@@ -352,12 +451,35 @@ class DockerSandbox(remote.RemoteSandbox):
                 self._live.discard(command_id)
         return code, bytes(output.head) + output.tail
 
+    def _file_request(self, head: dict[str, Any], payload: bytes = b"") -> tuple[int, bytes] | None:
+        """A read or write through the server: (0, data) or (errno, b""); None to use an exec."""
+        sent = self._agent_request(head, payload)
+        if sent is None:
+            return None
+        rid, answers = sent
+        try:
+            kind, data = answers.get(timeout=FILE_TIMEOUT_S)
+        except queue.Empty:
+            raise OSError(110, f"the sandbox did not answer a file {head['op']} within {FILE_TIMEOUT_S}s", head["path"]) from None
+        finally:
+            if self._agent is not None:
+                self._agent.done(rid)
+        if kind == b"d":
+            return 0, data
+        if kind == b"e":
+            return int(json.loads(data).get("errno") or 5), b""
+        return None  # the server died before answering: the exec path does it again (reads/writes are idempotent)
+
     def read_file(self, path: str) -> bytes:
         """Read through the container (`cat` there), so symlinks resolve as the agent sees them and
         tmpfs mounts (/tmp) are read as mounted, not as the engine's view of the image layers."""
         self._check_open()
         limit = max(self.limits.max_file_bytes or 0, 64 << 20)
-        code, data = self._internal(READ_SCRIPT, [self._abs(path), str(limit)], limit=limit + 1)
+        answer = self._file_request({"op": "read", "path": self._abs(path), "limit": limit})
+        if answer is not None:
+            code, data = answer
+        else:
+            code, data = self._internal(READ_SCRIPT, [self._abs(path), str(limit)], limit=limit + 1)
         if code == 0:
             return data
         errors = {2: (FileNotFoundError, "no such file in the sandbox"), 21: (IsADirectoryError, "is a directory"),
@@ -370,7 +492,11 @@ class DockerSandbox(remote.RemoteSandbox):
         """Write through the container (its stdin into the file), creating parent directories."""
         self._check_open()
         payload = data.encode("utf-8", "surrogateescape") if isinstance(data, str) else bytes(data)
-        code, _ = self._internal(WRITE_SCRIPT, [self._abs(path), f"{mode & 0o7777:o}"], stdin=payload, limit=4096)
+        answer = self._file_request({"op": "write", "path": self._abs(path), "mode": mode & 0o7777}, payload)
+        if answer is not None:
+            code = answer[0]
+        else:
+            code, _ = self._internal(WRITE_SCRIPT, [self._abs(path), f"{mode & 0o7777:o}"], stdin=payload, limit=4096)
         if code == 21:
             raise IsADirectoryError(21, "is a directory", path)
         if code != 0:
@@ -385,6 +511,8 @@ class DockerSandbox(remote.RemoteSandbox):
         if not self._mark_closed():
             return
         try:
+            if self._agent is not None:
+                self._agent.close()
             self.container.remove(force=True)
         except Exception as exc:  # noqa: BLE001
             if "No such container" not in str(exc) and "404" not in str(exc):
