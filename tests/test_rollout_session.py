@@ -25,6 +25,7 @@ from patchgym.rl.rollout import (
     TemplateNotAppendOnly,
     TrajectoryCheckError,
     check_trajectory,
+    episode_problems,
     get_format,
     load_trajectories,
     run_session,
@@ -158,7 +159,11 @@ def test_multi_turn_episode_keeps_every_id_and_masks_the_environment(tokenizer, 
 
     # what the environment received is each turn's text
     assistant = [m["content"] for m in state.transcript if m["role"] == "assistant"]
-    assert assistant == [t.text for t in traj.turns]
+    assert assistant == [t.text for t in traj.turns] and episode_problems(traj, state) == []
+    other = dataclasses.replace(traj, turns=traj.turns[:1] + [dataclasses.replace(traj.turns[1], text="x")] + traj.turns[2:])
+    assert "they differ from turn 1" in episode_problems(other, state)[0]
+    assert "reward" in " ".join(episode_problems(dataclasses.replace(traj, reward=0.0), state))
+    assert len(traj.extra["served"]) == 4 and set(traj.extra["served"][0]) == {"busy_s", "prompt_tokens", "cached_tokens"}
     # and the ids are the template's rendering of the whole conversation (append-only, nothing re-tokenised)
     fmt = get_format()
     conversation = fmt.opening(state.transcript[:2], tool_schemas(state.limits.command_timeout_s)) + fmt.reply(

@@ -30,6 +30,7 @@ from patchgym.rl.rollout.toolformat import FORMATS, ToolFormat, get_format, regi
 from patchgym.rl.rollout.trajectories import (
     TrajectoryCheckError,
     check_trajectory,
+    episode_problems,
     load_trajectories,
     save_trajectories,
     trajectory_problems,
@@ -53,6 +54,7 @@ __all__ = [
     "build_expert_report",
     "build_expert_trajectories",
     "check_trajectory",
+    "episode_problems",
     "expert_trajectory",
     "export_task_rows",
     "get_format",

@@ -115,6 +115,7 @@ async def run_session(
     episode_id = started.episode_id
     episode_over = False
     status, reward, error = "", 0.0, None
+    served: list[dict[str, Any]] = []  # per turn, what the replica reported of its work (cost, cache)
     try:
         transcript.start(started.messages, started.tools)
         for _ in range(limits.max_turns):
@@ -135,6 +136,7 @@ async def run_session(
             except ValueError as exc:  # support or top-k missing: the sampler broke its contract
                 status, error = STATUS_SAMPLER_ERROR, str(exc)
                 break
+            served.append({"busy_s": gen.busy_s, "prompt_tokens": gen.prompt_tokens, "cached_tokens": gen.cached_tokens})
             result = await env.step(episode_id, text=text)
             turn.env_status = result.status
             turn.format_error = result.format_errors_in_a_row > 0
@@ -156,7 +158,7 @@ async def run_session(
     finally:
         if not episode_over:
             await _delete_quietly(env, episode_id)
-    extra: dict[str, Any] = {"session_id": session_id, "tool_format": fmt.name}
+    extra: dict[str, Any] = {"session_id": session_id, "tool_format": fmt.name, "served": served}
     if error:
         extra["error"] = error
     return transcript.trajectory(

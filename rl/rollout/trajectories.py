@@ -10,7 +10,10 @@ every turn's sampled ids sit at its offset with loss mask 1, every other token (
 environment's replies) has loss mask 0, log q 0, weight version -1 and the support `[its id]`, and
 each turn's `text` (what the environment received) is `decode(sampled_ids,
 skip_special_tokens=True)`. It does not re-render the chat template (the session checks that the
-template is append-only as it goes).
+template is append-only as it goes). `episode_problems(traj, episode)` compares a trajectory with
+what the environment recorded of its episode (`GET /episodes/{id}` or a line of the server's
+episode log): the assistant messages it received are the turns' texts, and an episode that ended
+the session has the trajectory's status and reward.
 """
 
 from __future__ import annotations
@@ -107,6 +110,26 @@ def trajectory_problems(traj: Trajectory, tokenizer: Any) -> list[str]:
             problems.append(f"{len(missing)} sampled token(s) are not in their own support (first at {missing[0]})")
     if traj.num_sampled != sum(len(t.sampled_ids) for t in traj.turns):
         problems.append("the loss mask's count differs from the turns' sampled ids")
+    return problems
+
+
+def episode_problems(traj: Trajectory, episode: Any) -> list[str]:
+    """How `traj` disagrees with the environment's record of its episode (an EpisodeState, or a
+    dict with `episode_id`, `transcript`, `status`, `reward`: the episode log's records)."""
+    record = episode.model_dump() if hasattr(episode, "model_dump") else dict(episode)
+    problems = []
+    if record.get("episode_id") != traj.episode_id:
+        return [f"the record is of episode {record.get('episode_id')!r}, the trajectory of {traj.episode_id!r}"]
+    received = [m.get("content") for m in record.get("transcript") or [] if m.get("role") == "assistant"]
+    texts = [turn.text for turn in traj.turns]
+    if received != texts:
+        at = next((i for i, (a, b) in enumerate(zip(received, texts)) if a != b), min(len(received), len(texts)))
+        problems.append(f"the environment received {len(received)} assistant message(s), the trajectory has "
+                        f"{len(texts)} turn(s); they differ from turn {at}")
+    ended_by_env = bool(traj.turns) and traj.turns[-1].env_status not in ("", "running")
+    if ended_by_env and (record.get("status"), float(record.get("reward") or 0.0)) != (traj.status, traj.reward):
+        problems.append(f"the episode ended {record.get('status')} with reward {record.get('reward')}, "
+                        f"the trajectory says {traj.status} with {traj.reward}")
     return problems
 
 
