@@ -18,7 +18,6 @@ the session has the trajectory's status and reward.
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 from typing import Any, Iterable
