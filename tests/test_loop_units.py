@@ -282,3 +282,37 @@ def test_env_server_url_passes_through() -> None:
 
     with EnvServer("http://127.0.0.1:9") as url:
         assert url == "http://127.0.0.1:9"
+
+
+def test_sigterm_to_a_run_stops_its_bundled_server(tmp_path: Path) -> None:
+    """The server runs in its own session; SIGTERM to the run must not leave it behind."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from patchgym.rl.loop.envserver import EnvServer\n"
+        "s = EnvServer('bundled', task_ids=['semverlite-bump-major-keeps-minor'])\n"
+        "with s as url:\n"
+        "    print(s.proc.pid, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.strip().isdigit(), line
+    server_pid = int(line)
+    os.kill(proc.pid, signal.SIGTERM)
+    proc.wait(timeout=60)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(server_pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.1)
+    else:
+        os.kill(server_pid, signal.SIGKILL)
+        raise AssertionError("the bundled server outlived the run")

@@ -23,6 +23,10 @@ from typing import Sequence
 SERVING = re.compile(r"serving (\d+) task\(s\) at (http://\S+)")
 
 
+def _exit_on_sigterm(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 class EnvServerError(RuntimeError):
     """The bundled environment server did not start; the message quotes its log."""
 
@@ -56,6 +60,10 @@ class EnvServer:
     def __enter__(self) -> str:
         if self.url != "bundled":
             return self.url
+        # SIGTERM to this process must still stop the server (it runs in its own session): turn it
+        # into SystemExit so `__exit__` runs. Only in the main thread, where signals are delivered.
+        if threading.current_thread() is threading.main_thread() and signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+            signal.signal(signal.SIGTERM, _exit_on_sigterm)
         return self.start()
 
     def __exit__(self, *exc: object) -> None:
