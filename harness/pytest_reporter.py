@@ -173,6 +173,10 @@ def _class_keys():
     return [(cls, frozenset(vars(cls))) for cls in classes]
 
 
+def _short_failure(excinfo, style=None):
+    return "{}: {}".format(excinfo.typename, str(excinfo.value).split("\n", 1)[0][:200])
+
+
 def _code_snapshot(entries):
     """(label, function, its code) for the functions among snapshotted entries: a code object
     swapped into one of them keeps its identity, so the identity checks alone cannot see it."""
@@ -189,9 +193,12 @@ def _changed_code(entries):
     return [label for label, function, code in entries if getattr(function, "__code__", code) is not code]
 
 
-def _changed_keys(entries):
+def _changed_keys(entries, thorough=True):
+    """Classes whose attributes were added or removed. Between tests only the number of attributes
+    is compared (a per-test full comparison of pytest's large class dicts cost ~5% of a grading);
+    after each module is collected and at the end, the names."""
     return ["{}.{} (attributes added or removed)".format(cls.__module__, cls.__qualname__)
-            for cls, keys in entries if _keys_changed(cls, keys)]
+            for cls, keys in entries if (thorough or len(vars(cls)) != len(keys)) and _keys_changed(cls, keys)]
 
 
 def _keys_changed(cls, keys):
@@ -387,13 +394,14 @@ class Reporter:
             return None
         return None
 
-    def check_machinery(self):
+    def check_machinery(self, thorough=False):
         for name in _changed(self._machinery):
             self._violation("replaced", name)
-        for name in _changed_keys(self._class_keys):
+        for name in _changed_keys(self._class_keys, thorough):
             self._violation("replaced", name)
-        for name in _changed_code(self._codes):
-            self._violation("code_replaced", name)
+        if thorough:  # a __code__ swap is refused by the audit hook as it happens; this is the backstop
+            for name in _changed_code(self._codes):
+                self._violation("code_replaced", name)
         if self._guard is not None:
             self._guard.check_state(self._guard_state)
 
@@ -664,7 +672,7 @@ class Reporter:
         fspath = getattr(report, "fspath", None)
         if fspath:
             self.check_protected(os.path.realpath(os.path.join(self._testbed, str(fspath))))
-            self.check_machinery()  # after each module is compiled: the rewriting machinery above
+            self.check_machinery(thorough=True)  # after each module is compiled: the rewriting machinery above
             self.check_namespace()
         if report.failed:
             self.emit("collect", id=report.nodeid, status="ERROR")
@@ -673,7 +681,10 @@ class Reporter:
         wanted = {}
         for index, canary in enumerate(self._canaries):
             wanted[(os.path.realpath(os.path.join(self._testbed, canary.path)), canary.container, canary.name)] = index
+        names = {canary.name for canary in self._canaries}
         for item in items:
+            if getattr(item, "name", None) not in names:
+                continue
             cls = getattr(item, "cls", None)
             path = getattr(item, "path", None) or getattr(item, "fspath", None)
             if path is None:
@@ -681,6 +692,9 @@ class Reporter:
             key = (os.path.realpath(str(path)), cls.__name__ if cls is not None else None, getattr(item, "name", None))
             if key in wanted:
                 self._canary_items[item.nodeid] = wanted[key]
+                # A canary's failure report is never read: pytest's full one (source, traceback,
+                # assertion explanation) cost ~5 ms a canary, ~8% of a 600-test grading with 20.
+                item.repr_failure = _short_failure
 
     def _find_undeclared_marks(self, items):
         """skip/skipif/xfail marks on a test of a protected file whose source (and whose protected
@@ -714,7 +728,7 @@ class Reporter:
                     bool(getattr(obj, "__unittest_expecting_failure__", False)))
         self.check_protected()
         self.check_importers()
-        self.check_machinery()
+        self.check_machinery(thorough=True)
         self.check_hooks(session.config)
         self.emit("collected", count=len(session.items))
 
@@ -724,7 +738,7 @@ class Reporter:
             self._emit_test(nodeid, self._phases.pop(nodeid))
         self.check_protected()
         self.check_importers()
-        self.check_machinery()
+        self.check_machinery(thorough=True)
         self.check_namespace()
         self.check_hooks(session.config)
         if self._guard is not None:
