@@ -268,9 +268,12 @@ def _now():
     return time.time()
 
 
-def imported_repository_modules(testbed, own_dir):
-    """Modules under the testbed already imported (the proof of order: none may be when the reporter
-    loads). pytest's own packages (for pytest's repository) and installed packages are left out."""
+def imported_repository_modules(testbed, own_dir, patched=None):
+    """Modules of the repository already imported when the reporter loads (the proof of order:
+    none may be). pytest's own packages (for pytest's repository) and installed packages are left
+    out; with `patched` (real paths of the files the patch changed), only those count: base code
+    that the repository's own configuration loads first (`-p pkg.plugin` in its addopts) ran no
+    code of the patch."""
     testbed = os.path.realpath(testbed).rstrip("/") + "/"
     own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
     found = []
@@ -282,6 +285,8 @@ def imported_repository_modules(testbed, own_dir):
         if not real.startswith(testbed) or real.startswith(own_dir) or "/site-packages/" in real:
             continue
         if name.split(".")[0] in ("pytest", "_pytest", "pluggy", "py"):
+            continue
+        if patched is not None and real not in patched:
             continue
         found.append(name)
     return sorted(found)

@@ -777,7 +777,8 @@ def _claim():
     try:
         import patchgym_audit_hook as guard_module
 
-        early = guard_module.imported_repository_modules(testbed, _OWN_DIR)
+        patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
+        early = guard_module.imported_repository_modules(testbed, _OWN_DIR, patched)
     except ImportError:
         guard_module = None
     try:

@@ -257,7 +257,8 @@ def main(argv):
     try:
         import patchgym_audit_hook
 
-        early = patchgym_audit_hook.imported_repository_modules(testbed, _OWN_DIR)
+        early = patchgym_audit_hook.imported_repository_modules(
+            testbed, _OWN_DIR, {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])})
     except ImportError:
         patchgym_audit_hook = None
     try:

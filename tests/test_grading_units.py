@@ -296,3 +296,28 @@ def test_bytecode_of_a_protected_file_is_found_wherever_it_sits(tmp_path, monkey
     assert found == sorted([str(source.parent / "__pycache__" / "test_x.cpython-311-pytest-9.2.0.pyc"),
                             str(mirrored / "test_x.cpython-311.pyc"), str(source.parent / "test_x.pyc")])
     assert pytest_reporter._bytecode_of(str(source), time.time() + 60) == []  # older than the run: not planted
+
+
+def test_repository_modules_imported_before_the_reporter_are_found(tmp_path, monkeypatch) -> None:
+    import importlib
+    import sys
+
+    from patchgym.harness import audit_hook
+
+    testbed = tmp_path / "testbed"
+    (testbed / "earlypkg").mkdir(parents=True)
+    (testbed / "earlypkg" / "__init__.py").write_text("")
+    (testbed / "earlypkg" / "plugin.py").write_text("X = 1\n")
+    own = tmp_path / "reporter"
+    own.mkdir()
+    monkeypatch.syspath_prepend(str(testbed))
+    assert audit_hook.imported_repository_modules(str(testbed), str(own)) == []
+    importlib.import_module("earlypkg.plugin")
+    try:
+        assert audit_hook.imported_repository_modules(str(testbed), str(own)) == ["earlypkg", "earlypkg.plugin"]
+        patched = {str((testbed / "earlypkg" / "plugin.py").resolve())}
+        assert audit_hook.imported_repository_modules(str(testbed), str(own), patched) == ["earlypkg.plugin"]
+        assert audit_hook.imported_repository_modules(str(testbed), str(own), set()) == []  # base code: not the patch's
+    finally:
+        for name in ("earlypkg.plugin", "earlypkg"):
+            sys.modules.pop(name, None)

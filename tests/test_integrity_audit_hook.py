@@ -1,0 +1,103 @@
+"""The grader's audit hook event by event (harness/audit_hook.py), in a fresh interpreter per test
+(an audit hook cannot be removed): each refused operation is refused when code of the patch is on
+the stack and allowed when it is not; the honest operations a library performs are never refused."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from patchgym.harness import audit_hook
+
+OPERATIONS = {
+    "sys.settrace": "sys.settrace(None)",
+    "sys.setprofile": "sys.setprofile(None)",
+    "sys.addaudithook": "sys.addaudithook(lambda e, a: None)",
+    "object.__setattr__": "victim.__code__ = (lambda: None).__code__",
+    "gc.get_objects": "gc.get_objects()",
+    "gc.get_referrers": "gc.get_referrers(victim)",
+    "gc.get_referents": "gc.get_referents(victim)",
+    "ctypes.cdata": "ctypes.c_long.from_address(id(victim))",
+    "ctypes.string_at": "ctypes.string_at(id(victim), 8)",
+    "ctypes.dlsym": "ctypes.pythonapi.PyFrame_LocalsToFast",
+    "ctypes.PyObj_FromPtr": "ctypes.cast(id(victim), ctypes.py_object).value if False else __import__('_ctypes').PyObj_FromPtr(id(victim))",
+    "marshal.loads": "marshal.loads(marshal.dumps(1))",
+    "writing": "open(TESTS + '/test_x.py', 'w').close()",
+    "os.rename": "os.rename(TMP + '/data.txt', TESTS + '/test_y.py')",
+    "os.remove": "os.remove(TESTS + '/test_x.py')",
+    "threading.settrace": "threading.settrace(lambda *a: None); t = threading.Thread(target=len, args=((),)); t.start(); t.join()",
+}
+HONEST = [
+    "gc.collect()",
+    "t = threading.Thread(target=len, args=((),)); t.start(); t.join()",
+    "exec(compile('x = 1', '<generated>', 'exec'), {})",
+    "open(TMP + '/out.txt', 'w').write('x')",
+    "open(TESTS + '/test_x.py').read()",
+    "import zlib, json, warnings, logging, weakref, dataclasses; zlib.crc32(b'x'); warnings.warn('w')",
+    "ctypes.create_string_buffer(4)",
+]
+
+SCRIPT = textwrap.dedent("""\
+    import ctypes, gc, json, marshal, os, sys, threading, warnings
+    sys.path.insert(0, {hook_dir!r})
+    import audit_hook
+    TESTS, TMP = {tests!r}, {tmp!r}
+    guard = audit_hook.install({testbed!r}, {{{patched!r}}}, {{TESTS + "/test_x.py"}}, [TESTS], {own!r})
+    def victim():
+        pass
+    namespace = dict(globals())
+    code = compile({operation!r}, {where!r}, "exec")
+    outcome = "allowed"
+    try:
+        exec(code, namespace)
+    except audit_hook.GradingRefusal:
+        outcome = "refused"
+    print(json.dumps({{"outcome": outcome, "findings": guard.findings}}))
+    """)
+
+
+def run(tmp_path: Path, operation: str, *, from_patch: bool) -> dict:
+    testbed = tmp_path / "testbed"
+    tests = testbed / "tests"
+    tests.mkdir(parents=True, exist_ok=True)
+    (tests / "test_x.py").write_text("def test_x():\n    pass\n")
+    (tmp_path / "data.txt").write_text("x")
+    patched = str(testbed / "pkg" / "core.py")
+    where = patched if from_patch else str(testbed / "pkg" / "base.py")
+    script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), tests=str(tests), tmp=str(tmp_path),
+                           testbed=str(testbed), patched=patched, own=str(tmp_path / "own"), operation=operation, where=where)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("event", sorted(OPERATIONS))
+def test_each_watched_event_is_refused_from_the_patch_and_allowed_otherwise(tmp_path: Path, event: str) -> None:
+    refused = run(tmp_path, OPERATIONS[event], from_patch=True)
+    assert refused["findings"], refused
+    assert any(event.split(".")[0] in detail and "pkg/core.py" in detail for _, detail in refused["findings"]), refused
+    # CPython swallows the refusal of a new hook (it is just not added); a thread started with a
+    # refused trace function dies in its own bootstrap. Everything else raises where it was asked.
+    if event not in ("sys.addaudithook", "threading.settrace"):
+        assert refused["outcome"] == "refused", refused
+    allowed = run(tmp_path, OPERATIONS[event], from_patch=False)
+    assert allowed["findings"] == [] and allowed["outcome"] == "allowed", allowed
+
+
+@pytest.mark.parametrize("operation", HONEST)
+def test_honest_library_operations_from_patched_code_are_not_refused(tmp_path: Path, operation: str) -> None:
+    outcome = run(tmp_path, operation, from_patch=True)
+    assert outcome == {"outcome": "allowed", "findings": []}, outcome
+
+
+def test_code_compiled_by_the_patch_under_another_name_is_the_patchs(tmp_path: Path) -> None:
+    # exec(compile(src, "/usr/lib/python3/six.py")) does not launder the code: the name is tainted.
+    operation = "ns = {}; exec(compile('import gc\\ndef f():\\n    gc.get_objects()\\n', '/usr/lib/python3/six.py', 'exec'), ns)\n" \
+                "t = threading.Thread(target=ns['f']); t.start(); t.join()"
+    outcome = run(tmp_path, operation, from_patch=True)
+    assert any("gc.get_objects" in detail and "six.py" in detail for _, detail in outcome["findings"]), outcome
