@@ -20,6 +20,10 @@ anything not 2-D) are stored in `others` (bf16 by default, or "raw": as given), 
 checkpoints do. Each tensor is encoded once from the published tensor; a delta is computed on the
 encoded bytes, so applying it reproduces the snapshot exactly and nothing is ever re-quantized.
 
+What a reader returns is already in the view's format: a sampler loads it as is and must not pass
+it through quantize_dequantize again (that is idempotent for every format but NVFP4, whose block
+scales can move on a second pass; see tests/test_quant.py).
+
 A version folder is written under a temporary name and renamed into place, and `latest` moves only
 after that, so a reader never sees half a version; views are published one after the other with
 no barrier across them. Pruning renames a folder away before deleting it.
@@ -224,10 +228,6 @@ def _encode_view(spec: ViewSpec, state_dict: Mapping[str, Tensor]) -> tuple[dict
     return entries, stored
 
 
-def _xor(a: np.ndarray, b: np.ndarray) -> np.ndarray:
-    return np.bitwise_xor(a, b)
-
-
 def _shuffle(buf: np.ndarray, itemsize: int) -> np.ndarray:
     """Byte planes (all first bytes, then all second bytes, ...): an XOR of nearby floats has zero
     high bytes, which compress far better in one run than interleaved with the noisy low bytes."""
@@ -251,7 +251,7 @@ def _make_delta(new: dict[str, np.ndarray], new_meta: dict[str, dict], base: dic
         else:
             itemsize = _dtype(meta["dtype"], Path(".")).itemsize
             if old and old["dtype"] == meta["dtype"] and old["shape"] == meta["shape"]:
-                entry["mode"], payload = "xor", _shuffle(_xor(buf, base[key]), itemsize)
+                entry["mode"], payload = "xor", _shuffle(np.bitwise_xor(buf, base[key]), itemsize)
             else:
                 entry["mode"], payload = "full", buf
             frame = cctx.compress(payload.tobytes())
@@ -310,10 +310,9 @@ class ViewPublisher:
     def _base(self, spec: ViewSpec) -> _Held | None:
         """The previous encoded snapshot: held from the last publish, else read back from disk."""
         if spec.name not in self._held:
-            try:
-                reader = ViewReader(self.root, spec.name)
-                reader.pull(delta=False)
-                self._held[spec.name] = reader._held
+            try:  # verified like any pull, but not decoded: the encoded bytes are all a delta needs
+                manifest = read_manifest(self.root, spec.name, read_latest(self.root, spec.name))
+                self._held[spec.name] = ViewReader(self.root, spec.name)._load_snapshot(manifest)[0]
             except ViewError:
                 self._held[spec.name] = None  # nothing usable published yet: no delta
         return self._held[spec.name]
@@ -404,7 +403,8 @@ class PullInfo:
 
 
 class ViewReader:
-    """Pulls versions of one view, holding the last one's encoded bytes to apply deltas on."""
+    """Pulls versions of one view, holding the last one's encoded bytes to apply deltas on.
+    One reader per thread (it holds state between pulls)."""
 
     def __init__(self, root: Path | str, view: str, *, retries: int = 5):
         self.root = Path(root)
@@ -506,7 +506,11 @@ class ViewReader:
                         raise ViewCorrupt(f"{where}: the compressed frame is damaged ({exc})", path, owners.get(key, key)) from None
                     if raw.size != e["raw_length"]:
                         raise ViewCorrupt(f"{where}: {raw.size} bytes after decompression, expected {e['raw_length']}", path, owners.get(key, key))
-                    buf = _xor(_unshuffle(raw, e["itemsize"]), held.buffers[key]) if e["mode"] == "xor" else raw
+                    if e["mode"] == "xor":
+                        buf = _unshuffle(raw, e["itemsize"])
+                        buf = np.bitwise_xor(buf, held.buffers[key], out=buf if buf.flags.writeable else None)
+                    else:
+                        buf = raw
                 if e["mode"] != "same" and _sha(buf) != e["result_sha256"]:
                     raise ViewCorrupt(f"{where}: the result's checksum does not match the delta's", path, owners.get(key, key))
                 buffers[key], verified[key] = buf, e["result_sha256"]

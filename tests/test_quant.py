@@ -208,6 +208,9 @@ def test_fp8_per_output_channel_hand_worked():
     parts = encode(x, "fp8_e4m3")
     assert parts["codes"].dtype == FP8 and parts["scale"].dtype == F32
     assert same(parts["scale"], [[1.0], [0.5], [0.0], [2.0]])
+    # A row so small its scale underflows (1e-44 / 448 = 0 in float32): zero codes, zero values.
+    tiny = encode(t([[1e-44, -1e-44]]), "fp8_e4m3")
+    assert float(tiny["scale"]) == 0.0 and tiny["codes"].view(torch.uint8).tolist() == [[0, 0x80]]
 
 
 def test_fp8_block128_tiles_with_ragged_edges():

@@ -23,7 +23,8 @@ Scales (x in float32, amax = max |x| over the scale's reach):
                       b = E4M3(amax_block / (6 * g)); code = E2M1(x / (b * g)); value = code * (b * g)
   nvfp4_4over6        as nvfp4 but each block also tries b4 = E4M3(amax_block / (4 * g)) and keeps
                       the candidate with the lower sum of squared errors (ties keep 6); same storage
-All-zero rows, tiles or blocks store scale 0 (E8M0: its minimum) and zero codes.
+All-zero rows, tiles or blocks store scale 0 (E8M0: its minimum) and zero codes; so does one whose
+scale underflows to 0 (x / Inf = ±0 there, so codes and values agree).
 """
 
 from __future__ import annotations
@@ -99,7 +100,7 @@ def expected_parts(fmt: str, shape: tuple[int, ...]) -> dict[str, tuple[torch.dt
 
 def _encode_fp8_rows(x: Tensor) -> dict[str, Tensor]:
     scale = x.abs().amax(dim=-1, keepdim=True) / el.E4M3_MAX
-    return {"codes": el.e4m3_codes(x / _safe(scale)), "scale": scale}
+    return {"codes": el.e4m3_codes(x / _zero_if_none(scale)), "scale": scale}
 
 
 def _encode_fp8_tiles(x: Tensor) -> dict[str, Tensor]:
@@ -111,7 +112,7 @@ def _encode_fp8_tiles(x: Tensor) -> dict[str, Tensor]:
     nr, nc = t.shape[1] // TILE, t.shape[2] // TILE
     t = t.reshape(-1, nr, TILE, nc, TILE)
     scale = t.abs().amax(dim=(2, 4)) / el.E4M3_MAX  # [B, nr, nc]
-    codes = el.e4m3_codes(t / _safe(scale)[:, :, None, :, None])
+    codes = el.e4m3_codes(t / _zero_if_none(scale)[:, :, None, :, None])
     codes = codes.reshape(-1, nr * TILE, nc * TILE)[:, :rows, :cols].reshape(x.shape)
     scale_shape = (batch + (nr, nc)) if x.dim() > 1 else (nr, nc)
     return {"codes": codes, "scale": scale.reshape(scale_shape)}

@@ -13,7 +13,7 @@ from torch import Tensor
 
 from . import elements as el
 from .checks import check_format, check_tensor
-from .formats import _safe
+from .formats import _zero_if_none
 
 ACTIVATION_FORMATS = ("bf16", "fp16", "fp8_e4m3")
 KV_FORMATS = ("bf16", "fp16", "fp8_e4m3")
@@ -34,7 +34,7 @@ def quantize_activations(x: Tensor, fmt: str) -> Tensor:
         if fmt != "fp8_e4m3":
             return _cast(x32, fmt).to(x.dtype)
         scale = x32.abs().amax(dim=-1, keepdim=True) / el.E4M3_MAX
-        return (el.to_e4m3(x32 / _safe(scale)) * scale).to(x.dtype)
+        return (el.to_e4m3(x32 / _zero_if_none(scale)) * scale).to(x.dtype)
 
 
 def quantize_kv(x: Tensor, fmt: str) -> Tensor:
