@@ -111,7 +111,7 @@ ORPHAN_OWNER = textwrap.dedent('''
     from tests.test_sandbox_support import make_prepared
     prepared = make_prepared(Path({work!r}))
     prepared.task.environment.image = {image!r}
-    factory = get_factory("docker")
+    factory = get_factory("docker", warm=0)
     box = factory.open(prepared)
     box.container.commit(repository="patchgym-test-orphan", tag=box.name.rsplit("-", 1)[-1])
     print(box.name, flush=True)

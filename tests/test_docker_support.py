@@ -40,8 +40,11 @@ def containers_of(owner_pid: int) -> list[str]:
     from patchgym.harness.sandbox import remote
 
     prefix = f"{socket.gethostname()}:{owner_pid}:"
-    return [c.name for c in client().containers.list(all=True, filters={"label": remote.LABEL})
-            if c.labels.get(remote.OWNER_LABEL, "").startswith(prefix)]
+    # The low-level listing: the high-level one inspects each container, which fails when another
+    # process removes one in between.
+    return [(c.get("Names") or [c["Id"]])[0].lstrip("/")
+            for c in client().api.containers(all=True, filters={"label": remote.LABEL})
+            if (c.get("Labels") or {}).get(remote.OWNER_LABEL, "").startswith(prefix)]
 
 
 def remove_task_images(prepared) -> None:

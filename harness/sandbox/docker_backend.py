@@ -30,6 +30,7 @@ Needs a reachable Docker engine; nothing here runs on a machine without one (tes
 
 from __future__ import annotations
 
+import atexit
 import io
 import itertools
 import json
@@ -38,6 +39,7 @@ import shlex
 import tarfile
 import threading
 import time
+import weakref
 from pathlib import Path
 from typing import Any, Callable
 
@@ -568,13 +570,16 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
     base_image (the image task images start from; default the one docker_images builds), cpus (per
     sandbox), mount_host_venv (bind the prepared venv; the engine must run on this host), reap
     (remove what dead owners on this host left, at the first open), client (a docker.DockerClient),
-    progress (a callable shown each image build step; default: a line on stderr)."""
+    progress (a callable shown each image build step; default: a line on stderr), warm (how many
+    started containers, command server running, to keep ready for the next open of the same task
+    and limits: open then costs nothing, the next one is started in the background; 0 turns it
+    off; spares are closed by close_all and at interpreter exit)."""
 
     backend = "docker"
 
     def __init__(self, *, default_image: str | None = None, build_images: bool = True, base_image: str | None = None,
                  cpus: float | None = 2.0, mount_host_venv: bool = False, reap: bool = True, client: Any = None,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, warm: int = 1) -> None:
         self.default_image = default_image
         self.build_images = build_images
         self.base_image = base_image
@@ -585,6 +590,13 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         super().__init__()
         self._images: dict[tuple[str, str, str], str] = {}  # (key, commit, task) -> the task image built
         self._image_lock = threading.Lock()
+        self.warm = warm
+        self._pool_lock = threading.Lock()
+        self._spares: dict[tuple, DockerSandbox] = {}
+        self._warming: set[tuple] = set()
+        self._warmers: list[threading.Thread] = []
+        self._pool_closed = False
+        _DOCKER_FACTORIES.add(self)
         self.reaped: list[str] = self.reap() if reap and client is not None else []
         self._reap_pending = reap and client is None
 
@@ -603,20 +615,22 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
     def reap(self) -> list[str]:
         """Remove containers that sandboxes and image builds of dead owners on this host left
         behind, and images labelled with such an owner. Returns their names."""
-        containers = self.client.containers.list(all=True, filters={"label": remote.LABEL})
-        orphans = set(remote.select_orphans((c.id, c.labels) for c in containers))
+        # The low-level listings: the high-level ones inspect every item, and an item another
+        # process removes between the listing and its inspection made the whole reap fail.
+        api = self.client.api
+        containers = api.containers(all=True, filters={"label": remote.LABEL})
+        names = {c["Id"]: (c.get("Names") or [c["Id"]])[0].lstrip("/") for c in containers}
         removed = []
-        for container in containers:
-            if container.id in orphans:
-                try:
-                    container.remove(force=True)
-                    removed.append(container.name)
-                except Exception:  # noqa: BLE001 - another factory removed it first
-                    pass
-        images = self.client.images.list(filters={"label": remote.LABEL})
-        for image_id in remote.select_orphans((i.id, i.labels or {}) for i in images):
+        for container_id in remote.select_orphans((c["Id"], c.get("Labels") or {}) for c in containers):
             try:
-                self.client.images.remove(image_id, force=True)
+                api.remove_container(container_id, force=True)
+                removed.append(names[container_id])
+            except Exception:  # noqa: BLE001 - another factory removed it first
+                pass
+        images = api.images(filters={"label": remote.LABEL})
+        for image_id in remote.select_orphans((i["Id"], i.get("Labels") or {}) for i in images):
+            try:
+                api.remove_image(image_id, force=True)
                 removed.append(image_id)
             except Exception:  # noqa: BLE001
                 pass
@@ -649,12 +663,8 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
                 self._images[cache_key] = image
         return image, True
 
-    def open(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> DockerSandbox:
-        limits = limits or Limits()
-        if self._reap_pending:
-            self._reap_pending = False
-            self.reaped = self.reap()
-        image, has_repo = self.image_for(prepared)
+    def _start(self, prepared: PreparedTask, limits: Limits, network: bool, image: str, has_repo: bool) -> DockerSandbox:
+        """A started container for `prepared`, the repository in place (not registered yet)."""
         name = f"patchgym-{remote.owner_label().replace(':', '-')}-{next(_SEQUENCE)}"
         config = container_config(image, prepared, limits, network=network, name=name, cpus=self.cpus,
                                   mount_host_venv=self.mount_host_venv)
@@ -671,4 +681,79 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         except BaseException:
             sandbox.close()
             raise
+        return sandbox
+
+    # --- the warm pool: a started container (and its command server) ready for the next open -----
+    def _spare_key(self, prepared: PreparedTask, limits: Limits, network: bool, image: str) -> tuple:
+        return (image, prepared.key, prepared.base_commit, prepared.instance_id, str(prepared.repo_dir), limits, network)
+
+    def _make_spare(self, key: tuple, prepared: PreparedTask, limits: Limits, network: bool, image: str,
+                    has_repo: bool) -> None:
+        try:
+            sandbox = self._start(prepared, limits, network, image, has_repo)
+            sandbox.start_agent()
+        except Exception:  # noqa: BLE001 - a spare is an optimisation: the next open starts its own
+            return
+        finally:
+            with self._pool_lock:
+                self._warming.discard(key)
+        with self._pool_lock:
+            if not self._pool_closed and key not in self._spares:
+                self._spares[key] = sandbox
+                # The oldest spares go first when there are more kinds than `warm` allows.
+                while len(self._spares) > self.warm:
+                    evicted = self._spares.pop(next(iter(self._spares)))
+                    threading.Thread(target=evicted.close, daemon=True).start()
+                return
+        sandbox.close()
+
+    def _warm_up(self, key: tuple, prepared: PreparedTask, limits: Limits, network: bool, image: str,
+                 has_repo: bool) -> None:
+        with self._pool_lock:
+            if self.warm <= 0 or network or self._pool_closed or key in self._warming or key in self._spares:
+                return
+            self._warming.add(key)
+            thread = threading.Thread(target=self._make_spare, args=(key, prepared, limits, network, image, has_repo),
+                                      name="patchgym-docker-spare", daemon=True)
+            self._warmers.append(thread)
+        thread.start()
+
+    def open(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> DockerSandbox:
+        limits = limits or Limits()
+        if self._reap_pending:
+            self._reap_pending = False
+            self.reaped = self.reap()
+        image, has_repo = self.image_for(prepared)
+        key = self._spare_key(prepared, limits, network, image)
+        with self._pool_lock:
+            sandbox = self._spares.pop(key, None)
+            self._pool_closed = False
+        if sandbox is None:
+            sandbox = self._start(prepared, limits, network, image, has_repo)
+        self._warm_up(key, prepared, limits, network, image, has_repo)
         return self._register(sandbox)
+
+    def close_all(self) -> None:
+        """Close every sandbox opened and not closed yet, and the spares kept warm."""
+        with self._pool_lock:
+            self._pool_closed = True
+            warmers, self._warmers = self._warmers, []
+        for thread in warmers:
+            thread.join()
+        with self._pool_lock:
+            spares, self._spares = list(self._spares.values()), {}
+        for spare in spares:
+            spare.close()
+        super().close_all()
+
+
+_DOCKER_FACTORIES: "weakref.WeakSet[DockerSandboxFactory]" = weakref.WeakSet()
+
+
+@atexit.register
+def _close_docker_factories_at_exit() -> None:
+    for factory in list(_DOCKER_FACTORIES):
+        try:
+            factory.close_all()
+        except Exception:  # noqa: BLE001 - best effort at interpreter exit; the reaper takes the rest
+            pass
