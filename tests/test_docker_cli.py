@@ -71,6 +71,7 @@ def test_image_option_is_refused_for_local(task_file) -> None:
     assert code == 2 and "--image is for the docker and modal backends" in output, output
 
 
+@pytest.mark.slow  # preparation in a fresh store (~15 s)
 @pytest.mark.parametrize("backend", [pytest.param("docker", marks=needs_docker())])
 def test_image_option_names_a_missing_image(task_file, backend, tmp_path) -> None:
     code, output = _invoke(grade, ["--tasks", str(task_file["file"]), "--predictions", "gold", "--backend", backend,
@@ -98,7 +99,8 @@ def _serve(task_file: dict, backend: str) -> tuple[subprocess.Popen, str]:
     raise AssertionError("the server did not start:\n" + "".join(lines))
 
 
-@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=needs_docker())])
+# docker behind slow: preparation and the task image's build in a fresh store (~25 s).
+@pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=[*needs_docker(), pytest.mark.slow])])
 def test_serve_episode_then_sigterm_closes_every_factory(task_file, backend) -> None:
     from patchgym.env.client import EnvClient
 
