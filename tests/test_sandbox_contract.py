@@ -54,7 +54,8 @@ def _unavailable(backend: str) -> str | None:
     return modal_reason()
 
 
-@pytest.fixture(scope="module", params=ALL_BACKENDS)
+@pytest.fixture(scope="module", params=["local", pytest.param("docker", marks=pytest.mark.docker),
+                                        pytest.param("modal", marks=pytest.mark.modal)])
 def backend(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory):
     reason = _unavailable(request.param)
     if reason:
