@@ -543,7 +543,7 @@ def test_cgroups_of_closed_sandboxes_are_reused_only_empty_and_removed_at_shutdo
     assert (next(d for d in other.cgroups.dirs if (d / "pids.max").exists()) / "pids.max").read_text().strip() == "41"
     other.close()
     second.close()
-    kept = {group.dirs[0].name for group in factory._spare_cgroups}
+    kept = {group.dirs[0].name for group in factory.cgroup_pool.spares}
     assert second.name not in kept and other.name not in kept  # renamed when kept
     assert kept and kept <= set(factory.cgroup_manager.existing())
     factory.shutdown()

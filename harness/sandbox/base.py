@@ -140,18 +140,6 @@ class SandboxFactory(abc.ABC):
         return await asyncio.to_thread(self.open, prepared, limits, network=network)
 
 
-def get_factory(backend: str = "local", **options: Any) -> SandboxFactory:
-    """The sandbox factory for a backend name: `local` (bubblewrap, default), `docker`, `modal`."""
-    if backend == "local":
-        from patchgym.harness.sandbox.local import LocalSandboxFactory
-
-        return LocalSandboxFactory(**options)
-    if backend == "docker":
-        from patchgym.harness.sandbox.docker_backend import DockerSandboxFactory
-
-        return DockerSandboxFactory(**options)
-    if backend == "modal":
-        from patchgym.harness.sandbox.modal_backend import ModalSandboxFactory
-
-        return ModalSandboxFactory(**options)
-    raise ValueError(f"unknown sandbox backend {backend!r}: choose local, docker or modal")
+# The name-to-backend table lives in the package (harness/sandbox/__init__.py), which imports the
+# backends lazily; it is re-exported here for the callers that import it from base.
+from patchgym.harness.sandbox import get_factory  # noqa: E402,F401

@@ -3,7 +3,7 @@
 Pure functions (no processes, no mounts), so what a sandbox can see is unit-testable: the root is
 the read-only system paths of `patchgym.tasks.hostfs` (`root_plan`) plus the sandbox's overlay at
 /testbed, the task's environment read-only at /patchgym/venv and a private /tmp (assembled by
-local.py, /dev too); bwrap adds a new /proc, unshares every namespace (the network too unless asked
+mountplan.py, /dev too); bwrap adds a new /proc, unshares every namespace (the network too unless asked
 for), drops all capabilities, forbids nested user namespaces and makes the root and /proc read-only.
 """
 
@@ -34,9 +34,9 @@ def find_bwrap(path: str | None = None) -> str | None:
 class Layout:
     """Where a sandbox's assembled root lives (a path in the sandbox's mount namespace)."""
 
-    root: str  # the directory bwrap binds at / (see RootEntry and local.py)
+    root: str  # the directory bwrap binds at / (see RootEntry and mountplan.py)
     network: bool = False
-    dev: str = "/dev"  # the directory bwrap binds at /dev (local.py assembles a read-only one)
+    dev: str = "/dev"  # the directory bwrap binds at /dev (mountplan.py assembles a read-only one)
 
 
 @dataclass(frozen=True)
@@ -123,7 +123,7 @@ def bwrap_argv(
     git). The root (system paths read-only, /testbed, /tmp, the venv) is
     assembled beforehand in the sandbox's mount namespace, so bwrap binds one tree instead of
     twenty-odd paths (each `--ro-bind` costs bwrap a scan of the mount table)."""
-    # own_ipc=False: the caller has put bwrap in an IPC namespace of its own already (local.py
+    # own_ipc=False: the caller has put bwrap in an IPC namespace of its own already (rlimits.py
     # does, with kernel.shm* limits, when no cgroup bounds SysV shared memory).
     argv = [bwrap, "--unshare-all"] if own_ipc else [
         bwrap, "--unshare-pid", "--unshare-net", "--unshare-uts", "--unshare-cgroup-try"]
@@ -146,14 +146,14 @@ def bwrap_argv(
         # their targets (/dev/stdout works), the mount flag applies to proc's own files only.
         "--remount-ro", "/proc",
         # Not `--dev` (a writable tmpfs as large as half the host's memory): the sandbox's own
-        # /dev, assembled in its mount namespace (local._mount_dev), a tmpfs whose superblock is
+        # /dev, assembled in its mount namespace (mountplan.mount_dev), a tmpfs whose superblock is
         # read-only (so every bind of it is too: no `--remount-ro /dev` needed) but for /dev/shm
         # (on the sandbox's write-limited tmpfs) and its own devpts.
         "--dev-bind", layout.dev, "/dev",
     ]
     for source, dest, readonly in binds:  # (source in the sandbox's mount namespace, dest, read-only)
         argv += ["--ro-bind" if readonly else "--bind", source, dest]
-    # No `--remount-ro /`: the root is a tmpfs whose superblock local.py made read-only, which
+    # No `--remount-ro /`: the root is a tmpfs whose superblock mountplan.py made read-only, which
     # no bind or per-mount remount can undo (tested: tests/test_sandbox_local.py).
     for key, value in env.items():
         argv += ["--setenv", key, value]

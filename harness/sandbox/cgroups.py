@@ -10,9 +10,10 @@ Three modes, picked once per factory by `detect()`:
 * ``none``: no usable hierarchy; the caller falls back to rlimits (RLIMIT_AS, RLIMIT_NPROC), which
   are weaker (RLIMIT_NPROC does not bind uid 0).
 
-Processes are placed in a sandbox's groups by pid before they run the agent's command (see
-local.py); everything they fork inherits the groups, which is what makes "kill the whole tree"
-and "count every process" exact.
+Processes enter a sandbox's groups before they run the agent's command (launch.py: with v1 the
+spawning thread steps into the groups first, so bwrap is born inside; with v2 its first process is
+moved in by pid while bwrap waits); everything they fork inherits the groups, which is what makes
+"kill the whole tree" and "count every process" exact. Emptied groups are reused by cgroup_pool.py.
 """
 
 from __future__ import annotations
