@@ -40,7 +40,6 @@ pytest's own repository (pytest's frames are trusted by construction).
 
 import os
 import sys
-import tempfile
 
 _WATCHED = frozenset({
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
@@ -84,7 +83,8 @@ class Guard(object):
         self.protected = set(protected)
         self.test_roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_roots)
         self.own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
-        self.tempdir = os.path.realpath(tempfile.gettempdir()).rstrip("/") + "/"
+        # tempfile.gettempdir()'s first choice, without importing tempfile (~3 ms at every grading).
+        self.tempdir = os.path.realpath(os.environ.get("TMPDIR") or "/tmp").rstrip("/") + "/"
         self.started = _now()
         self.tainted = set()
         self.findings = []
@@ -277,9 +277,12 @@ def imported_repository_modules(testbed, own_dir, patched=None):
     testbed = os.path.realpath(testbed).rstrip("/") + "/"
     own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
     found = []
+    # The interpreter's own files (stdlib, site-packages) are skipped by name: a realpath for each of
+    # ~300 modules cost ~5 ms at every grading.
+    installed = tuple(p.rstrip("/") + "/" for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
     for name, module in list(sys.modules.items()):
         filename = getattr(module, "__file__", None)
-        if not isinstance(filename, str):
+        if not isinstance(filename, str) or (filename.startswith(installed) and not testbed.startswith(installed)):
             continue
         real = os.path.realpath(filename)
         if not real.startswith(testbed) or real.startswith(own_dir) or "/site-packages/" in real:

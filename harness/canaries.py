@@ -239,16 +239,19 @@ def plant_source(source, graded, rng, testbed="/testbed"):
     return text, planted
 
 
+_CODING = re.compile(rb"^[ \t\f]*#.*?coding[:=][ \t]*([-\w.]+)")
+
+
 def _read(path):
+    """The file's bytes and its source encoding (PEP 263 cookie on line 1 or 2, else UTF-8)."""
     with open(path, "rb") as handle:
         data = handle.read()
-    encoding = "utf-8"
-    try:
-        import tokenize
-
-        encoding = tokenize.detect_encoding(iter(data.splitlines(True)).__next__)[0]
-    except (SyntaxError, LookupError, StopIteration):
-        pass
+    encoding = "utf-8-sig" if data.startswith(b"\xef\xbb\xbf") else "utf-8"
+    for line in data.splitlines()[:2]:
+        match = _CODING.match(line)
+        if match:
+            encoding = match.group(1).decode("ascii", "replace")
+            break
     return data, encoding
 
 

@@ -263,6 +263,7 @@ class Reporter:
         self._seq = 0
         self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
+        self._patched_cache = {}
         self._started = time.time()
         self._protected = self._hash_protected(config.get("protected_files", []))
         self._sources = None  # patchgym_compiled_tests.ProtectedSources: the grader's own compilation
@@ -335,7 +336,13 @@ class Reporter:
             self.emit("integrity", what=what, detail=detail)
 
     def _is_patched(self, filename):
-        return bool(filename) and os.path.realpath(filename) in self._patched
+        if not filename:
+            return False
+        # Cached: the plugin-registration check alone asked for ~1,400 realpaths per session.
+        patched = self._patched_cache.get(filename)
+        if patched is None:
+            patched = self._patched_cache[filename] = os.path.realpath(filename) in self._patched
+        return patched
 
     def _untrusted_source(self, filenames):
         """The first of `filenames` (code on a call stack) that is a file the patch changed, or code
