@@ -246,20 +246,28 @@ class EmbeddedSampler:
             detail=self._error if ok else (self._error or "closed"),
         )
 
-    def logits(self, token_ids: list[int], *, return_routing: bool = False) -> Any:
+    def logits(self, token_ids: list[int], *, return_routing: bool = False, decode_from: int | None = None) -> Any:
         """Teacher-forced logits [L, V] (float32) under this group's emulation, KV cache included.
 
         With `return_routing`, also {layer: LongTensor [L, top_k]} of the experts each position
-        was routed to ({} for a dense model).
+        was routed to ({} for a dense model). By default every position is prefilled in chunks
+        of `prefill_chunk`; with `decode_from=n` the first n tokens are (a prompt served alone) and
+        the rest run one token per forward, the shapes of a decode step of one request: then the
+        logits are those that request was sampled from, even where fp8 activations or KV round a
+        value differently when float32 inputs differ in their last bits.
         """
         ids = _validate_ids(token_ids, self.vocab_size, self.context + 1, "token_ids")
+        cut = len(ids) if decode_from is None else int(decode_from)
+        if not 1 <= cut <= len(ids):
+            raise ValueError(f"decode_from must be in [1, {len(ids)}] (got {decode_from})")
+        spans = [(a, min(a + self.prefill_chunk, cut)) for a in range(0, cut, self.prefill_chunk)]
+        spans += [(a, a + 1) for a in range(cut, len(ids))]
         pool = KVPool(self._pool.layers, self._pool.kv_heads, self._pool.head_dim, device=self.device)
         pool.reserve(1, len(ids))
         chunks = []
         with self._model_lock, record_routing(return_routing) as rec:
-            for start in range(0, len(ids), self.prefill_chunk):
-                piece = ids[start : start + self.prefill_chunk]
-                chunks.append(self._prefill_forward(pool, 0, start, piece, all_logits=True))
+            for start, end in spans:
+                chunks.append(self._prefill_forward(pool, 0, start, ids[start:end], all_logits=True))
         out = torch.cat(chunks, dim=0).float()
         if return_routing:
             return out, {layer: torch.cat(parts, dim=0).long() for layer, parts in rec.items()}
