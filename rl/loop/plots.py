@@ -65,7 +65,11 @@ def plot_runs(run_dirs: Sequence[Path | str], out_dir: Path | str) -> list[Path]
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
 
+    from matplotlib.ticker import MaxNLocator
+
     def save(fig, stem: str) -> None:
+        for ax in fig.axes:
+            ax.xaxis.set_major_locator(MaxNLocator(integer=True))  # updates are whole numbers
         path = out / f"{stem}.png"
         fig.tight_layout()
         fig.savefig(path, dpi=110)
