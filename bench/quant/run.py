@@ -106,8 +106,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--model", default=None, help="model spec (patchgym.rl.models.resolve); default SmolLM2-135M")
     p.add_argument("--lr", type=float, default=1e-6, help="size of the v0 -> v1 step for the views part")
+    p.add_argument("--threads", type=int, default=None,
+                   help="torch threads (1 on a loaded machine: idle OpenMP threads spin and inflate CPU time)")
     p.add_argument("--json", type=Path, default=None)
     a = p.parse_args(argv)
+    if a.threads:
+        torch.set_num_threads(a.threads)
     result = {"load_before": os.getloadavg(), "threads": torch.get_num_threads(), "torch": torch.__version__}
     print(f"load average {result['load_before']}, torch threads {result['threads']}")
     if a.part in ("formats", "all"):

@@ -76,23 +76,29 @@ def to_e4m3(x: Tensor) -> Tensor:
 # |x| above each boundary moves up one E2M1 value. At a tie (the midpoints 0.25, 0.75, ... 5) half
 # to even goes down where the lower neighbour is even (0.25 -> 0, 1.25 -> 1, 2.5 -> 2, 5 -> 4) and
 # up otherwise (0.75 -> 1, 1.75 -> 2, 3.5 -> 4): those three boundaries sit one float32 below the
-# midpoint, so "above the boundary" means "at or above the midpoint". One bucketize is ~5x
-# cheaper than rounding arithmetically (22 ms against 110 ms of CPU for 884,736 values, loaded).
+# midpoint, so "above the boundary" means "at or above the midpoint". Counting the boundaries below
+# |x| with seven compares costs 4.7 ms of one core for 884,736 values, against 14 ms for
+# torch.bucketize and 9 ms for round_minifloat (best of 10, one thread).
 _MIDPOINTS = torch.tensor([0.25, 0.75, 1.25, 1.75, 2.5, 3.5, 5.0], dtype=torch.float32)
 _TIES_UP = torch.tensor([False, True, False, True, False, True, False])
-_E2M1_BOUNDS = torch.where(_TIES_UP, torch.nextafter(_MIDPOINTS, torch.zeros(7)), _MIDPOINTS)
+_E2M1_BOUNDS = torch.where(_TIES_UP, torch.nextafter(_MIDPOINTS, torch.zeros(7)), _MIDPOINTS).tolist()
 
 
 def e2m1_codes(x: Tensor) -> Tensor:
     """uint8 E2M1 codes 0..15 of float32 x (bit 3 = sign, bits 0-2 = index into E2M1_VALUES),
     round half to even, saturating at ±6; -0.0 and negative values that round to 0 get code 8."""
-    index = torch.bucketize(x.abs(), _E2M1_BOUNDS.to(x.device), out_int32=True).to(torch.uint8)
-    return index | (torch.signbit(x).to(torch.uint8) << 3)
+    a = x.abs()
+    index = torch.signbit(x).to(torch.uint8) << 3
+    for bound in _E2M1_BOUNDS:  # Python floats: exact, as each is a float32
+        index += a > bound
+    return index
 
 
 def e2m1_values(codes: Tensor) -> Tensor:
     """float32 values of uint8 E2M1 codes (only the low 4 bits are read)."""
-    return _E2M1_TABLE.to(codes.device)[(codes & 0x0F).long()]
+    # index_select with int32 indices: ~3x cheaper here than advanced indexing with int64 ones.
+    flat = (codes & 0x0F).reshape(-1).to(torch.int32)
+    return _E2M1_TABLE.to(codes.device).index_select(0, flat).reshape(codes.shape)
 
 
 def to_e2m1(x: Tensor) -> Tensor:
@@ -126,4 +132,5 @@ _PAIR_TABLE = torch.stack((_E2M1_TABLE.repeat(16), _E2M1_TABLE.repeat_interleave
 
 def packed_e2m1_values(packed: Tensor) -> Tensor:
     """float32 values of packed E2M1 bytes: [..., n] uint8 -> [..., 2n]."""
-    return _PAIR_TABLE.to(packed.device)[packed.long()].reshape(*packed.shape[:-1], -1)
+    flat = packed.reshape(-1).to(torch.int32)
+    return _PAIR_TABLE.to(packed.device).index_select(0, flat).reshape(*packed.shape[:-1], -1)
