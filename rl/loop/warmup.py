@@ -158,6 +158,20 @@ def run_warmup(
     report["sft_time_s"] = time.monotonic() - t0
     trainer.version = WARMUP_VERSION
 
+    home.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=home))
+    try:
+        state = {k: v.detach().contiguous().clone() for k, v in trainer.model.state_dict().items()}
+        # tied embeddings: one tensor under two names; safetensors stores one
+        if "lm_head.weight" in state and "model.embed_tokens.weight" in state and \
+                trainer.model.state_dict()["lm_head.weight"].data_ptr() == trainer.model.state_dict()["model.embed_tokens.weight"].data_ptr():
+            del state["lm_head.weight"]
+        save_file(state, str(tmp / "model.safetensors"))
+        (tmp / "report.json").write_text(json.dumps(report, indent=2))
+        shutil.rmtree(cached, ignore_errors=True)
+        os.replace(tmp, cached)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
     if router is not None:
         t0 = time.monotonic()
         log("warm-up: measuring the success rate after")
@@ -175,20 +189,7 @@ def run_warmup(
             if close:
                 close()
 
-    home.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=home))
-    try:
-        state = {k: v.detach().contiguous().clone() for k, v in trainer.model.state_dict().items()}
-        # tied embeddings: one tensor under two names; safetensors stores one
-        if "lm_head.weight" in state and "model.embed_tokens.weight" in state and \
-                trainer.model.state_dict()["lm_head.weight"].data_ptr() == trainer.model.state_dict()["model.embed_tokens.weight"].data_ptr():
-            del state["lm_head.weight"]
-        save_file(state, str(tmp / "model.safetensors"))
-        (tmp / "report.json").write_text(json.dumps(report, indent=2))
-        shutil.rmtree(cached, ignore_errors=True)
-        os.replace(tmp, cached)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
+        (cached / "report.json").write_text(json.dumps(report, indent=2))  # with the after numbers
     _write_report(run_dir, report)
     return report
 
