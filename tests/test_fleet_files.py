@@ -205,3 +205,15 @@ def test_cli_errors_have_no_traceback(tmp_path: Path) -> None:
     assert f"Error: {bad}: group 'h100-fp8' (groups[1]): weights: 'fp7' is not one of" in result.output
     result = CliRunner().invoke(main, ["fleet", "show", "nope"])
     assert result.exit_code == 1 and "no bundled fleet named 'nope'" in result.output
+
+
+def test_list_and_show_do_not_import_torch() -> None:
+    import subprocess
+    import sys
+
+    code = ("import sys; from click.testing import CliRunner; from patchgym.rl.fleet.cli import fleet; "
+            "r = CliRunner().invoke(fleet, ['show', 'mixed-6']); assert r.exit_code == 0, r.output; "
+            "print('torch' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
