@@ -89,7 +89,8 @@ def serve(
     wall_time: float, max_format_errors: int, parser: str, store: Path | None, prepare_workers: int,
     log_level: str, telemetry: bool,
 ) -> None:
-    """Serve coding episodes over HTTP (OpenAPI at /openapi.json)."""
+    """Serve coding episodes over HTTP (OpenAPI at /openapi.json, API docs at /docs; with --token open
+    /docs#token=TOKEN)."""
     import gc
 
     import uvicorn
@@ -142,6 +143,9 @@ def serve(
     shown = f"[{bound_host}]" if ":" in bound_host else bound_host
     click.echo(f"patchgym: serving {len(prepared)} task(s) at http://{shown}:{bound_port} "
                f"(backend {backend}, max {max_episodes} episodes{', token required' if token else ''})")
+    click.echo(f"patchgym: API docs at http://{shown}:{bound_port}/docs"
+               + ("#token=<your token> (the page sends it as the bearer token; a fragment never reaches "
+                  "the server or its logs)" if token else ""))
     sys.stdout.flush()
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     # In-flight steps get 5 s to finish at shutdown; then every episode is closed, which kills what

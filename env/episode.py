@@ -160,6 +160,11 @@ class Episode:
     def idle_s(self) -> float:
         return time.monotonic() - self.last_active
 
+    @property
+    def busy(self) -> bool:
+        """A step is running now (a second one would be EpisodeBusy; the reaper leaves it alone)."""
+        return self._step_lock.locked()
+
     def summary(self) -> dict[str, Any]:
         return {
             "episode_id": self.episode_id,

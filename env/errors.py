@@ -20,13 +20,17 @@ from patchgym.env.manager import ServerFull, UnknownEpisode, UnknownTask
 from patchgym.harness.sandbox.base import SandboxError
 
 log = logging.getLogger(__name__)
+CALL_FORM_TAGS = frozenset({"plain", "openai"})  # env/schemas.py's union tags of a tool call
 
 
 def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[str, Any]]]:
     problems, detail = [], []
     for err in exc.errors():
         loc = [str(part) for part in err.get("loc", ())]
-        where = ".".join(loc[1:] if loc and loc[0] in {"body", "path", "query"} else loc) or "body"
+        # The tag of a tool call's form (`tool_calls.0.plain.arguments`) is pydantic's, not the
+        # caller's: the path shown is the one in the request (`tool_calls.0.arguments`).
+        shown = [part for i, part in enumerate(loc) if not (part in CALL_FORM_TAGS and i and loc[i - 1].isdigit())]
+        where = ".".join(shown[1:] if shown and shown[0] in {"body", "path", "query"} else shown) or "body"
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
         if err.get("type") == "missing":
             msg = "is required but missing"
@@ -35,7 +39,7 @@ def _describe_validation(exc: RequestValidationError) -> tuple[str, list[dict[st
         elif err.get("type") == "json_invalid":
             where, msg = "body", f"is not valid JSON ({(err.get('ctx') or {}).get('error', 'decode error')})"
         problems.append(f"{where}: {msg}")
-        detail.append({"loc": loc, "msg": msg, "type": str(err.get("type", ""))})
+        detail.append({"loc": shown, "msg": msg, "type": str(err.get("type", ""))})
     return "invalid request: " + "; ".join(problems[:20]), detail
 
 

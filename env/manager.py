@@ -98,7 +98,7 @@ class EpisodeManager:
         stale = [
             (episode, reason)
             for episode in list(self._live.values())
-            if not episode._step_lock.locked()
+            if not episode.busy
             for reason in [self._stale_reason(episode)]
             if reason
         ]
@@ -205,6 +205,15 @@ class EpisodeManager:
                 await self.episode_log.aappend(episode.record())
             except OSError:
                 log.exception("could not append episode %s to the episode log", episode.episode_id)
+
+    def list_episodes(self) -> list[dict[str, Any]]:
+        """Every episode the server still knows: the live ones (oldest first), then the finished
+        ones kept in memory (oldest first), each its summary with `live` and `idle_s`."""
+        listed = []
+        for live, episodes in ((True, list(self._live.values())), (False, [e for _, e in self._finished.values()])):
+            for episode in episodes:
+                listed.append({**episode.summary(), "live": live, "idle_s": round(episode.idle_s(), 3)})
+        return listed
 
     def stats(self) -> dict[str, Any]:
         return {

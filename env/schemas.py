@@ -175,6 +175,28 @@ class EpisodeState(BaseModel):
     verdict: dict[str, Any] | None = None
 
 
+class EpisodeSummary(BaseModel):
+    episode_id: str
+    task_id: str
+    status: str
+    done: bool
+    live: bool = Field(description="still open (false: finished, kept in memory for a while)")
+    reward: float | None = None
+    turns: int
+    tool_calls: int
+    format_errors: int
+    elapsed_s: float
+    idle_s: float = Field(description="seconds since its last step (or its opening)")
+    started_at: str
+    ended_at: str | None = None
+    end_reason: str | None = None
+    error: str | None = None
+
+
+class EpisodeList(BaseModel):
+    episodes: list[EpisodeSummary]
+
+
 class Health(BaseModel):
     status: str
     tasks: int

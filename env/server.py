@@ -25,12 +25,14 @@ from typing import Any, AsyncIterator, Iterable, Mapping
 from fastapi import FastAPI, HTTPException, Request
 
 from patchgym.env.config import ServerConfig
+from patchgym.env.docs_ui import install_docs
 from patchgym.env.episode import Grader
 from patchgym.env.errors import install_error_handlers
 from patchgym.env.http import BearerAuthMiddleware, BodyLimitMiddleware, SafeJSONResponse, json_body
 from patchgym.env.manager import EpisodeManager, UnknownTask
 from patchgym.env.openapi_docs import EPISODE_LINKS, describe_this_server, error_responses, request_body_schema
 from patchgym.env.schemas import (
+    EpisodeList,
     EpisodeStarted,
     EpisodeState,
     GradeRequest,
@@ -83,11 +85,14 @@ def create_app(
         version=_version(),
         lifespan=lifespan,
         default_response_class=SafeJSONResponse,
+        docs_url=None,  # served by docs_ui.install_docs from the installed swagger-ui-bundle, not a CDN
+        redoc_url=None,
         **_telemetry_option(config.telemetry),
     )
     app.state.manager = manager
     app.state.config = config
     install_error_handlers(app)
+    install_docs(app)
 
     @app.get("/health", response_model=Health, operation_id="health")
     async def health() -> dict[str, Any]:
@@ -136,6 +141,11 @@ def create_app(
             calls = [ToolCall(name=c.name, arguments=c.arguments, id=c.id) for c in body.calls() or []]
         stepping = asyncio.ensure_future(episode.step(tool_calls=calls, text=body.text))
         return SafeJSONResponse(await asyncio.shield(stepping))
+
+    @app.get("/episodes", response_model=EpisodeList, responses=error_responses(), operation_id="list_episodes")
+    async def list_episodes() -> dict[str, Any]:
+        """The episodes this server knows: live ones, then finished ones still in memory (no transcripts)."""
+        return {"episodes": manager.list_episodes()}
 
     @app.get("/episodes/{episode_id}", response_model=EpisodeState, responses=error_responses(404), operation_id="get_episode")
     async def get_episode(episode_id: str) -> dict[str, Any]:

@@ -27,7 +27,7 @@ import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Callable, Iterable
+from typing import Any, Callable, Iterable
 
 from patchgym.tasks.environment import build_environment, build_shared_environment, needs_pytest
 from patchgym.tasks.model import Task
@@ -76,19 +76,31 @@ def _scrub_snapshot(task: Task, source: Path, dest: Path) -> tuple[str, bool, li
         result = scrub(source, dest, task.base_commit)
     except Exception as exc:  # the scrubber reports bad SHAs, unreadable repos, ...
         raise PrepareError(f"task {task.instance_id}: cannot scrub {source} at {task.base_commit}: {exc}") from exc
-    verdict = check(dest, task.base_commit, forbid_patch=task.patch)
+    verdict = _check_snapshot(check, dest, task)
     if verdict.ok:
         return result.head, False, notes
     notes.append("history before base_commit held the fix; squashed to one root commit: "
                  + "; ".join(str(leak) for leak in verdict.leaks[:3]))
     shutil.rmtree(dest)
     result = scrub(source, dest, task.base_commit, squash=True)
-    verdict = check(dest, task.base_commit, forbid_patch=task.patch)
+    verdict = _check_snapshot(check, dest, task)
     if not verdict.ok:
         leaks = "; ".join(str(leak) for leak in verdict.leaks[:5])
         raise PrepareError(f"task {task.instance_id}: the snapshot at base_commit still reveals the fix "
                            f"after squashing ({leaks}); the base tree itself contains the gold change")
     return result.head, True, notes
+
+
+def _check_snapshot(check: Any, dest: Path, task: Task) -> Any:
+    """The scrubber's proof, with its errors about the patch it is given in the task's own terms
+    (the scrubber calls it "the forbidden patch"; here it is the task's gold `patch`)."""
+    from patchgym.scrubber import ScrubError
+
+    try:
+        return check(dest, task.base_commit, forbid_patch=task.patch)
+    except ScrubError as exc:
+        message = str(exc).replace("the forbidden patch", "its gold patch (the task's `patch` field)")
+        raise PrepareError(f"task {task.instance_id}: {message}") from None
 
 
 def prepare_task(task: Task, store: Path | None = None, *, force: bool = False) -> PreparedTask:
