@@ -45,9 +45,9 @@ import numpy as np
 import safetensors.torch
 import torch
 import zstandard
-from torch import Tensor
-
 from patchgym.rl import quant
+from safetensors import SafetensorError
+from torch import Tensor
 
 SCHEMA = 1
 RAW = "raw"
@@ -207,7 +207,7 @@ def _encode_view(spec: ViewSpec, state_dict: Mapping[str, Tensor]) -> tuple[dict
         if not isinstance(name, str) or not name:
             raise ValueError(f"state_dict keys must be non-empty strings, got {name!r}")
         if not isinstance(tensor, Tensor):
-            raise ValueError(f"state_dict[{name!r}] is a {type(tensor).__name__}, not a tensor")
+            raise TypeError(f"state_dict[{name!r}] is a {type(tensor).__name__}, not a tensor")
         fmt = spec.format_of(name, tensor)
         try:
             parts = {"values": tensor.detach().cpu().clone()} if fmt == RAW else quant.encode(tensor.detach().cpu(), fmt)
@@ -533,7 +533,7 @@ class ViewReader:
             raise ViewMissing(f"snapshot {path} is missing", path) from None
         try:
             tensors = safetensors.torch.load(blob)
-        except Exception as exc:  # safetensors raises its own error types for a damaged header
+        except (SafetensorError, ValueError, RuntimeError) as exc:  # a damaged header or layout
             raise ViewCorrupt(f"{path}: not a readable safetensors file ({exc})", path) from None
         buffers = {}
         for name, entry in manifest["tensors"].items():

@@ -10,7 +10,6 @@ import pytest
 import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
 from patchgym.rl.quant import (
     ACTIVATION_FORMATS,
     E2M1_VALUES,
@@ -418,7 +417,7 @@ def test_bad_calls_are_clear_errors():
         encode(torch.ones(3, 0), "mxfp4")
     with pytest.raises(ValueError, match="floating-point"):
         quantize_dequantize(torch.ones(4, dtype=torch.int64), "nvfp4")
-    with pytest.raises(ValueError, match="torch.Tensor"):
+    with pytest.raises(TypeError, match="torch.Tensor"):
         quantize_kv([1.0, 2.0], "fp8_e4m3")
     with pytest.raises(ValueError, match="nan at index \\(0, 1\\)"):
         quantize_kv(t([[0.0, float("nan")]]), "fp8_e4m3")
@@ -438,6 +437,8 @@ def test_decode_rejects_parts_that_do_not_fit():
     mx["scale"][0, 0] = 255
     with pytest.raises(ValueError, match="0xFF"):
         decode(mx, "mxfp4", (2, 32))
+    with pytest.raises(TypeError, match="part 'codes' is a list"):
+        decode(dict(parts, codes=[1, 2]), "nvfp4", (4, 40))
     # FP8 codes stored as raw bytes are accepted.
     fp8 = encode(torch.randn(3, 5), "fp8_e4m3")
     raw = {"codes": fp8["codes"].view(torch.uint8), "scale": fp8["scale"]}

@@ -14,7 +14,6 @@ from pathlib import Path
 import pytest
 import safetensors.torch
 import torch
-
 from patchgym.rl import quant
 from patchgym.rl.views import (
     ViewCorrupt,
@@ -57,8 +56,8 @@ def expected(spec: ViewSpec, sd: dict[str, torch.Tensor]) -> dict[str, torch.Ten
 
 def assert_bitwise(got: dict[str, torch.Tensor], want: dict[str, torch.Tensor]) -> None:
     assert sorted(got) == sorted(want)
-    for name in want:
-        g, w = got[name], want[name]
+    for name, w in want.items():
+        g = got[name]
         assert g.dtype == w.dtype and g.shape == w.shape, name
         assert torch.equal(g.contiguous().view(torch.uint8), w.contiguous().view(torch.uint8)), name
 
@@ -345,7 +344,7 @@ def test_concurrent_reader_never_sees_half_a_version(tmp_path):
         try:
             for version in range(1, 25):
                 pub.publish(state(version), version)
-        except BaseException as exc:  # reported by the main thread
+        except BaseException as exc:  # noqa: BLE001 - reported by the main thread
             errors.append(exc)
 
     writer = threading.Thread(target=publish_all)
@@ -399,6 +398,8 @@ def test_bad_calls_are_clear_errors(tmp_path):
     bad[Q_PROJ][2, 3] = float("nan")
     with pytest.raises(ValueError, match=rf"tensor '{Q_PROJ}'.*nan at index \(2, 3\)"):
         pub.publish(bad, 4)
+    with pytest.raises(TypeError, match="not a tensor"):
+        pub.publish({"a.weight": [1.0]}, 5)
     with pytest.raises(ValueError, match="collides"):
         pub.publish({"a.weight": torch.ones(4, 4), "a.weight_scale": torch.ones(4, 4)}, 5)
     assert read_latest(tmp_path, "fp8_e4m3") == 3
@@ -412,9 +413,8 @@ def test_bad_calls_are_clear_errors(tmp_path):
 def test_real_model_views_load_in_transformers_and_run(tmp_path):
     """SmolLM2-135M: the bf16 view is a checkpoint transformers loads from its folder; the nvfp4
     view, pulled by delta, equals quantize_dequantize of every published tensor and runs."""
-    from transformers import AutoModelForCausalLM
-
     from patchgym.rl.models import load_model, resolve
+    from transformers import AutoModelForCausalLM
 
     model = load_model()
     source = resolve()

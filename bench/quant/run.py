@@ -25,10 +25,10 @@ import statistics
 import sys
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 
 import torch
-
 from patchgym.rl.quant import FORMATS, encode, quantize_dequantize
 
 
@@ -67,7 +67,6 @@ def bench_formats(reps: int) -> dict:
 
 def bench_views(model: str | None, lr: float) -> dict:
     import safetensors.torch
-
     from patchgym.rl.models import resolve
     from patchgym.rl.views import ViewPublisher, ViewReader
 
@@ -83,12 +82,12 @@ def bench_views(model: str | None, lr: float) -> dict:
     with tempfile.TemporaryDirectory() as root:
         for view in ("bf16", "fp8_e4m3", "nvfp4"):
             pub = ViewPublisher(root, [view], keep=2, files=files)
-            t0, _ = _time(lambda: pub.publish(sd, 0))
-            t1, _ = _time(lambda: pub.publish(step, 1))
+            t0, _ = _time(partial(pub.publish, sd, 0))
+            t1, _ = _time(partial(pub.publish, step, 1))
             manifest = json.loads((Path(root) / view / "v1" / "manifest.json").read_text())
             reader = ViewReader(root, view)
-            s0, _ = _time(lambda: reader.pull(0))
-            s1, _ = _time(lambda: reader.pull(1))
+            s0, _ = _time(partial(reader.pull, 0))
+            s1, _ = _time(partial(reader.pull, 1))
             assert reader.last_pull.source == "delta"
             out[view] = {"publish_v0_s": t0, "publish_v1_s": t1,
                          "snapshot_bytes": manifest["files"]["model.safetensors"]["bytes"],
@@ -96,7 +95,6 @@ def bench_views(model: str | None, lr: float) -> dict:
             print(f"  {view:10s} publish v0 {t0:6.2f} s  v1 (with delta) {t1:6.2f} s  snapshot "
                   f"{out[view]['snapshot_bytes'] / 2**20:7.1f} MiB  delta {out[view]['delta_bytes'] / 2**20:7.2f} MiB  "
                   f"pull snapshot {s0:5.2f} s  pull delta {s1:5.2f} s  (load {os.getloadavg()[0]:.1f})", flush=True)
-            del pub, reader
     return out
 
 

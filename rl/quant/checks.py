@@ -20,7 +20,7 @@ def check_format(fmt: object, known: tuple[str, ...], what: str) -> str:
 def check_tensor(x: object, fmt: str, what: str) -> Tensor:
     """x must be a non-empty floating-point torch tensor of rank >= 1 with finite values."""
     if not isinstance(x, Tensor):
-        raise ValueError(f"{what}(fmt={fmt!r}): expected a torch.Tensor, got {type(x).__name__}")
+        raise TypeError(f"{what}(fmt={fmt!r}): expected a torch.Tensor, got {type(x).__name__}")
     if not x.is_floating_point():
         raise ValueError(f"{what}(fmt={fmt!r}): expected a floating-point tensor, got dtype {x.dtype}")
     if x.dim() < 1:

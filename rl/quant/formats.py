@@ -22,7 +22,9 @@ Scales (x in float32, amax = max |x| over the scale's reach):
   nvfp4               g = amax_tensor / (6 * 448) (float32, one per tensor); per 16:
                       b = E4M3(amax_block / (6 * g)); code = E2M1(x / (b * g)); value = code * (b * g)
   nvfp4_4over6        as nvfp4 but each block also tries b4 = E4M3(amax_block / (4 * g)) and keeps
-                      the candidate with the lower sum of squared errors (ties keep 6); same storage
+                      the candidate with the lower sum of squared errors (ties keep 6); same storage.
+                      g stays NVFP4's amax / (6 * 448) (as docs/rl-fleet.md defines it), so near
+                      the tensor's amax b4 saturates at 448 and the squared errors decide
 All-zero rows, tiles or blocks store scale 0 (E8M0: its minimum) and zero codes; so does one whose
 scale underflows to 0 (x / Inf = ±0 there, so codes and values agree).
 """
@@ -185,7 +187,7 @@ def encode(x: Tensor, fmt: str) -> dict[str, Tensor]:
 
 def _check_parts(parts: object, fmt: str, shape: tuple[int, ...]) -> dict[str, Tensor]:
     if not isinstance(parts, dict):
-        raise ValueError(f"decode(fmt={fmt!r}): parts must be a dict of tensors, got {type(parts).__name__}")
+        raise TypeError(f"decode(fmt={fmt!r}): parts must be a dict of tensors, got {type(parts).__name__}")
     expected = expected_parts(fmt, shape)
     missing = sorted(set(expected) - set(parts))
     extra = sorted(set(parts) - set(expected))
@@ -199,7 +201,7 @@ def _check_parts(parts: object, fmt: str, shape: tuple[int, ...]) -> dict[str, T
     for name, (dtype, pshape) in expected.items():
         t = parts[name]
         if not isinstance(t, Tensor):
-            raise ValueError(f"decode(fmt={fmt!r}): part {name!r} is a {type(t).__name__}, not a tensor")
+            raise TypeError(f"decode(fmt={fmt!r}): part {name!r} is a {type(t).__name__}, not a tensor")
         if dtype == FP8 and t.dtype == torch.uint8:
             t = t.view(FP8)
         if t.dtype != dtype or tuple(t.shape) != pshape:
