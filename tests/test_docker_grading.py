@@ -62,7 +62,7 @@ def calc(tmp_path_factory: pytest.TempPathFactory):
 def docker_factory():
     from patchgym.harness.sandbox.base import get_factory
 
-    factory = get_factory("docker")
+    factory = get_factory("docker", warm=1)  # the spare kept between gradings of the same task
     yield factory
     factory.close_all()
 

@@ -8,8 +8,8 @@ Side by side, interleaved in one run (each round times every contender once, in 
 * patchgym docker: `factory.open(task)`, `sandbox.run("true")`, `sandbox.close()` (a container from
   the task's image, built from the base image before timing, with limits and labels; the command
   server started by the first command; removal);
-* patchgym docker with `warm=0`: the same, every open starting its container (the spare kept by
-  default is made in the background after each open, between the rounds here);
+* patchgym docker with `warm=1`: the same, with a started container kept ready (made in the
+  background after each open, between the rounds here); the default, `warm=0`, is the line above;
 * patchgym local: the same three calls on the local (bubblewrap) backend.
 
 Then --concurrent docker sandboxes (warm=0) open at once: what each costs in memory while idle (MemAvailable
@@ -81,7 +81,7 @@ def main() -> None:
     load = os.getloadavg()[0]
     image = base_image_tag()
     prepared = make_prepared(Path(tempfile.mkdtemp(prefix="bench-docker-")))
-    docker = get_factory("docker")  # a warm spare (default): open takes a started container
+    docker = get_factory("docker", warm=1)  # a warm spare: open takes a started container
     cold = get_factory("docker", warm=0)
     local = get_factory("local")
     # The task image (the repository already at /testbed), as grading and serving use; built here,
@@ -152,8 +152,8 @@ def main() -> None:
         "|---|---|---|---|---|",
     ]
     for name, label in (("anchor", "anchor: `docker run --rm --network none IMAGE true`"),
-                        ("docker", "patchgym docker (a warm spare, the default)"),
-                        ("cold", "patchgym docker, `warm=0` (every open starts a container)"),
+                        ("docker", "patchgym docker, `warm=1` (a spare started in the background)"),
+                        ("cold", "patchgym docker, `warm=0`, the default (every open starts a container)"),
                         ("local", "patchgym local")):
         values = times[name]
         rows.append(f"| {label} | {statistics.median(values) * 1000:.0f} | {percentile(values, 0.99) * 1000:.0f} | "

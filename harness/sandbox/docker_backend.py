@@ -572,14 +572,16 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
     (remove what dead owners on this host left, at the first open), client (a docker.DockerClient),
     progress (a callable shown each image build step; default: a line on stderr), warm (how many
     started containers, command server running, to keep ready for the next open of the same task
-    and limits: open then costs nothing, the next one is started in the background; 0 turns it
-    off; spares are closed by close_all and at interpreter exit)."""
+    and limits: open then costs nothing, the next one is started in the background; spares are
+    closed by close_all and at interpreter exit. Default 0: a run that opens each task once (grading
+    a predictions file) would start every spare for nothing; serving a few tasks over and over, or
+    grading many models' predictions of the same tasks, gains from warm=number of tasks)."""
 
     backend = "docker"
 
     def __init__(self, *, default_image: str | None = None, build_images: bool = True, base_image: str | None = None,
                  cpus: float | None = 2.0, mount_host_venv: bool = False, reap: bool = True, client: Any = None,
-                 progress: Callable[[str], None] | None = None, warm: int = 1) -> None:
+                 progress: Callable[[str], None] | None = None, warm: int = 0) -> None:
         self.default_image = default_image
         self.build_images = build_images
         self.base_image = base_image
