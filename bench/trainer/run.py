@@ -170,12 +170,15 @@ def _measure(model: Any, *, sequences: int, min_len: int, max_len: int, micro_ba
     t0 = time.perf_counter()
     trajectories = make_trajectories(base, sequences=sequences, min_len=min_len, max_len=max_len, seed=seed)
     build_s = time.perf_counter() - t0
+    print(f"[bench/trainer] built {sequences} trajectories in {build_s:.1f} s", file=sys.stderr, flush=True)
     advantages = [(-1.0) ** i * (0.25 + 0.5 * (i % 3)) for i in range(sequences)]
     batch = TrainBatch(trajectories, advantages)
     plan = batching.pack([len(t) for t in trajectories], micro_batch_tokens)
     trainer = EmbeddedTrainer(copy.deepcopy(base), loss=loss, micro_batch_tokens=micro_batch_tokens,
                               autocast_bf16=autocast_bf16)
-    plain_model = copy.deepcopy(base)
+    # The plain side trains `base` itself when measure loaded it (one model copy less in memory:
+    # an earlier run with three copies was killed by the OOM killer on this shared 23 GiB machine).
+    plain_model = base if model is None or isinstance(model, (str, Path)) else copy.deepcopy(base)
     plain_model.train()
     plain_opt = torch.optim.AdamW(plain_model.parameters(), lr=trainer.lr, betas=trainer.betas,
                                   weight_decay=trainer.weight_decay)
@@ -195,6 +198,8 @@ def _measure(model: Any, *, sequences: int, min_len: int, max_len: int, micro_ba
             result = run_trainer() if side == "trainer" else run_plain()
             if rep > 0:  # round 0 is the warm-up
                 times[side].append((time.perf_counter() - w, time.process_time() - c))
+            print(f"[bench/trainer] round {rep} {side}: {time.perf_counter() - w:.1f} s wall, "
+                  f"{time.process_time() - c:.1f} s cpu, load {os.getloadavg()[0]:.1f}", file=sys.stderr, flush=True)
             if side == "trainer" and result:
                 last_metrics = result
     tokens = sum(t.num_sampled for t in trajectories)
