@@ -185,6 +185,14 @@ def tool_schemas(command_timeout_s: float) -> list[dict[str, Any]]:
     ]
 
 
+def _reason(exc: BaseException) -> str:
+    """Why a file operation failed, in the system's words and once: an OSError's strerror
+    ("Read-only file system"), not its repr with the errno and the path again."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror
+    return str(exc)
+
+
 def describe_validation_error(tool: str, exc: ValidationError) -> str:
     """One line per problem, in words an agent can act on."""
     problems = []
@@ -324,7 +332,7 @@ class ToolBox:
         except (OSError, SandboxError) as exc:
             if self._is_dir(path):
                 raise _Failed(f"{path} is a directory") from None
-            raise _Failed(f"cannot read {path}: {exc}") from None
+            raise _Failed(f"cannot read {path}: {_reason(exc)}") from None
         if b"\x00" in data[:8192]:
             raise _Failed(f"{path} is a binary file ({len(data)} bytes); inspect it with bash (xxd, od)")
         try:
@@ -355,7 +363,7 @@ class ToolBox:
             try:
                 self.sandbox.write_file(path, text)
             except (OSError, SandboxError) as exc:
-                raise _Failed(f"cannot write {path}: {exc}") from None
+                raise _Failed(f"cannot write {path}: {_reason(exc)}") from None
 
     def _remember(self, path: str, before: str | None) -> None:
         stack = self._history.setdefault(path, [])

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 console = Console(stderr=True)
@@ -118,8 +119,8 @@ def grade(tasks_spec: str, predictions_spec: str, workers: int | None, out_dir: 
             if not reused:
                 colour = {"resolved": "green", "unresolved": "yellow", "empty_patch": "dim"}.get(entry["status"], "red")
                 who = f"{prediction.model}/" if prediction.model != "gold" else ""
-                progress.console.print(f"[{colour}]{entry['status']}[/] {who}{prediction.instance_id}"
-                                       + (f"  ({entry['error']})" if entry.get("error") and entry["status"] != "empty_patch" else ""))
+                progress.console.print(f"[{colour}]{entry['status']}[/] {escape(who + prediction.instance_id)}"
+                                       + (f"  ({escape(str(entry['error']))})" if entry.get("error") and entry["status"] != "empty_patch" else ""))
             progress.advance(bar)
 
         result = grade_predictions(tasks, predictions, result_store, _preparer(store), workers=workers or _default_workers(),
@@ -137,7 +138,7 @@ def grade(tasks_spec: str, predictions_spec: str, workers: int | None, out_dir: 
 
 
 @click.command("validate")
-@click.argument("tasks_spec", metavar="TASKS", default="bundled", required=False)
+@click.argument("tasks_spec", metavar="[TASKS]", default="bundled", required=False)
 @click.option("--id", "ids", multiple=True, help="Only this task (repeatable).")
 @click.option("--workers", type=click.IntRange(min=1), default=None, help="Tasks validated in parallel [default: min(4, cores)].")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
@@ -161,7 +162,7 @@ def validate(tasks_spec: str, ids: tuple[str, ...], workers: int | None, repeat:
 
         def on_done(validation) -> None:
             mark = "[green]ok[/]" if validation.ok else "[red]invalid[/]"
-            progress.console.print(f"{mark} {validation.instance_id}")
+            progress.console.print(f"{mark} {escape(validation.instance_id)}")
             progress.advance(bar)
 
         results = validate_tasks(tasks, _preparer(store), workers=workers or _default_workers(), repeat=repeat,
@@ -170,8 +171,9 @@ def validate(tasks_spec: str, ids: tuple[str, ...], workers: int | None, repeat:
     for column in ("instance_id", "gold", "empty", "flaky", "problems"):
         table.add_column(column, overflow="fold")
     for v in results:
-        table.add_row(v.instance_id, ",".join(v.gold) or "-", ",".join(v.empty) or "-", str(len(v.flaky)),
-                      "\n".join(v.problems) or "-")
+        # Escaped: a parametrised test id's `[...]` is not rich markup (it used to vanish from the table).
+        table.add_row(escape(v.instance_id), ",".join(v.gold) or "-", ",".join(v.empty) or "-", str(len(v.flaky)),
+                      escape("\n".join(v.problems)) or "-")
     Console(width=None if sys.stdout.isatty() else 200).print(table)  # full ids in logs and pipes
     if json_path:
         json_path.write_text(json.dumps([v.as_dict() for v in results], indent=2))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import click
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -29,7 +30,7 @@ def load_or_fail(spec: str, ids: tuple[str, ...] = ()) -> list[Task]:
         raise click.ClickException(f"cannot load tasks from {spec}: {exc}") from None
 
 
-tasks_argument = click.argument("tasks_spec", metavar="TASKS", default="bundled", required=False)
+tasks_argument = click.argument("tasks_spec", metavar="[TASKS]", default="bundled", required=False)
 ids_option = click.option("--id", "ids", multiple=True, help="Only this task (repeatable).")
 
 
@@ -69,12 +70,13 @@ def progress_bar() -> Progress:
 @tasks.command("prepare")
 @tasks_argument
 @ids_option
-@click.option("--workers", default=2, show_default=True, help="Tasks prepared in parallel.")
+@click.option("--workers", default=2, show_default=True, type=click.IntRange(min=1), help="Tasks prepared in parallel.")
 @click.option("--store", type=click.Path(path_type=Path), default=None,
               help="Task store (default $PATCHGYM_HOME/tasks).")
 @click.option("--force", is_flag=True, help="Prepare again even when a cached preparation exists.")
 def prepare(tasks_spec: str, ids: tuple[str, ...], workers: int, store: Path | None, force: bool) -> None:
     """Scrub each task's repository at base_commit and build its environment (cached)."""
+    from patchgym.tasks.environment import python_version_mismatch
     from patchgym.tasks.prepare import PrepareError, prepare_tasks
 
     loaded = load_or_fail(tasks_spec, ids)
@@ -82,8 +84,11 @@ def prepare(tasks_spec: str, ids: tuple[str, ...], workers: int, store: Path | N
         bar = progress.add_task("preparing", total=len(loaded))
 
         def on_done(task, prepared, error) -> None:
+            mismatch = python_version_mismatch(task)
+            if mismatch:
+                progress.console.print(f"[yellow]warning[/] {escape(mismatch)}")
             mark = "[green]ok[/]" if error is None else "[red]failed[/]"
-            progress.console.print(f"{mark} {task.instance_id}" + (f" -> {prepared.root}" if prepared else ""))
+            progress.console.print(f"{mark} {escape(task.instance_id)}" + (f" -> {escape(str(prepared.root))}" if prepared else ""))
             progress.advance(bar)
 
         try:

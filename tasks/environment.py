@@ -92,7 +92,10 @@ def setup_command(task: Task) -> str:
     # pip is seeded only when there is a setup step to use it (ensurepip costs seconds per task).
     without_pip = "" if task.environment.setup else " --without-pip"
     lines = ["set -e", f"{shlex.quote(host_python())} -m venv{without_pip} {VENV_MOUNT}", f". {VENV_MOUNT}/bin/activate"]
-    for command in task.environment.setup:
+    total = len(task.environment.setup)
+    for number, command in enumerate(task.environment.setup, start=1):
+        # Echoed into the log before it runs, so a failure's log shows which command it was.
+        lines.append(f"printf '%s\\n' {shlex.quote(f'{SETUP_ECHO}{number}/{total}: {command}')}")
         lines.append(command)
     if needs_pytest(task):
         lines.append(ENSURE_PYTEST)
@@ -149,8 +152,10 @@ def build_shared_environment(task: Task, envs_dir: Path) -> Path:
         build = envs_dir / f".build-{key}"
         shutil.rmtree(build, ignore_errors=True)
         (build / "empty").mkdir(parents=True)
+        log_path = setup_log_path(envs_dir, key)
         try:
-            _run_setup(task, build / "empty", build / "venv", build / "setup.log")
+            _run_setup(task, build / "empty", build / "venv", log_path)
+            os.replace(log_path, build / "setup.log")
             shutil.rmtree(final, ignore_errors=True)
             (build / "done").write_text(task.instance_id + "\n")
             build.rename(final)
@@ -158,6 +163,40 @@ def build_shared_environment(task: Task, envs_dir: Path) -> Path:
             shutil.rmtree(build, ignore_errors=True)
             raise
     return final / "venv"
+
+
+def python_version_mismatch(task: Task) -> str | None:
+    """A warning when the task asks for a Python (`environment.python`, a version hint such as
+    "3.9") that preparation here does not give it: the local environment is always a venv of this
+    machine's interpreter (tasks/hostfs.host_python), whatever the hint says. None when the hint is
+    absent or matches (by prefix: "3.11" matches 3.11.4). A warning, not an error: the hint is
+    optional in SWE-bench rows and most tasks run on a nearby version; the modal backend honours it."""
+    wanted = (task.environment.python or "").strip()
+    if not wanted:
+        return None
+    have = ".".join(str(part) for part in sys.version_info[:3])
+    if have == wanted or have.startswith(wanted + "."):
+        return None
+    return (f"task {task.instance_id}: environment.python is {wanted!r}, but the local backend builds its "
+            f"environment with this machine's Python {have} ({host_python()}); the hint is not applied "
+            "(the modal backend honours it)")
+
+
+SETUP_ECHO = "[patchgym] setup command "  # the log line before each command: "<echo>N/M: <command>"
+
+
+def setup_log_path(directory: Path, key: str) -> Path:
+    """Where a preparation's setup log is written: beside (not inside) the build directory, which
+    is removed when setup fails; the log stays where the error says until the next attempt."""
+    return directory / f"setup-{key}.log"
+
+
+def _failed_command(log_text: str) -> str:
+    """The setup command the log shows last (the one that failed: the script stops at the first)."""
+    for line in reversed(log_text.splitlines()):
+        if line.startswith(SETUP_ECHO):
+            return line[len(SETUP_ECHO):]
+    return ""
 
 
 def _run_setup(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path) -> None:
@@ -169,9 +208,11 @@ def _run_setup(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path) -> No
         except subprocess.TimeoutExpired:
             raise SetupError(f"task {task.instance_id}: environment setup took over {SETUP_TIMEOUT_S}s (log: {log_path})") from None
     if done.returncode != 0:
-        tail = log_path.read_text(errors="replace")[-1500:]
-        raise SetupError(f"task {task.instance_id}: environment setup failed with exit code {done.returncode} "
-                         f"(log: {log_path}):\n{tail}")
+        text = log_path.read_text(errors="replace")
+        failed = _failed_command(text)
+        where = f" at command {failed}" if failed else " before its first command (creating the venv)"
+        raise SetupError(f"task {task.instance_id}: environment setup failed{where} with exit code "
+                         f"{done.returncode} (log: {log_path}):\n{text[-1500:]}")
 
 
 def build_environment(task: Task, repo_dir: Path, venv_dir: Path, log_path: Path) -> None:

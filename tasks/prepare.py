@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import shutil
 import sys
 import time
@@ -29,7 +30,13 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
-from patchgym.tasks.environment import build_environment, build_shared_environment, needs_pytest
+from patchgym.tasks.environment import (
+    build_environment,
+    build_shared_environment,
+    needs_pytest,
+    python_version_mismatch,
+    setup_log_path,
+)
 from patchgym.tasks.model import Task
 from patchgym.tasks.prepared import PreparedTask
 from patchgym.tasks.sources import resolve_source
@@ -124,11 +131,15 @@ def prepare_task(task: Task, store: Path | None = None, *, force: bool = False) 
             started = time.monotonic()
             source = resolve_source(task)
             head, squashed, notes = _scrub_snapshot(task, source, build / "repo")
+            if (mismatch := python_version_mismatch(task)) is not None:
+                notes.append(mismatch)
             scrubbed = time.monotonic()
             if task.environment.shared:
                 venv = build_shared_environment(task, store / ".envs")
             else:
-                build_environment(task, build / "repo", build / "venv", build / "setup.log")
+                log_path = setup_log_path(task_dir, key)  # kept if setup fails (the build is removed)
+                build_environment(task, build / "repo", build / "venv", log_path)
+                os.replace(log_path, build / "setup.log")
                 venv = root / "venv"
             meta = {
                 "venv": str(venv),

@@ -16,6 +16,8 @@ Does not cover: the diff (gitdiff.py) or commands (local.py, launch.py, pump.py)
 from __future__ import annotations
 
 import errno
+import os
+import re
 import subprocess
 
 from patchgym.harness.sandbox import safefs
@@ -30,15 +32,20 @@ def sandbox_path(path: str) -> str:
 
 
 def os_error(stderr: bytes, path: str) -> OSError:
+    """The OSError of a file operation that failed inside the sandbox: the errno its shell's message
+    names, with the system's wording once (`[Errno 30] Read-only file system: '/usr/x'`, not the
+    shell's `sh: line 2: /usr/x: Read-only file system` inside it); EIO with that message cleaned of
+    the shell's prefix when no errno is recognised."""
     message = stderr.decode(errors="replace").strip() or "operation failed"
     for text, code in (
         ("Read-only file system", errno.EROFS), ("Permission denied", errno.EACCES),
         ("No space left", errno.ENOSPC), ("Not a directory", errno.ENOTDIR),
         ("File too large", errno.EFBIG), ("Is a directory", errno.EISDIR),
+        ("No such file or directory", errno.ENOENT), ("not a regular file", errno.EINVAL),
     ):
         if text in message:
-            return OSError(code, message, path)
-    return OSError(errno.EIO, message, path)
+            return OSError(code, text if code == errno.EINVAL else os.strerror(code), path)
+    return OSError(errno.EIO, re.sub(r"^(?:\S*sh: (?:line )?\d+: )", "", message.splitlines()[-1]), path)
 
 
 class FileAccess:
