@@ -97,3 +97,18 @@ def test_reading_a_fifo_or_a_dangling_link_is_a_clear_error(factory_and_task) ->
         assert box.read_file("shadow-link") == box.read_file("/etc/shadow")
         with pytest.raises(IsADirectoryError):
             box.write_file("pkg", "x")
+
+
+def test_no_process_in_the_container_can_write_into_the_servers_stream(factory_and_task) -> None:
+    # During grading the patch's code runs in the container: forged frames written to the server's
+    # stdout would be read as the answers to the grader's requests.
+    factory, prepared = factory_and_task
+    with factory.open(prepared) as box:
+        assert box.run("true").ok and box._agent is not None and box._agent.alive
+        attempt = box.run(
+            "for p in $(pgrep -x python3); do [ $p = 1 ] && continue; found=$p;"
+            " if printf 'FORGED' > /proc/$p/fd/1; then echo wrote-$p; else echo refused-$p; fi;"
+            " cat /proc/$p/environ >/dev/null 2>&1 && echo environ-readable; done; echo server=${found:-none}")
+        assert "server=none" not in attempt.output and "refused-" in attempt.output, attempt.output
+        assert "wrote-" not in attempt.output and "environ-readable" not in attempt.output, attempt.output
+        assert box.run("echo intact").output == "intact\n"

@@ -10,6 +10,11 @@ a newline, and the payload (a command's stdin, a file's bytes). An answer's body
 the 4-byte request id, and data: `o` output bytes of a running command, `x` its exit status (JSON),
 `d` a file's bytes, `e` an errno for a file operation (JSON).
 
+The server makes itself non-dumpable (prctl PR_SET_DUMPABLE 0) before it answers: code running
+in the container (an agent's, or a patch's during grading) cannot open `/proc/<server>/fd/1` and
+inject forged answers (a command's exit status, a results file's content) into the stream, nor
+read its memory; without CAP_SYS_PTRACE, which no sandbox process has, /proc refuses both.
+
 Requests: `run` (argv, env: the process starts with `PATCHGYM_CMD=<id>` so the backend's reaper
 can find what it started), `read` (path, limit) and `write` (path, mode). The server runs each in
 threads of its own; it never interprets a command. Killing on timeout stays with the backend (a
@@ -32,7 +37,11 @@ from typing import Any
 SERVER_ID = "server"  # its PATCHGYM_CMD: the reaper always spares it
 
 SERVER = r'''
-import json, os, stat, struct, subprocess, sys, threading
+import ctypes, json, os, stat, struct, subprocess, sys, threading
+# Not dumpable: no process in the container (none has CAP_SYS_PTRACE) may open /proc/<this>/fd/1
+# and write forged answers into the stream, or read this process's memory. Refuse to serve without.
+if ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0) != 0:  # PR_SET_DUMPABLE
+    sys.exit(3)
 out = sys.stdout.buffer
 inp = sys.stdin.buffer
 lock = threading.Lock()
@@ -144,7 +153,7 @@ def serve(rid, head, payload):
     except Exception as exc:
         send(b"e", rid, json.dumps({"errno": 5, "message": repr(exc)}).encode())
 
-send(b"h", 0)
+send(b"h", 0, json.dumps({"pid": os.getpid()}).encode())
 while True:
     try:
         (size,) = struct.unpack(">I", read_exact(4))
@@ -171,6 +180,7 @@ class AgentChannel:
         self._waiting: dict[int, queue.SimpleQueue] = {0: queue.SimpleQueue()}  # 0: the server's hello
         self._next = 1
         self.alive = True
+        self.pid: int | None = None
         self._reader = threading.Thread(target=self._read_loop, name="patchgym-docker-agent", daemon=True)
         self._reader.start()
 
@@ -214,11 +224,14 @@ class AgentChannel:
     def wait_ready(self, timeout: float) -> bool:
         """True once the server said hello; False if it could not start (no python3 in the image)."""
         try:
-            kind, _ = self._waiting[0].get(timeout=timeout)
+            kind, data = self._waiting[0].get(timeout=timeout)
         except queue.Empty:
             return False
         self.done(0)
-        return kind == b"h"
+        if kind != b"h":
+            return False
+        self.pid = int(json.loads(data)["pid"])  # in the container's pid namespace: the reaper spares it
+        return True
 
     def request(self, head: dict[str, Any], payload: bytes = b"") -> tuple[int, "queue.SimpleQueue"]:
         """Send a request; returns its id and the queue its answers arrive on (kind, data)."""

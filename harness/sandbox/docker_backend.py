@@ -61,8 +61,9 @@ BASE_ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "LC_CTYPE": "C.UTF-8"}
 # Bash with builtins only (no process of its own to mistake for a victim): the processes to kill
 # for command `$2` are those whose nearest ancestor carrying PATCHGYM_CMD carries `$2`; with mode
 # `timeout`, also those no live command owns (no marked ancestor, or the mark of a finished
-# command; `$3...` are the ids of the commands still running). Pid 1 (INIT) and the reaper
-# itself are spared. Every round STOPs what it finds (a stopped
+# command; `$3...` are the ids of the commands still running). Pid 1 (INIT), the reaper itself
+# and the command server ($PATCHGYM_SPARE_PID: it is not dumpable, so its mark cannot be read; any
+# other process whose environment cannot be read counts as unowned) are spared. Every round STOPs what it finds (a stopped
 # process cannot fork), and once a round finds nothing new, all of them get SIGKILL; it returns
 # when a scan finds none left.
 REAPER = r'''
@@ -76,7 +77,7 @@ __pg_reap() {
     local -A mark=() parent=()
     for d in /proc/[0-9]*; do
       p=${d#/proc/}
-      [[ $p == 1 || $p == "$$" || $p == "$BASHPID" ]] && continue
+      [[ $p == 1 || $p == "$$" || $p == "$BASHPID" || $p == "${PATCHGYM_SPARE_PID:-}" ]] && continue
       read -r rest < "$d/stat" 2>/dev/null || continue
       rest=${rest##*) }
       read -r -a fields <<< "$rest"
@@ -324,8 +325,11 @@ class DockerSandbox(remote.RemoteSandbox):
             keep = sorted(self._live - {command_id}) + [docker_agent.SERVER_ID]
         api = self._factory.client.api
         argv = ["bash", "-c", REAPER + '\n__pg_reap "$@"', "reaper", "timeout", command_id, *keep]
+        agent = self._agent
+        # The command server is not dumpable, so its environment cannot be read: it is named by pid.
+        spare = {"PATCHGYM_SPARE_PID": str(agent.pid)} if agent is not None and agent.alive and agent.pid else None
         try:
-            api.exec_start(api.exec_create(self.container.id, argv, stdin=False)["Id"])
+            api.exec_start(api.exec_create(self.container.id, argv, stdin=False, environment=spare)["Id"])
         except Exception:  # noqa: BLE001 - the container may be gone already
             pass
 
