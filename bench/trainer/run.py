@@ -2,6 +2,7 @@
 
     python bench/trainer/run.py                         # SmolLM2-135M, 4 sequences of 1-2K tokens
     python bench/trainer/run.py --sequences 6 --reps 3 --threads 1 --bf16 --json out.json
+    python bench/trainer/run.py --sequences 2 --reps 4 --threads 1 --micro-batch-tokens 2048   # RESULTS.md
 
 Both sides train the same model (two copies of the same initial weights) on the same token ids
 cut into the same micro-batches (`patchgym.rl.trainer.batching.pack`, right-padded `[B, L]`, no
@@ -243,11 +244,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--reps", type=int, default=3)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
     parser.add_argument("--bf16", action="store_true", help="also run both sides under BF16 autocast")
+    parser.add_argument("--bf16-only", action="store_true", help="run both sides under BF16 autocast only")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args(argv)
     sys.path.insert(0, str(ROOT))
     results = []
-    for bf16 in ((False, True) if args.bf16 else (False,)):
+    for bf16 in ((True,) if args.bf16_only else (False, True) if args.bf16 else (False,)):
         r = measure(sequences=args.sequences, min_len=args.min_len, max_len=args.max_len,
                     micro_batch_tokens=args.micro_batch_tokens, reps=args.reps, autocast_bf16=bf16,
                     threads=args.threads)
