@@ -36,6 +36,8 @@ over the K support ids when replaying (negligible), one full-vocabulary pass oth
 Lag = max(batch.current_version, self.version) - the token's weight version.
 
 Decisions:
+* The model given is trained in place (not copied): a caller that also samples from that object
+  must copy it first (the embedded samplers do).
 * Weights stay float32 (the master copy); `autocast_bf16=True` runs the forward (and so the
   backward) under BF16 autocast. Measured on this CPU (Xeon with AMX-BF16), SmolLM2-135M, one
   512-token sequence forward + backward: 2.65 s float32 vs 1.05 s with autocast (2.5x); on CPUs
