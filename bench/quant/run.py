@@ -65,7 +65,7 @@ def bench_formats(reps: int) -> dict:
     return out
 
 
-def bench_views(model: str | None, lr: float) -> dict:
+def bench_views(model: str | None, lr: float, views: list[str]) -> dict:
     import safetensors.torch
     from patchgym.rl.models import resolve
     from patchgym.rl.views import ViewPublisher, ViewReader
@@ -80,7 +80,7 @@ def bench_views(model: str | None, lr: float) -> dict:
     out = {"model": str(path), "params": sum(v.numel() for v in sd.values()), "lr": lr}
     files = [p for p in (path / "config.json", path / "generation_config.json") if p.is_file()]
     with tempfile.TemporaryDirectory() as root:
-        for view in ("bf16", "fp8_e4m3", "nvfp4"):
+        for view in views:
             pub = ViewPublisher(root, [view], keep=2, files=files)
             t0, _ = _time(partial(pub.publish, sd, 0))
             t1, _ = _time(partial(pub.publish, step, 1))
@@ -103,6 +103,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--part", choices=["formats", "views", "all"], default="all")
     p.add_argument("--reps", type=int, default=15)
     p.add_argument("--model", default=None, help="model spec (patchgym.rl.models.resolve); default SmolLM2-135M")
+    p.add_argument("--views", default="bf16,fp8_e4m3,nvfp4", help="comma-separated views (formats) to publish")
     p.add_argument("--lr", type=float, default=1e-6, help="size of the v0 -> v1 step for the views part")
     p.add_argument("--threads", type=int, default=None,
                    help="torch threads (1 on a loaded machine: idle OpenMP threads spin and inflate CPU time)")
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{name:32s} {r['min_ms']:8.2f} {r['median_ms']:10.2f} {r['cpu_ms']:8.2f} {r['ratio_wall']:7.1f} {r['ratio_cpu']:10.1f}")
     if a.part in ("views", "all"):
         print(f"views (lr {a.lr:g}):")
-        result["views"] = bench_views(a.model, a.lr)
+        result["views"] = bench_views(a.model, a.lr, a.views.split(","))
     result["load_after"] = os.getloadavg()
     print(f"load average after {result['load_after']}")
     if a.json:
