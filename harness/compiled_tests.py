@@ -143,9 +143,11 @@ class ProtectedSources(object):
             for node in _walk(tree):
                 start, end = getattr(node, "lineno", None), getattr(node, "end_lineno", None)
                 if isinstance(node, ast.stmt) and start is not None and end is not None and start <= lineno <= end:
-                    if best is None or end - start < best[1] - best[0]:
-                        best = (start, end)
+                    if best is None or end - start < best[2] - best[1]:
+                        best = (node, start, end)
             if best is not None:
-                first, last = best
-        text = "\n".join(lines[max(0, first - 1):last])
-        return any(word in text for word in words)
+                if isinstance(best[0], ast.Raise):
+                    return True  # the test raises it itself, under whatever name it imported it
+                first, last = best[1], best[2]
+        text = "\n".join(lines[max(0, first - 1):last]).lower()
+        return any(word.lower() in text for word in words)

@@ -278,6 +278,7 @@ class Reporter:
             pass
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
         self._canary_items = {}  # node id -> index into _canaries
+        self._collected_here = False  # whether this process collected the test items itself
         self._guard = None
         self._guard_state = None
         if guard_module is not None:
@@ -661,9 +662,10 @@ class Reporter:
         status = phases.get("setup") or phases.get("call") or "ERROR"
         if phases.get("teardown") == "ERROR":
             status = "ERROR"
-        if nodeid in self._canary_items:
+        index = self._canary_index(nodeid)
+        if index is not None:
             # The grader learns a canary's number and outcome, never its name.
-            self.emit("canary", n=self._canary_items[nodeid], status=status)
+            self.emit("canary", n=index, status=status)
             return
         fields = {"id": nodeid, "status": status}
         if nodeid in self._undeclared_marks and status in ("SKIPPED", "XFAIL") and nodeid not in self._untrusted:
@@ -683,6 +685,22 @@ class Reporter:
             self.check_namespace()
         if report.failed:
             self.emit("collect", id=report.nodeid, status="ERROR")
+
+    def _canary_index(self, nodeid):
+        """The canary a node id is, if any. Mapped from the collected items; where this process
+        collected none (pytest-xdist's controller: its workers collect and run), from the id
+        itself: the canary's file, class and name at its end."""
+        index = self._canary_items.get(nodeid)
+        if index is not None or not self._canaries or self._collected_here:
+            return index
+        parts = nodeid.split("::")
+        for number, canary in enumerate(self._canaries):
+            tail = ([canary.container] if canary.container else []) + [canary.name]
+            if parts[1:] == tail and (parts[0] == canary.path or parts[0].endswith("/" + canary.path)
+                                      or canary.path.endswith("/" + parts[0])):
+                self._canary_items[nodeid] = number
+                return number
+        return None
 
     def _map_canaries(self, items):
         wanted = {}
@@ -724,6 +742,7 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
+        self._collected_here = bool(session.items)
         self._map_canaries(session.items)
         self._find_undeclared_marks(session.items)
         for item in session.items:

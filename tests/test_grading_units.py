@@ -321,3 +321,31 @@ def test_repository_modules_imported_before_the_reporter_are_found(tmp_path, mon
     finally:
         for name in ("earlypkg.plugin", "earlypkg"):
             sys.modules.pop(name, None)
+
+
+def test_own_compilation_and_skip_sites(tmp_path) -> None:
+    import types
+
+    from patchgym.harness.compiled_tests import ProtectedSources
+
+    path = tmp_path / "test_m.py"
+    path.write_text("from unittest import SkipTest as S\n\n\ndef test_a():\n    assert 1 == 2\n\n\n"
+                    "def test_b():\n    raise S('not here')\n\n\ndef test_c():\n    x = 1\n    pytest.skip(\n        'multi-line')\n")
+    sources = ProtectedSources([str(path)])
+    real = str(path)
+    assert not sources.raise_site_declares(real, 5)  # an assert: a skip raised there is not the test's
+    assert sources.raise_site_declares(real, 9)  # the test raises it itself, under an alias
+    assert sources.raise_site_declares(real, 15)  # inside a multi-line skip call
+    namespace: dict = {}
+    # dont_inherit: as importlib and pytest compile (this file's `from __future__` must not leak in).
+    exec(compile(path.read_text(), real, "exec", dont_inherit=True), namespace)
+    assert sources.check_function(namespace["test_a"], None) is None
+    forged = types.FunctionType(compile("def test_a():\n    pass\n", real, "exec", dont_inherit=True).co_consts[0], {})
+    assert "does not define" in sources.check_function(forged, None)
+    swapped = namespace["test_b"]
+    swapped.__code__ = compile("\n" * 7 + "def test_b():\n    pass\n", real, "exec", dont_inherit=True).co_consts[0]
+    assert "is not what the protected source compiles to" in sources.check_function(swapped, None)
+    stub = types.FunctionType((lambda: None).__code__, {})
+    stub.__wrapped__ = namespace["test_c"]
+    assert "runs code from" in sources.check_function(stub, lambda f: f == __file__)  # a stub from the patch
+    assert sources.check_function(stub, lambda f: False) is None  # a wrapper from elsewhere, around the real test
