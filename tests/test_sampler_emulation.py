@@ -89,9 +89,8 @@ def test_split_attention_equals_one_pass_up_to_rounding():
     from patchgym.rl.sampler.emulation import _split_attention
 
     g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, 4, 3, 8, generator=g) for _ in range(3))
-    k2, v2 = k[:, :2].clone(), v[:, :2].clone()  # GQA: 2 kv heads for 4 query heads
-    k2, v2 = torch.randn(2, 2, 7, 8, generator=g), torch.randn(2, 2, 7, 8, generator=g)
+    q = torch.randn(2, 4, 3, 8, generator=g)
+    k2, v2 = torch.randn(2, 2, 7, 8, generator=g), torch.randn(2, 2, 7, 8, generator=g)  # GQA: 2 kv heads, 4 query heads
     mask = torch.ones(2, 1, 3, 7, dtype=torch.bool)
     mask[0, :, :, 5:] = False
     want = torch.nn.functional.scaled_dot_product_attention(q, k2, v2, attn_mask=mask, enable_gqa=True)

@@ -88,10 +88,10 @@ def main() -> None:
     model = load_model()
     pad = tok.pad_token_id if tok.pad_token_id is not None else 2
     plen, new = (48, 24) if args.quick else (64, 64)
-    mixed_n = 8 if args.quick else 16
+    mixed_n = 16
     rng = random.Random(7)
     if args.quick:
-        mixed = [(rng.randint(200, 600), rng.randint(16, 96)) for _ in range(mixed_n)]
+        mixed = [(rng.randint(100, 400), rng.randint(8, 64)) for _ in range(mixed_n)]
     else:
         mixed = [(rng.randint(200, 1500), rng.randint(16, 256)) for _ in range(mixed_n)]
     mixed_req = [(prompt_ids(tok, p, i), n) for i, (p, n) in enumerate(mixed)]

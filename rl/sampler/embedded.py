@@ -235,6 +235,11 @@ class EmbeddedSampler:
         if box:
             raise box[0]
 
+    @property
+    def quantized_names(self) -> set[str]:
+        """The parameters (HF names) that pass through the group's weight format."""
+        return set(self._emu.quantized_names)
+
     def health(self) -> SamplerHealth:
         with self._cond:
             active = len(self._decoding) + (1 if self._prefilling is not None else 0)
@@ -493,7 +498,10 @@ class EmbeddedSampler:
         if r.out[-1] in r.stop_ids:
             return "stop"
         if r.params.stop:
-            window = self.tokenizer.decode(r.out[-self.stop_window :], skip_special_tokens=False)
+            # a token decodes to at least one character, so the last `longest stop + 2` tokens
+            # (and at least `stop_window`) hold any stop string the newest token completed
+            n = max(self.stop_window, max(len(s) for s in r.params.stop) + 2)
+            window = self.tokenizer.decode(r.out[-n:], skip_special_tokens=False)
             if any(s and s in window for s in r.params.stop):
                 return "stop"
         if len(r.out) >= r.params.max_new_tokens or r.pos + 1 >= self.context:

@@ -156,33 +156,33 @@ def attention_context(ctx: AttentionContext) -> Iterator[None]:
 
 
 def _split_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None, scale: float, splits: int) -> torch.Tensor:
-    """Attention as `splits` partial softmaxes over key chunks, merged by their maxima."""
-    if k.shape[1] != q.shape[1]:
-        rep = q.shape[1] // k.shape[1]
-        k, v = k.repeat_interleave(rep, dim=1), v.repeat_interleave(rep, dim=1)
-    scores = torch.matmul(q, k.transpose(-1, -2)) * scale  # [B, H, q, Lk]
+    """Attention as `splits` partial softmaxes over key chunks, merged by their maxima.
+
+    Query heads are grouped by the key/value head they share (GQA) instead of repeating keys and
+    values (why: two copies of the cache per layer and step saved).
+    """
+    b, hq, nq, d = q.shape
+    hkv, lk = k.shape[1], k.shape[2]
+    rep = hq // hkv
+    qg = q.view(b, hkv, rep * nq, d)
+    scores = torch.matmul(qg, k.transpose(-1, -2)).mul_(scale).view(b, hkv, rep, nq, lk)
     if mask is not None:
-        scores = scores.masked_fill(~mask, float("-inf"))
-    lk = scores.shape[-1]
+        scores = scores.masked_fill(~mask.view(mask.shape[0], 1, 1, *mask.shape[-2:]), float("-inf"))
     chunk = -(-lk // splits)
     pad = chunk * splits - lk
     if pad:
         scores = F.pad(scores, (0, pad), value=float("-inf"))
         v = F.pad(v, (0, 0, 0, pad))
-    b, h, nq, _ = scores.shape
-    s = scores.view(b, h, nq, splits, chunk)
-    m = s.amax(dim=-1, keepdim=True)  # per chunk maximum
-    m_safe = torch.where(torch.isinf(m), torch.zeros_like(m), m)
-    e = torch.exp(s - m_safe)
-    l_c = e.sum(dim=-1)  # [B, H, q, S]
-    vv = v.view(b, h, splits, chunk, v.shape[-1])
-    o_c = torch.einsum("bhqsc,bhscd->bhqsd", e, vv)
-    m_all = m.squeeze(-1).amax(dim=-1, keepdim=True)
-    w = torch.exp(m.squeeze(-1) - m_all)  # chunks that saw only -inf get weight 0
-    w = torch.where(torch.isinf(m.squeeze(-1)), torch.zeros_like(w), w)
-    num = (o_c * w.unsqueeze(-1)).sum(dim=-2)
-    den = (l_c * w).sum(dim=-1, keepdim=True)
-    return num / den
+    s = scores.view(b, hkv, rep, nq, splits, chunk)
+    m = s.amax(dim=-1)  # per chunk maximum [b, g, r, q, S]
+    dead = torch.isinf(m)  # a chunk that saw only masked keys
+    m_safe = m.masked_fill(dead, 0.0)
+    e = torch.exp(s - m_safe.unsqueeze(-1))
+    l_c = e.sum(dim=-1)
+    o_c = torch.einsum("bgrqsc,bgscd->bgrqsd", e, v.view(b, hkv, splits, chunk, v.shape[-1]))
+    w = torch.exp(m - m.amax(dim=-1, keepdim=True)).masked_fill(dead, 0.0)
+    out = (o_c * w.unsqueeze(-1)).sum(dim=-2) / (l_c * w).sum(dim=-1, keepdim=True)
+    return out.reshape(b, hq, nq, d)
 
 
 def emulated_attention(module: Any, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, attention_mask: Any, scaling: float | None = None, dropout: float = 0.0, **kwargs: Any) -> tuple[torch.Tensor, None]:
