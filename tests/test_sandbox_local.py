@@ -22,41 +22,9 @@ from patchgym.harness.sandbox import linux
 from patchgym.harness.sandbox.base import Limits, SandboxError
 from patchgym.harness.sandbox.local import LocalSandboxFactory
 
-from .test_sandbox_support import STORE_SECRET, local_available, local_factory, prepared  # noqa: F401
+from .test_sandbox_support import STORE_SECRET, host_traces, local_available
 
 pytestmark = pytest.mark.skipif(local_available() is not None, reason=str(local_available()))
-
-
-def host_traces(factory: LocalSandboxFactory, name: str) -> list[str]:
-    """Everything of sandbox `name` still visible on the host: mounts, directories, cgroups, processes."""
-    traces = []
-    with open("/proc/self/mountinfo") as handle:
-        traces += [f"mount: {line.strip()}" for line in handle if name in line or "patchgym-overlay" in line]
-    if (factory.state_root / name).exists():
-        traces.append(f"directory: {factory.state_root / name}")
-    if name.startswith("f-") or not name.startswith("sb-"):
-        return traces
-    for parent in factory.cgroup_manager.parents():
-        if (parent / name).exists():
-            traces.append(f"cgroup: {parent / name}")
-    for pid in filter(str.isdigit, os.listdir("/proc")):
-        try:
-            cgroup = Path(f"/proc/{pid}/cgroup").read_text()
-        except OSError:
-            continue
-        if name in cgroup:
-            traces.append(f"process {pid}")
-    return traces
-
-
-@pytest.fixture()
-def bystander(local_factory, prepared):  # noqa: F811
-    """A second sandbox that must keep working whatever the first one does."""
-    box = local_factory.open(prepared)
-    yield box
-    assert box.run("echo still-here").output == "still-here\n"
-    box.close()
-    assert host_traces(local_factory, box.name) == []
 
 
 def check_after_abuse(factory: LocalSandboxFactory, box, bystander) -> None:  # noqa: ANN001
@@ -70,7 +38,7 @@ def check_after_abuse(factory: LocalSandboxFactory, box, bystander) -> None:  # 
 
 # --- isolation ----------------------------------------------------------------------------------
 
-def test_no_network(local_factory, prepared) -> None:  # noqa: F811
+def test_no_network(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         result = box.run("exec 3<>/dev/tcp/1.1.1.1/53 && echo connected", timeout_s=10)
         assert result.exit_code != 0 and "connected" not in result.output
@@ -78,14 +46,14 @@ def test_no_network(local_factory, prepared) -> None:  # noqa: F811
         assert interfaces == ["lo"]
 
 
-def test_network_only_when_opened_for_trusted_setup(local_factory, prepared) -> None:  # noqa: F811
+def test_network_only_when_opened_for_trusted_setup(local_factory, prepared) -> None:
     host_interfaces = sorted(line.split(":")[0].strip() for line in Path("/proc/net/dev").read_text().splitlines()[2:])
     with local_factory.open(prepared, network=True) as box:
         inside = box.run("tail -n +3 /proc/net/dev | cut -d: -f1").output.split()
     assert sorted(inside) == host_interfaces
 
 
-def test_proc_shows_only_the_sandbox(local_factory, prepared) -> None:  # noqa: F811
+def test_proc_shows_only_the_sandbox(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         pids = [int(p) for p in box.run("ls /proc").output.split() if p.isdigit()]
         assert pids and max(pids) < 50  # its own pid namespace: a handful of small pids
@@ -95,7 +63,7 @@ def test_proc_shows_only_the_sandbox(local_factory, prepared) -> None:  # noqa: 
         assert box.run("cat /proc/1/cmdline | tr '\\0' ' '").output.startswith(("bwrap", "/usr/bin/bwrap"))
 
 
-def test_sees_nothing_of_the_host_beyond_system_paths(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+def test_sees_nothing_of_the_host_beyond_system_paths(local_factory, prepared, tmp_path) -> None:
     host_secret = tmp_path / "host-secret.txt"
     host_secret.write_text("top secret")
     other = local_factory.open(prepared)
@@ -146,7 +114,7 @@ def test_sandbox_cannot_reach_the_owners_terminal(tmp_path) -> None:
     assert b"RESULT:NO-TTY" in output, output.decode(errors="replace")
 
 
-def test_environment_is_read_only_and_on_path(local_factory, prepared) -> None:  # noqa: F811
+def test_environment_is_read_only_and_on_path(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         assert box.run("venv-tool").output == "from-venv\n"
         assert box.run("touch /patchgym/venv/x").exit_code != 0
@@ -171,7 +139,7 @@ ESCAPE_ATTEMPTS = {
 }
 
 
-def test_escape_attempts_fail_and_leave_no_trace(local_factory, prepared) -> None:  # noqa: F811
+def test_escape_attempts_fail_and_leave_no_trace(local_factory, prepared) -> None:
     script = "\n".join(f"({command}) >/dev/null 2>&1 && echo 'ESCAPED: {name}'" for name, command in ESCAPE_ATTEMPTS.items())
     mounts_before = Path("/proc/self/mountinfo").read_text().count("\n")
     box = local_factory.open(prepared)
@@ -186,7 +154,7 @@ def test_escape_attempts_fail_and_leave_no_trace(local_factory, prepared) -> Non
 
 # --- abuse ----------------------------------------------------------------------------------------
 
-def test_fork_bomb(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_fork_bomb(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_processes=64, timeout_s=5))
     result = box.run("bomb() { bomb | bomb & }; bomb; sleep 2; echo survived")
     assert result.extra.get("pids_limited") is True
@@ -194,7 +162,7 @@ def test_fork_bomb(local_factory, prepared, bystander) -> None:  # noqa: F811
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_memory_bomb(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_memory_bomb(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(memory_bytes=128 * 1024**2, timeout_s=30))
     result = box.run("python3 -c 'x = []\nwhile True: x.append(bytearray(16 * 1024 * 1024))'")
     assert result.exit_code != 0 and not result.timed_out
@@ -202,7 +170,7 @@ def test_memory_bomb(local_factory, prepared, bystander) -> None:  # noqa: F811
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_endless_loop(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_endless_loop(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared)
     started = time.monotonic()
     result = box.run("while :; do :; done", timeout_s=1)
@@ -211,7 +179,7 @@ def test_endless_loop(local_factory, prepared, bystander) -> None:  # noqa: F811
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_timeout_holds_after_the_output_is_closed(local_factory, prepared) -> None:  # noqa: F811
+def test_timeout_holds_after_the_output_is_closed(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         started = time.monotonic()
         result = box.run("echo bye; exec >&- 2>&-; sleep 30", timeout_s=1)
@@ -219,14 +187,14 @@ def test_timeout_holds_after_the_output_is_closed(local_factory, prepared) -> No
         assert time.monotonic() - started < 10
 
 
-def test_commands_handle_text_as_utf8(local_factory, prepared) -> None:  # noqa: F811
+def test_commands_handle_text_as_utf8(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         assert box.run("printf '\\303\\251\\n' | grep -c '^.$'").output == "1\n"  # one character, two bytes
         encodings = box.run("python3 -c 'import sys; print(sys.getfilesystemencoding(), sys.stdout.encoding)'")
         assert encodings.output == "utf-8 utf-8\n", encodings.output
 
 
-def test_arun_on_the_event_loop(local_factory, prepared) -> None:  # noqa: F811
+def test_arun_on_the_event_loop(local_factory, prepared) -> None:
     """arun reads output and waits for the exit on the loop itself: the loop keeps serving others
     while commands run, a timeout holds even after the output closes, and many commands share it."""
     import asyncio
@@ -257,7 +225,7 @@ def test_arun_on_the_event_loop(local_factory, prepared) -> None:  # noqa: F811
     uvloop.run(scenario())
 
 
-def test_commands_leave_no_descriptor_open(local_factory, prepared) -> None:  # noqa: F811
+def test_commands_leave_no_descriptor_open(local_factory, prepared) -> None:
     """Every pipe, pidfd and namespace descriptor a command uses is closed again, whichever way it
     ends: run, arun, timeouts, stdin, a failed start (a bad cwd) and a cancelled arun."""
     import asyncio
@@ -289,7 +257,7 @@ def test_commands_leave_no_descriptor_open(local_factory, prepared) -> None:  # 
         assert _gone_within(lambda: open_fds() <= before, 5.0), (before, open_fds())
 
 
-def test_a_cancelled_arun_kills_its_command(local_factory, prepared) -> None:  # noqa: F811
+def test_a_cancelled_arun_kills_its_command(local_factory, prepared) -> None:
     import asyncio
 
     async def scenario(box) -> None:  # noqa: ANN001
@@ -305,7 +273,7 @@ def test_a_cancelled_arun_kills_its_command(local_factory, prepared) -> None:  #
         assert box.run("echo still usable").output == "still usable\n"
 
 
-def test_closing_during_an_arun(local_factory, prepared) -> None:  # noqa: F811
+def test_closing_during_an_arun(local_factory, prepared) -> None:
     import asyncio
 
     box = local_factory.open(prepared)
@@ -322,7 +290,7 @@ def test_closing_during_an_arun(local_factory, prepared) -> None:  # noqa: F811
     assert host_traces(local_factory, box.name) == []
 
 
-def test_a_timeout_kills_only_its_own_command(local_factory, prepared) -> None:  # noqa: F811
+def test_a_timeout_kills_only_its_own_command(local_factory, prepared) -> None:
     import threading
 
     with local_factory.open(prepared) as box:
@@ -335,7 +303,7 @@ def test_a_timeout_kills_only_its_own_command(local_factory, prepared) -> None: 
         assert results["slow"].ok and results["slow"].output == "done\n"
 
 
-def test_output_flood(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_output_flood(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_output_bytes=4096, timeout_s=60))
     result = box.run("head -c 200000000 /dev/urandom | base64 -w 100")
     assert result.ok and result.truncated_bytes > 200_000_000
@@ -343,7 +311,7 @@ def test_output_flood(local_factory, prepared, bystander) -> None:  # noqa: F811
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_endless_output_until_timeout(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_endless_output_until_timeout(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_output_bytes=1000))
     result = box.run("yes flood", timeout_s=1)
     assert result.timed_out and result.truncated_bytes > 0
@@ -351,7 +319,7 @@ def test_endless_output_until_timeout(local_factory, prepared, bystander) -> Non
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_huge_file_hits_file_size_limit(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_huge_file_hits_file_size_limit(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_file_bytes=1024**2))
     result = box.run("head -c 5000000 /dev/zero > big; echo rc=$?; stat -c %s big")
     assert "File too large" in result.output or "rc=153" in result.output
@@ -361,7 +329,7 @@ def test_huge_file_hits_file_size_limit(local_factory, prepared, bystander) -> N
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_total_writes_capped(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_total_writes_capped(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_write_bytes=8 * 1024**2, max_file_bytes=64 * 1024**2))
     result = box.run("head -c 6000000 /dev/zero > a && head -c 6000000 /dev/zero > /tmp/b; echo rc=$?")
     assert "No space left on device" in result.output and "rc=1" in result.output
@@ -371,7 +339,7 @@ def test_total_writes_capped(local_factory, prepared, bystander) -> None:  # noq
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_background_processes_die_with_their_command(local_factory, prepared) -> None:  # noqa: F811
+def test_background_processes_die_with_their_command(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         assert box.run("(sleep 300 &) ; setsid sleep 301 & echo started").output == "started\n"
         assert "sleep" not in box.run("cat /proc/*/comm 2>/dev/null").output
@@ -384,7 +352,7 @@ def test_background_processes_die_with_their_command(local_factory, prepared) ->
 
 # --- file access and diff safety ------------------------------------------------------------------
 
-def test_file_access_never_follows_links_to_the_host(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+def test_file_access_never_follows_links_to_the_host(local_factory, prepared, tmp_path) -> None:
     secret = tmp_path / "secret.txt"
     secret.write_text("host secret")
     with local_factory.open(prepared) as box:
@@ -402,13 +370,13 @@ def test_file_access_never_follows_links_to_the_host(local_factory, prepared, tm
             except OSError:
                 continue
             assert box.read_file(path) == b"overwritten"
-        box.write_file(f"/tmp/../testbed/via-tmp.txt", "inside")
+        box.write_file("/tmp/../testbed/via-tmp.txt", "inside")
         assert box.read_file("via-tmp.txt") == b"inside"
     assert secret.read_text() == "host secret"
     assert sorted(p.name for p in tmp_path.iterdir()) == ["secret.txt"]
 
 
-def test_diff_ignores_an_agent_controlled_git_dir(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+def test_diff_ignores_an_agent_controlled_git_dir(local_factory, prepared, tmp_path) -> None:
     marker = tmp_path / "pwned"
     payload = f"touch {marker}"
     with local_factory.open(prepared) as box:
@@ -437,14 +405,14 @@ def test_diff_ignores_an_agent_controlled_git_dir(local_factory, prepared, tmp_p
 
 # --- limits mechanisms ----------------------------------------------------------------------------
 
-def test_enforcement_is_reported(local_factory) -> None:  # noqa: F811
+def test_enforcement_is_reported(local_factory) -> None:
     text = local_factory.enforcement
     assert "RLIMIT_FSIZE" in text and "tmpfs" in text
     if local_factory.cgroup_manager.version != "none":
         assert "cgroup" in text
 
 
-def test_without_cgroups_rlimits_still_bound_memory(tmp_path, prepared) -> None:  # noqa: F811
+def test_without_cgroups_rlimits_still_bound_memory(tmp_path, prepared) -> None:
     factory = LocalSandboxFactory(state_root=tmp_path / "state", cgroups="none")
     assert "RLIMIT_AS" in factory.enforcement and "not enforced for uid 0" in factory.enforcement
     with factory.open(prepared, Limits(memory_bytes=512 * 1024**2)) as box:
@@ -453,21 +421,21 @@ def test_without_cgroups_rlimits_still_bound_memory(tmp_path, prepared) -> None:
         assert box.run("echo fine").ok
 
 
-def test_missing_bwrap_is_a_clear_error(tmp_path, prepared) -> None:  # noqa: F811
+def test_missing_bwrap_is_a_clear_error(tmp_path, prepared) -> None:
     factory = LocalSandboxFactory(state_root=tmp_path / "state", bwrap=str(tmp_path / "no-bwrap"))
     with pytest.raises(SandboxError, match="apt-get install bubblewrap"):
         factory.open(prepared)
     assert not any((tmp_path / "state").glob("sb-*"))
 
 
-def test_not_root_is_a_clear_error(tmp_path, prepared, monkeypatch) -> None:  # noqa: F811
+def test_not_root_is_a_clear_error(tmp_path, prepared, monkeypatch) -> None:
     factory = LocalSandboxFactory(state_root=tmp_path / "state")
     monkeypatch.setattr(os, "geteuid", lambda: 1000)
     with pytest.raises(SandboxError, match="needs root"):
         factory.open(prepared)
 
 
-def test_bad_limits_and_arguments_are_named(local_factory, prepared) -> None:  # noqa: F811
+def test_bad_limits_and_arguments_are_named(local_factory, prepared) -> None:
     with pytest.raises(ValueError, match="max_processes"):
         local_factory.open(prepared, Limits(max_processes=0))
     with local_factory.open(prepared) as box:
@@ -481,7 +449,7 @@ def test_bad_limits_and_arguments_are_named(local_factory, prepared) -> None:  #
 
 # --- cleanup --------------------------------------------------------------------------------------
 
-def test_close_leaves_no_trace_even_with_work_in_flight(local_factory, prepared) -> None:  # noqa: F811
+def test_close_leaves_no_trace_even_with_work_in_flight(local_factory, prepared) -> None:
     import threading
 
     box = local_factory.open(prepared)
@@ -509,7 +477,7 @@ def _gone_within(check, seconds: float) -> bool:  # noqa: ANN001
     return True
 
 
-def test_cgroups_of_closed_sandboxes_are_reused_only_empty_and_removed_at_shutdown(tmp_path, prepared) -> None:  # noqa: F811
+def test_cgroups_of_closed_sandboxes_are_reused_only_empty_and_removed_at_shutdown(tmp_path, prepared) -> None:
     factory = LocalSandboxFactory(state_root=tmp_path / "state")
     if factory.cgroup_manager.version == "none":
         pytest.skip("no usable cgroup hierarchy here")
@@ -604,7 +572,7 @@ def _cmdline(pid: str) -> str:
         return ""
 
 
-def test_reaper_leaves_live_owners_alone(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+def test_reaper_leaves_live_owners_alone(local_factory, prepared, tmp_path) -> None:
     with local_factory.open(prepared) as box:
         other = LocalSandboxFactory(state_root=local_factory.state_root)
         assert box.name not in other.reaped
@@ -612,7 +580,7 @@ def test_reaper_leaves_live_owners_alone(local_factory, prepared, tmp_path) -> N
     assert re.match(r"sb-\d+-\d+-\d+$", box.name)
 
 
-def test_commands_run_when_the_process_holds_more_than_1024_descriptors(local_factory, prepared) -> None:  # noqa: F811
+def test_commands_run_when_the_process_holds_more_than_1024_descriptors(local_factory, prepared) -> None:
     """A server with hundreds of episodes holds >1024 fds; select() refuses descriptor numbers that high."""
     import resource
 

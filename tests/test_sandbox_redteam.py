@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import subprocess
 import threading
 import time
 from pathlib import Path
@@ -19,8 +18,8 @@ import pytest
 
 from patchgym.harness.sandbox.base import Limits, SandboxError
 
-from .test_sandbox_local import bystander, check_after_abuse, host_traces  # noqa: F401
-from .test_sandbox_support import git, local_available, local_factory, prepared  # noqa: F401
+from .test_sandbox_local import check_after_abuse
+from .test_sandbox_support import git, host_traces, local_available
 
 pytestmark = pytest.mark.skipif(local_available() is not None, reason=str(local_available()))
 
@@ -38,7 +37,7 @@ def _processes_with(marker: str) -> list[str]:
 
 # --- processes that try to outlive their command or the sandbox ------------------------------------
 
-def test_daemons_that_ignore_sigterm_die_with_their_command_and_the_sandbox(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_daemons_that_ignore_sigterm_die_with_their_command_and_the_sandbox(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared)
     script = (
         "(setsid sh -c 'trap \"\" TERM HUP INT; exec -a daemon-4711 sleep 4711' </dev/null >/dev/null 2>&1 &) ; "
@@ -67,7 +66,7 @@ def _swallow(call) -> None:  # noqa: ANN001
         pass
 
 
-def test_a_command_that_closes_its_output_and_ignores_sigterm_still_times_out(local_factory, prepared) -> None:  # noqa: F811
+def test_a_command_that_closes_its_output_and_ignores_sigterm_still_times_out(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         started = time.monotonic()
         result = box.run("trap '' TERM; exec >&- 2>&- </dev/null; while :; do :; done", timeout_s=1)
@@ -77,7 +76,7 @@ def test_a_command_that_closes_its_output_and_ignores_sigterm_still_times_out(lo
 
 # --- kernel interfaces through /proc and /dev --------------------------------------------------------
 
-def test_proc_and_kernel_interfaces_give_nothing_away(local_factory, prepared) -> None:  # noqa: F811
+def test_proc_and_kernel_interfaces_give_nothing_away(local_factory, prepared) -> None:
     attempts = {
         "read /proc/kcore": "head -c 16 /proc/kcore > /tmp/kcore && test -s /tmp/kcore",
         "kallsyms addresses": "grep -v '^0000000000000000' /proc/kallsyms | head -1 | grep -q .",
@@ -100,7 +99,7 @@ def test_proc_and_kernel_interfaces_give_nothing_away(local_factory, prepared) -
         assert result.output == "finished\n", result.output
 
 
-def test_abstract_unix_sockets_of_the_host_are_unreachable(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_abstract_unix_sockets_of_the_host_are_unreachable(local_factory, prepared, bystander) -> None:
     import socket
 
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
@@ -117,7 +116,7 @@ def test_abstract_unix_sockets_of_the_host_are_unreachable(local_factory, prepar
         server.close()
 
 
-def test_dev_and_dev_shm_count_against_the_write_limit(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_dev_and_dev_shm_count_against_the_write_limit(local_factory, prepared, bystander) -> None:
     """bwrap's /dev is a tmpfs of its own: left writable, /dev and /dev/shm would hold as much as
     memory allows, beyond max_write_bytes (and, without cgroups, beyond any limit)."""
     box = local_factory.open(prepared, Limits(max_write_bytes=8 * 1024**2, max_file_bytes=64 * 1024**2))
@@ -133,7 +132,7 @@ def test_dev_and_dev_shm_count_against_the_write_limit(local_factory, prepared, 
 
 # --- the host-side file access and diff -------------------------------------------------------------
 
-def test_nested_gitdir_links_do_not_make_the_diff_read_host_repositories(local_factory, prepared, tmp_path) -> None:  # noqa: F811
+def test_nested_gitdir_links_do_not_make_the_diff_read_host_repositories(local_factory, prepared, tmp_path) -> None:
     """A `.git` file (`gitdir: /host/repo/.git`) or directory below /testbed makes git treat the
     directory as an embedded repository and read its HEAD: on the host, that is a host file."""
     host_repo = tmp_path / "host-repo"
@@ -151,7 +150,7 @@ def test_nested_gitdir_links_do_not_make_the_diff_read_host_repositories(local_f
         assert "+content" in diff and "+other" in diff  # plain directories, as the agent sees them
 
 
-def test_a_fifo_planted_as_an_embedded_head_cannot_hang_the_diff(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_a_fifo_planted_as_an_embedded_head_cannot_hang_the_diff(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(timeout_s=2))
     box.run("mkdir -p sub/.git/objects sub/.git/refs && mkfifo sub/.git/HEAD && echo x > sub/f && "
             "mkdir s2 && mkfifo /tmp/head && echo 'gitdir: /tmp/head' > s2/.git")
@@ -166,7 +165,7 @@ def test_a_fifo_planted_as_an_embedded_head_cannot_hang_the_diff(local_factory, 
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_diff_of_hostile_names_fifos_and_modes(local_factory, prepared) -> None:  # noqa: F811
+def test_diff_of_hostile_names_fifos_and_modes(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         made = box.run(
             "mkfifo fifo && mkfifo /tmp/fifo && ln -s /tmp/fifo to-fifo && mknod dev c 1 3 2>/dev/null; "
@@ -189,7 +188,7 @@ def test_diff_of_hostile_names_fifos_and_modes(local_factory, prepared) -> None:
             assert time.monotonic() - started < 10, path
 
 
-def test_diff_with_git_dir_replaced_by_a_link_and_an_unreadable_testbed(local_factory, prepared) -> None:  # noqa: F811
+def test_diff_with_git_dir_replaced_by_a_link_and_an_unreadable_testbed(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         box.run("cd /testbed && echo new > added.txt && rm -rf .git && ln -s / .git && "
                 "mkdir -p d/.git && ln -s /etc d/.git/objects && echo d > d/f && chmod 000 . d", cwd="/")
@@ -198,7 +197,7 @@ def test_diff_with_git_dir_replaced_by_a_link_and_an_unreadable_testbed(local_fa
         assert box.run("chmod 755 /testbed && cat /testbed/added.txt", cwd="/").output == "new\n"
 
 
-def test_diff_of_a_huge_flat_directory_and_a_deep_tree(local_factory, prepared) -> None:  # noqa: F811
+def test_diff_of_a_huge_flat_directory_and_a_deep_tree(local_factory, prepared) -> None:
     with local_factory.open(prepared, Limits(timeout_s=60)) as box:
         made = box.run("mkdir many && cd many && seq 1 20000 | xargs touch && cd .. && "
                        "p=deep; for i in $(seq 1 300); do p=$p/d; done; mkdir -p $p && echo leaf > $p/leaf && echo ok")
@@ -207,7 +206,7 @@ def test_diff_of_a_huge_flat_directory_and_a_deep_tree(local_factory, prepared) 
         assert diff.count("diff --git") == 20001 and "+leaf" in diff
 
 
-def test_inode_exhaustion_is_enospc_for_this_sandbox_only(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_inode_exhaustion_is_enospc_for_this_sandbox_only(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_write_bytes=1024**2, timeout_s=60))
     result = box.run("mkdir f && cd f && i=0; while touch $i 2>/dev/null; do i=$((i+1)); done; echo made=$i; touch x")
     assert "No space left on device" in result.output
@@ -219,7 +218,7 @@ def test_inode_exhaustion_is_enospc_for_this_sandbox_only(local_factory, prepare
 
 # --- output -----------------------------------------------------------------------------------------
 
-def test_binary_output_without_newlines_at_volume(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_binary_output_without_newlines_at_volume(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_output_bytes=10_000, timeout_s=60))
     result = box.run("printf '\\377\\376\\000'; head -c 50000000 /dev/urandom; printf END")
     assert result.ok and result.truncated_bytes > 49_000_000
@@ -229,7 +228,7 @@ def test_binary_output_without_newlines_at_volume(local_factory, prepared, bysta
 
 # --- concurrency and other sandboxes ---------------------------------------------------------------
 
-def test_many_concurrent_commands_in_one_sandbox(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_many_concurrent_commands_in_one_sandbox(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_processes=512))
     results: dict[int, object] = {}
 
@@ -246,7 +245,7 @@ def test_many_concurrent_commands_in_one_sandbox(local_factory, prepared, bystan
     check_after_abuse(local_factory, box, bystander)
 
 
-def test_a_sandbox_cannot_reach_another_sandboxs_state_or_cgroups(local_factory, prepared, bystander) -> None:  # noqa: F811
+def test_a_sandbox_cannot_reach_another_sandboxs_state_or_cgroups(local_factory, prepared, bystander) -> None:
     bystander.write_file("/tmp/mine", "bystander data")
     box = local_factory.open(prepared)
     targets = [str(bystander.home), str(local_factory.state_root), "/sys/fs/cgroup"]
@@ -263,7 +262,7 @@ def test_a_sandbox_cannot_reach_another_sandboxs_state_or_cgroups(local_factory,
 # --- arguments ---------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("timeout", [0, -1, math.nan, math.inf, -math.inf])
-def test_non_finite_or_non_positive_timeouts_are_named(local_factory, prepared, timeout) -> None:  # noqa: F811
+def test_non_finite_or_non_positive_timeouts_are_named(local_factory, prepared, timeout) -> None:
     with local_factory.open(prepared) as box:
         with pytest.raises(ValueError, match="timeout_s"):
             box.run("echo hi", timeout_s=timeout)
@@ -272,7 +271,7 @@ def test_non_finite_or_non_positive_timeouts_are_named(local_factory, prepared, 
         local_factory.open(prepared, Limits(timeout_s=timeout))
 
 
-def test_bad_env_and_cwd_are_clear(local_factory, prepared) -> None:  # noqa: F811
+def test_bad_env_and_cwd_are_clear(local_factory, prepared) -> None:
     with local_factory.open(prepared) as box:
         with pytest.raises(ValueError, match="NUL"):
             box.run("true", env={"A": "x\0y"})
@@ -284,7 +283,7 @@ def test_bad_env_and_cwd_are_clear(local_factory, prepared) -> None:  # noqa: F8
         assert box.run("pwd", cwd="pkg").output == "/testbed/pkg\n"
 
 
-def test_closing_after_filling_the_overlay_leaves_nothing(local_factory, prepared) -> None:  # noqa: F811
+def test_closing_after_filling_the_overlay_leaves_nothing(local_factory, prepared) -> None:
     box = local_factory.open(prepared, Limits(max_write_bytes=4 * 1024**2))
     box.run("head -c 10000000 /dev/zero > fill; chmod 000 fill; chmod 000 /tmp")
     name = box.name
@@ -313,7 +312,7 @@ print("held", held)
 
 
 @pytest.mark.parametrize("cgroups", [None, "none"])
-def test_sysv_shared_memory_is_bounded_by_the_memory_limit(tmp_path, prepared, cgroups) -> None:  # noqa: F811
+def test_sysv_shared_memory_is_bounded_by_the_memory_limit(tmp_path, prepared, cgroups) -> None:
     """SysV segments outlive their mapping (until the command's IPC namespace ends): with cgroups
     the memory limit charges them; without, RLIMIT_AS sees only what is attached, so the command
     runs in an IPC namespace whose kernel.shmall is the memory limit."""

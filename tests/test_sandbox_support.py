@@ -1,6 +1,7 @@
 """Shared pieces of the sandbox tests: a real prepared task (a git repository at a base commit,
-a task store with secrets beside it, a tiny read-only environment) and a local factory whose state
-lives in a temporary directory. Imported by tests/test_sandbox_*.py; holds no tests itself."""
+a task store with secrets beside it, a tiny read-only environment) and what the sandbox tests check
+a sandbox left on the host (`host_traces`). The fixtures built from them (`prepared`,
+`local_factory`, `bystander`) are in tests/conftest.py. Holds no tests itself."""
 
 from __future__ import annotations
 
@@ -8,11 +9,13 @@ import os
 import shutil
 import subprocess
 from pathlib import Path
-
-import pytest
+from typing import TYPE_CHECKING
 
 from patchgym.tasks.model import Task
 from patchgym.tasks.prepared import PreparedTask
+
+if TYPE_CHECKING:
+    from patchgym.harness.sandbox.local import LocalSandboxFactory
 
 BINARY_BLOB = bytes(range(256)) * 4
 STORE_SECRET = "GOLD-PATCH-SECRET-7f3a"
@@ -81,18 +84,23 @@ def local_available() -> str | None:
     return None
 
 
-@pytest.fixture(scope="module")
-def prepared(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
-    return make_prepared(tmp_path_factory.mktemp("task"))
-
-
-@pytest.fixture(scope="module")
-def local_factory(tmp_path_factory: pytest.TempPathFactory):
-    reason = local_available()
-    if reason:
-        pytest.skip(reason)
-    from patchgym.harness.sandbox.local import LocalSandboxFactory
-
-    factory = LocalSandboxFactory(state_root=tmp_path_factory.mktemp("sandbox-state"))
-    yield factory
-    factory.close_all()
+def host_traces(factory: "LocalSandboxFactory", name: str) -> list[str]:
+    """Everything of sandbox `name` still visible on the host: mounts, directories, cgroups, processes."""
+    traces = []
+    with open("/proc/self/mountinfo") as handle:
+        traces += [f"mount: {line.strip()}" for line in handle if name in line or "patchgym-overlay" in line]
+    if (factory.state_root / name).exists():
+        traces.append(f"directory: {factory.state_root / name}")
+    if name.startswith("f-") or not name.startswith("sb-"):
+        return traces
+    for parent in factory.cgroup_manager.parents():
+        if (parent / name).exists():
+            traces.append(f"cgroup: {parent / name}")
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            cgroup = Path(f"/proc/{pid}/cgroup").read_text()
+        except OSError:
+            continue
+        if name in cgroup:
+            traces.append(f"process {pid}")
+    return traces

@@ -1,0 +1,45 @@
+"""Fixtures shared by the test modules: the real prepared task and local factory of the sandbox
+tests, and a bystander sandbox that must survive whatever a test does to another one.
+
+The builders behind them (`make_prepared`, `local_available`, `host_traces`) live in
+tests/test_sandbox_support.py, where bench/sandbox imports them too; the toy task of the env tests
+is `patchgym.env.testing.make_toy_task` / `prepare_toy_task`. Each fixture is module-scoped as it
+was where it came from (one prepared task and one factory per test module).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from patchgym.tasks.prepared import PreparedTask
+
+from .test_sandbox_support import host_traces, local_available, make_prepared
+
+
+@pytest.fixture(scope="module")
+def prepared(tmp_path_factory: pytest.TempPathFactory) -> PreparedTask:
+    return make_prepared(tmp_path_factory.mktemp("task"))
+
+
+@pytest.fixture(scope="module")
+def local_factory(tmp_path_factory: pytest.TempPathFactory):
+    reason = local_available()
+    if reason:
+        pytest.skip(reason)
+    from patchgym.harness.sandbox.local import LocalSandboxFactory
+
+    factory = LocalSandboxFactory(state_root=tmp_path_factory.mktemp("sandbox-state"))
+    yield factory
+    factory.close_all()
+
+
+@pytest.fixture()
+def bystander(local_factory, prepared):
+    """A second sandbox that must keep working whatever the first one does."""
+    box = local_factory.open(prepared)
+    yield box
+    assert box.run("echo still-here").output == "still-here\n"
+    box.close()
+    assert host_traces(local_factory, box.name) == []
+
+
