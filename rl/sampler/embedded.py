@@ -224,6 +224,25 @@ class EmbeddedSampler:
         if box:
             raise box[0]
 
+    async def update_weights_encoded(self, encoded: Mapping[str, torch.Tensor], version: int) -> None:
+        """Replace weights with tensors already in the group's format (a weight view pulled by
+        `patchgym.rl.sampler.viewpull`): shapes checked, values copied as they are, never re-quantized."""
+        if isinstance(version, bool) or not isinstance(version, int) or version < self.version:
+            raise ValueError(f"version must be an integer >= the replica's {self.version}, got {version!r}")
+        state = self.model.state_dict()
+        for n, t in encoded.items():
+            if n not in state or tuple(t.shape) != tuple(state[n].shape):
+                raise ValueError(f"weight {n!r} is not a parameter of this model with shape {tuple(t.shape)}")
+        done, box = threading.Event(), []
+        with self._cond:
+            if self._closed:
+                raise SamplerUnavailable(f"{self.group}/{self.replica} is closed")
+            self._jobs.append(((dict(encoded), int(version)), done, box))
+            self._cond.notify()
+        await asyncio.to_thread(done.wait)
+        if box:
+            raise box[0]
+
     def update_weights_sync(self, state_dict_or_path: Mapping[str, Any] | str, version: int) -> None:
         encoded = self._encode_weights(state_dict_or_path, version)
         done = threading.Event()
