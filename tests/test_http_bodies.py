@@ -18,6 +18,7 @@ from urllib.parse import urlsplit
 import httpx
 import pytest
 
+from patchgym.env.client import EnvClient
 from patchgym.env.docs_ui import swagger_ui_dir
 from patchgym.env.http import parse_json_body
 from patchgym.env.testing import ServerProcess, make_toy_task, sandbox_unavailable_reason
@@ -150,6 +151,9 @@ def test_list_episodes_finds_a_live_episode(server: ServerProcess) -> None:
         mine = [e for e in listed if e["episode_id"] == episode_id]
         assert mine and mine[0]["live"] is True and mine[0]["status"] == "running" and mine[0]["task_id"] == "toy__calc-1"
         assert "transcript" not in mine[0] and mine[0]["idle_s"] >= 0
+        with EnvClient(server.url, token=TOKEN) as env:  # the sync client's twin of the route
+            summaries = {e.episode_id: e for e in env.list_episodes()}
+        assert summaries[episode_id].live and summaries[episode_id].task_id == "toy__calc-1"
         client.delete(f"/episodes/{episode_id}")
         assert episode_id not in {e["episode_id"] for e in client.get("/episodes").json()["episodes"]}
 
