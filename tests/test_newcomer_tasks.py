@@ -107,3 +107,20 @@ def test_a_read_only_path_is_reported_once_in_the_systems_words() -> None:
             factory.shutdown()
     assert caught.value.strerror == "Read-only file system"
     assert str(caught.value) == "[Errno 30] Read-only file system: '/usr/patchgym-newfile'"
+
+
+def test_serve_checks_its_port_before_preparing_anything(tmp_path: Path) -> None:
+    import socket
+
+    task = make_toy_task(tmp_path)
+    unpreparable = type(task).model_validate({**task.model_dump(), "source": str(tmp_path / "no-such-repo")})
+    (tmp_path / "tasks.jsonl").write_text(unpreparable.model_dump_json() + "\n")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        result = patchgym("serve", "--tasks", str(tmp_path / "tasks.jsonl"), "--port", str(port),
+                          "--store", str(tmp_path / "store"), home=tmp_path / "home", timeout=120)
+    # Had it prepared first, the error would be about the missing repository.
+    assert result.returncode == 1 and f"cannot listen on 127.0.0.1:{port}" in result.stderr, result.stderr
+    assert "no-such-repo" not in result.stderr and not (tmp_path / "store").exists()
