@@ -32,11 +32,15 @@ from patchgym.env.prompts import opening_messages
 from patchgym.env.toolcalls import ParsedText, ToolCall, ToolCallParseError, get_parser
 from patchgym.env.tools import CallFormatError, SubmitArgs, ToolBox, tool_schemas, validate_call
 from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxFactory
+from patchgym.harness.verdict import Verdict
 from patchgym.tasks.prepared import PreparedTask
 
 log = logging.getLogger(__name__)
 
-Grader = Callable[[PreparedTask, str], Awaitable[Any]]  # -> a Verdict (pydantic: reward, status, ...)
+#: What grades a submitted diff: (the prepared task, the diff) -> the harness's Verdict (reward,
+#: status, per-test results). The server's is EpisodeManager's `make_grader` (agrade_patch in a
+#: fresh sandbox); tests and embedders may pass their own with this signature.
+Grader = Callable[[PreparedTask, str], Awaitable[Verdict]]
 
 
 class EpisodeStatus(str, Enum):
@@ -61,12 +65,8 @@ def _now_iso() -> str:
     return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _dump_verdict(verdict: Any) -> dict[str, Any] | None:
-    if verdict is None:
-        return None
-    if hasattr(verdict, "model_dump"):
-        return verdict.model_dump(mode="json")
-    return dict(verdict)
+def _dump_verdict(verdict: Verdict | None) -> dict[str, Any] | None:
+    return None if verdict is None else verdict.model_dump(mode="json")
 
 
 class Episode:
@@ -98,7 +98,7 @@ class Episode:
         )
         self.status = EpisodeStatus.RUNNING
         self.reward: float | None = None
-        self.verdict: Any = None
+        self.verdict: Verdict | None = None
         self.diff: str | None = None
         self.error: str | None = None
         self.end_reason: str | None = None
@@ -355,12 +355,12 @@ class Episode:
             return
         self.verdict = verdict
         self._finishing = False
-        if getattr(verdict, "status", None) == "infra_error":
-            self.error = f"grading infrastructure error: {getattr(verdict, 'error', None)}"
+        if verdict.status == "infra_error":
+            self.error = f"grading infrastructure error: {verdict.error}"
             await self.finish(EpisodeStatus.ERROR, self.error)
             return
-        self.reward = float(getattr(verdict, "reward", 0.0))
-        await self.finish(EpisodeStatus.SUBMITTED, f"submitted; verdict {getattr(verdict, 'status', '?')}")
+        self.reward = float(verdict.reward)
+        await self.finish(EpisodeStatus.SUBMITTED, f"submitted; verdict {verdict.status}")
 
     # --- ending ----------------------------------------------------------------------------------
     async def _close_sandbox(self) -> None:

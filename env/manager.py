@@ -22,6 +22,7 @@ from patchgym.env.episode_log import EpisodeLog
 from patchgym.env.limits import LimitOverrides
 from patchgym.env.toolcalls import get_parser
 from patchgym.harness.sandbox.base import SandboxError, SandboxFactory
+from patchgym.harness.verdict import Verdict
 from patchgym.tasks.prepared import PreparedTask
 
 log = logging.getLogger(__name__)
@@ -45,8 +46,8 @@ def make_grader(factory: SandboxFactory, *, max_concurrent: int, log_dir: str | 
     """The default grader: `agrade_patch` in a fresh sandbox, at most `max_concurrent` at once."""
     semaphore = asyncio.Semaphore(max_concurrent)
 
-    async def grade(prepared: PreparedTask, patch: str) -> Any:
-        from patchgym.harness.grader import agrade_patch
+    async def grade(prepared: PreparedTask, patch: str) -> Verdict:
+        from patchgym.harness.grader import agrade_patch  # lazily: the grader pulls in the reporters
 
         async with semaphore:
             task_log_dir = None

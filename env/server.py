@@ -45,6 +45,7 @@ from patchgym.env.schemas import (
 )
 from patchgym.env.toolcalls import ToolCall
 from patchgym.harness.sandbox.base import SandboxFactory, get_factory
+from patchgym.harness.verdict import Verdict
 from patchgym.tasks.prepared import PreparedTask
 
 
@@ -161,7 +162,7 @@ def create_app(
         episode = await asyncio.shield(closing)
         return episode.state()
 
-    @app.post("/grade", response_model=dict[str, Any], responses=error_responses(404, 503), operation_id="grade")
+    @app.post("/grade", response_model=Verdict, responses=error_responses(404, 503), operation_id="grade")
     async def grade(body: GradeRequest) -> dict[str, Any]:
         """Grade a patch against a task in a fresh sandbox; returns the verdict."""
         prepared = manager.tasks.get(body.task_id)
@@ -172,7 +173,7 @@ def create_app(
             raise HTTPException(413, f"the patch is larger than {config.max_patch_bytes} bytes")
         patch = clean_json_value(body.patch)
         verdict = await asyncio.shield(asyncio.ensure_future(manager.grader(prepared, patch)))
-        return verdict.model_dump(mode="json") if hasattr(verdict, "model_dump") else dict(verdict)
+        return verdict.model_dump(mode="json")
 
     describe_this_server(app, list(manager.tasks), config.ceilings)
     app.add_middleware(BodyLimitMiddleware, limit=config.max_body_bytes)
