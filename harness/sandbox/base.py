@@ -6,8 +6,10 @@ view of the prepared snapshot at `base_commit`), the task's environment at `/pat
 timeout hits. Output is capped, with a notice of what was cut. `close()` is idempotent, and a sandbox
 never outlives the process that opened it (backends clean up after crashed owners on start).
 
-All methods are blocking and thread-safe; `arun` and friends are the asyncio forms (they run the
-blocking call in a worker thread, so an event loop is never blocked).
+All methods are blocking and thread-safe; `arun` and friends are the asyncio forms (by default they
+run the blocking call in a worker thread, so an event loop is never blocked; a backend may do
+better: the local one's `arun` runs on the event loop itself, with no thread per command).
+Backends are found by name in the package's table (`patchgym.harness.sandbox.get_factory`).
 """
 
 from __future__ import annotations
