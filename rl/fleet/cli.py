@@ -152,4 +152,10 @@ def check(fleet_spec: str, model_spec: str | None, prompts: int, tokens: int, lo
             stderr.print(f"[yellow]warning:[/] {line}")
 
 
+# `fleet deploy FLEET --modal` / `fleet stop FLEET` (scale-out; they import Modal only when run)
+from patchgym.rl.deploy.cli import deploy as _deploy, stop as _stop  # noqa: E402
+
+fleet.add_command(_deploy)
+fleet.add_command(_stop)
+
 __all__ = ["fleet", "FleetError"]
