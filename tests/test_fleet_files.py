@@ -169,10 +169,19 @@ def test_scaled_fleet_keeps_formats_and_prices() -> None:
         scaled_fleet(fleet, replicas=0)
 
 
-def test_sglang_groups_are_refused_with_a_clear_error() -> None:
+def test_sglang_groups_without_endpoints_are_refused_with_a_clear_error() -> None:
     fleet = Fleet(name="remote", groups=[{"name": "h100", "accelerator": "H100", "backend": "sglang"}])
-    with pytest.raises(FleetError, match="backend 'sglang' needs the SGLang sampler client"):
+    with pytest.raises(FleetError, match="backend 'sglang' needs `endpoints`"):
         build_samplers(fleet, model=object())
+
+
+def test_sglang_groups_get_one_client_per_endpoint() -> None:
+    from patchgym.rl.sampler.sglang import SGLangSampler
+
+    fleet = Fleet(name="remote", groups=[{"name": "h100", "accelerator": "H100", "backend": "sglang", "replicas": 2,
+                                          "endpoints": ["http://10.0.0.1:30000", "http://10.0.0.2:30000"]}])
+    built = build_samplers(fleet, model=object())["h100"]
+    assert [type(s) for s in built] == [SGLangSampler] * 2 and [s.base_url for s in built] == fleet.groups[0].endpoints
 
 
 def test_cli_list() -> None:

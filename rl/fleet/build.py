@@ -3,8 +3,8 @@
 Owns `build_samplers` and `scaled_fleet`. Overrides let a CPU preset scale a fleet down (e.g. one
 replica and two sessions per group) without touching the file: build with the scaled groups, but
 give the router (and cost accounting) the file's fleet, so routing weights and prices keep the
-file's ratios. The `sglang` backend is refused with a clear error until its client exists (a later
-issue). Not covered here: routing (`router.py`), the sampler itself (`patchgym.rl.sampler`).
+file's ratios. A `sglang` group gets one `SGLangSampler` per endpoint (it needs `endpoints`).
+Not covered here: routing (`router.py`), the sampler itself (`patchgym.rl.sampler`).
 """
 
 from __future__ import annotations
@@ -59,11 +59,12 @@ def scaled_fleet(fleet: Fleet, *, replicas: Override = None, sessions_per_replic
 def _check_backends(fleet: Fleet) -> None:
     for index, group in enumerate(fleet.groups):
         if group.backend == "sglang":
-            raise FleetError(
-                f"fleet {fleet.name!r}: group {group.name!r} (groups[{index}]): backend 'sglang' needs the SGLang "
-                "sampler client, which is not part of patchgym yet (a later issue); set backend = \"embedded\" to "
-                "run the group in-process"
-            )
+            if not group.endpoints:
+                raise FleetError(
+                    f"fleet {fleet.name!r}: group {group.name!r} (groups[{index}]): backend 'sglang' needs `endpoints`, "
+                    "one base URL per replica (deploy with `patchgym fleet deploy FLEET --modal`, or list running servers)"
+                )
+            continue
         if group.backend != "embedded":
             raise FleetError(f"fleet {fleet.name!r}: group {group.name!r}: unknown backend {group.backend!r}")
 
@@ -84,6 +85,7 @@ def build_samplers(
     tokenizer: Any = None,
     replicas: Override = None,
     sessions_per_replica: Override = None,
+    sglang_options: Mapping[str, Any] | None = None,
     **sampler_options: Any,
 ) -> dict[str, list[Sampler]]:
     """{group name: its replicas}, each an `EmbeddedSampler(model, group, replica=str(i), ...)`.
@@ -105,6 +107,11 @@ def build_samplers(
             tokenizer = load_tokenizer(spec)
     samplers: dict[str, list[Sampler]] = {}
     for group in built_fleet.groups:
+        if group.backend == "sglang":  # remote replicas: patchgym.rl.sampler.sglang (options: `sglang_options`)
+            from patchgym.rl.sampler.sglang import build_sglang_samplers
+
+            samplers[group.name] = list(build_sglang_samplers(group, **dict(sglang_options or {})))
+            continue
         samplers[group.name] = [
             cls(model, group, tokenizer=tokenizer, replica=str(index), **sampler_options) for index in range(group.replicas)
         ]
