@@ -67,10 +67,11 @@ def test_generate_maps_the_answer_and_log_q_is_of_the_sampled_distribution(list_
         assert top_ids == sorted(range(len(logp)), key=lambda i: -logp[i])[:4]
         assert top_lp[0] == pytest.approx(max(logp))
         last = tok
-    if list_form:
-        assert all(abs(sum(math.exp(v) for v in row) - 1) < 1e-9 for row in gen.support_logprobs)
-    else:
-        assert gen.support_logprobs is None
+    # either form: log q over the support sums to 1 and holds the sampled id's log q
+    for tok, lq, sup, row in zip(gen.token_ids, gen.logprobs, gen.support_ids, gen.support_logprobs):
+        assert abs(sum(math.exp(v) for v in row) - 1) < 1e-9 and row[sup.index(tok)] == pytest.approx(lq, abs=1e-9)
+    assert len(gen.topk_ids[0]) == 4
+    assert srv.state.requests[-1]["top_logprobs_num"] == 10  # enough to cover a top-k 10 support
 
 
 def test_untruncated_log_q_is_the_full_distribution_and_stop_maps() -> None:

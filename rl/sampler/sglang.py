@@ -29,8 +29,9 @@ sampling-mask test of 0.5.20) rather than taken from rl-fleet.md alone:
 The log q reported (`Generation.logprobs`) is always of the distribution sampled from: with
 top-k/top-p on, the client asks for the sampling mask even when the caller did not ask for the
 support (only the mask's renormalised log q is q); with neither, `output_token_logprobs` is q.
-`support_logprobs` are filled only when the server returns them (the list form); the trainer
-recomputes its own log p over the support either way.
+`support_logprobs`: the server's list when it returns one (a fork's form); else (SGLang 0.5.20, log
+q of the sampled id only) rebuilt from the full distribution's top log-probs, asked for up to the
+support's bound (top_k, else the mask limit), renormalised over the support.
 """
 
 from __future__ import annotations
@@ -80,6 +81,27 @@ def truncates(params: SamplingParams) -> bool:
     return params.top_p < 1.0 or params.top_k != -1
 
 
+def top_logprobs_num(params: SamplingParams) -> int:
+    """How many top log-probs to ask for. With `return_support`, enough to cover the support
+    (top_k, else the mask limit): SGLang 0.5.20 returns log q of the sampled id only, so log q over
+    the support is rebuilt from the full distribution's head (`support_logprobs_from_top`)."""
+    if not params.return_support:
+        return params.top_logprobs
+    bound = params.top_k if params.top_k != -1 else params.support_max_tokens
+    return max(params.top_logprobs, bound)
+
+
+def support_logprobs_from_top(support: list[int], top: dict[int, float], pos: int) -> list[float]:
+    """log q over a support: the full log-probs of its ids renormalised over it."""
+    try:
+        lps = [top[t] for t in support]
+    except KeyError as exc:
+        raise SGLangProtocolError(f"token {pos}: support id {exc.args[0]} is not among the returned top log-probs") from None
+    m = max(lps)
+    z = m + math.log(sum(math.exp(v - m) for v in lps))
+    return [v - z for v in lps]
+
+
 def request_body(prompt_ids: list[int], params: SamplingParams, *, min_version: int | None = None,
                  send_min_version: bool = False) -> dict[str, Any]:
     """The `/generate` body for one prompt (token ids in, never text)."""
@@ -106,7 +128,7 @@ def request_body(prompt_ids: list[int], params: SamplingParams, *, min_version: 
         "sampling_params": sp,
         "return_logprob": True,
         "logprob_start_len": -1,
-        "top_logprobs_num": params.top_logprobs,
+        "top_logprobs_num": top_logprobs_num(params),
         # why: with top-k/top-p on, only the mask's log q is of the distribution actually sampled
         "return_sampling_mask": truncates(params),
     }
@@ -166,14 +188,12 @@ def parse_answer(data: Any, params: SamplingParams, *, group: str, replica: str,
             logprobs.append(float(q))
             support_ids.append(mask)
         support_lp = lists if len(lists) == n and n else None
-        if not params.return_support:
-            support_ids = support_lp = None
     else:
         logprobs = [lp for lp, _ in full_pairs]
     if any(not math.isfinite(lp) or lp > 1e-6 for lp in logprobs):
         raise SGLangProtocolError("a reported log q is not a finite log-probability")
     topk_ids = topk_lp = None
-    if params.top_logprobs:
+    if top_logprobs_num(params):
         top = meta.get("output_top_logprobs")
         if not isinstance(top, list) or len(top) != n:
             raise SGLangProtocolError(f"meta_info.output_top_logprobs missing or not {n} long")
@@ -182,6 +202,13 @@ def parse_answer(data: Any, params: SamplingParams, *, group: str, replica: str,
             pairs = _triples(row, len(row) if isinstance(row, list) else -1, "output_top_logprobs[]")
             topk_lp.append([lp for lp, _ in pairs])
             topk_ids.append([t for _, t in pairs])
+        if params.return_support and support_lp is None:
+            support_lp = [support_logprobs_from_top(sup, dict(zip(ids_, lps)), pos)
+                          for pos, (sup, ids_, lps) in enumerate(zip(support_ids, topk_ids, topk_lp))]
+        k = params.top_logprobs
+        topk_ids, topk_lp = ([r[:k] for r in topk_ids], [r[:k] for r in topk_lp]) if k else (None, None)
+    if not params.return_support:
+        support_ids = support_lp = None
     finish = meta.get("finish_reason")
     kind = finish.get("type") if isinstance(finish, dict) else finish
     version = parse_version(meta.get("weight_version"), default=default_version)
