@@ -192,8 +192,6 @@ def _eos_ids(model: Any, tokenizer: Any) -> set[int]:
 
 def _quantized_names(sampler: Any, model: Any) -> list[str]:
     names = getattr(sampler, "quantized_names", None)
-    if names is None:  # EmbeddedSampler keeps them on its emulated model
-        names = getattr(getattr(sampler, "_emu", None), "quantized_names", None)
     if names is None:
         raise CheckError(f"the sampler {type(sampler).__name__} does not say which weights its format encodes (quantized_names)")
     return sorted(names)
