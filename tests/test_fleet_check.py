@@ -180,3 +180,13 @@ def test_mixed_6_with_the_default_model_orders_the_formats() -> None:
     assert max(g.kl for g in report.groups if g.rank == 1) < min(g.kl for g in report.groups if g.rank == 2)
     assert by["b200-nvfp4"].weight_error > by["h100-fp8"].weight_error > by["h200-bf16"].weight_error
     assert by["b200-nvfp4"].top1 <= by["h200-bf16"].top1
+
+
+def test_kernel_variants_run_and_stay_near_bf16(tiny_moe: Path, moe_report: FleetCheck) -> None:
+    # Split attention on a GQA model (4 query heads over 2 KV heads, several query positions):
+    # the case a non-contiguous query once broke (a view where a reshape was needed).
+    fleet = parse_fleet('[[groups]]\nname = "bf16-variant"\naccelerator = "X"\nkernel = { accumulate = "bf16", attention_splits = 3 }\n')
+    (g,) = check_fleet(fleet, str(tiny_moe), prompts=4, tokens=16).groups
+    by = {x.group: x for x in moe_report.groups}
+    assert by["bf16"].kl < g.kl < by["fp8"].kl
+    assert g.weight_error == by["bf16"].weight_error
