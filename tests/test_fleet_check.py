@@ -190,3 +190,9 @@ def test_kernel_variants_run_and_stay_near_bf16(tiny_moe: Path, moe_report: Flee
     by = {x.group: x for x in moe_report.groups}
     assert by["bf16"].kl < g.kl < by["fp8"].kl
     assert g.weight_error == by["bf16"].weight_error
+
+
+def test_sglang_groups_are_checked_by_their_declared_formats(tiny_moe: Path) -> None:
+    fleet = parse_fleet('[[groups]]\nname = "remote-fp8"\naccelerator = "H100"\nbackend = "sglang"\nweights = "fp8_e4m3"\n')
+    (g,) = check_fleet(fleet, str(tiny_moe), prompts=1, tokens=4).groups
+    assert g.group == "remote-fp8" and g.weight_error > 0.01
