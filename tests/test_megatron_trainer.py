@@ -93,5 +93,6 @@ def test_one_megatron_step_on_gpu() -> None:  # pragma: no cover - GPU only
     import subprocess
     import sys
 
-    r = subprocess.run([sys.executable, "bench/gpu/megatron_step.py"], capture_output=True, text=True, timeout=900)
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--nproc-per-node", "1", "bench/gpu/trainer_steps.py",
+                        "--which", "megatron"], capture_output=True, text=True, timeout=900)
     assert r.returncode == 0, r.stdout + r.stderr

@@ -14,7 +14,7 @@ What runs where. `ParallelSizes`, `pack_thd` and `packed_loss` are plain PyTorch
 trajectories and logits). The model, the optimizer, the schedule and checkpoints need
 megatron-core + Megatron-Bridge on CUDA with NCCL (a `gpu` extra, never the default install):
 megatron-core 0.16.1 imports here with `--no-deps` but building a GPT model on CPU is not
-supported (Transformer Engine, CUDA RNG tracker); `bench/gpu/megatron_step.py` runs one step.
+supported (Transformer Engine, CUDA RNG tracker); `bench/gpu/trainer_steps.py --which megatron` runs one step.
 
 Bridge path (Megatron-Bridge 0.3): `AutoBridge.from_hf_pretrained(path)` -> `to_megatron_provider()`
 -> set `tensor/pipeline/expert/context_model_parallel_size`, `sequence_parallel` -> `finalize()` ->
