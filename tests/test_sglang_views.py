@@ -90,3 +90,20 @@ def test_sglang_pull_points_the_server_at_the_verified_folder(tiny, tmp_path) ->
         with pytest.raises(ViewCorrupt):
             asyncio.run(pull_view(SGLangSampler(srv.url, group), tmp_path, "bf16", 4))
         assert len(srv.state.loaded_paths) == 1  # the damaged view never reached the server
+
+
+def test_loop_state_dicts_reach_sglang_replicas_through_one_shared_publish(tiny, tmp_path) -> None:
+    from patchgym.rl.sampler.viewpull import SharedPublish
+
+    shared = SharedPublish(ViewPublisher(tmp_path, ["bf16"]))
+    group = Group(name="h", accelerator="H200", backend="sglang", endpoints=["http://x"])
+    state = _steps(tiny, 1)[0]
+    with Served() as a, Served() as b:
+        async def go():
+            samplers = [SGLangSampler(srv.url, group, publish=shared) for srv in (a, b)]
+            await asyncio.gather(*(s.update_weights(state, 3) for s in samplers))  # what the loop calls
+            for s in samplers:
+                await s.aclose()
+        asyncio.run(go())
+        assert a.state.loaded_paths == b.state.loaded_paths == [str(tmp_path / "bf16" / "v3")]
+    assert sorted(p.name for p in (tmp_path / "bf16").iterdir() if p.is_dir()) == ["v3"]  # published once

@@ -238,11 +238,13 @@ class SGLangSampler:
     `client`: an `httpx.AsyncClient` to share (else one is made per sampler, closed by `aclose`).
     `view_root` / `server_view_root`: where weight views live here and as the server sees them (a
     Modal volume mounts them elsewhere); `update_weights(path)` translates one into the other.
+    `publish` / `view`: a shared publisher and the view this group loads (default: by its formats).
     """
 
     def __init__(self, base_url: str, group: Any, *, replica: str | None = None, client: httpx.AsyncClient | None = None,
                  timeout: float = 600.0, send_min_version: bool = False, api_key: str | None = None,
-                 view_root: str | None = None, server_view_root: str | None = None, version: int = 0) -> None:
+                 view_root: str | None = None, server_view_root: str | None = None, version: int = 0,
+                 publish: Any = None, view: str | None = None) -> None:
         if not isinstance(base_url, str) or not base_url.startswith(("http://", "https://")):
             raise ValueError(f"base_url must be an http(s) URL, got {base_url!r}")
         self.base_url = base_url.rstrip("/")
@@ -254,6 +256,12 @@ class SGLangSampler:
         self.send_min_version = send_min_version
         self.view_root, self.server_view_root = view_root, server_view_root
         self.version = int(version)
+        self.publish = publish  # a viewpull.SharedPublish: state dicts become view folders
+        if view is None:
+            from patchgym.rl.deploy.launch import view_for_group
+
+            view = view_for_group(group)[0]
+        self.view = view
         self._own_client = client is None
         headers = {"Authorization": f"Bearer {api_key}"} if api_key else None
         self._client = client or httpx.AsyncClient(timeout=httpx.Timeout(self.timeout, connect=10.0), headers=headers)
@@ -320,10 +328,12 @@ class SGLangSampler:
     async def update_weights(self, state_dict_or_path: Mapping[str, Any] | str, version: int) -> None:
         """Point the server at a weight view directory (`/update_weights_from_disk`, stamped `version`).
 
-        A mapping of tensors cannot travel over this API: publish it as a view first
-        (`patchgym.rl.views.ViewPublisher`, or `ViewDrop` below), or use the distributed path."""
+        A mapping of tensors cannot travel over this API: it is published as a view first when the
+        sampler has `publish` (a `viewpull.SharedPublish`, one for the fleet), else refused."""
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise ValueError(f"version must be an integer >= 0, got {version!r}")
+        if isinstance(state_dict_or_path, Mapping) and self.publish is not None:
+            state_dict_or_path = str(await asyncio.to_thread(self.publish.folder, state_dict_or_path, version, self.view))
         if isinstance(state_dict_or_path, Mapping):
             raise TypeError(f"{self.group}/{self.replica}: an SGLang server loads weights from a directory it can read; "
                             "publish the state dict as a view (patchgym.rl.views) and pass its version folder")

@@ -43,3 +43,28 @@ async def pull_view(sampler: Any, root: Path | str, view: str, version: int, *, 
     else:
         await sampler.update_weights(str(root / view / f"v{got}"), got)
     return reader
+
+
+class SharedPublish:
+    """One `ViewPublisher` shared by every replica of a fleet: the first replica handed a state dict
+    for version N publishes it (every view once), the others wait and get the same folders.
+
+    This is what lets the loop's `update_weights(trainer.weights(), version)` reach SGLang
+    replicas unchanged: `SGLangSampler(..., publish=shared)` turns the mapping into its view's folder.
+    """
+
+    def __init__(self, publisher: Any) -> None:
+        import threading
+
+        self.publisher = publisher
+        self._lock = threading.Lock()
+        self._done: dict[int, dict[str, Path]] = {}
+
+    def folder(self, state_dict: Any, version: int, view: str) -> Path:
+        with self._lock:
+            if version not in self._done:
+                self._done = {version: self.publisher.publish(state_dict, version)}  # keep only the newest
+            paths = self._done[version]
+        if view not in paths:
+            raise ValueError(f"the publisher writes views {sorted(paths)}, not {view!r}")
+        return Path(paths[view])
