@@ -164,7 +164,7 @@ def _split_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
     b, hq, nq, d = q.shape
     hkv, lk = k.shape[1], k.shape[2]
     rep = hq // hkv
-    qg = q.view(b, hkv, rep * nq, d)
+    qg = q.reshape(b, hkv, rep * nq, d)  # reshape: q arrives transposed (non-contiguous) from the attention module
     scores = torch.matmul(qg, k.transpose(-1, -2)).mul_(scale).view(b, hkv, rep, nq, lk)
     if mask is not None:
         scores = scores.masked_fill(~mask.view(mask.shape[0], 1, 1, *mask.shape[-2:]), float("-inf"))
@@ -179,7 +179,7 @@ def _split_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: to
     m_safe = m.masked_fill(dead, 0.0)
     e = torch.exp(s - m_safe.unsqueeze(-1))
     l_c = e.sum(dim=-1)
-    o_c = torch.einsum("bgrqsc,bgscd->bgrqsd", e, v.view(b, hkv, splits, chunk, v.shape[-1]))
+    o_c = torch.einsum("bgrqsc,bgscd->bgrqsd", e, v.reshape(b, hkv, splits, chunk, v.shape[-1]))
     w = torch.exp(m - m.amax(dim=-1, keepdim=True)).masked_fill(dead, 0.0)
     out = (o_c * w.unsqueeze(-1)).sum(dim=-2) / (l_c * w).sum(dim=-1, keepdim=True)
     return out.reshape(b, hq, nq, d)
