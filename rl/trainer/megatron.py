@@ -25,6 +25,13 @@ clip_grad=..., bf16=True, ...), model)`; `export_hf_weights(model, cpu=True)` yi
 full vocabulary before `policy_loss` (the correction library works on full rows), which costs
 [T, V] per rank; a vocab-parallel loss is the next step at 35B scale.
 The trainer does not replay MoE routing (as the reference run).
+
+Normalisation: each micro-batch's loss is a sum over its trained tokens and returned with its
+token count (`calculate_per_token_loss`), so Megatron divides the gradients by the trained tokens
+of the whole update over all data-parallel ranks: the embedded trainer's loss however the update
+is cut or sharded. Each data-parallel rank trains every `dp`-th trajectory. Context parallelism:
+the sizes and the 2 x cp padding are in place, the per-rank split of THD sequences is not, so
+`context_parallel > 1` is refused at construction with that reason.
 """
 
 from __future__ import annotations
@@ -199,14 +206,23 @@ class MegatronTrainer:  # pragma: no cover - needs CUDA, NCCL, megatron-core and
         if not dist.is_initialized():
             dist.init_process_group("nccl")
         self.sizes = self.config.sizes(dist.get_world_size())
+        if self.sizes.cp > 1:
+            raise NotImplementedError("context_parallel > 1: the per-rank split of packed THD sequences (Transformer "
+                                      "Engine's thd_get_partitioned_indices) is not wired into the step yet; the "
+                                      "sizes and the 2 x cp padding are")
         self.bridge = AutoBridge.from_hf_pretrained(str(hf_path))
         provider = self.bridge.to_megatron_provider(load_weights=True)
         for key, value in self.sizes.provider_fields(sequence_parallel=self.config.sequence_parallel).items():
             setattr(provider, key, value)
+        # why: the loss is a sum over tokens; Megatron then divides the gradients by the trained
+        # tokens of the whole update across data-parallel ranks (not by micro-batches), which is
+        # the embedded trainer's normalisation however the update is cut
+        provider.calculate_per_token_loss = True
         provider.finalize()
         provider.initialize_model_parallel(seed=self.config.seed)
         self.model = provider.provide_distributed_model(
-            ddp_config=DistributedDataParallelConfig(use_distributed_optimizer=True, grad_reduce_in_fp32=True), bf16=True)
+            ddp_config=DistributedDataParallelConfig(use_distributed_optimizer=True, grad_reduce_in_fp32=True,
+                                                     average_in_collective=False), bf16=True)
         c = self.config
         self.optimizer = get_megatron_optimizer(OptimizerConfig(
             optimizer="adam", lr=c.lr, weight_decay=c.weight_decay, adam_beta1=c.betas[0], adam_beta2=c.betas[1],
@@ -214,22 +230,30 @@ class MegatronTrainer:  # pragma: no cover - needs CUDA, NCCL, megatron-core and
         self.vocab_size = int(provider.vocab_size)
         self.version = 0
 
-    def _forward(self, packed: PackedBatch) -> Tensor:
-        from megatron.core import tensor_parallel
+    def _forward(self, model: Any, packed: PackedBatch) -> Tensor:
+        from megatron.core import parallel_state, tensor_parallel
 
-        model = self.model[0]
         out = model(input_ids=packed.input_ids.cuda(), position_ids=packed.position_ids.cuda(), attention_mask=None,
                     packed_seq_params=packed.packed_seq_params())
+        if not parallel_state.is_pipeline_last_stage():
+            return out  # hidden states for the next stage
         # [1, S, V/tp] vocab-parallel logits -> full vocabulary (see the module doc)
         return tensor_parallel.gather_from_tensor_model_parallel_region(out)
 
     def _run(self, trajectories: Sequence[Trajectory], advantages: Sequence[float], current_version: int | None,
              loss_of: Any) -> dict[str, float]:
+        from megatron.core import parallel_state
         from megatron.core.pipeline_parallel import get_forward_backward_func
 
         sources = batching.check_batch(trajectories, self.vocab_size, versions=current_version is not None)
-        groups = batching.pack([len(t.token_ids) for t in trajectories], self.config.micro_batch_tokens)
-        packs = [pack_thd(trajectories, advantages, m, sources, current_version=current_version, sizes=self.sizes)
+        # this data-parallel rank's share of the update (every rank of its model replica packs the same)
+        rank, ranks = parallel_state.get_data_parallel_rank(), parallel_state.get_data_parallel_world_size()
+        mine = list(range(rank, len(trajectories), ranks))
+        if not mine:
+            raise ValueError(f"{len(trajectories)} trajectories for {ranks} data-parallel ranks: give every rank one")
+        local = [trajectories[i] for i in mine]
+        groups = batching.pack([len(t.token_ids) for t in local], self.config.micro_batch_tokens)
+        packs = [pack_thd(local, [advantages[i] for i in mine], m, sources, current_version=current_version, sizes=self.sizes)
                  for m in groups]
         num_tokens = sum(p.micro.num_tokens for p in packs)
         it = iter(packs)
@@ -237,23 +261,25 @@ class MegatronTrainer:  # pragma: no cover - needs CUDA, NCCL, megatron-core and
 
         def step(data_iterator: Any, model: Any) -> tuple[Tensor, Any]:
             packed = next(data_iterator)
-            logits = self._forward(packed)
+            output = self._forward(model, packed)
 
-            def loss_func(output: Tensor) -> tuple[Tensor, dict]:
-                loss = loss_of(output, packed, num_tokens)
+            def loss_func(out: Tensor) -> tuple[Tensor, Tensor, dict]:
+                loss = loss_of(out, packed, 1)  # a sum over the micro-batch's trained tokens
                 losses.append(float(loss.detach()))
-                return loss, {"loss": loss.detach()}
-            return logits, loss_func
+                count = torch.tensor(packed.micro.num_tokens, device=loss.device, dtype=torch.int)
+                return loss, count, {"loss": torch.stack([loss.detach().float(), count.float()])}
+            return output, loss_func
 
-        for opt in (self.optimizer,):
-            opt.zero_grad()
+        self.optimizer.zero_grad()
+        for chunk in self.model:
+            chunk.zero_grad_buffer()
         get_forward_backward_func()(forward_step_func=step, data_iterator=it, model=self.model, num_microbatches=len(packs),
                                     seq_length=max(p.input_ids.shape[1] for p in packs), micro_batch_size=1,
                                     forward_only=False)
         ok, grad_norm, _ = self.optimizer.step()
         if ok:
             self.version += 1
-        return {"loss": sum(losses), "grad_norm": float(grad_norm or 0.0), "tokens": float(num_tokens),
+        return {"loss": sum(losses) / max(num_tokens, 1), "grad_norm": float(grad_norm or 0.0), "tokens": float(num_tokens),
                 "micro_batches": float(len(packs)), "step_skipped": float(not ok), "version": float(self.version)}
 
     def train_step(self, batch: TrainBatch) -> dict[str, float]:
@@ -265,7 +291,7 @@ class MegatronTrainer:  # pragma: no cover - needs CUDA, NCCL, megatron-core and
     def sft_step(self, trajectories: Sequence[Trajectory]) -> dict[str, float]:
         def nll(out: Tensor, p: PackedBatch, n: int) -> Tensor:
             picked = out[0].index_select(0, p.flat_positions.cuda()).float()
-            return torch.nn.functional.cross_entropy(picked, p.micro.targets.cuda(), reduction="sum") / n
+            return torch.nn.functional.cross_entropy(picked, p.micro.targets.cuda(), reduction="sum") / n  # n = 1: a sum
         return self._run(trajectories, [0.0] * len(trajectories), None, nll)
 
     def weights(self) -> Mapping[str, Tensor]:
