@@ -223,6 +223,12 @@ class MegatronTrainer:  # pragma: no cover - needs CUDA, NCCL, megatron-core and
         self.model = provider.provide_distributed_model(
             ddp_config=DistributedDataParallelConfig(use_distributed_optimizer=True, grad_reduce_in_fp32=True,
                                                      average_in_collective=False), bf16=True)
+        from megatron.core.distributed import finalize_model_grads
+        from megatron.core.utils import get_model_config
+
+        # the schedule calls this after the last backward: DP gradient reduction (the distributed
+        # optimizer's reduce-scatter) and, with per-token loss, the division by the update's tokens
+        get_model_config(self.model[0]).finalize_model_grads_func = finalize_model_grads
         c = self.config
         self.optimizer = get_megatron_optimizer(OptimizerConfig(
             optimizer="adam", lr=c.lr, weight_decay=c.weight_decay, adam_beta1=c.betas[0], adam_beta2=c.betas[1],
