@@ -107,3 +107,24 @@ def test_loop_state_dicts_reach_sglang_replicas_through_one_shared_publish(tiny,
         asyncio.run(go())
         assert a.state.loaded_paths == b.state.loaded_paths == [str(tmp_path / "bf16" / "v3")]
     assert sorted(p.name for p in (tmp_path / "bf16").iterdir() if p.is_dir()) == ["v3"]  # published once
+
+
+def test_sglang_groups_built_from_a_fleet_share_one_publish(tiny, tmp_path) -> None:
+    from patchgym.rl.sampler.sglang import build_sglang_samplers
+
+    with Served() as a, Served() as b:
+        g1 = Group(name="g1", accelerator="H200", backend="sglang", endpoints=[a.url])
+        g2 = Group(name="g2", accelerator="H100", backend="sglang", weights="fp8_e4m3", activations="fp8_e4m3", endpoints=[b.url])
+        samplers = build_sglang_samplers(g1, views_root=str(tmp_path)) + build_sglang_samplers(g2, views_root=str(tmp_path))
+        assert samplers[0].publish is samplers[1].publish
+
+        async def go():
+            await asyncio.gather(*(s.update_weights(_steps(tiny, 1)[0], 2) for s in samplers))
+            for s in samplers:
+                await s.aclose()
+        asyncio.run(go())
+        # the FP8 W8A8 group loads the bf16 view too (SGLang quantizes it online)
+        assert a.state.loaded_paths == b.state.loaded_paths == [str(tmp_path / "bf16" / "v2")]
+    nv = Group(name="nv", accelerator="B200", backend="sglang", weights="nvfp4", endpoints=["http://127.0.0.1:9"])
+    with pytest.raises(TypeError, match="ModelOpt"):
+        asyncio.run(build_sglang_samplers(nv, views_root=str(tmp_path))[0].update_weights({}, 3))

@@ -332,6 +332,9 @@ class SGLangSampler:
         sampler has `publish` (a `viewpull.SharedPublish`, one for the fleet), else refused."""
         if isinstance(version, bool) or not isinstance(version, int) or version < 0:
             raise ValueError(f"version must be an integer >= 0, got {version!r}")
+        if isinstance(state_dict_or_path, Mapping) and self.group_config.weights in ("nvfp4", "nvfp4_4over6"):
+            raise TypeError(f"{self.group}/{self.replica}: an NVFP4 group on SGLang loads ModelOpt checkpoints; "
+                            "patchgym does not export one per version yet: pass the folder of one")
         if isinstance(state_dict_or_path, Mapping) and self.publish is not None:
             state_dict_or_path = str(await asyncio.to_thread(self.publish.folder, state_dict_or_path, version, self.view))
         if isinstance(state_dict_or_path, Mapping):
@@ -403,9 +406,20 @@ class SGLangSampler:
                 asyncio.run(self._client.aclose())
 
 
-def build_sglang_samplers(group: Any, **options: Any) -> list[SGLangSampler]:
-    """One `SGLangSampler` per endpoint of a `backend = "sglang"` group (replica = its index)."""
+def build_sglang_samplers(group: Any, *, views_root: str | None = None, **options: Any) -> list[SGLangSampler]:
+    """One `SGLangSampler` per endpoint of a `backend = "sglang"` group (replica = its index).
+
+    Unless `publish` is given, the replicas share the process's `viewpull.shared_publish` over
+    `views_root` (default $PATCHGYM_HOME/views), so the loop's state dicts become view folders; the
+    servers must see that folder at the same path (or pass `server_view_root`)."""
     if not group.endpoints:
         raise ValueError(f"group {group.name!r}: backend 'sglang' needs `endpoints` (one base URL per replica); "
                          "deploy it first (patchgym fleet deploy FLEET --modal) or list running servers")
+    if options.get("publish") is None:
+        from patchgym.rl.models import patchgym_home
+        from patchgym.rl.sampler.viewpull import shared_publish
+
+        root = views_root or str(patchgym_home() / "views")
+        options["publish"] = shared_publish(root)
+        options.setdefault("view_root", root)
     return [SGLangSampler(url, group, replica=str(i), **options) for i, url in enumerate(group.endpoints)]

@@ -46,25 +46,46 @@ async def pull_view(sampler: Any, root: Path | str, view: str, version: int, *, 
 
 
 class SharedPublish:
-    """One `ViewPublisher` shared by every replica of a fleet: the first replica handed a state dict
-    for version N publishes it (every view once), the others wait and get the same folders.
+    """One publisher shared by every replica of a fleet: the first replica handed a state dict for
+    version N publishes it (each view once), the others wait and get the same folder.
 
     This is what lets the loop's `update_weights(trainer.weights(), version)` reach SGLang
     replicas unchanged: `SGLangSampler(..., publish=shared)` turns the mapping into its view's folder.
+    `target`: a `ViewPublisher` (its views), or a root folder (a publisher per view, made on first use;
+    `files` are copied into every version, e.g. config.json).
     """
 
-    def __init__(self, publisher: Any) -> None:
+    def __init__(self, target: Any, *, files: Any = ()) -> None:
         import threading
 
-        self.publisher = publisher
+        from patchgym.rl.views import ViewPublisher
+
+        self._make = (lambda view: ViewPublisher(target, [view], files=files)) if isinstance(target, (str, Path)) else None
+        self._publishers: dict[str, Any] = {} if self._make else {spec.name: target for spec in target.specs}
         self._lock = threading.Lock()
-        self._done: dict[int, dict[str, Path]] = {}
+        self._done: dict[tuple[str, int], Path] = {}
 
     def folder(self, state_dict: Any, version: int, view: str) -> Path:
         with self._lock:
-            if version not in self._done:
-                self._done = {version: self.publisher.publish(state_dict, version)}  # keep only the newest
-            paths = self._done[version]
-        if view not in paths:
-            raise ValueError(f"the publisher writes views {sorted(paths)}, not {view!r}")
-        return Path(paths[view])
+            if (view, version) not in self._done:
+                publisher = self._publishers.get(view)
+                if publisher is None:
+                    if self._make is None:
+                        raise ValueError(f"the publisher writes views {sorted(self._publishers)}, not {view!r}")
+                    publisher = self._publishers[view] = self._make(view)
+                paths = publisher.publish(state_dict, version)
+                self._done = {k: v for k, v in self._done.items() if k[1] >= version}  # keep the newest only
+                for name, path in paths.items():
+                    self._done[(name, version)] = Path(path)
+            return self._done[(view, version)]
+
+
+_SHARED: dict[str, SharedPublish] = {}
+
+
+def shared_publish(root: Path | str, *, files: Any = ()) -> SharedPublish:
+    """The process's one SharedPublish for `root` (every group built against it shares it)."""
+    key = str(Path(root).resolve())
+    if key not in _SHARED:
+        _SHARED[key] = SharedPublish(Path(key), files=files)
+    return _SHARED[key]
