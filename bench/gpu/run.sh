@@ -10,7 +10,9 @@
 #
 # One summary line per check: "PASS|FAIL|SKIP <check> <seconds>s <detail>". Every check runs in
 # its own process under its own time limit, so one failing does not stop the others; the JSON
-# lines each check printed are kept in OUT_DIR/<check>.log. Exit status: the number of FAILs.
+# lines each check printed are kept in OUT_DIR/<check>.log; OUT_DIR/sglang_*_answer.json are raw
+# answers of the real server: copy them to tests/fixtures_sglang/ (tests/test_sglang_recorded.py
+# parses them). Exit status: the number of FAILs.
 # The time limits add up to 600 s (10 minutes) in the worst case.
 set -u
 cd "$(dirname "$0")/../.." || exit 2
@@ -59,8 +61,8 @@ fi
 check model 60 "$PY" -c "from patchgym.rl.models import resolve; import json; print(json.dumps({'check': 'model', 'ok': True, 'path': str(resolve(None))}))"
 
 if has sglang; then
-    check sglang_bf16 150 "$PY" bench/gpu/sglang_check.py --weights bf16 --port 30100 --startup 110 --log "$OUT/sglang_bf16.server.log"
-    check sglang_fp8 120 "$PY" bench/gpu/sglang_check.py --weights fp8 --port 30200 --startup 90 --log "$OUT/sglang_fp8.server.log"
+    check sglang_bf16 150 "$PY" bench/gpu/sglang_check.py --weights bf16 --port 30100 --startup 110 --log "$OUT/sglang_bf16.server.log" --record "$OUT/sglang_bf16_answer.json"
+    check sglang_fp8 120 "$PY" bench/gpu/sglang_check.py --weights fp8 --port 30200 --startup 90 --log "$OUT/sglang_fp8.server.log" --record "$OUT/sglang_fp8_answer.json"
 else
     skip sglang "sglang is not installed in $PY (pip install 'sglang>=0.5.20' where there is network)"
 fi

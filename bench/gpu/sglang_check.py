@@ -36,7 +36,7 @@ from patchgym.rl.deploy.launch import launch_args
 from patchgym.rl.fleet.model import Group
 from patchgym.rl.models import load_model, resolve
 from patchgym.rl.sampler import EmbeddedSampler, SamplingParams
-from patchgym.rl.sampler.sglang import SGLangSampler
+from patchgym.rl.sampler.sglang import SGLangSampler, request_body
 from patchgym.rl.views import ViewPublisher
 
 TOP_P, TOP_K, TOKENS = 0.9, 50, 32
@@ -99,6 +99,13 @@ async def main_async(args: argparse.Namespace) -> int:
                                            add_generation_prompt=True) for i in range(8)]
         params = SamplingParams(temperature=1.0, top_p=TOP_P, top_k=TOP_K, max_new_tokens=TOKENS, return_support=True, seed=1)
         gens = await asyncio.gather(*(sampler.generate(list(p), params) for p in prompts))
+        if args.record:  # a raw answer of the real server, for tests/test_sglang_recorded.py
+            body = request_body(list(prompts[0]), params)
+            raw = httpx.post(url + "/generate", json=body, timeout=120).json()
+            Path(args.record).write_text(json.dumps({"server": args.weights, "params": {
+                "temperature": params.temperature, "top_p": params.top_p, "top_k": params.top_k,
+                "max_new_tokens": params.max_new_tokens, "return_support": True, "seed": params.seed},
+                "request": body, "answer": raw}))
         sums = [abs(sum(math.exp(v) for v in row) - 1) for g in gens for row in g.support_logprobs]
         inside = all(t in s for g in gens for t, s in zip(g.token_ids, g.support_ids))
         ok_all &= report(f"sglang_{args.weights}_generate", inside and max(sums) < 1e-3 and all(g.weight_version == 0 for g in gens),
@@ -158,6 +165,7 @@ def main() -> None:
     ap.add_argument("--port", type=int, default=30100)
     ap.add_argument("--startup", type=float, default=240.0, help="seconds to wait for /health")
     ap.add_argument("--log", default=None, help="the server's log file")
+    ap.add_argument("--record", default=None, help="write one raw /generate request and answer here (JSON)")
     sys.exit(asyncio.run(main_async(ap.parse_args())))
 
 
