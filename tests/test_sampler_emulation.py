@@ -97,6 +97,14 @@ def test_split_attention_equals_one_pass_up_to_rounding():
     for splits in (1, 2, 3, 7):
         got = _split_attention(q, k2, v2, mask, 8 ** -0.5, splits)
         assert torch.allclose(got, want, atol=1e-6), splits
+    # as the model hands them over: q transposed, k/v views into a larger KV pool (non-contiguous)
+    qt = q.transpose(1, 2).contiguous().transpose(1, 2)
+    pool_k, pool_v = torch.zeros(2, 2, 16, 8), torch.zeros(2, 2, 16, 8)
+    pool_k[:, :, :7], pool_v[:, :, :7] = k2, v2
+    assert not qt.is_contiguous() and not pool_k[:, :, :7].is_contiguous()
+    for splits in (1, 7):
+        got = _split_attention(qt, pool_k[:, :, :7], pool_v[:, :, :7], mask, 8 ** -0.5, splits)
+        assert torch.allclose(got, want, atol=1e-6), splits
 
 
 def test_fast_runtime_quantizers_equal_rl_quant():
