@@ -3,8 +3,8 @@ tokens), 5 rounds, median ratio; alternating runs see the same machine load.
 
     .venv/bin/python bench/sampler/ab_emulation.py
 """
-import asyncio, statistics, time, os, torch
-from patchgym.rl.models import load_model, load_tokenizer
+import asyncio, statistics, time, os
+from patchgym.rl.models import load_model
 from patchgym.rl.fleet.model import Group
 from patchgym.rl.sampler import EmbeddedSampler, SamplingParams
 m = load_model()

@@ -30,7 +30,6 @@ label=patchgym.image` does it by hand).
 from __future__ import annotations
 
 import hashlib
-import io
 import json
 import os
 import shutil

@@ -285,7 +285,6 @@ def check_fleet(
     sequences = [p + r for p, r in zip(prompt_ids, responses)]
     # Logit row t predicts token t+1: the rows that predict the response tokens.
     rows = [torch.arange(len(p) - 1, len(p) + len(r) - 1) for p, r in zip(prompt_ids, responses)]
-    targets = [torch.tensor(r) for r in responses]
     reference: list[tuple[torch.Tensor, dict[int, torch.Tensor]]] = []
     for seq in sequences:
         reference.append(_reference(model, seq))
