@@ -1,15 +1,24 @@
 # The two quick-start commands of the README, and a few more. Each target sets up what it needs.
-.PHONY: setup demo test test-slow
+.PHONY: setup demo validate lint test test-slow
 
 setup:
 	bash .ci/setup
 
-# The main job on embedded defaults: prepare the bundled task suite and validate it with the real
-# grader (gold resolves, empty patch does not, twice each so flaky tests show up).
+# The main job on embedded defaults: the bundled RL run on this CPU machine (SmolLM2-135M-Instruct,
+# the six-class mixed fleet emulated in one process, the real environment service on loopback, a
+# cached supervised warm-up, sc_mis updates with top-p replay, an evaluation, plots, a checkpoint).
 demo: setup
+	.venv/bin/patchgym train --preset cpu-tiny --out runs/cpu-tiny
+
+# Prepare the 16 bundled tasks and validate them with the real grader (gold resolves, the empty
+# patch does not, twice each so flaky tests show up).
+validate: setup
 	.venv/bin/patchgym tasks validate bundled --repeat 2
 
-# The default test run (a few minutes); `make test-slow` adds the heavier checks.
+lint: setup
+	.venv/bin/ruff check .
+
+# The default test run (about 5 minutes on 2 cores); `make test-slow` adds the heavier checks.
 test: setup
 	.venv/bin/python -m pytest -m "not slow" -q
 
