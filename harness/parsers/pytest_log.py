@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from patchgym.harness.parsers import PASSING, TestStatus, register_parser
+from patchgym.harness.parsers.registry import PASSING, TestStatus, register_parser
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _STATUSES = tuple(status.value for status in TestStatus)

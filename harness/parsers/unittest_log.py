@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from patchgym.harness.parsers import PASSING, TestStatus, register_parser
+from patchgym.harness.parsers.registry import PASSING, TestStatus, register_parser
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 _NAME = r"(?P<method>[^\s(]+) \((?P<where>[\w.]+)\)"

@@ -44,6 +44,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from patchgym.harness.sandbox import docker_agent, remote
+from patchgym.harness.sandbox.docker_engine import docker_sdk, unavailable_reason  # noqa: F401  (re-exported)
 from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
@@ -114,22 +115,7 @@ __pg_reap() {
 '''
 
 
-def _docker() -> Any:
-    return remote.import_sdk("docker", "docker", "Docker")
-
-
-def unavailable_reason() -> str | None:
-    """Why the docker backend cannot run here (for tests and the CLI), or None."""
-    try:
-        docker = _docker()
-    except SandboxError as exc:
-        return str(exc)
-    try:
-        client = docker.from_env(timeout=5)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
-        return f"no Docker engine reachable ({type(exc).__name__}: {exc})"
-    return None
+_docker = docker_sdk
 
 
 # Pid 1 of every container: a reaper of what commands orphan, with no process of its own to kill.

@@ -275,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
     if args != ["base"]:
         print("usage: python -m patchgym.harness.sandbox.docker_images base", file=sys.stderr)
         return 2
-    from patchgym.harness.sandbox.docker_backend import unavailable_reason
+    from patchgym.harness.sandbox.docker_engine import unavailable_reason
 
     reason = unavailable_reason()
     if reason:
