@@ -36,7 +36,6 @@ import itertools
 import json
 import queue
 import shlex
-import tarfile
 import threading
 import time
 import weakref
@@ -229,25 +228,6 @@ def container_config(
     if mount_host_venv and prepared.venv_dir is not None:
         config["volumes"] = {str(prepared.venv_dir): {"bind": VENV_MOUNT, "mode": "ro"}}
     return config
-
-
-def file_or_link(stream: Any, max_bytes: int) -> bytes | str:
-    """The content of the one regular file in docker's archive of a path, or, when the path is a
-    symlink, its target (a str) to resolve inside the container."""
-    with tarfile.open(fileobj=stream, mode="r|") as archive:
-        for member in archive:
-            if member.issym():
-                return member.linkname
-            if member.isdir():
-                raise IsADirectoryError(21, "is a directory", member.name)
-            if not member.isreg():
-                raise OSError(22, "not a regular file", member.name)
-            if member.size > max_bytes:
-                raise OSError(27, f"file is {member.size} bytes, over the {max_bytes}-byte read limit", member.name)
-            handle = archive.extractfile(member)
-            assert handle is not None
-            return handle.read()
-    raise FileNotFoundError(2, "empty archive")
 
 
 class DockerSandbox(remote.RemoteSandbox):
