@@ -37,6 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from patchgym.harness.grader import grade_patch  # noqa: E402
+from bench.results_section import write_section  # noqa: E402
 from patchgym.harness.runner import grading_command  # noqa: E402
 from patchgym.harness.sandbox.base import get_factory  # noqa: E402
 from patchgym.tasks.loaders import load_tasks  # noqa: E402
@@ -132,12 +133,7 @@ def main() -> None:
     report = "\n".join(lines)
     print(report)
     if args.write:
-        text = RESULTS.read_text() if RESULTS.exists() else ""
-        if BEGIN in text and END in text:
-            text = text.split(BEGIN)[0] + BEGIN + "\n\n" + report + "\n" + END + text.split(END, 1)[1]
-        else:
-            text = text.rstrip() + f"\n\n{BEGIN}\n\n{report}\n{END}\n"
-        RESULTS.write_text(text)
+        write_section(RESULTS, report, BEGIN, END)
 
 
 if __name__ == "__main__":

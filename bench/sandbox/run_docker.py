@@ -37,6 +37,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from patchgym.harness.sandbox.base import get_factory  # noqa: E402
+from bench.results_section import write_section  # noqa: E402
 from patchgym.harness.sandbox.docker_images import base_image_tag  # noqa: E402
 from tests.test_docker_support import remove_task_images  # noqa: E402
 from tests.test_sandbox_support import make_prepared  # noqa: E402
@@ -171,12 +172,7 @@ def main() -> None:
     report = "\n".join(rows)
     print(report)
     if args.write:
-        text = RESULTS.read_text() if RESULTS.exists() else ""
-        if BEGIN in text and END in text:
-            text = text.split(BEGIN)[0] + BEGIN + "\n\n" + report + "\n" + END + text.split(END, 1)[1]
-        else:
-            text = text.rstrip() + f"\n\n{BEGIN}\n\n{report}\n{END}\n"
-        RESULTS.write_text(text)
+        write_section(RESULTS, report, BEGIN, END)
 
 
 if __name__ == "__main__":
