@@ -109,3 +109,16 @@ def test_with_loss_for_ablations() -> None:
 def test_context_must_exceed_one_turn() -> None:
     with pytest.raises(ValueError, match="max_tokens_per_turn"):
         RunConfig.model_validate({"tasks": {"train": ["a"]}, "limits": {"max_tokens_per_turn": 4096, "max_context": 1024}})
+
+
+def test_max_format_errors_reaches_the_episode_limits(tmp_path: Path) -> None:
+    from patchgym.rl.loop.loop import session_limits
+
+    cfg = load_config(preset="cpu-tiny")
+    assert cfg.limits.max_format_errors == 1
+    assert session_limits(cfg).env == {"max_turns": cfg.limits.max_turns, "max_format_errors": 1}
+    plain = load_config(_write(tmp_path, '[tasks]\ntrain = ["a"]\n'))
+    assert plain.limits.max_format_errors is None
+    assert session_limits(plain).env == {"max_turns": plain.limits.max_turns}  # the server's default stays
+    with pytest.raises(ConfigError, match="limits.max_format_errors"):
+        load_config(_write(tmp_path, '[tasks]\ntrain = ["a"]\n[limits]\nmax_format_errors = 0\n'))

@@ -316,3 +316,94 @@ def test_sigterm_to_a_run_stops_its_bundled_server(tmp_path: Path) -> None:
     else:
         os.kill(server_pid, signal.SIGKILL)
         raise AssertionError("the bundled server outlived the run")
+
+
+def test_before_key_ignores_the_warmup_knobs_and_follows_what_the_base_rate_depends_on() -> None:
+    from patchgym.rl.loop.config import load_config
+    from patchgym.rl.loop.warmup import before_key
+
+    cfg = load_config(preset="cpu-tiny")
+    train, held = list(cfg.tasks.train), list(cfg.tasks.eval)
+    key = before_key(cfg, train, held)
+    for same in (["warmup.steps=3"], ["warmup.lr=0.1"], ["warmup.batch=2"], ["updates=9"]):
+        assert before_key(load_config(preset="cpu-tiny", overrides=same), train, held) == key, same
+    for other in (["sampling.temperature=1.0"], ["limits.max_tokens_per_turn=64"], ["limits.max_format_errors=3"],
+                  ["warmup.measure_samples=5"], ["seed=1"]):
+        assert before_key(load_config(preset="cpu-tiny", overrides=other), train, held) != key, other
+    assert before_key(cfg, train[:1], held) != key
+
+
+def test_warmup_caches_weights_and_both_rates_each_on_what_it_depends_on(tmp_path: Path, monkeypatch) -> None:
+    import torch
+
+    from patchgym.rl.loop import warmup as wu
+    from patchgym.rl.loop.config import load_config
+
+    monkeypatch.setenv("PATCHGYM_HOME", str(tmp_path / "home"))
+    monkeypatch.setattr(wu, "resolve", lambda spec: Path("/models/smollm2-abc"))
+    monkeypatch.setattr(wu, "_task_rows", lambda ids, tasks: [{"instance_id": t, "patch": f"diff {t}"} for t in ids])
+
+    class Expert:
+        num_sampled = 7
+
+    async def experts(*a, **k):
+        return [Expert()]
+
+    monkeypatch.setattr(wu, "_experts", experts)
+    measured: list[str] = []
+
+    def measure(cfg, env_url, tokenizer, router, task_ids, eval_ids, when, log):
+        measured.append(when)
+        return {"train": {"success_rate": 0.25 if when == "after" else 0.0}}
+
+    monkeypatch.setattr(wu, "_measure_both", measure)
+
+    class Trainer:
+        def __init__(self):
+            self.model = torch.nn.Linear(2, 2)
+            self.steps = 0
+            self.version = 0
+
+        def sft_step(self, batch):
+            self.steps += 1
+            with torch.no_grad():
+                self.model.weight.add_(1.0)
+            return {"nll": 0.5}
+
+        def weights(self):
+            return self.model.state_dict()
+
+    class Sampler:
+        closed = False
+
+        async def update_weights(self, w, v):
+            pass
+
+        def close(self):
+            self.closed = True
+
+    built: list[Sampler] = []
+
+    def factory():
+        built.append(Sampler())
+        return object(), [built[-1]]
+
+    def go(*overrides):
+        cfg = load_config(preset="cpu-tiny", overrides=list(overrides))
+        t = Trainer()
+        report = wu.run_warmup(cfg, t, None, "http://x", run_dir=tmp_path / "run", eval_sampler_factory=factory, log=lambda s: None)
+        return t, report
+
+    t, r = go()
+    assert measured == ["before", "after"] and t.steps == load_config(preset="cpu-tiny").warmup.steps and t.version == 1
+    assert r["after"]["train"]["success_rate"] == 0.25 and not r["cached"]
+    assert all(s.closed for s in built)
+    trained = t.model.weight.detach().clone()
+    t, r = go()  # everything cached: no training, no measuring, the weights loaded
+    assert measured == ["before", "after"] and t.steps == 0 and r["cached"] and r["after"]["cached"] and r["before"]["cached"]
+    assert torch.equal(t.model.weight.detach(), trained) and t.version == 1
+    t, r = go("sampling.temperature=0.9")  # new sampling: both rates again, the weights from the cache
+    assert measured[2:] == ["before", "after"] and t.steps == 0
+    t, r = go("warmup.steps=3")  # new warm-up: trained again, the rate before from the cache
+    assert measured[4:] == ["after"] and t.steps == 3
+    assert json.loads((tmp_path / "run" / "warmup.json").read_text())["steps"] == 3

@@ -244,3 +244,35 @@ def test_capacity_overload_and_cancellation(model, tokenizer):
     finally:
         s.close()
     assert not s.health().ok
+
+
+def test_publish_encodes_each_format_once_and_gives_the_values_a_replica_would(model, tokenizer):
+    from patchgym.rl.fleet.publish import publish_weights
+
+    fp8 = dict(accelerator="H100", weights="fp8_e4m3", activations="fp8_e4m3", sessions_per_replica=1)
+    a = EmbeddedSampler(model, Group(name="h100-fp8", **fp8), tokenizer=tokenizer)
+    b = EmbeddedSampler(model, Group(name="h200-fp8", **{**fp8, "accelerator": "H200"}), tokenizer=tokenizer)
+    c = EmbeddedSampler(model, Group(name="h200-bf16", accelerator="H200", weights="bf16", sessions_per_replica=1), tokenizer=tokenizer)
+    alone = EmbeddedSampler(model, Group(name="h100-fp8", **fp8), tokenizer=tokenizer)
+    try:
+        assert a.encoding_key == b.encoding_key != c.encoding_key
+        name = "model.layers.1.self_attn.q_proj.weight"
+        new = dict(model.state_dict())
+        new[name] = new[name] * 0.75
+        calls = []
+        for s in (a, b, c):
+            real = s.encode_weights
+            s.encode_weights = lambda w, v, real=real, s=s: (calls.append(s.group), real(w, v))[1]
+        summary = run(publish_weights([a, b, c], new, 7))
+        assert summary == {"encodings": 2, "replicas": 3}
+        assert sorted(calls) == ["h100-fp8", "h200-bf16"] or sorted(calls) == ["h200-bf16", "h200-fp8"]
+        assert a.version == b.version == c.version == 7
+        alone.update_weights_sync(new, 7)  # the replica's own encoding of the same weights
+        for s in (a, b):
+            assert torch.equal(s.model.state_dict()[name], alone.model.state_dict()[name])
+        assert not torch.equal(c.model.state_dict()[name], a.model.state_dict()[name])
+        p = chat(tokenizer, "Say hi.")
+        assert torch.equal(a.logits(p), alone.logits(p))
+    finally:
+        for s in (a, b, c, alone):
+            s.close()

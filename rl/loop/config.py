@@ -135,6 +135,8 @@ class LimitsSection(_Section):
     max_turns: int = Field(8, ge=1)
     max_tokens_per_turn: int = Field(128, ge=1)
     max_context: int = Field(4096, ge=16)
+    # malformed turns in a row that end an episode with format_error (None: the server's default, 3)
+    max_format_errors: int | None = Field(None, ge=1, le=10_000)
 
 
 class OptimizerSection(_Section):

@@ -21,8 +21,10 @@ from .passk import mean_pass_at_k
 async def run_task_sessions(
     env: Any, router: Any, tokenizer: Any, task_ids: Sequence[str], n: int, params: Any, limits: Any,
     *, concurrency: int = 4, session_fn: Callable[..., Any] | None = None, tag: str = "eval",
+    on_done: Callable[[Any], None] | None = None,
 ) -> dict[str, list[Any]]:
-    """n sessions per task; {task: [trajectory, ...]} in sample order."""
+    """n sessions per task; {task: [trajectory, ...]} in sample order. `on_done(trajectory)` is
+    called as each session ends (progress lines for long measurements)."""
     if session_fn is None:
         from patchgym.rl.rollout.session import run_session as session_fn  # type: ignore[no-redef]
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -37,6 +39,8 @@ async def run_task_sessions(
                 end = getattr(router, "end_session", None)
                 if end:
                     end(sid)
+            if on_done is not None:
+                on_done(traj)
             return task_id, i, traj
 
     done = await asyncio.gather(*(one(t, i) for t in task_ids for i in range(n)))

@@ -50,6 +50,7 @@ from typing import Any, Awaitable, Callable, Sequence
 import torch
 
 from patchgym.rl.corrections import group_advantages
+from patchgym.rl.fleet.publish import publish_weights
 from patchgym.rl.trainer.base import TrainBatch
 from patchgym.rl.trajectory import Trajectory
 
@@ -81,7 +82,11 @@ def session_limits(cfg: RunConfig) -> Any:
     except ImportError:
         return None
     lim = cfg.limits
-    return SessionLimits(max_turns=lim.max_turns, max_context_tokens=lim.max_context, max_tokens_per_turn=lim.max_tokens_per_turn)
+    env = {"max_turns": lim.max_turns}
+    if lim.max_format_errors is not None:
+        env["max_format_errors"] = lim.max_format_errors
+    return SessionLimits(max_turns=lim.max_turns, max_context_tokens=lim.max_context, max_tokens_per_turn=lim.max_tokens_per_turn,
+                         env=env)
 
 
 def default_session_fn() -> SessionFn:
@@ -303,7 +308,7 @@ class RLLoop:
         t0 = time.monotonic()
         weights = self.c.trainer.weights()
         version = int(self.c.trainer.version)
-        await asyncio.gather(*(s.update_weights(weights, version) for s in self.c.all_samplers()))
+        await publish_weights(self.c.all_samplers(), weights, version)
         self.version = version
         if self._version_changed is not None:
             self._version_changed.set()

@@ -3,8 +3,9 @@
 Owns `train_run(cfg, run_dir, ...)`: start (or reach) the environment, load the tokenizer and the
 model, build the trainer, run the warm-up (cached) when the config asks, build the fleet's
 samplers from the warmed-up weights and the router, run the asynchronous loop with its BF16
-evaluator, plot the run, stop the environment. `train_ablation` runs one configuration once per
-loss into sibling directories `OUT/<loss>/` and plots them together into `OUT/plots/`.
+evaluator, write `summary.json` (`summary.py`), plot the run, stop the environment.
+`train_ablation` runs one configuration once per loss into sibling directories `OUT/<loss>/` and
+plots them together into `OUT/plots/`.
 The CLI (`cli.py`) and `bench/loop` call these; nothing here parses arguments.
 """
 
@@ -97,6 +98,11 @@ def train_run(
             if evaluator is not None:
                 evaluator.close()
         result["loop"] = loop
+        from .summary import summarize_run, summary_lines
+
+        result["summary"] = summarize_run(run_dir, fleet)
+        for line in summary_lines(result["summary"]):
+            log(line)
     if plot:
         from .plots import plot_runs
 

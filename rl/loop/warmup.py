@@ -9,7 +9,11 @@ steps, lr, batch, seed) under `$PATCHGYM_HOME/warmup/<key>/` (`model.safetensors
 `report.json`, written to a temporary directory and renamed). A cached warm-up is loaded without
 touching the environment. With `warmup.measure`, it records the success rate (reward > 0) before
 and after on the training tasks and on the held-out tasks, sampled by a BF16 sampler at the run's
-temperature; the report goes to the cache and to `RUN_DIR/warmup.json`.
+temperature, one progress line per episode; the report goes to the cache and to
+`RUN_DIR/warmup.json`. The rates are cached on the conditions they were measured under
+(`before_key`: the base model, the tasks, the sampling, the limits, the samples, the seed): the
+rate before in `warmup/before-<key>.json` (a new warm-up setting does not measure it again), the
+rate after in `warmup/<warm-up key>/after-<key>.json` (new limits measure again without training).
 
 After a warm-up the trainer's version is set to 1 (both when trained and when loaded from the
 cache), so samplers built afterwards start at version 1. Not covered: the RL loop itself.
@@ -74,6 +78,7 @@ def _task_rows(task_ids: list[str], tasks: str) -> list[dict[str, Any]]:
 
 async def measure_success(
     cfg: RunConfig, env_url: str, tokenizer: Any, router: Any, task_ids: list[str], samples: int,
+    *, log: Callable[[str], None] | None = None, label: str = "",
 ) -> dict[str, Any]:
     from patchgym.env.client import AsyncEnvClient
 
@@ -81,9 +86,20 @@ async def measure_success(
     from .loop import sampling_params, session_limits
 
     params = sampling_params(cfg)
+    total = len(task_ids) * samples
+    ended: list[Any] = []
+    t0 = time.monotonic()
+
+    def on_done(traj: Any) -> None:  # a line per episode: a measurement takes minutes on a CPU
+        ended.append(traj)
+        if log is not None:
+            wins = sum(t.reward > 0 for t in ended)
+            log(f"warm-up: {label} {len(ended)}/{total} episodes, {wins} resolved "
+                f"(last: {traj.status}, {traj.num_sampled} tokens, {time.monotonic() - t0:.0f} s)")
+
     async with AsyncEnvClient(env_url, token=cfg.environment.token, busy_retries=20) as env:
         results = await run_task_sessions(env, router, tokenizer, task_ids, samples, params, session_limits(cfg),
-                                          concurrency=cfg.eval.sessions, tag="warmup")
+                                          concurrency=cfg.eval.sessions, tag="warmup", on_done=on_done)
     trajs = [t for ts in results.values() for t in ts]
     return {
         "tasks": task_ids, "samples_per_task": samples, "episodes": len(trajs),
@@ -94,49 +110,122 @@ async def measure_success(
     }
 
 
+def before_key(cfg: RunConfig, task_ids: list[str], eval_ids: list[str]) -> str:
+    """What the success rate of the model before any warm-up depends on: the base model, the tasks,
+    the sampling and the limits, the number of samples and the seed (not the warm-up's knobs)."""
+    blob = json.dumps({"model": resolve(cfg.model.spec).name, "train": task_ids, "eval": eval_ids,
+                       "tasks": cfg.environment.tasks, "sampling": cfg.sampling.model_dump(mode="json"),
+                       "limits": cfg.limits.model_dump(mode="json"), "samples": cfg.warmup.measure_samples,
+                       "seed": cfg.seed, "format": 1})
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+def _measure_both(cfg: RunConfig, env_url: str, tokenizer: Any, router: Any, task_ids: list[str], eval_ids: list[str],
+                  when: str, log: Callable[[str], None]) -> dict[str, Any]:
+    t0 = time.monotonic()
+    part = {"train": asyncio.run(measure_success(cfg, env_url, tokenizer, router, task_ids, cfg.warmup.measure_samples,
+                                                 log=log, label=f"{when}, train tasks:"))}
+    if eval_ids:
+        part["eval"] = asyncio.run(measure_success(cfg, env_url, tokenizer, router, eval_ids, cfg.warmup.measure_samples,
+                                                   log=log, label=f"{when}, held-out tasks:"))
+    part["time_s"] = time.monotonic() - t0
+    return part
+
+
 def run_warmup(
     cfg: RunConfig, trainer: Any, tokenizer: Any, env_url: str, *, run_dir: Path | None = None,
     eval_sampler_factory: Callable[[], tuple[Any, list[Any]]] | None = None, log: Callable[[str], None] = print,
     force: bool = False,
 ) -> dict[str, Any]:
-    """Warm the trainer's model up (or load the cached result); returns the report."""
-    from safetensors.torch import load_file, save_file
+    """Warm the trainer's model up (or load the cached result); returns the report.
 
+    Three caches, each on what its result depends on: the base model's success rate
+    (`before-<measure key>.json`), the warmed-up weights (`<warm-up key>/model.safetensors` and
+    `report.json`), and the warmed-up model's rate (`<warm-up key>/after-<measure key>.json`), so a
+    change of sampling or limits measures again without training again."""
     w = cfg.warmup
     task_ids = warmup_tasks(cfg)
     rows = _task_rows(task_ids, cfg.environment.tasks)
     key = warmup_key(cfg, rows)
     home = patchgym_home() / "warmup"
     cached = home / key
-    if (cached / "model.safetensors").exists() and not force:
-        state = load_file(str(cached / "model.safetensors"))
-        missing, unexpected = trainer.model.load_state_dict(state, strict=False)
-        if unexpected or any(not m.endswith("lm_head.weight") for m in missing):
-            raise ValueError(f"{cached}: cached warm-up does not fit this model (missing {missing[:3]}, unexpected {unexpected[:3]})")
-        trainer.version = WARMUP_VERSION
-        report = json.loads((cached / "report.json").read_text())
-        report["cached"] = True
-        log(f"warm-up: loaded from cache {cached}")
-        _write_report(run_dir, report)
-        return report
-
-    eval_ids = []
-    if w.measure:
+    measure = bool(w.measure and eval_sampler_factory is not None)
+    eval_ids: list[str] = []
+    if measure:
         from .loop import resolve_task_ids
 
         eval_ids = resolve_task_ids(cfg.tasks.eval)
-    report: dict[str, Any] = {"key": key, "tasks": task_ids, "steps": w.steps, "lr": w.lr, "batch": w.batch,
-                              "temperature": cfg.sampling.temperature, "cached": False}
+    mkey = before_key(cfg, task_ids, eval_ids)
     router = samplers = None
-    if w.measure and eval_sampler_factory is not None:
-        router, samplers = eval_sampler_factory()
-        t0 = time.monotonic()
-        log("warm-up: measuring the success rate before (BF16 sampler)")
-        report["before"] = {"train": asyncio.run(measure_success(cfg, env_url, tokenizer, router, task_ids, w.measure_samples))}
-        if eval_ids:
-            report["before"]["eval"] = asyncio.run(measure_success(cfg, env_url, tokenizer, router, eval_ids, w.measure_samples))
-        report["before"]["time_s"] = time.monotonic() - t0
+    before = None
+    if measure:
+        # the base model's rate does not depend on the warm-up's knobs: cached on its own key, so
+        # that a new warm-up setting does not pay for it again (5.5 minutes of the first cpu-tiny run)
+        bpath = home / f"before-{mkey}.json"
+        if bpath.exists():
+            before = dict(json.loads(bpath.read_text()), cached=True)
+            log(f"warm-up: success rate before, from cache {bpath}")
+        else:
+            router, samplers = eval_sampler_factory()  # type: ignore[misc]  # copies the base weights
+            log("warm-up: measuring the success rate before (BF16 sampler)")
+            before = _measure_both(cfg, env_url, tokenizer, router, task_ids, eval_ids, "before", log)
+            _write_json(bpath, before)
 
+    if (cached / "model.safetensors").exists() and not force:
+        report = _load_cached(cached, trainer)
+        log(f"warm-up: loaded from cache {cached}")
+    else:
+        report = _train(cfg, trainer, tokenizer, env_url, rows, key, cached, log)
+    if before is not None:
+        report["before"] = before
+    if measure:
+        apath = cached / f"after-{mkey}.json"
+        if apath.exists():
+            report["after"] = dict(json.loads(apath.read_text()), cached=True)
+            log(f"warm-up: success rate after, from cache {apath}")
+        else:
+            t0 = time.monotonic()
+            if router is None:
+                router, samplers = eval_sampler_factory()  # type: ignore[misc]  # the warmed-up weights
+            else:
+                async def refresh() -> None:
+                    await asyncio.gather(*(s.update_weights(trainer.weights(), WARMUP_VERSION) for s in samplers))
+
+                asyncio.run(refresh())
+            log("warm-up: measuring the success rate after")
+            report["after"] = _measure_both(cfg, env_url, tokenizer, router, task_ids, eval_ids, "after", log)
+            report["after"]["time_s"] = time.monotonic() - t0
+            _write_json(apath, report["after"])
+    for s in samplers or []:
+        close = getattr(s, "close", None)
+        if close:
+            close()
+    _write_report(run_dir, report)
+    return report
+
+
+def _load_cached(cached: Path, trainer: Any) -> dict[str, Any]:
+    from safetensors.torch import load_file
+
+    state = load_file(str(cached / "model.safetensors"))
+    missing, unexpected = trainer.model.load_state_dict(state, strict=False)
+    if unexpected or any(not m.endswith("lm_head.weight") for m in missing):
+        raise ValueError(f"{cached}: cached warm-up does not fit this model (missing {missing[:3]}, unexpected {unexpected[:3]})")
+    trainer.version = WARMUP_VERSION
+    report = json.loads((cached / "report.json").read_text())
+    report.pop("before", None)  # written by older versions; the rates are cached on their own keys now
+    report.pop("after", None)
+    report["cached"] = True
+    return report
+
+
+def _train(cfg: RunConfig, trainer: Any, tokenizer: Any, env_url: str, rows: list[dict[str, Any]], key: str, cached: Path,
+           log: Callable[[str], None]) -> dict[str, Any]:
+    from safetensors.torch import save_file
+
+    w = cfg.warmup
+    report: dict[str, Any] = {"key": key, "tasks": [r["instance_id"] for r in rows], "steps": w.steps, "lr": w.lr,
+                              "batch": w.batch, "temperature": cfg.sampling.temperature, "cached": False}
     log(f"warm-up: replaying the gold patches of {len(rows)} task(s) through the environment")
     t0 = time.monotonic()
     experts = asyncio.run(_experts(env_url, tokenizer, rows, cfg.environment.token))
@@ -158,13 +247,15 @@ def run_warmup(
     report["sft_time_s"] = time.monotonic() - t0
     trainer.version = WARMUP_VERSION
 
+    home = cached.parent
     home.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{key}-", dir=home))
     try:
-        state = {k: v.detach().contiguous().clone() for k, v in trainer.model.state_dict().items()}
+        sd = trainer.model.state_dict()
+        state = {k: v.detach().contiguous().clone() for k, v in sd.items()}
         # tied embeddings: one tensor under two names; safetensors stores one
         if "lm_head.weight" in state and "model.embed_tokens.weight" in state and \
-                trainer.model.state_dict()["lm_head.weight"].data_ptr() == trainer.model.state_dict()["model.embed_tokens.weight"].data_ptr():
+                sd["lm_head.weight"].data_ptr() == sd["model.embed_tokens.weight"].data_ptr():
             del state["lm_head.weight"]
         save_file(state, str(tmp / "model.safetensors"))
         (tmp / "report.json").write_text(json.dumps(report, indent=2))
@@ -172,26 +263,14 @@ def run_warmup(
         os.replace(tmp, cached)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    if router is not None:
-        t0 = time.monotonic()
-        log("warm-up: measuring the success rate after")
-
-        async def refresh() -> None:
-            await asyncio.gather(*(s.update_weights(trainer.weights(), WARMUP_VERSION) for s in samplers))
-
-        asyncio.run(refresh())
-        report["after"] = {"train": asyncio.run(measure_success(cfg, env_url, tokenizer, router, task_ids, w.measure_samples))}
-        if eval_ids:
-            report["after"]["eval"] = asyncio.run(measure_success(cfg, env_url, tokenizer, router, eval_ids, w.measure_samples))
-        report["after"]["time_s"] = time.monotonic() - t0
-        for s in samplers:
-            close = getattr(s, "close", None)
-            if close:
-                close()
-
-        (cached / "report.json").write_text(json.dumps(report, indent=2))  # with the after numbers
-    _write_report(run_dir, report)
     return report
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2))
+    os.replace(tmp, path)
 
 
 async def _experts(env_url: str, tokenizer: Any, rows: list[dict[str, Any]], token: str | None) -> list[Any]:

@@ -255,6 +255,18 @@ class EmbeddedSampler:
             raise box[0]
 
     @property
+    def encoding_key(self) -> tuple:
+        """Replicas with equal keys hold the same values for the same weights (their kernels may
+        differ): one `encode_weights` result serves them all (`patchgym.rl.fleet.publish`)."""
+        e = self.emulation
+        return ("embedded", e.weights, str(e.serving_dtype), len(self._emu.quantized_names))
+
+    def encode_weights(self, state_dict_or_path: Mapping[str, Any] | str, version: int) -> dict[str, torch.Tensor]:
+        """The weights in this group's format, for `update_weights_encoded` of this or a replica
+        with the same `encoding_key` (checked: names, shapes, finite values, version order)."""
+        return self._encode_weights(state_dict_or_path, version)
+
+    @property
     def quantized_names(self) -> set[str]:
         """The parameters (HF names) that pass through the group's weight format."""
         return set(self._emu.quantized_names)

@@ -1,0 +1,36 @@
+"""Publishing a new weight version to every sampler replica, encoding each weight format once.
+
+Owns `publish_weights(samplers, weights, version)`. A replica that can take weights already in its
+format (`EmbeddedSampler`: `encoding_key` and `update_weights_encoded`) is grouped with the others
+of the same key, the weights are encoded once per key (off the event loop) and the same encoded
+tensors go to every replica of it (each copies them into its own parameters); any other sampler
+(SGLang) gets `update_weights(weights, version)` as it is.
+
+Why: mixed-6 holds 8 groups but only 3 weight encodings (bf16, fp8 W8A8, nvfp4_4over6); encoding
+per replica made the cpu-tiny run's publish take 38 s an update (8 encodes, two of them nvfp4 at
+~15 s each, side by side on 2 cores). Not covered here: weight views on disk (`patchgym.rl.views`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Iterable, Mapping
+
+
+async def publish_weights(samplers: Iterable[Any], weights: Mapping[str, Any], version: int) -> dict[str, int]:
+    """Send `weights` as `version` to every sampler; returns {"encodings": n, "replicas": m}."""
+    shared: dict[Any, list[Any]] = {}
+    plain: list[Any] = []
+    for s in samplers:
+        key = getattr(s, "encoding_key", None)
+        if key is not None and hasattr(s, "update_weights_encoded") and hasattr(s, "encode_weights"):
+            shared.setdefault(key, []).append(s)
+        else:
+            plain.append(s)
+
+    async def one_encoding(replicas: list[Any]) -> None:
+        encoded = await asyncio.to_thread(replicas[0].encode_weights, weights, version)
+        await asyncio.gather(*(r.update_weights_encoded(encoded, version) for r in replicas))
+
+    await asyncio.gather(*(one_encoding(rs) for rs in shared.values()), *(s.update_weights(weights, version) for s in plain))
+    return {"encodings": len(shared), "replicas": sum(len(v) for v in shared.values()) + len(plain)}
