@@ -1,6 +1,6 @@
 """Building a fleet's sampler replicas: one `EmbeddedSampler` per replica of every group.
 
-Owns `build_samplers` and `scaled_fleet`. Overrides let a CPU preset scale a fleet down (e.g. one
+Owns `build_samplers` (optionally with engines shared by groups of the same formats) and `scaled_fleet`. Overrides let a CPU preset scale a fleet down (e.g. one
 replica and two sessions per group) without touching the file: build with the scaled groups, but
 give the router (and cost accounting) the file's fleet, so routing weights and prices keep the
 file's ratios. A `sglang` group gets one `SGLangSampler` per endpoint (it needs `endpoints`).
@@ -86,6 +86,7 @@ def build_samplers(
     replicas: Override = None,
     sessions_per_replica: Override = None,
     sglang_options: Mapping[str, Any] | None = None,
+    share_engines: bool = False,
     **sampler_options: Any,
 ) -> dict[str, list[Sampler]]:
     """{group name: its replicas}, each an `EmbeddedSampler(model, group, replica=str(i), ...)`.
@@ -94,6 +95,9 @@ def build_samplers(
     name or a local Hugging Face directory; then the tokenizer is loaded from it too when not
     given). `replicas` / `sessions_per_replica` override the file (see `scaled_fleet`); other
     keyword arguments go to every `EmbeddedSampler`. Every group is checked before any is built.
+    With `share_engines`, embedded groups with the same formats share one engine per replica index
+    (`patchgym.rl.sampler.shared`: one copy of the weights, each group's kernel variant row by row);
+    each group still has its own replicas, capacity, busy time and prefix caches.
     """
     built_fleet = scaled_fleet(fleet, replicas=replicas, sessions_per_replica=sessions_per_replica)
     _check_backends(built_fleet)
@@ -106,7 +110,15 @@ def build_samplers(
         if tokenizer is None:
             tokenizer = load_tokenizer(spec)
     samplers: dict[str, list[Sampler]] = {}
+    if share_engines:
+        from patchgym.rl.sampler.shared import shared_replicas
+
+        embedded = [g for g in built_fleet.groups if g.backend == "embedded"]
+        faces = shared_replicas(embedded, model, tokenizer=tokenizer, **sampler_options)
     for group in built_fleet.groups:
+        if share_engines and group.backend == "embedded":
+            samplers[group.name] = list(faces[group.name])
+            continue
         if group.backend == "sglang":  # remote replicas: patchgym.rl.sampler.sglang (options: `sglang_options`)
             from patchgym.rl.sampler.sglang import build_sglang_samplers
 

@@ -123,6 +123,7 @@ def build_components(cfg: RunConfig, *, model: Any = None, tokenizer: Any = None
     from patchgym.rl.fleet.build import build_samplers
     samplers = build_samplers(
         fleet, model, tokenizer=tokenizer, replicas=cfg.fleet.replicas, sessions_per_replica=cfg.fleet.sessions_per_replica,
+        share_engines=cfg.fleet.share_engines,
     )
     router = call_with_supported(Router, samplers, fleet, seed=cfg.seed)
     trainer = build_trainer(cfg, model)

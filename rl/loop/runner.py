@@ -72,7 +72,8 @@ def train_run(
             _log_warmup(report, log)
         fleet = scaled_fleet(cfg)
         samplers = build_samplers(fleet, trainer.model, tokenizer=tokenizer, replicas=cfg.fleet.replicas,
-                                  sessions_per_replica=cfg.fleet.sessions_per_replica, version=int(trainer.version))
+                                  sessions_per_replica=cfg.fleet.sessions_per_replica, version=int(trainer.version),
+                                  share_engines=cfg.fleet.share_engines)
         router = Router(samplers, fleet, seed=cfg.seed)
         comps = Components(tokenizer=tokenizer, trainer=trainer, fleet=fleet, samplers={k: list(v) for k, v in samplers.items()},
                            router=router, eval_sampler_factory=eval_factory)

@@ -48,6 +48,9 @@ class _Request:
     future: Any
     generator: torch.Generator
     stop_ids: frozenset[int]
+    group: str = ""  # the group this request is served for (an engine may serve several)
+    splits: int = 1  # that group's kernel variant
+    accumulate: str = "fp32"
     slot: int = -1
     pos: int = 0  # tokens whose keys/values are in the slot
     pending: list[int] = field(default_factory=list)  # prompt tokens still to prefill
@@ -78,6 +81,20 @@ def _validate_ids(token_ids: Any, vocab: int, context: int, what: str = "prompt"
     if len(ids) >= context:
         raise ValueError(f"{what} has {len(ids)} tokens; the model's context is {context} (at least one must be left to generate)")
     return ids
+
+
+def _member_groups(group: Any, members: Any) -> dict[str, Any]:
+    """{name: group} of the groups one engine serves; they must share the formats."""
+    groups = {group.name: group}
+    for m in members or ():
+        if m.name in groups and m is not groups[m.name] and m != groups[m.name]:
+            raise ValueError(f"two member groups are named {m.name!r}")
+        formats = (m.weights, m.activations, m.kv_cache)
+        if formats != (group.weights, group.activations, group.kv_cache):
+            raise ValueError(f"group {m.name!r} cannot share an engine with {group.name!r}: its formats {formats} differ from "
+                             f"{(group.weights, group.activations, group.kv_cache)} (weights, activations, KV cache)")
+        groups[m.name] = m
+    return groups
 
 
 def _config_ints(config: Any) -> tuple[int, int, int, int, int]:
@@ -140,6 +157,7 @@ class EmbeddedSampler:
         prefill_chunk: int = DEFAULT_PREFILL_CHUNK,
         version: int = 0,
         stop_window: int = 32,
+        members: Any = None,
     ) -> None:
         if isinstance(model, (str, os.PathLike)):
             from patchgym.rl.models import load_model, load_tokenizer
@@ -151,16 +169,21 @@ class EmbeddedSampler:
         self.group = group.name
         self.replica = str(replica)
         self.group_config = group
+        # `members`: the groups this engine serves (default: `group` alone). They must share the
+        # formats (weights, activations, KV cache); each request runs under its group's kernel
+        # variant, row by row (`patchgym.rl.sampler.shared` gives each group its own face).
+        self.groups = _member_groups(group, members)
         self.emulation = Emulation.of_group(group)
-        self._emu = EmulatedModel(model, self.emulation)
+        self._emu = EmulatedModel(model, self.emulation, kernel_variants=len(self.groups) > 1)
         self._emu.model.to(device)
         self.device = torch.device(device)
         self.model = self._emu.model
         self.tokenizer = tokenizer
         self.layers, kv_heads, head_dim, self.vocab_size, self.context = _config_ints(self.model.config)
         self.eos_ids = frozenset(_eos_ids(self.model))
-        self.max_batch = max_batch or group.sessions_per_replica
-        self.max_queue = group.sessions_per_replica if max_queue is None else max_queue
+        served = sum(g.sessions_per_replica for g in self.groups.values())
+        self.max_batch = max_batch or served
+        self.max_queue = served if max_queue is None else max_queue
         if prefill_chunk < 1:
             raise ValueError(f"prefill_chunk must be >= 1 (got {prefill_chunk})")
         self.prefill_chunk = prefill_chunk
@@ -170,7 +193,7 @@ class EmbeddedSampler:
         if self.emulation.kv_cache == "fp8_e4m3":
             self._kv_quant = runtime_quantizers()[0]
         self._pool = KVPool(self.layers, kv_heads, head_dim, device=self.device)
-        self._sessions = SessionCache(group.sessions_per_replica)
+        self._sessions = SessionCache(served)
         self._rng = random.Random(int.from_bytes(os.urandom(8), "little"))
         self._cond = threading.Condition()
         self._model_lock = threading.Lock()
@@ -180,6 +203,7 @@ class EmbeddedSampler:
         self._jobs: deque[tuple[Any, threading.Event, list]] = deque()
         self._closed = False
         self.busy_s = 0.0
+        self.group_busy_s = {name: 0.0 for name in self.groups}  # time with a row of the group in the step
         self.prefilled_tokens = 0  # prompt tokens run through prefill (not served from the cache)
         self.steps = 0
         self._error: str = ""
@@ -188,8 +212,9 @@ class EmbeddedSampler:
 
     # --- public ---------------------------------------------------------------------------------
 
-    async def generate(self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None, min_version: int | None = None) -> Generation:
-        req = self._make_request(prompt_ids, params, session_id, min_version, asyncio.get_running_loop())
+    async def generate(self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None, min_version: int | None = None,
+                       group: str | None = None) -> Generation:
+        req = self._make_request(prompt_ids, params, session_id, min_version, asyncio.get_running_loop(), group)
         try:
             return await req.future
         except asyncio.CancelledError:
@@ -198,11 +223,12 @@ class EmbeddedSampler:
                 self._cond.notify()
             raise
 
-    def generate_sync(self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None, min_version: int | None = None, timeout: float | None = None) -> Generation:
+    def generate_sync(self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None, min_version: int | None = None, timeout: float | None = None,
+                      group: str | None = None) -> Generation:
         """The same as `generate`, blocking, for callers without an event loop (benchmarks, tools)."""
         import concurrent.futures
 
-        req = self._make_request(prompt_ids, params, session_id, min_version, None)
+        req = self._make_request(prompt_ids, params, session_id, min_version, None, group)
         try:
             return req.future.result(timeout)
         except concurrent.futures.TimeoutError:
@@ -271,18 +297,36 @@ class EmbeddedSampler:
         """The parameters (HF names) that pass through the group's weight format."""
         return set(self._emu.quantized_names)
 
-    def health(self) -> SamplerHealth:
+    def health(self, group: str | None = None) -> SamplerHealth:
+        """The replica's state; with `group`, that member group's share of it (its sessions, its
+        capacity, the time the engine spent on steps holding a row of it)."""
         with self._cond:
-            active = len(self._decoding) + (1 if self._prefilling is not None else 0)
-            queued = len(self._waiting)
+            if group is None:
+                active = len(self._decoding) + (1 if self._prefilling is not None else 0)
+                queued = len(self._waiting)
+            else:
+                self._member(group)
+                active, queued = self._group_counts(group)
         ok = self._thread.is_alive() and not self._closed
         return SamplerHealth(
-            ok=ok, group=self.group, replica=self.replica, weight_version=self.version,
-            active_sessions=active, capacity=self.max_batch, queued=queued, busy_s=self.busy_s,
+            ok=ok, group=group or self.group, replica=self.replica, weight_version=self.version,
+            active_sessions=active, capacity=self.max_batch if group is None else self.groups[group].sessions_per_replica,
+            queued=queued, busy_s=self.busy_s if group is None else self.group_busy_s[group],
             detail=self._error if ok else (self._error or "closed"),
         )
 
-    def logits(self, token_ids: list[int], *, return_routing: bool = False, decode_from: int | None = None) -> Any:
+    def _member(self, group: str | None) -> Any:
+        name = self.group if group is None else group
+        if name not in self.groups:
+            raise ValueError(f"group {name!r} is not served by this replica (it serves {', '.join(self.groups)})")
+        return self.groups[name]
+
+    def _group_counts(self, group: str) -> tuple[int, int]:
+        """(active, queued) requests of one member group; call with `_cond` held."""
+        active = sum(r.group == group for r in self._decoding) + (1 if self._prefilling is not None and self._prefilling.group == group else 0)
+        return active, sum(r.group == group for r in self._waiting)
+
+    def logits(self, token_ids: list[int], *, return_routing: bool = False, decode_from: int | None = None, group: str | None = None) -> Any:
         """Teacher-forced logits [L, V] (float32) under this group's emulation, KV cache included.
 
         With `return_routing`, also {layer: LongTensor [L, top_k]} of the experts each position
@@ -298,12 +342,14 @@ class EmbeddedSampler:
             raise ValueError(f"decode_from must be in [1, {len(ids)}] (got {decode_from})")
         spans = [(a, min(a + self.prefill_chunk, cut)) for a in range(0, cut, self.prefill_chunk)]
         spans += [(a, a + 1) for a in range(cut, len(ids))]
+        g = self._member(group)
         pool = KVPool(self._pool.layers, self._pool.kv_heads, self._pool.head_dim, device=self.device)
         pool.reserve(1, len(ids))
         chunks = []
         with self._model_lock, record_routing(return_routing) as rec:
             for start, end in spans:
-                chunks.append(self._prefill_forward(pool, 0, start, ids[start:end], all_logits=True))
+                chunks.append(self._prefill_forward(pool, 0, start, ids[start:end], all_logits=True,
+                                                    splits=g.kernel.attention_splits, accumulate=g.kernel.accumulate))
         out = torch.cat(chunks, dim=0).float()
         if return_routing:
             return out, {layer: torch.cat(parts, dim=0).long() for layer, parts in rec.items()}
@@ -323,7 +369,9 @@ class EmbeddedSampler:
 
     # --- admission ------------------------------------------------------------------------------
 
-    def _make_request(self, prompt_ids: Any, params: SamplingParams, session_id: str | None, min_version: int | None, loop: asyncio.AbstractEventLoop | None) -> _Request:
+    def _make_request(self, prompt_ids: Any, params: SamplingParams, session_id: str | None, min_version: int | None, loop: asyncio.AbstractEventLoop | None,
+                      group: str | None = None) -> _Request:
+        g = self._member(group)
         if not isinstance(params, SamplingParams):
             raise ValueError(f"params must be a SamplingParams, got {type(params).__name__}")
         ids = _validate_ids(prompt_ids, self.vocab_size, self.context)
@@ -345,13 +393,18 @@ class EmbeddedSampler:
         gen = torch.Generator(device="cpu")
         gen.manual_seed(params.seed if params.seed is not None else self._rng.getrandbits(63))
         req = _Request(prompt=ids, params=params, session_id=session_id, loop=loop, future=future, generator=gen,
-                       stop_ids=(frozenset() if params.ignore_eos else self.eos_ids) | frozenset(params.stop_token_ids))
+                       stop_ids=(frozenset() if params.ignore_eos else self.eos_ids) | frozenset(params.stop_token_ids),
+                       group=g.name, splits=g.kernel.attention_splits, accumulate=g.kernel.accumulate)
         with self._cond:
             if self._closed or not self._thread.is_alive():
-                raise SamplerUnavailable(f"{self.group}/{self.replica} is closed")
+                raise SamplerUnavailable(f"{g.name}/{self.replica} is closed")
             active = len(self._decoding) + (1 if self._prefilling is not None else 0)
             if active + len(self._waiting) >= self.max_batch + self.max_queue:
-                raise SamplerOverloaded(f"{self.group}/{self.replica} is full: {active} active, {len(self._waiting)} queued")
+                raise SamplerOverloaded(f"{g.name}/{self.replica} is full: {active} active, {len(self._waiting)} queued")
+            if len(self.groups) > 1:  # each member group keeps its own capacity (and queue of the same size)
+                g_active, g_queued = self._group_counts(g.name)
+                if g_active + g_queued >= 2 * g.sessions_per_replica:
+                    raise SamplerOverloaded(f"{g.name}/{self.replica} is full: {g_active} active, {g_queued} queued")
             self._waiting.append(req)
             self._cond.notify()
         return req
@@ -432,7 +485,7 @@ class EmbeddedSampler:
         r.pos = r.cached = n
         r.pending = r.prompt[n:]
 
-    def _prefill_forward(self, pool: KVPool, slot: int, start: int, piece: list[int], *, all_logits: bool) -> torch.Tensor:
+    def _prefill_forward(self, pool: KVPool, slot: int, start: int, piece: list[int], *, all_logits: bool, splits: int, accumulate: str) -> torch.Tensor:
         n = len(piece)
         pool.reserve(slot + 1, start + n)
         ids = torch.tensor([piece], device=self.device)
@@ -442,7 +495,7 @@ class EmbeddedSampler:
             keys = torch.arange(start + n, device=self.device)
             mask = (keys[None, :] <= pos[:, None])[None, None]  # [1, 1, n, start+n]
         cache = StepCache(pool, self._kv_quant, prefill_slot=slot, prefill_start=start, kv_len=start + n)
-        with attention_context(AttentionContext(mask, self.emulation.attention_splits)), torch.inference_mode():
+        with attention_context(AttentionContext(mask, splits, accumulate)), torch.inference_mode():
             out = self.model(input_ids=ids, position_ids=pos[None], cache=cache, use_cache=True, logits_to_keep=0 if all_logits else 1)
         return out.logits[0]
 
@@ -451,7 +504,7 @@ class EmbeddedSampler:
         t0 = time.perf_counter()
         piece = r.pending[: self.prefill_chunk]
         with self._model_lock:
-            logits = self._prefill_forward(self._pool, r.slot, r.pos, piece, all_logits=False)
+            logits = self._prefill_forward(self._pool, r.slot, r.pos, piece, all_logits=False, splits=r.splits, accumulate=r.accumulate)
         r.pos += len(piece)
         r.pending = r.pending[len(piece):]
         self.prefilled_tokens += len(piece)
@@ -459,6 +512,7 @@ class EmbeddedSampler:
         dt = time.perf_counter() - t0
         r.busy += dt
         self.busy_s += dt
+        self.group_busy_s[r.group] += dt
         if r.pending:
             return
         with self._cond:
@@ -483,14 +537,18 @@ class EmbeddedSampler:
             keys = torch.arange(kv_len, device=self.device)
             mask = (keys[None, :] <= pos[:, None])[:, None, None, :]  # [B, 1, 1, kv_len]
         cache = StepCache(self._pool, self._kv_quant, decode_positions=pos, kv_len=kv_len)
+        splits = tuple(r.splits for r in rows)
+        accumulate = tuple(r.accumulate for r in rows)
         with self._model_lock:
-            with attention_context(AttentionContext(mask, self.emulation.attention_splits)), torch.inference_mode():
+            with attention_context(AttentionContext(mask, splits, accumulate)), torch.inference_mode():
                 out = self.model(input_ids=ids, position_ids=pos[:, None], cache=cache, use_cache=True, logits_to_keep=1)
         for r in rows:
             r.pos += 1
         finished = self._sample(rows, out.logits[:, -1])
         dt = time.perf_counter() - t0
         self.busy_s += dt
+        for name in {r.group for r in rows}:
+            self.group_busy_s[name] += dt
         self.steps += 1
         for r in rows:
             r.busy += dt / b
@@ -563,7 +621,7 @@ class EmbeddedSampler:
             self._sessions.put(r.session_id, SessionEntry(tokens, keys, values, self.version))
         versions = r.versions or [self.version]
         gen = Generation(
-            token_ids=list(r.out), logprobs=list(r.logprobs), weight_version=min(versions), group=self.group,
+            token_ids=list(r.out), logprobs=list(r.logprobs), weight_version=min(versions), group=r.group,
             finish_reason=reason, support_ids=r.support_ids if r.params.return_support else None,
             support_logprobs=r.support_logprobs if r.params.return_support else None,
             topk_ids=r.topk_ids if r.params.top_logprobs else None, topk_logprobs=r.topk_logprobs if r.params.top_logprobs else None,

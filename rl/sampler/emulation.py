@@ -31,7 +31,7 @@ import os
 import threading
 from collections import OrderedDict
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping
 
 import torch
@@ -139,10 +139,26 @@ def runtime_quantizers() -> tuple[Any, Any]:
 
 @dataclass
 class AttentionContext:
-    """What the attention function needs for one forward: the mask and the split count."""
+    """What one forward needs beyond its inputs: the mask and the kernel variant.
+
+    `splits` and `accumulate` are one value for every row, or a tuple with one value per row of
+    the batch: an engine shared by groups with the same formats but different kernels
+    (`patchgym.rl.sampler.shared`) runs their rows in one batch, each under its own variant.
+    `accumulate` None means the model's own (its emulation's) setting."""
 
     mask: torch.Tensor | None  # bool [B, 1, q, Lk] (True = attend) or None (attend to all)
-    splits: int = 1
+    splits: int | tuple[int, ...] = 1
+    accumulate: str | tuple[str, ...] | None = None
+    _plans: dict = field(default_factory=dict, repr=False)  # per-forward memo of row index tensors
+
+    def rows(self, what: str, values: tuple) -> list[tuple[Any, torch.Tensor]]:
+        """[(value, LongTensor of the rows with it)], computed once per forward (210 Linears and 30
+        attention layers a step ask the same question)."""
+        plan = self._plans.get(what)
+        if plan is None:
+            plan = [(v, torch.tensor([i for i, x in enumerate(values) if x == v])) for v in sorted(set(values))]
+            self._plans[what] = plan
+        return plan
 
 
 @contextmanager
@@ -191,11 +207,23 @@ def emulated_attention(module: Any, query: torch.Tensor, key: torch.Tensor, valu
     if ctx is None:
         raise RuntimeError("an emulated model was called outside the sampler's forward (no attention context)")
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
-    if ctx.splits > 1:
-        out = _split_attention(query, key, value, ctx.mask, scale, ctx.splits)
-    else:
-        out = F.scaled_dot_product_attention(query, key, value, attn_mask=ctx.mask, scale=scale, enable_gqa=key.shape[1] != query.shape[1])
-    return out.transpose(1, 2).contiguous(), None
+    splits = ctx.splits
+    if isinstance(splits, tuple):
+        if len(set(splits)) == 1:
+            splits = splits[0]
+        else:  # rows of several kernel variants: each set of rows under its own split count
+            out = torch.empty_like(query)
+            for n, rows in ctx.rows("splits", splits):
+                mask = ctx.mask[rows] if ctx.mask is not None and ctx.mask.shape[0] > 1 else ctx.mask
+                out[rows] = _attend(query[rows], key[rows], value[rows], mask, scale, n)
+            return out.transpose(1, 2).contiguous(), None
+    return _attend(query, key, value, ctx.mask, scale, splits).transpose(1, 2).contiguous(), None
+
+
+def _attend(query: torch.Tensor, key: torch.Tensor, value: torch.Tensor, mask: torch.Tensor | None, scale: float, splits: int) -> torch.Tensor:
+    if splits > 1:
+        return _split_attention(query, key, value, mask, scale, splits)
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=mask, scale=scale, enable_gqa=key.shape[1] != query.shape[1])
 
 
 def _register_attention() -> None:
@@ -278,7 +306,7 @@ class EmulatedModel:
     weights (HF names) and copies them in place.
     """
 
-    def __init__(self, model: torch.nn.Module, emulation: Emulation, *, copy_model: bool = True) -> None:
+    def __init__(self, model: torch.nn.Module, emulation: Emulation, *, copy_model: bool = True, kernel_variants: bool = False) -> None:
         _register_attention()
         self.emulation = emulation
         source_key = tuple((n, p.data_ptr(), p._version, p.dtype) for n, p in model.named_parameters())
@@ -303,7 +331,7 @@ class EmulatedModel:
                         self.quantized_names.add(f"{mname}.{pname}")
                         self._transposed[f"{mname}.{pname}"] = bool(module.is_transposed)
         install_routing_recorder(self.model)
-        self._patch_modules()
+        self._patch_modules(kernel_variants)
         if emulation.weights is not None:
             # why a cache: encoding SmolLM2 to nvfp4 takes ~15 s here (rl.quant, 210 matrices);
             # the replicas of a group (and `fleet check`'s groups sharing a format) encode the same
@@ -335,11 +363,14 @@ class EmulatedModel:
                 seen.add(id(cfg))
                 cfg._attn_implementation = ATTN_IMPLEMENTATION
 
-    def _patch_modules(self) -> None:
+    def _patch_modules(self, kernel_variants: bool = False) -> None:
+        """Patch the quantized Linears' forward for fp8 activations and reduced-precision
+        accumulation. With `kernel_variants`, the accumulation is read per forward from the
+        attention context (one value, or one per row), for engines shared by several groups."""
         emu = self.emulation
         act = emu.activations
         acc = _DTYPES.get(emu.accumulate)
-        if act is None and acc is None:
+        if act is None and acc is None and not kernel_variants:
             return  # why: unpatched Linears keep their plain forward (no per-call Python overhead)
         # q/k/v (and gate/up) read the same input tensor: quantize it once per forward, not 3 times
         # (why: ~40 us per activation quantization here, 210 Linears a step on SmolLM2).
@@ -354,12 +385,25 @@ class EmulatedModel:
             memo["x"], memo["q"] = x, q
             return q
 
+        def accumulate(y: torch.Tensor) -> torch.Tensor:
+            ctx = getattr(_local, "attn", None) if kernel_variants else None
+            chosen = ctx.accumulate if ctx is not None and ctx.accumulate is not None else emu.accumulate
+            if isinstance(chosen, tuple):
+                if len(set(chosen)) > 1:  # rows of several variants: round only the rows that ask
+                    for name, rows in ctx.rows("accumulate", chosen):
+                        if name in _DTYPES:
+                            y[rows] = y[rows].to(_DTYPES[name]).to(y.dtype)
+                    return y
+                chosen = chosen[0]
+            dt = _DTYPES.get(chosen)
+            return y.to(dt).to(y.dtype) if dt is not None else y
+
         for lin in self._linears:
             def forward(x: torch.Tensor, lin: torch.nn.Linear = lin) -> torch.Tensor:
                 if act is not None:
                     x = quant_input(x)
                 y = F.linear(x, lin.weight, lin.bias)
-                return y.to(acc).to(y.dtype) if acc is not None else y
+                return accumulate(y)
 
             lin.forward = forward
         if act is not None:
