@@ -1,7 +1,7 @@
 """End to end with the real parts: the env server on loopback, SmolLM2, embedded samplers, trainer.
 
 Slow (minutes on 2 cores): a micro run of the cpu-tiny preset (2 updates of 1 prompt x 2 samples,
-two sampler groups of mixed-6 with different formats, short limits, no warm-up) through the
+three sampler groups of mixed-6, two of them sharing one engine, short limits, no warm-up) through the
 `patchgym train` code path, then checks metrics keys, saved ids at their offsets, and checkpoints.
 """
 
@@ -19,7 +19,7 @@ pytestmark = pytest.mark.slow
 
 MICRO = [
     "updates=2", "batch.prompts=1", "batch.samples=2", "fleet.sessions_per_replica=1",
-    'fleet.groups=["b200-nvfp4", "h200-bf16"]', "limits.max_turns=2", "limits.max_tokens_per_turn=32",
+    'fleet.groups=["b200-nvfp4", "h200-bf16", "h100-bf16-tp2"]', "limits.max_turns=2", "limits.max_tokens_per_turn=32",
     "eval.n=1", "eval.k=[1]", "checkpoint.every=1", "checkpoint.keep=1", "warmup.enabled=false",
 ]
 
@@ -34,7 +34,8 @@ def test_micro_run_through_the_real_stack(tmp_path: Path) -> None:
     assert result["updates"] == 2
     rows = read_rows(tmp_path / "metrics.jsonl")
     assert [r["update"] for r in rows] == [1, 2]
-    keys = metric_keys(["b200-nvfp4", "h200-bf16"])
+    groups = ["b200-nvfp4", "h200-bf16", "h100-bf16-tp2"]
+    keys = metric_keys(groups)
     for row in rows:
         missing = [k for k in keys if k not in row]
         assert not missing, missing
@@ -50,7 +51,7 @@ def test_micro_run_through_the_real_stack(tmp_path: Path) -> None:
             assert t.support_ids is not None  # top-p replay on
             for turn in t.turns:
                 assert t.token_ids[turn.offset:turn.offset + len(turn.sampled_ids)] == turn.sampled_ids
-                assert turn.group in {"b200-nvfp4", "h200-bf16"}
+                assert turn.group in set(groups)
     latest = (tmp_path / "checkpoints" / "latest").read_text().strip()
     assert latest == "update-0002"
     state = json.loads((tmp_path / "checkpoints" / latest / "loop_state.json").read_text())
@@ -59,3 +60,21 @@ def test_micro_run_through_the_real_stack(tmp_path: Path) -> None:
     ev = read_rows(tmp_path / "eval.jsonl")
     assert len(ev) == 1 and ev[0]["sampler"] == "bf16" and 0.0 <= ev[0]["pass@1"] <= 1.0
     assert (tmp_path / "plots" / "reward.png").stat().st_size > 2000
+    summary = json.loads((tmp_path / "summary.json").read_text())
+    assert summary["updates"] == 2 and set(summary["kl_k3_per_group"]) == set(groups)
+    assert sum(summary["turns_per_group"].values()) == sum(r["response/turns_mean"] * r["episodes"] for r in rows)
+
+
+def test_ablation_runs_each_loss_and_plots_them_together(tmp_path: Path) -> None:
+    from patchgym.rl.loop.runner import train_ablation
+
+    micro = [o for o in MICRO if not o.startswith(("updates=", "fleet.groups=", "checkpoint.every="))]
+    cfg = load_config(preset="cpu-tiny", overrides=[*micro, "updates=1", 'fleet.groups=["h200-bf16"]', "checkpoint.every=0",
+                                                    "eval.at_end=false"])
+    out = train_ablation(cfg, tmp_path, ["grpo", "sc_mis"], progress=False, log=lambda s: None)
+    for kind in ("grpo", "sc_mis"):
+        rows = read_rows(tmp_path / kind / "metrics.jsonl")
+        assert [r["loss_kind"] for r in rows] == [kind]
+    assert json.loads((tmp_path / "ablation.json").read_text())["losses"] == ["grpo", "sc_mis"]
+    pngs = {Path(p).name for p in out["plots"]}
+    assert "reward.png" in pngs and all((tmp_path / "plots" / n).stat().st_size > 2000 for n in pngs)

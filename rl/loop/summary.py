@@ -51,9 +51,11 @@ def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
     groups = {g.name: g for g in fleet.groups}
     kl_sum: dict[str, float] = {}
     kl_turns: dict[str, int] = {}
+    served: dict[str, int] = {n: 0 for n in groups}
     for row in rows:
         for name in groups:
             kl, turns = _num(row.get(f"kl_k3/group/{name}")), _num(row.get(f"turns/{name}"))
+            served[name] += int(turns or 0)
             if kl is not None and turns:
                 kl_sum[name] = kl_sum.get(name, 0.0) + kl * turns
                 kl_turns[name] = kl_turns.get(name, 0) + int(turns)
@@ -81,7 +83,7 @@ def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
         "reward_per_update": rewards,
         "reward_mean": (sum(r for r in rewards if r is not None) / max(1, sum(r is not None for r in rewards))) if rows else None,
         "kl_k3_per_group": kl_group,
-        "turns_per_group": {n: kl_turns.get(n, 0) for n in groups},
+        "turns_per_group": served,
         "kl_k3_per_format": class_kl,
         "kl_order": {
             "by_precision": by_precision, "by_kl": by_kl, "holds": bool(measured) and holds,
