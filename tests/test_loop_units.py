@@ -407,3 +407,21 @@ def test_warmup_caches_weights_and_both_rates_each_on_what_it_depends_on(tmp_pat
     t, r = go("warmup.steps=3")  # new warm-up: trained again, the rate before from the cache
     assert measured[4:] == ["after"] and t.steps == 3
     assert json.loads((tmp_path / "run" / "warmup.json").read_text())["steps"] == 3
+
+
+def test_a_new_run_into_an_old_run_dir_sets_the_old_one_aside(tmp_path: Path) -> None:
+    from patchgym.rl.loop.runner import set_aside_previous_run
+
+    run = tmp_path / "cpu-tiny"
+    assert set_aside_previous_run(run, log=lambda s: None) is None  # nothing there
+    run.mkdir()
+    (run / "envserver.log").write_text("x")
+    assert set_aside_previous_run(run, log=lambda s: None) is None  # no finished update: reused
+    (run / "metrics.jsonl").write_text('{"update": 1}\n')
+    lines: list[str] = []
+    first = set_aside_previous_run(run, log=lines.append)
+    assert first is not None and not run.exists() and (first / "metrics.jsonl").read_text() == '{"update": 1}\n'
+    assert "--resume" in lines[0] and first.name.startswith("cpu-tiny.prev-")
+    (run / "checkpoints" / "update-0001").mkdir(parents=True)
+    second = set_aside_previous_run(run, log=lambda s: None)
+    assert second is not None and second != first and (second / "checkpoints" / "update-0001").is_dir()

@@ -53,6 +53,8 @@ def train_run(
     from .warmup import run_warmup
 
     run_dir = Path(run_dir)
+    if not resume:
+        set_aside_previous_run(run_dir, log)
     run_dir.mkdir(parents=True, exist_ok=True)
     if pin:
         _threads(1)  # one intra-op thread: each thread's work stays on the core it is pinned to
@@ -109,6 +111,26 @@ def train_run(
 
         result["plots"] = [str(p) for p in plot_runs([run_dir], run_dir / "plots")]
     return result
+
+
+def set_aside_previous_run(run_dir: Path, log: Log = print) -> Path | None:
+    """A new run into a directory that holds a finished or crashed one (metrics or checkpoints)
+    moves the old one to `RUN_DIR.prev-<UTC time>` first: its rows would otherwise be mixed with the
+    new run's (`make demo` twice), and nothing finished is ever deleted. Returns the new place."""
+    run_dir = Path(run_dir)
+    if not ((run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())):
+        return None
+    import time
+
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+    dest = run_dir.with_name(f"{run_dir.name}.prev-{stamp}")
+    n = 1
+    while dest.exists():
+        n += 1
+        dest = run_dir.with_name(f"{run_dir.name}.prev-{stamp}-{n}")
+    os.replace(run_dir, dest)
+    log(f"{run_dir} held a previous run: moved it to {dest} (use --resume {run_dir} to continue one instead)")
+    return dest
 
 
 def _run(loop: Any) -> dict[str, Any]:
