@@ -1,5 +1,7 @@
 """Fixtures shared by the test modules: the real prepared task and local factory of the sandbox
-tests, and a bystander sandbox that must survive whatever a test does to another one.
+tests, a bystander sandbox that must survive whatever a test does to another one, and the real
+SmolLM2-135M-Instruct tokenizer and model of the rollout, sampler and emulation tests (imported on
+first use, so tests without them never import torch).
 
 The builders behind them (`make_prepared`, `local_available`, `host_traces`) live in
 tests/test_sandbox_support.py, where bench/sandbox imports them too; the toy task of the env tests
@@ -43,3 +45,15 @@ def bystander(local_factory, prepared):
     assert host_traces(local_factory, box.name) == []
 
 
+@pytest.fixture(scope="module")
+def tokenizer():
+    from patchgym.rl.models import load_tokenizer
+
+    return load_tokenizer()
+
+
+@pytest.fixture(scope="module")
+def model():
+    from patchgym.rl.models import load_model
+
+    return load_model()

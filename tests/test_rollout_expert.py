@@ -17,7 +17,6 @@ import patchgym.rl.rollout.expert as expert
 from patchgym.env.client import AsyncEnvClient, StepResult
 from patchgym.env.testing import sandbox_unavailable_reason
 from patchgym.env.toolcalls import parse_tool_calls
-from patchgym.rl.models import load_tokenizer
 from patchgym.rl.rollout import (
     ExpertPlan,
     TaskRowsError,
@@ -31,11 +30,6 @@ from patchgym.rl.rollout import (
 
 skip_reason = sandbox_unavailable_reason("local")
 needs_sandbox = pytest.mark.skipif(skip_reason is not None, reason=skip_reason or "")
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer()
 
 
 @pytest.fixture(scope="module")

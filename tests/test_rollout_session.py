@@ -18,7 +18,6 @@ import pytest
 from patchgym.env.client import AsyncEnvClient
 from patchgym.env.testing import sandbox_unavailable_reason
 from patchgym.env.tools import tool_schemas
-from patchgym.rl.models import load_tokenizer
 from patchgym.rl.rollout import (
     SamplerRouter,
     SessionLimits,
@@ -84,11 +83,6 @@ class ScriptedSampler:
 
     async def update_weights(self, state_dict_or_path, version) -> None:
         raise NotImplementedError
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer()
 
 
 @pytest.fixture(scope="module")

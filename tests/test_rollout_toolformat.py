@@ -10,13 +10,7 @@ import pytest
 from patchgym.env.prompts import opening_messages
 from patchgym.env.toolcalls import ToolCall, parse_tool_calls
 from patchgym.env.tools import tool_schemas
-from patchgym.rl.models import load_tokenizer
 from patchgym.rl.rollout.toolformat import FORMATS, ToolFormat, get_format
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer()
 
 
 def _opening() -> list[dict]:

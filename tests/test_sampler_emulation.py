@@ -18,11 +18,6 @@ from patchgym.rl.sampler.emulation import _fast_act, _fast_kv, _probe, runtime_q
 
 
 @pytest.fixture(scope="module")
-def model():
-    return load_model()
-
-
-@pytest.fixture(scope="module")
 def prompt():
     tok = load_tokenizer()
     text = "The quick brown fox jumps over the lazy dog. In 1905 Einstein published four papers that changed physics."

@@ -14,18 +14,7 @@ import pytest
 import torch
 
 from patchgym.rl.fleet.model import Group
-from patchgym.rl.models import load_model, load_tokenizer
 from patchgym.rl.sampler import EmbeddedSampler, SamplingParams
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_model()
 
 
 @pytest.fixture(scope="module")

@@ -13,7 +13,6 @@ import pytest
 import torch
 
 from patchgym.rl.fleet.model import Group, KernelVariant
-from patchgym.rl.models import load_model, load_tokenizer
 from patchgym.rl.sampler import EmbeddedSampler, SamplerOverloaded, SamplingParams
 from patchgym.rl.sampler.shared import GroupReplica, shared_replicas
 
@@ -22,16 +21,6 @@ from patchgym.rl.sampler.shared import GroupReplica, shared_replicas
 BF16 = dict(weights="bf16", activations="bf16", kv_cache="bf16", sessions_per_replica=1)
 TP2 = Group(name="h100-bf16-tp2", accelerator="H100", kernel=KernelVariant(accumulate="bf16", attention_splits=8), **BF16)
 ONE = Group(name="h200-bf16", accelerator="H200", kernel=KernelVariant(attention_splits=4), **BF16)
-
-
-@pytest.fixture(scope="module")
-def tokenizer():
-    return load_tokenizer()
-
-
-@pytest.fixture(scope="module")
-def model():
-    return load_model()
 
 
 @pytest.fixture(scope="module")
