@@ -318,19 +318,19 @@ def test_sigterm_to_a_run_stops_its_bundled_server(tmp_path: Path) -> None:
         raise AssertionError("the bundled server outlived the run")
 
 
-def test_before_key_ignores_the_warmup_knobs_and_follows_what_the_base_rate_depends_on() -> None:
+def test_measure_key_ignores_the_warmup_knobs_and_follows_what_the_rates_depend_on() -> None:
     from patchgym.rl.loop.config import load_config
-    from patchgym.rl.loop.warmup import before_key
+    from patchgym.rl.loop.warmup import measure_key
 
     cfg = load_config(preset="cpu-tiny")
     train, held = list(cfg.tasks.train), list(cfg.tasks.eval)
-    key = before_key(cfg, train, held)
+    key = measure_key(cfg, train, held)
     for same in (["warmup.steps=3"], ["warmup.lr=0.1"], ["warmup.batch=2"], ["updates=9"]):
-        assert before_key(load_config(preset="cpu-tiny", overrides=same), train, held) == key, same
+        assert measure_key(load_config(preset="cpu-tiny", overrides=same), train, held) == key, same
     for other in (["sampling.temperature=1.0"], ["limits.max_tokens_per_turn=64"], ["limits.max_format_errors=3"],
                   ["warmup.measure_samples=5"], ["seed=1"]):
-        assert before_key(load_config(preset="cpu-tiny", overrides=other), train, held) != key, other
-    assert before_key(cfg, train[:1], held) != key
+        assert measure_key(load_config(preset="cpu-tiny", overrides=other), train, held) != key, other
+    assert measure_key(cfg, train[:1], held) != key
 
 
 def test_warmup_caches_weights_and_both_rates_each_on_what_it_depends_on(tmp_path: Path, monkeypatch) -> None:

@@ -1,9 +1,9 @@
 """Building a fleet's sampler replicas: one `EmbeddedSampler` per replica of every group.
 
-Owns `build_samplers` (optionally with engines shared by groups of the same formats) and `scaled_fleet`. Overrides let a CPU preset scale a fleet down (e.g. one
-replica and two sessions per group) without touching the file: build with the scaled groups, but
-give the router (and cost accounting) the file's fleet, so routing weights and prices keep the
-file's ratios. A `sglang` group gets one `SGLangSampler` per endpoint (it needs `endpoints`).
+Owns `build_samplers` (optionally with engines shared by groups of the same formats) and
+`scaled_fleet`. Overrides let a CPU preset scale a fleet down (e.g. one replica and two sessions
+per group) without touching the file: build with the scaled groups, but give the router (and
+cost accounting) the file's fleet, so routing weights and prices keep the file's ratios. A `sglang` group gets one `SGLangSampler` per endpoint (it needs `endpoints`).
 Not covered here: routing (`router.py`), the sampler itself (`patchgym.rl.sampler`).
 """
 

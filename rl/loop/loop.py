@@ -58,7 +58,7 @@ from .buffer import GroupBuffer, StalenessGate, TrajectoryGroup, staleness
 from .components import Components, call_with_supported
 from .config import RunConfig
 from .cost import update_cost
-from .metrics import MetricsWriter, Progress, WandbSink, update_row
+from .metrics import MetricsWriter, Progress, WandbSink, update_row, write_lines_atomic
 
 SessionFn = Callable[..., Awaitable[Trajectory]]
 TRAINER_THREAD = "patchgym-trainer"
@@ -109,16 +109,6 @@ def resolve_task_ids(entries: Sequence[str]) -> list[str]:
         else:
             out.append(entry)
     return out
-
-
-def _fsync_write(path: Path, lines: Sequence[str]) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    with open(tmp, "w") as f:
-        for line in lines:
-            f.write(line + "\n")
-        f.flush()
-        os.fsync(f.fileno())
-    os.replace(tmp, path)
 
 
 class RLLoop:
@@ -178,7 +168,7 @@ class RLLoop:
 
     def _save_trajectories(self, update: int, groups: Sequence[TrajectoryGroup]) -> Path:
         path = self.traj_dir / f"update-{update:04d}.jsonl"
-        _fsync_write(path, [t.to_json() for g in groups for t in g.trajectories])
+        write_lines_atomic(path, [t.to_json() for g in groups for t in g.trajectories])
         return path
 
     def _loop_state(self) -> dict[str, Any]:
@@ -201,7 +191,7 @@ class RLLoop:
         (tmp / "loop_state.json").write_text(json.dumps(state))
         shutil.rmtree(path, ignore_errors=True)
         os.replace(tmp, path)
-        _fsync_write(self.ckpt_dir / "latest", [path.name])
+        write_lines_atomic(self.ckpt_dir / "latest", [path.name])
         kept = sorted(p for p in self.ckpt_dir.glob("update-*") if p.is_dir())
         for old in kept[: -self.cfg.checkpoint.keep]:
             shutil.rmtree(old, ignore_errors=True)

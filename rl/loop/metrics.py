@@ -5,8 +5,9 @@ values are written as null, so a mixed fleet and its homogeneous control have th
 keys and per-group keys `.../<group>` for their own groups), `update_row(...)` (builds one row from
 the update's trajectory groups, the trainer's metrics, busy times, cost and timings),
 `MetricsWriter` (append + flush + fsync per update: a crash loses no finished update; on resume it
-truncates rows past the checkpoint), `Progress` (a rich progress bar with reward, pass rate, KL and
-time) and `WandbSink` (imported only when asked). It does not compute losses or KL itself: those
+truncates rows past the checkpoint), `write_lines_atomic` (the whole-file writes of the run and of
+the warm-up cache), `Progress` (a rich progress bar with reward, pass rate, KL and time) and
+`WandbSink` (imported only when asked). It does not compute losses or KL itself: those
 come from the trainer (`kl_k3`, `kl_k3/group/<g>`, `kl_k3/lag/<bucket>`, ...).
 """
 
@@ -187,10 +188,25 @@ class MetricsWriter:
                 kept.append(line)
             else:
                 dropped += 1
-        tmp = self.path.with_suffix(".jsonl.tmp")
-        tmp.write_text("".join(l + "\n" for l in kept))
-        os.replace(tmp, self.path)
+        write_lines_atomic(self.path, kept)
         return dropped
+
+
+def write_lines_atomic(path: Path, lines: Sequence[str]) -> None:
+    """Write `lines` (a newline after each) to a temporary file beside `path`, fsync it, rename it
+    over `path`: a reader or a crash sees the old file or the new one, never a part. The temporary
+    name carries the process id, so two runs writing the same cache file do not share one."""
+    path = Path(path)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        with open(tmp, "w") as f:
+            for line in lines:
+                f.write(line + "\n")
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def read_rows(path: Path) -> list[dict[str, Any]]:

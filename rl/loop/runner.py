@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import os
+import time
 from pathlib import Path
 from typing import Any, Callable, Sequence
 
@@ -120,8 +121,6 @@ def set_aside_previous_run(run_dir: Path, log: Log = print) -> Path | None:
     run_dir = Path(run_dir)
     if not ((run_dir / "metrics.jsonl").exists() or (run_dir / "checkpoints").is_dir() and any((run_dir / "checkpoints").iterdir())):
         return None
-    import time
-
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     dest = run_dir.with_name(f"{run_dir.name}.prev-{stamp}")
     n = 1

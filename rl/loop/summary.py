@@ -20,6 +20,8 @@ import math
 from pathlib import Path
 from typing import Any
 
+from .metrics import write_lines_atomic
+
 # bits per value of a format, for ordering precision (the nvfp4 block scales add 0.5 bit a value)
 FORMAT_BITS = {"bf16": 16.0, "fp16": 16.0, "fp8_e4m3": 8.0, "fp8_e4m3_block128": 8.0, "mxfp4": 4.25,
                "nvfp4": 4.5, "nvfp4_4over6": 4.5}
@@ -94,9 +96,7 @@ def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
         "wall_s": _num(rows[-1].get("time/wall_s")) if rows else None,
         "cost_busy_usd": cost,
     }
-    tmp = run_dir / "summary.json.tmp"
-    tmp.write_text(json.dumps(summary, indent=2))
-    tmp.replace(run_dir / "summary.json")
+    write_lines_atomic(run_dir / "summary.json", [json.dumps(summary, indent=2)])
     return summary
 
 

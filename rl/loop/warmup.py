@@ -11,7 +11,7 @@ touching the environment. With `warmup.measure`, it records the success rate (re
 and after on the training tasks and on the held-out tasks, sampled by a BF16 sampler at the run's
 temperature, one progress line per episode; the report goes to the cache and to
 `RUN_DIR/warmup.json`. The rates are cached on the conditions they were measured under
-(`before_key`: the base model, the tasks, the sampling, the limits, the samples, the seed): the
+(`measure_key`: the base model, the tasks, the sampling, the limits, the samples, the seed): the
 rate before in `warmup/before-<key>.json` (a new warm-up setting does not measure it again), the
 rate after in `warmup/<warm-up key>/after-<key>.json` (new limits measure again without training).
 
@@ -35,6 +35,7 @@ from typing import Any, Callable
 from patchgym.rl.models import patchgym_home, resolve
 
 from .config import RunConfig
+from .metrics import write_lines_atomic
 
 WARMUP_VERSION = 1
 
@@ -110,9 +111,10 @@ async def measure_success(
     }
 
 
-def before_key(cfg: RunConfig, task_ids: list[str], eval_ids: list[str]) -> str:
-    """What the success rate of the model before any warm-up depends on: the base model, the tasks,
-    the sampling and the limits, the number of samples and the seed (not the warm-up's knobs)."""
+def measure_key(cfg: RunConfig, task_ids: list[str], eval_ids: list[str]) -> str:
+    """The conditions a success rate is measured under, before or after the warm-up: the base model,
+    the tasks, the sampling and the limits, the number of samples and the seed (not the warm-up's
+    knobs; the rate after is also filed under the warm-up's own key)."""
     blob = json.dumps({"model": resolve(cfg.model.spec).name, "train": task_ids, "eval": eval_ids,
                        "tasks": cfg.environment.tasks, "sampling": cfg.sampling.model_dump(mode="json"),
                        "limits": cfg.limits.model_dump(mode="json"), "samples": cfg.warmup.measure_samples,
@@ -155,7 +157,7 @@ def run_warmup(
         from .loop import resolve_task_ids
 
         eval_ids = resolve_task_ids(cfg.tasks.eval)
-    mkey = before_key(cfg, task_ids, eval_ids)
+    mkey = measure_key(cfg, task_ids, eval_ids)
     router = samplers = None
     before = None
     if measure:
@@ -268,9 +270,7 @@ def _train(cfg: RunConfig, trainer: Any, tokenizer: Any, env_url: str, rows: lis
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(f".{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2))
-    os.replace(tmp, path)
+    write_lines_atomic(path, [json.dumps(data, indent=2)])
 
 
 async def _experts(env_url: str, tokenizer: Any, rows: list[dict[str, Any]], token: str | None) -> list[Any]:

@@ -153,7 +153,7 @@ class AttentionContext:
 
     def rows(self, what: str, values: tuple) -> list[tuple[Any, torch.Tensor]]:
         """[(value, LongTensor of the rows with it)], computed once per forward (210 Linears and 30
-        attention layers a step ask the same question)."""
+        attention layers a step ask the same question, and one entry means every row is alike)."""
         plan = self._plans.get(what)
         if plan is None:
             plan = [(v, torch.tensor([i for i, x in enumerate(values) if x == v])) for v in sorted(set(values))]
@@ -209,11 +209,12 @@ def emulated_attention(module: Any, query: torch.Tensor, key: torch.Tensor, valu
     scale = scaling if scaling is not None else query.shape[-1] ** -0.5
     splits = ctx.splits
     if isinstance(splits, tuple):
-        if len(set(splits)) == 1:
-            splits = splits[0]
+        plan = ctx.rows("splits", splits)
+        if len(plan) == 1:
+            splits = plan[0][0]
         else:  # rows of several kernel variants: each set of rows under its own split count
             out = torch.empty_like(query)
-            for n, rows in ctx.rows("splits", splits):
+            for n, rows in plan:
                 mask = ctx.mask[rows] if ctx.mask is not None and ctx.mask.shape[0] > 1 else ctx.mask
                 out[rows] = _attend(query[rows], key[rows], value[rows], mask, scale, n)
             return out.transpose(1, 2).contiguous(), None
@@ -389,12 +390,13 @@ class EmulatedModel:
             ctx = getattr(_local, "attn", None) if kernel_variants else None
             chosen = ctx.accumulate if ctx is not None and ctx.accumulate is not None else emu.accumulate
             if isinstance(chosen, tuple):
-                if len(set(chosen)) > 1:  # rows of several variants: round only the rows that ask
-                    for name, rows in ctx.rows("accumulate", chosen):
+                plan = ctx.rows("accumulate", chosen)
+                if len(plan) > 1:  # rows of several variants: round only the rows that ask
+                    for name, rows in plan:
                         if name in _DTYPES:
                             y[rows] = y[rows].to(_DTYPES[name]).to(y.dtype)
                     return y
-                chosen = chosen[0]
+                chosen = plan[0][0]
             dt = _DTYPES.get(chosen)
             return y.to(dt).to(y.dtype) if dt is not None else y
 
