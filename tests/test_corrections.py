@@ -603,3 +603,55 @@ def test_garbage_at_untrained_tokens_never_reaches_loss_or_gradient(centering):
     assert bool((grad[~mask] == 0).all())
     assert bool((grad[mask] != 0).any())
     assert metrics["tokens"].item() == 3 and math.isfinite(metrics["k3"].item())
+
+
+# ----------------------------------------------------------------------------- a small tail
+def test_kernel_tail_mass_and_its_gradient_match_a_closed_form():
+    from patchgym.rl.corrections.kernel import gathered_logprobs
+
+    torch.manual_seed(3)
+    T, V, k = 7, 40, 5
+    z = torch.randn(T, V) * 4
+    z[0, :k] += 30.0  # a head holding all but ~1e-12 of the mass
+    head = torch.stack([torch.randperm(V)[:k] for _ in range(T)])
+    head[0] = torch.arange(k)
+    head[1, 1] = head[1, 0]  # a repeated head id counts once
+    y = torch.randint(0, V, (T,))
+    index = torch.cat([y[:, None], head], 1)
+    g = torch.randn(T)
+    zz = z.clone().requires_grad_(True)
+    _, _, _, log_tail = gathered_logprobs(zz / 1.0, index, temperature=0.7, head_from=1, chunk_size=3)
+    (grad,) = torch.autograd.grad((g * log_tail).sum(), zz)
+    zr = z.double().clone().requires_grad_(True)
+    in_head = torch.zeros(T, V, dtype=torch.bool).scatter_(1, head, True)
+    logp = torch.log_softmax(zr / 0.7, -1)
+    expected = torch.logsumexp(logp.masked_fill(in_head, float("-inf")), -1)
+    (grad_ref,) = torch.autograd.grad((g.double() * expected).sum(), zr)
+    assert torch.allclose(log_tail.double(), expected.detach(), rtol=1e-5, atol=1e-5)
+    assert torch.allclose(grad.double(), grad_ref, atol=1e-5)
+    # The naive 1 - P_H has lost this tail entirely in float32; the kernel keeps it.
+    naive = 1 - torch.log_softmax(z[0] / 0.7, -1)[:k].exp().sum()
+    assert naive.item() <= 1e-7 and log_tail[0].item() == pytest.approx(expected[0].item(), rel=1e-5)
+
+
+@pytest.mark.parametrize("tail_logit", [-3.0, -6.0])  # p_tail 1e-3 and 1e-5, above the 1e-6 floor
+def test_topk_sc_stays_exact_when_the_trainer_tail_is_tiny(tail_logit):
+    """The case that failed CI once (hypothesis seed 1137): a head of 5 of 6 ids holding
+    0.9996 of p, so the tail ratio is ~1300 and float32 cancellation showed up at 2e-4."""
+    z = torch.tensor([1.0, 5.5, -0.5, tail_logit, 2.6, 4.2])
+    vocab = z.numel()
+    p = torch.softmax(z, 0)
+    head = torch.tensor([0, 1, 2, 4, 5])
+    q_head = torch.tensor([0.1, 0.15, 0.05, 0.12, 0.08])
+    q = torch.empty(vocab)
+    q[head] = q_head
+    q[3] = 1 - q_head.sum()
+    zz = z.clone().requires_grad_(True)
+    rows = zz.unsqueeze(0).expand(vocab, vocab)
+    loss, metrics = policy_loss(
+        rows, torch.arange(vocab), q, q.log(), kind="sc", num_tokens=1.0,
+        sampler_topk_ids=head.expand(vocab, 5), sampler_topk_logprobs=q_head.log().expand(vocab, 5),
+    )
+    (grad,) = torch.autograd.grad(loss, zz)
+    assert metrics["tail_ratio"].item() == pytest.approx(0.5 / p[3].item(), rel=1e-4)
+    assert grad.abs().max().item() < 2e-5

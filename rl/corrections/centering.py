@@ -7,7 +7,12 @@ SC loss per token (docs/corrections.md):  l_t = -A * ( w_y log p_y - sum_v sg(c_
   `exact_coefficients` computes this on [*, K] tensors; kernel.dense_coefficients does the same
   inside the chunked kernel for dense [*, V] inputs.
 * Top-k head H plus a modeled tail (the sampler returned only its k largest log-probs):
-  `sc_head_coefficients`, with the tail of q modeled as rho_tail * p.
+  `sc_head_coefficients`, with the tail of q modeled as rho_tail * p. The loss uses the same
+  model in its stable form, `sc_head_tail_terms`: the tail's part of the centering,
+  -alpha sum_{v in H} sg(p_v) log p_v, has the same gradient as +sg(alpha P_T) log P_T (since
+  grad P_H = -grad P_T), and the second form has no cancellation: why, measured: at a tail ratio
+  of 1300 the head coefficients q_v - alpha p_v reach -1000, and the float32 gradient of the
+  first form was off by 9.5e-5 where the exact answer is 0 (the second: under 2e-5).
 """
 
 from __future__ import annotations
@@ -35,13 +40,18 @@ def exact_coefficients(
     return dense_coefficients(p.float(), q.float(), DenseCentering(mode=mode, low=low, high=high, cap=cap))
 
 
-def tail_ratio(p_head: Tensor, q_head: Tensor) -> Tensor:
+def tail_ratio(p_head: Tensor, q_head: Tensor, p_tail: Tensor | None = None) -> Tensor:
     """rho_tail = (1 - Q_H) / (1 - P_H), both tails floored at 1e-6: [*] float32.
 
-    Sums are taken in float64 so a head holding almost all the mass keeps its small tail.
+    Sums are taken in float64 so a head holding almost all the mass keeps its small tail. When
+    the trainer's tail mass `p_tail` [*] is given (summed over the tail itself, as the loss's
+    kernel does), it replaces 1 - P_H: float32 head probabilities carry an absolute error of
+    about 1e-7 each, which 1 - P_H turns into a large relative error when the tail is small.
     """
     q_tail = (1.0 - q_head.double().sum(dim=-1)).clamp_min(TAIL_FLOOR)
-    p_tail = (1.0 - p_head.double().sum(dim=-1)).clamp_min(TAIL_FLOOR)
+    if p_tail is None:
+        p_tail = 1.0 - p_head.double().sum(dim=-1)
+    p_tail = p_tail.detach().double().clamp_min(TAIL_FLOOR)
     return (q_tail / p_tail).float()
 
 
@@ -56,6 +66,28 @@ def tail_alpha(ratio: Tensor, *, mode: str, low: float, high: float, cap: float)
     return in_band.to(ratio.dtype)
 
 
+def sc_head_tail_terms(
+    p_head: Tensor,
+    q_head: Tensor,
+    p_tail: Tensor,
+    *,
+    mode: str = "none",
+    low: float = 0.5,
+    high: float = 5.0,
+    cap: float = 2.0,
+) -> tuple[Tensor, Tensor, Tensor]:
+    """The head-plus-tail SC model as (c_head [*, k], c_tail [*], rho_tail [*]), all float32:
+    centering term = sum_{v in H} sg(c_head_v) log p_v + sg(c_tail) log P_T, with
+    c_head_v = q_v f(p_v / q_v) and c_tail = alpha P_T, alpha = rho_tail f(1 / rho_tail).
+    Its gradient equals that of `sc_head_coefficients`' form; p_tail is the trainer's tail mass."""
+    p = p_head.detach().float()
+    q = q_head.detach().float()
+    ratio = tail_ratio(p, q, p_tail)
+    head = exact_coefficients(p, q, mode=mode, low=low, high=high, cap=cap)
+    alpha = tail_alpha(ratio, mode=mode, low=low, high=high, cap=cap)
+    return head, alpha * p_tail.detach().float(), ratio
+
+
 def sc_head_coefficients(
     p_head: Tensor,
     q_head: Tensor,
@@ -64,6 +96,7 @@ def sc_head_coefficients(
     low: float = 0.5,
     high: float = 5.0,
     cap: float = 2.0,
+    p_tail: Tensor | None = None,
 ) -> tuple[Tensor, Tensor]:
     """Head coefficients of the head-plus-tail SC model and the tail ratio.
 
@@ -72,6 +105,8 @@ def sc_head_coefficients(
             vocabulary, or over the replayed support).
         q_head: [*, k] sampler probabilities of the same ids, normalised the same way.
         mode: "none", "tis" (cap) or "mis" (band [low, high]).
+        p_tail: optional [*] trainer mass outside the head, computed more precisely than
+            1 - sum(p_head) (see `tail_ratio`); 1 - sum(p_head) when omitted.
 
     Returns:
         (c [*, k] float32, rho_tail [*] float32) with
@@ -89,7 +124,7 @@ def sc_head_coefficients(
         raise ValueError("p_head and q_head need a last dimension k (the head)")
     p = p_head.detach().float()
     q = q_head.detach().float()
-    ratio = tail_ratio(p, q)
+    ratio = tail_ratio(p, q, p_tail)
     head = exact_coefficients(p, q, mode=mode, low=low, high=high, cap=cap)
     alpha = tail_alpha(ratio, mode=mode, low=low, high=high, cap=cap)
     return head - alpha.unsqueeze(-1) * p, ratio

@@ -19,7 +19,13 @@ Its outputs, all float32:
 * optionally `center[t] = sum_v sg(c_tv) * log p_t(v)`, differentiable, where c is a dense
   score-centering coefficient built inside the kernel from the trainer's p and a dense sampler
   log q (used for exact centering over a boolean-mask support or a full small vocabulary);
-* optionally `entropy[t] = -sum_v p_t(v) log p_t(v)`, not differentiable.
+* optionally `entropy[t] = -sum_v p_t(v) log p_t(v)`, not differentiable;
+* optionally `log_tail[t] = log P_T = log sum_{v not in head_t} p_t(v)`, differentiable, where
+  the head is `index[t, head_from:]` (the sampler's top-k ids). It is summed over the tail
+  entries themselves, never taken as 1 - sum(head): why, measured: with a head holding 0.9996 of
+  the mass, 1 - sum(exp(log p_head)) in float32 was off by 4e-4 relative, which moved the SC
+  tail ratio (about 1300 there) by 0.55 and the gradient by 2e-4 where it should be 0. Its
+  gradient is d log P_T / dx_j = (p_j 1[j in tail] / P_T - p_j) / temperature.
 
 p is softmax(logits / temperature), restricted to (renormalised on) `support_mask` when one is
 given; gradients outside the support are exactly zero.
@@ -105,6 +111,12 @@ def _sampler_probs(dense_logq: Tensor, support_rows: Tensor | None, inactive_row
     return q
 
 
+def _tail_sum(exp_rows: Tensor, head: Tensor) -> Tensor:
+    """sum of exp_rows outside `head` per row, summing the tail entries themselves (the
+    buffer is a workspace: the head entries are zeroed in place; repeated head ids are fine)."""
+    return exp_rows.scatter_(1, head, 0.0).sum(dim=1)
+
+
 def _support_rows(support_mask: Tensor | None, inactive_rows: Tensor | None, r0: int, r1: int) -> Tensor | None:
     if support_mask is None:
         return None
@@ -127,13 +139,16 @@ class _GatheredLogSoftmax(torch.autograd.Function):
         temperature: float,
         chunk_size: int,
         with_entropy: bool,
-    ) -> tuple[Tensor, Tensor, Tensor]:
+        head_from: int,
+    ) -> tuple[Tensor, Tensor, Tensor, Tensor]:
         n_tokens = logits.shape[0]
         device = logits.device
         logp_at = torch.empty(index.shape, dtype=torch.float32, device=device)
         lse = torch.empty(n_tokens, dtype=torch.float32, device=device)
         entropy = torch.empty(n_tokens if with_entropy else 0, dtype=torch.float32, device=device)
         center = torch.empty(n_tokens if dense_logq is not None else 0, dtype=torch.float32, device=device)
+        with_tail = head_from >= 0
+        log_tail = torch.empty(n_tokens if with_tail else 0, dtype=torch.float32, device=device)
         rows = min(chunk_size, n_tokens)
         work_x = torch.empty((rows, logits.shape[1]), dtype=torch.float32, device=device)
         need_exp_copy = with_entropy or dense_logq is not None
@@ -160,21 +175,32 @@ class _GatheredLogSoftmax(torch.autograd.Function):
                     del p, q
                     center[r0:r1] = _rowwise_dot(coefficients, logp)
                     del coefficients
+                elif with_tail:
+                    log_tail[r0:r1] = _tail_sum(e, index[r0:r1, head_from:]).log() - log_total
             else:
                 total = x.exp_().sum(dim=1)
                 log_total = total.log()
+                if with_tail:
+                    log_tail[r0:r1] = _tail_sum(x, index[r0:r1, head_from:]).log() - log_total
             logp_at[r0:r1] = shifted_at - log_total.unsqueeze(1)
             lse[r0:r1] = row_max.squeeze(1) + log_total
-        ctx.save_for_backward(logits, index, support_mask, inactive_rows, dense_logq, lse)
+        ctx.save_for_backward(logits, index, support_mask, inactive_rows, dense_logq, lse, log_tail)
+        ctx.head_from = head_from
         ctx.centering = centering
         ctx.temperature = temperature
         ctx.chunk_size = chunk_size
         ctx.mark_non_differentiable(entropy)
-        return logp_at, center, entropy
+        return logp_at, center, entropy, log_tail
 
     @staticmethod
-    def backward(ctx, grad_logp_at: Tensor, grad_center: Tensor, _grad_entropy: Tensor):  # type: ignore[override]
-        logits, index, support_mask, inactive_rows, dense_logq, lse = ctx.saved_tensors
+    def backward(ctx, grad_logp_at: Tensor, grad_center: Tensor, _grad_entropy: Tensor, grad_tail: Tensor):  # type: ignore[override]
+        logits, index, support_mask, inactive_rows, dense_logq, lse, log_tail = ctx.saved_tensors
+        head_from: int = ctx.head_from
+        has_tail = head_from >= 0 and grad_tail is not None and grad_tail.numel() > 0
+        if has_tail:
+            # g_T / P_T, 0 where the head holds everything (P_T = 0 and nothing flows to log P_T).
+            p_tail = log_tail.exp()
+            tail_scale = torch.where(p_tail > 0, grad_tail.float() / p_tail.clamp_min(1e-38), 0.0)
         temperature: float = ctx.temperature
         chunk_size: int = ctx.chunk_size
         n_tokens = logits.shape[0]
@@ -201,11 +227,19 @@ class _GatheredLogSoftmax(torch.autograd.Function):
                 p.mul_((p_scale * inv_t).unsqueeze(1))
                 p.add_(coefficients.mul_((g_c * inv_t).unsqueeze(1)))
                 del coefficients
+            elif has_tail:
+                # d/dx_j of g_T log P_T = g_T (1[j in tail] p_j / P_T - p_j): scale every entry by
+                # the tail's factor, then write the head entries back without it.
+                head = index[r0:r1, head_from:]
+                p_head = p.gather(1, head)
+                p_scale -= grad_tail[r0:r1].float()
+                p.mul_(((p_scale + tail_scale[r0:r1]) * inv_t).unsqueeze(1))
+                p.scatter_(1, head, p_head.mul_((p_scale * inv_t).unsqueeze(1)))
             else:
                 p.mul_((p_scale * inv_t).unsqueeze(1))
             p.scatter_add_(1, index[r0:r1], g_at * inv_t)
             grad_logits[r0:r1].copy_(p)
-        return grad_logits, None, None, None, None, None, None, None, None
+        return grad_logits, None, None, None, None, None, None, None, None, None
 
 
 def gathered_logprobs(
@@ -218,16 +252,19 @@ def gathered_logprobs(
     dense_logq: Tensor | None = None,
     centering: DenseCentering | None = None,
     with_entropy: bool = False,
+    head_from: int | None = None,
     chunk_size: int | None = None,
-) -> tuple[Tensor, Tensor | None, Tensor | None]:
-    """log p at `index`, and optionally the dense centering term and the entropy, chunked.
+) -> tuple[Tensor, Tensor | None, Tensor | None, Tensor | None]:
+    """log p at `index`, and optionally the dense centering term, the entropy and the log mass
+    outside the head `index[:, head_from:]`, chunked.
 
     Shapes: logits [T, V] (any float dtype); index [T, M] int64 in [0, V); support_mask [T, V]
     bool or None; inactive_rows [T] bool or None (tokens not trained on: their support mask is
     ignored, since it may be empty, and their dense q is taken as 0, since it may be garbage);
     dense_logq [T, V] (log q, any float dtype) or None.
 
-    Returns (logp_at [T, M] float32, center [T] float32 or None, entropy [T] float32 or None).
+    Returns (logp_at [T, M] float32, center [T] float32 or None, entropy [T] float32 or None,
+    log_tail [T] float32 or None; -inf where the head covers the whole support).
 
     Allocates: the outputs; per chunk, one [chunk, V] float32 buffer (two when the entropy or the
     centering is asked for, four with centering); in backward, the [T, V] gradient in the logits'
@@ -239,7 +276,12 @@ def gathered_logprobs(
         raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
     if dense_logq is not None and centering is None:
         centering = DenseCentering()
-    logp_at, center, entropy = _GatheredLogSoftmax.apply(
+    if head_from is not None:
+        if dense_logq is not None:
+            raise ValueError("head_from (the top-k tail mass) and dense_logq (dense centering) are exclusive")
+        if not 0 <= head_from <= index.shape[1]:
+            raise ValueError(f"head_from must be in [0, {index.shape[1]}], got {head_from}")
+    logp_at, center, entropy, log_tail = _GatheredLogSoftmax.apply(
         logits,
         index,
         support_mask,
@@ -249,5 +291,11 @@ def gathered_logprobs(
         float(temperature),
         int(chunk_size),
         bool(with_entropy),
+        -1 if head_from is None else int(head_from),
     )
-    return logp_at, (center if dense_logq is not None else None), (entropy if with_entropy else None)
+    return (
+        logp_at,
+        center if dense_logq is not None else None,
+        entropy if with_entropy else None,
+        log_tail if head_from is not None else None,
+    )

@@ -31,7 +31,7 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from .centering import exact_coefficients, sc_head_coefficients
+from .centering import exact_coefficients, sc_head_tail_terms
 from .kernel import DenseCentering, gathered_logprobs
 from .metrics import mismatch_metrics
 from .support import (
@@ -229,7 +229,7 @@ def policy_loss(
             check_tokens(topk_ids, vocab_size, name="sampler_topk_ids", rows=active)
             topk_ids = torch.where(active.unsqueeze(1), topk_ids.long(), torch.zeros((), dtype=torch.long, device=device))
             index = torch.cat([index, topk_ids], dim=1)
-        logp_at, dense_center, entropy = gathered_logprobs(
+        logp_at, dense_center, entropy, log_tail = gathered_logprobs(
             logits2d,
             index,
             temperature=temperature,
@@ -238,6 +238,7 @@ def policy_loss(
             dense_logq=dense_logq,
             centering=DenseCentering(mode=centering_mode, low=low, high=high, cap=cap),
             with_entropy=with_entropy,
+            head_from=1 if use_topk else None,
             chunk_size=chunk_size,
         )
         logp_y = logp_at[:, 0]
@@ -245,11 +246,20 @@ def policy_loss(
             center = dense_center
         if use_topk:
             logp_head = logp_at[:, 1:]
-            c, rho_tail = sc_head_coefficients(
-                logp_head.detach().exp(), topk_logq.exp(), mode=centering_mode, low=low, high=high, cap=cap
+            p_tail = log_tail.detach().exp()
+            c_head, c_tail, rho_tail = sc_head_tail_terms(
+                logp_head.detach().exp(), topk_logq.exp(), p_tail, mode=centering_mode, low=low, high=high, cap=cap
             )
             if centered:
-                center = (c * logp_head).sum(1)
+                # The gradient comes from the stable form (+ sg(alpha P_T) log P_T, centering.py);
+                # the value stays the documented sum_H sg(q_v f - alpha p_v) log p_v, so the
+                # reported loss is the one corrections.md writes down. c_tail is 0 where the head
+                # holds all the mass (log P_T = -inf there).
+                tail_term = torch.where(c_tail > 0, c_tail * log_tail, torch.zeros((), device=device))
+                stable = (c_head * logp_head).sum(1) + tail_term
+                alpha = torch.where(p_tail > 0, c_tail / p_tail.clamp_min(1e-38), torch.zeros((), device=device))
+                documented = ((c_head - alpha.unsqueeze(1) * logp_head.detach().exp()) * logp_head.detach()).sum(1)
+                center = stable + (documented - stable.detach())
 
     if weight_mode != "none" and logq_y is None:
         raise ValueError(f"kind {kind!r} weights tokens by p/q: pass sampler_logprobs (log q of the sampled tokens)")

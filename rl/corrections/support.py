@@ -218,11 +218,11 @@ def token_logprobs(
         if isinstance(resolved, IndexSupport):
             logp_s = support_logprobs(logits2d, resolved, temperature, flat_tokens)
             return logp_s.gather(1, token_slot(resolved, flat_tokens)).reshape(tokens.shape)
-        logp_at, _, _ = gathered_logprobs(
+        logp_at, _, _, _ = gathered_logprobs(
             logits2d, flat_tokens.unsqueeze(1), temperature=temperature, support_mask=resolved, chunk_size=chunk_size
         )
         return logp_at.reshape(tokens.shape)
-    logp_at, _, _ = gathered_logprobs(
+    logp_at, _, _, _ = gathered_logprobs(
         logits2d, flat_tokens.unsqueeze(1), temperature=temperature, chunk_size=chunk_size
     )
     return logp_at.reshape(tokens.shape)
