@@ -146,3 +146,34 @@ def test_sigkill_midway_then_resume(tmp_path: Path) -> None:
     assert [r["update"] for r in after] == list(range(1, 9))
     assert after[:ckpt] == before[:ckpt]  # checkpointed updates kept as they were
     assert sorted(p.name for p in (run_dir / "trajectories").glob("*.jsonl")) == [f"update-{u:04d}.jsonl" for u in range(1, 9)]
+
+
+def test_a_session_slot_does_not_wait_for_the_rest_of_its_group(tmp_path: Path) -> None:
+    """Sample 0 of every group is slow: its group-mates' slot must go on to the next group's
+    sessions meanwhile (with one task per group it stayed empty until the slow session ended)."""
+    import asyncio
+
+    inner = make_session_fn(0.001)
+    spans: list[tuple[str, float, float]] = []
+
+    async def session_fn(env, router, tokenizer, task_id, params, *, session_id: str, sample_index: int = 0, max_turns: int = 2):
+        t0 = time.monotonic()
+        await asyncio.sleep(0.25 if sample_index == 0 else 0.01)
+        traj = await inner(env, router, tokenizer, task_id, params, session_id=session_id, max_turns=1)
+        spans.append((session_id, t0, time.monotonic()))
+        return traj
+
+    comps = double_components()  # control-bf16: one replica of capacity 2, so 2 session slots
+    loop = RLLoop(double_config(updates=2, batch={"prompts": 1, "samples": 2}), tmp_path, comps, env_url="null",
+                  session_fn=session_fn, env_client_factory=NullEnv, progress=False)
+    asyncio.run(loop.run_async())
+    # Mean sessions in flight over the run's sampling window: ~2 when slots refill at once,
+    # ~1.04 when a slot waits for its group (0.25 s + 0.01 s of sessions per 0.25 s).
+    window = max(e for _, _, e in spans) - min(b for _, b, _ in spans)
+    in_flight = sum(e - b for _, b, e in spans) / window
+    assert in_flight > 1.5, spans
+    # Every trained group still holds exactly its own samples, in order.
+    for line in (tmp_path / "trajectories" / "update-0001.jsonl").read_text().splitlines():
+        assert json.loads(line)["sample_index"] in (0, 1)
+    rows = read_rows(tmp_path / "metrics.jsonl")
+    assert [r["episodes"] for r in rows] == [2, 2]
