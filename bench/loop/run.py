@@ -18,7 +18,8 @@ thread is pinned to all cores but the last (`os.sched_setaffinity` on the thread
 the trainer's worker thread to the last core, as samplers and trainer sit on separate GPUs at
 scale. Reported per mode: each sampler group's busy fraction (its decode thread's busy seconds over
 wall time, per update, averaged), the trainer's busy and idle fractions of wall time, trajectories
-per hour, and the ratio async / sync of trajectories per hour. Then the trainer's tokens/s against
+per hour, the ratio async / sync of trajectories per hour, and where the trained sessions' wall
+time went (environment calls, generation, the rest). Then the trainer's tokens/s against
 a plain PyTorch forward-backward (`bench/trainer`'s `measure()`; goal >= 0.9x). The warm-up is
 skipped (busy time does not depend on rewards). The 1-minute load average is recorded before and
 after: this machine is shared, so every number is a ratio within one script.
@@ -68,7 +69,25 @@ def run_mode(cfg, synchronous: bool, pin: bool, skip_first: bool) -> dict:
         res = summarize(steady, groups)
         res["all_updates"] = summarize(rows, groups)
         res["total_s"] = time.monotonic() - t0
+        res["sessions"] = session_clock(Path(d) / "trajectories")
         return res
+
+
+def session_clock(traj_dir: Path) -> dict:
+    """Where the trained sessions' wall time went (the rollouts' `extra.clock`), summed."""
+    total = {"wall_s": 0.0, "env_s": 0.0, "generate_s": 0.0}
+    n = 0
+    for f in sorted(traj_dir.glob("update-*.jsonl")):
+        for line in f.read_text().splitlines():
+            clock = (json.loads(line).get("extra") or {}).get("clock") or {}
+            if clock:
+                n += 1
+                for k in total:
+                    total[k] += float(clock.get(k, 0.0))
+    wall = max(total["wall_s"], 1e-9)
+    return {"sessions": n, "mean_wall_s": total["wall_s"] / max(1, n), "env_frac": total["env_s"] / wall,
+            "generate_frac": total["generate_s"] / wall,
+            "other_frac": 1.0 - (total["env_s"] + total["generate_s"]) / wall}
 
 
 def trainer_ratio(threads: int, autocast: bool) -> dict:

@@ -15,6 +15,11 @@ first), `sampler_error` (the router raised a `SamplerError`, or the answer broke
 or was aborted). In each of those the episode is deleted, as it is when anything else goes wrong
 (an exception or a cancellation): no live episode is left behind.
 
+The trajectory's `extra` holds the session id, the tool format, per turn what the replica reported
+(`served`: busy seconds, prompt and cached tokens) and `clock`: the session's wall seconds and how
+many of them went to the environment (`env_s`: start, steps, delete) and to generation
+(`generate_s`, queueing in the engine included).
+
 The router is anything with `async generate(session_id, prompt_ids, params, *, min_version=None)
 -> Generation` (the fleet's router); `SamplerRouter` makes one `Sampler` into one.
 
@@ -26,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import time
 import uuid
 from dataclasses import dataclass
 from typing import Any, Callable, Mapping, Protocol
@@ -111,7 +117,10 @@ async def run_session(
     transcript = Transcript(tokenizer, fmt, keep_support=replay, keep_topk=params.top_logprobs > 0)
 
     env_limits = dict(limits.env) if limits.env is not None else {"max_turns": limits.max_turns}
+    t_start = time.monotonic()
+    clock = {"env_s": 0.0, "generate_s": 0.0}  # where the session's wall time went
     started = await env.start_episode(task_id, limits=env_limits or None, parser=fmt.parser)
+    clock["env_s"] += time.monotonic() - t_start
     episode_id = started.episode_id
     episode_over = False
     status, reward, error = "", 0.0, None
@@ -124,12 +133,15 @@ async def run_session(
                 status = STATUS_CONTEXT_LIMIT
                 break
             turn_params = dataclasses.replace(params, max_new_tokens=min(cap, left), return_support=replay)
+            t0 = time.monotonic()
             try:
                 gen = await router.generate(session_id, list(transcript.token_ids), turn_params, min_version=min_version)
                 _check_generation(gen, turn_params)
             except SamplerError as exc:
                 status, error = STATUS_SAMPLER_ERROR, f"{type(exc).__name__}: {exc}"
                 break
+            finally:
+                clock["generate_s"] += time.monotonic() - t0
             text = tokenizer.decode(gen.token_ids, skip_special_tokens=True)
             try:
                 turn = transcript.add_turn(gen, text)
@@ -137,7 +149,9 @@ async def run_session(
                 status, error = STATUS_SAMPLER_ERROR, str(exc)
                 break
             served.append({"busy_s": gen.busy_s, "prompt_tokens": gen.prompt_tokens, "cached_tokens": gen.cached_tokens})
+            t0 = time.monotonic()
             result = await env.step(episode_id, text=text)
+            clock["env_s"] += time.monotonic() - t0
             turn.env_status = result.status
             turn.format_error = result.format_errors_in_a_row > 0
             if on_step is not None:
@@ -157,8 +171,12 @@ async def run_session(
             status = STATUS_TURN_LIMIT
     finally:
         if not episode_over:
+            t0 = time.monotonic()
             await _delete_quietly(env, episode_id)
-    extra: dict[str, Any] = {"session_id": session_id, "tool_format": fmt.name, "served": served}
+            clock["env_s"] += time.monotonic() - t0
+    clock["wall_s"] = time.monotonic() - t_start
+    extra: dict[str, Any] = {"session_id": session_id, "tool_format": fmt.name, "served": served,
+                             "clock": {k: round(v, 4) for k, v in clock.items()}}
     if error:
         extra["error"] = error
     return transcript.trajectory(
