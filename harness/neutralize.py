@@ -24,10 +24,11 @@ After the patch is applied in the fresh grading sandbox, and before the tests ru
    at base) is removed: it would make pytest import the patch's code before the first test module.
    Flag: `reverted_test_infra:<path>`.
 4. **Shadowing modules are removed.** A new module or package created at the repository root, or
-   next to the grading tests, whose name is a standard-library module, part of pytest, or installed
-   in the task's environment (`pytest.py`, `hmac.py`, `_pytest/`, `numpy.py` raising ImportError so
-   that `importorskip` skips tests...) would be imported instead of the real one by
-   `python -m pytest`; it is deleted. Flag: `removed_shadowing_module:<path>`.
+   next to the grading tests, whose name is a standard-library module, part of pytest, one of the
+   grader's own modules in the sandbox (the reporters and their helpers), or installed in the task's
+   environment (`pytest.py`, `hmac.py`, `_pytest/`, `numpy.py` raising ImportError so that
+   `importorskip` skips tests...) would be imported instead of the real one by `python -m pytest`;
+   it is deleted. Flag: `removed_shadowing_module:<path>`.
 
 The rest of the patch is graded as submitted; the flags are in the verdict. The repository's own
 configuration at base (its `conftest.py`, `addopts`, markers, plugins) is trusted and used as is:
@@ -48,12 +49,18 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from patchgym.harness.results import HELPERS, PLUGIN_MODULE, UNITTEST_MODULE
+
 INFRA_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
                          "sitecustomize.py", "usercustomize.py"})
 SECTIONED_CONFIGS = frozenset({"setup.cfg", "pyproject.toml"})
 TEST_DIR_NAMES = frozenset({"tests", "test"})
+# The grader's own modules in the sandbox count too: `python -m` puts the repository root before the
+# reporter's folder on sys.path, so a root `patchgym_unittest_reporter.py` ran instead of the signed
+# runner (and read the key), and a root `patchgym_audit_hook.py` switched round 3 off.
 SHADOW_EXTRA = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli",
-                          "colorama", "patchgym_grading_reporter", "xdist", "pytest_timeout"})
+                          "colorama", "xdist", "pytest_timeout", PLUGIN_MODULE, UNITTEST_MODULE,
+                          *(module for module, _ in HELPERS)})
 
 
 def infra_reason(path: str) -> str | None:
