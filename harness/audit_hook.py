@@ -25,7 +25,8 @@ reporter signs into the result stream), by CPython audit event:
 file the patch changed, a file created or rewritten since the reporter started (outside the
 reporter's own folder), or a name that code of the patch compiled or constructed (`compile`,
 `exec`, `code.__new__` events with such code on the stack taint the file name they give, so
-`exec(compile(src, "/usr/lib/python3/x.py", "exec"))` does not launder code). Unchanged library
+`exec(compile(src, "/usr/lib/python3/x.py", "exec"))` does not launder code; the grader's own
+compilation of the protected files, called from its own folder, taints nothing). Unchanged library
 code, the test files, conftests and pytest itself are not, so an honest library calling
 `gc.collect()`, starting threads, or using ctypes for its own work is not affected; only the
 operations above are refused, and only with the patch's code on the stack.
@@ -200,8 +201,11 @@ class Guard(object):
     def event(self, event, args, caller):
         """A watched event other than `open` (`caller`: the frame that raised it)."""
         if event in ("compile", "exec", "code.__new__"):
-            if caller.f_code.co_filename.startswith(_IMPORT_SYSTEM) or "/_pytest/" in caller.f_code.co_filename:
+            filename = caller.f_code.co_filename
+            if filename.startswith(_IMPORT_SYSTEM) or "/_pytest/" in filename:
                 return
+            if event == "compile" and os.path.realpath(filename).startswith(self.own_dir):
+                return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
             culprit = self.culprit(caller)
             if culprit is None:
                 return

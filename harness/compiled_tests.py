@@ -5,7 +5,8 @@ both. Standard library only (pytest's assertion rewriter is passed in), Python >
 
 `ProtectedSources(paths)` reads each protected test file (and conftest) once, when the reporter is
 imported -- before any code of the repository runs -- and keeps the bytes (the reporter hashes the
-same bytes) and the `ast` and `compile` functions as they were then. Later:
+same bytes) and the `ast` and `compile` functions as they were then (parsing is a direct `compile`
+call with `PyCF_ONLY_AST`, which is all `ast.parse` does). Later:
 
 - `expected_code(path, name, firstlineno, rewrite)` compiles the kept source itself (plainly, and,
   for pytest, through the assertion rewriter the reporter snapshotted, with the session's config)
@@ -14,6 +15,9 @@ same bytes) and the `ast` and `compile` functions as they were then. Later:
   decorators leave it) runs code compiled from the protected source: code the file never held
   (a `__code__` swapped in by a thread or through ctypes, a function compiled under the test file's
   name by `exec`), or a stub from a file of the patch wrapped around the test, is reported.
+- `module_code_for_import(path, data, rewrite)`: the same compilation, whole, for pytest's assertion
+  rewriter to execute (the reporter wraps `_rewrite_test`), when the bytes it read are the kept
+  ones: each protected file is compiled once, by the grader, and the tests run its code objects.
 - `declares(path, words)` says whether the protected source mentions any of `words` (skip/xfail
   names): marks, skips and xfails count only where the protected source declares them.
 - `raise_site_declares(path, lineno, words)`: whether the statement at `lineno` of the protected
@@ -31,6 +35,7 @@ import os
 
 _compile = builtins.compile
 _parse = ast.parse
+_ONLY_AST = ast.PyCF_ONLY_AST
 _walk = ast.walk
 
 SKIP_WORDS = ("skip", "xfail", "SkipTest", "expectedFailure", "importorskip", "skipTest", "skipIf", "skipUnless")
@@ -46,6 +51,7 @@ class ProtectedSources(object):
             except OSError:
                 self.sources[path] = None
         self._codes = {}  # (path, rewritten) -> {(name, firstlineno): [code]}
+        self._module_codes = {}  # path -> the rewritten module code handed to pytest's importer
         self._realpaths = {}
         self._text = {}
         self._trees = {}
@@ -61,24 +67,44 @@ class ProtectedSources(object):
 
     def _code_table(self, path, rewrite):
         key = (path, rewrite is not None)
-        if key in self._codes:
-            return self._codes[key]
-        table = {}
+        if key not in self._codes:
+            self._compile(path, rewrite)
+        return self._codes[key]
+
+    def _compile(self, path, rewrite):
+        """Compile the kept source of `path`, fill the table of its code objects and return the
+        module's code (None if it does not compile)."""
         source = self.sources.get(path)
         try:
-            tree = _parse(source, filename=path) if source is not None else None
+            # ast.parse is this compile call; made here, so the audit hook sees the grader's own frame
+            # as the caller (patchgym_audit_hook: compiles from the grader's files taint no name).
+            tree = _compile(source, path, "exec", _ONLY_AST, dont_inherit=True) if source is not None else None
             if tree is not None and rewrite is not None:
                 rewrite(tree, source, path)
             module_code = _compile(tree, path, "exec", dont_inherit=True) if tree is not None else None
         except Exception:  # noqa: BLE001  a file that does not compile: pytest reports it itself
             module_code = None
+        table = {}
         stack = [module_code] if module_code is not None else []
         while stack:
             code = stack.pop()
             table.setdefault((code.co_name, code.co_firstlineno), []).append(code)
             stack.extend(c for c in code.co_consts if hasattr(c, "co_code"))
-        self._codes[key] = table
-        return table
+        self._codes[(path, rewrite is not None)] = table
+        return module_code
+
+    def module_code_for_import(self, path, data, rewrite):
+        """The grader's own code for the module at `path`, for pytest's assertion rewriter to execute
+        instead of compiling the file a second time: only when `data` (the bytes the importer just
+        read) are the kept bytes, so the code is exactly what compiling the file gives. The test
+        functions then run code objects of this table, which the per-test check finds by identity.
+        None when the file is not protected, changed, or does not compile (the caller compiles)."""
+        kept = self.sources.get(path)
+        if kept is None or data != kept or rewrite is None:
+            return None
+        if path not in self._module_codes:  # a second import of the same file gets the same code
+            self._module_codes[path] = self._compile(path, rewrite)
+        return self._module_codes[path]
 
     def expected_code(self, path, name, firstlineno, rewrite=None):
         """The code objects the protected source compiles to for (name, first line): through the
@@ -88,9 +114,11 @@ class ProtectedSources(object):
 
     def _matches(self, path, code, rewrite):
         key = (code.co_name, code.co_firstlineno)
-        if rewrite is not None and any(code == e for e in self._code_table(path, rewrite).get(key, ())):
+        # Identity first: where pytest executed this table's own code (module_code_for_import), the
+        # test's code object is one of them; `==` compares bytecode, constants and line tables.
+        if rewrite is not None and any(code is e or code == e for e in self._code_table(path, rewrite).get(key, ())):
             return True
-        return any(code == e for e in self._code_table(path, None).get(key, ()))
+        return any(code is e or code == e for e in self._code_table(path, None).get(key, ()))
 
     def _real(self, filename):
         real = self._realpaths.get(filename)

@@ -32,7 +32,9 @@ and pluggy 0.13 or later (no annotations, no newer syntax).
 import builtins
 import hashlib
 import hmac
+import importlib.util
 import json
+import operator
 import os
 import sys
 import time
@@ -46,6 +48,7 @@ except ImportError:
     _rewrite_asserts = None
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
+_source_hash = getattr(importlib.util, "source_hash", None)
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 
 _state = {"claimed": False}
@@ -113,6 +116,9 @@ def _machinery():
         # Assertion rewriting compiles the test modules: replacing it (or compile) could strip their asserts.
         ("_pytest.assertion.rewrite", ("rewrite_asserts", "AssertionRewriter", "AssertionRewritingHook", "_rewrite_test",
                                        "_read_pyc", "_write_pyc")),
+        # The grader's own compilation, which pytest executes, parses with the `ast.parse` kept at
+        # import: one replaced later strips nothing from the test modules, and is reported here.
+        ("ast", ("parse",)),
         ("pluggy._callers", ("_multicall",)),
         ("pluggy.callers", ("_multicall",)),
         ("pluggy", ("HookCaller",)),
@@ -253,6 +259,35 @@ def _changed(entries):
     return [label for label, namespace, name, value in entries if namespace.get(name, _MISSING) is not value]
 
 
+class _Watched(object):
+    """Snapshotted entries (label, live namespace, name, value) compared by identity, the same as
+    `_changed`, but with one C-level pass per namespace (`operator.itemgetter` over its names, then
+    `map(operator.is_, ...)`) while nothing changed, which is every honest test: the Python loop over
+    the ~300 machinery entries at every call report cost ~9 ms of a 600-test run, this ~6 ms."""
+
+    def __init__(self, entries):
+        self.entries = entries
+        groups = {}
+        for _, namespace, name, value in entries:
+            group = groups.setdefault(id(namespace), (namespace, [], []))
+            group[1].append(name)
+            group[2].append(value)
+        self._groups = []
+        for namespace, names, values in groups.values():
+            if len(names) == 1:  # itemgetter of one name returns the value itself, not a tuple
+                names, values = names * 2, values * 2
+            self._groups.append((operator.itemgetter(*names), namespace, tuple(values)))
+
+    def changed(self):
+        try:
+            for get, namespace, values in self._groups:
+                if not all(map(operator.is_, get(namespace), values)):
+                    return _changed(self.entries)
+        except KeyError:  # a name deleted
+            return _changed(self.entries)
+        return []
+
+
 class Reporter:
     """The per-session reporter, registered on the outermost pytest config only."""
 
@@ -268,6 +303,7 @@ class Reporter:
         self._protected = self._hash_protected(config.get("protected_files", []))
         self._sources = None  # patchgym_compiled_tests.ProtectedSources: the grader's own compilation
         self._rewrite = None
+        self._config = None  # the session's pytest config (set when the reporter is registered)
         self._undeclared_marks = {}  # node id -> skip/xfail marks its protected source does not declare
         try:
             import patchgym_compiled_tests
@@ -291,6 +327,7 @@ class Reporter:
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
         self._trusted_marks = []  # marks added during the run by code that is not the patch's
         self._watch_add_marker()
+        self._serve_own_compilation()
         self._unittest_static = {}  # node id -> (skip attribute, expectedFailure attribute) after collection
         self._skip_test = {"raised": False, "origin": None}  # unittest.SkipTest made during the running test
         self._watch_unittest()
@@ -299,6 +336,8 @@ class Reporter:
         self._namespace = _namespace()
         self._class_keys = _class_keys()
         self._codes = _code_snapshot(self._machinery + self._namespace)
+        self._machinery_watch = _Watched(self._machinery)
+        self._namespace_watch = _Watched(self._namespace)
         self._reported_violations: set[str] = set()
         if self._guard is not None:
             self._guard.emit = self._violation
@@ -380,6 +419,48 @@ class Reporter:
         add_marker.__doc__ = original.__doc__
         Node.add_marker = add_marker
 
+    def _serve_own_compilation(self):
+        """pytest's assertion rewriter executes the grader's own compilation of the protected files
+        (patchgym_compiled_tests: the kept bytes, through the kept parser, rewriter and compile)
+        instead of compiling each file a second time: `_pytest.assertion.rewrite._rewrite_test` is
+        wrapped (before the machinery snapshots, so replacing the wrapper is `replaced`). The per-test
+        code check then finds the test's code in its table by identity. Only for the session's config,
+        a protected file whose bytes are the kept ones, and pytest >= 5's `_rewrite_test(fn, config)`;
+        anything else goes to pytest's own function. Why: compiling the 20 files of bench/grade's
+        medium suite twice cost ~30 ms (its test command in the sandbox: 733 -> 703 ms), a third
+        of what round 3 added."""
+        if self._sources is None:
+            return
+        module = sys.modules.get("_pytest.assertion.rewrite")
+        original = vars(module).get("_rewrite_test") if module is not None else None
+        code = getattr(original, "__code__", None)
+        if code is None or code.co_varnames[:2] != ("fn", "config"):
+            return
+        by_hash = "source_hash" in code.co_varnames  # pytest >= 8.1 caches by source hash, before by stat
+        if by_hash and _source_hash is None:
+            return
+        sources = self._sources
+        reporter = self
+
+        def _rewrite_test(fn, config, *args, **kwargs):
+            if not args and not kwargs and config is reporter._config and config is not None:
+                try:
+                    name = str(fn)
+                    real = os.path.realpath(name)
+                    if real == name and real in sources.sources:
+                        with open(name, "rb") as handle:
+                            data = handle.read()
+                        co = sources.module_code_for_import(real, data, reporter._rewriter(config))
+                        if co is not None:
+                            return (_source_hash(data) if by_hash else os.stat(name)), co
+                except Exception:  # noqa: BLE001  pytest's own compilation decides, and reports
+                    pass
+            return original(fn, config, *args, **kwargs)
+
+        _rewrite_test.__wrapped__ = original
+        _rewrite_test.__doc__ = original.__doc__
+        module._rewrite_test = _rewrite_test
+
     def _untrusted_xfail_mark(self, item):
         """Where the xfail mark that turned this test's failure into XFAIL came from, if not from
         collection or from code that is not the patch's; None if it is trusted."""
@@ -403,7 +484,7 @@ class Reporter:
         return None
 
     def check_machinery(self, thorough=False):
-        for name in _changed(self._machinery):
+        for name in self._machinery_watch.changed():
             self._violation("replaced", name)
         for name in _changed_keys(self._class_keys, thorough):
             self._violation("replaced", name)
@@ -414,7 +495,7 @@ class Reporter:
             self._guard.check_state(self._guard_state)
 
     def check_namespace(self):
-        for name in _changed(self._namespace):
+        for name in self._namespace_watch.changed():
             self._violation("replaced", name)
 
     def _hash_protected(self, test_files):
@@ -825,10 +906,19 @@ def _claim():
 _pending = _claim()
 
 
+@pytest.hookimpl(tryfirst=True)
+def pytest_load_initial_conftests(early_config):
+    # The config is known before the initial conftests are imported (the reporter registers at
+    # pytest_configure, after them): their compilation can be the grader's own too.
+    if _pending is not None and not _state["claimed"] and _pending._config is None:
+        _pending._config = early_config
+
+
 def pytest_configure(config):
     global _pending
     if _pending is not None and not _state["claimed"]:
         _state["claimed"] = True
+        _pending._config = config
         config.pluginmanager.register(_pending, "patchgym-grading-reporter")
         if _pending._canaries and hasattr(config, "option"):
             # The canaries fail by design: -x / --maxfail from the repository's addopts must not stop

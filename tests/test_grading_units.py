@@ -195,7 +195,7 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     imports = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imports |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
-    assert imports <= {"builtins", "hashlib", "hmac", "json", "os", "sys", "time", "unittest", "pytest", "importlib",
+    assert imports <= {"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
                        "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
                        "patchgym_compiled_tests"}
     assert "from __future__ import annotations" not in source
@@ -349,3 +349,25 @@ def test_own_compilation_and_skip_sites(tmp_path) -> None:
     stub.__wrapped__ = namespace["test_c"]
     assert "runs code from" in sources.check_function(stub, lambda f: f == __file__)  # a stub from the patch
     assert sources.check_function(stub, lambda f: False) is None  # a wrapper from elsewhere, around the real test
+
+
+def test_own_compilation_is_what_pytest_executes(tmp_path) -> None:
+    """pytest's rewriter is handed the grader's own module code (one compilation, not two); the
+    per-test check then finds the test's code by identity. Changed bytes get nothing."""
+    from patchgym.harness.compiled_tests import ProtectedSources
+
+    path = tmp_path / "test_m.py"
+    path.write_bytes(b"def test_a():\n    assert 1 == 2\n")
+    real = str(path)
+    sources = ProtectedSources([real])
+    rewrite = lambda tree, source, name: None  # noqa: E731  (the rewriter's effect is not the point here)
+    assert sources.module_code_for_import(real, b"def test_a():\n    pass\n", rewrite) is None
+    assert sources.module_code_for_import(str(tmp_path / "other.py"), path.read_bytes(), rewrite) is None
+    code = sources.module_code_for_import(real, path.read_bytes(), rewrite)
+    assert code is sources.module_code_for_import(real, path.read_bytes(), rewrite)  # imported twice: the same code
+    namespace: dict = {}
+    exec(code, namespace)
+    assert any(namespace["test_a"].__code__ is c for c in sources.expected_code(real, "test_a", 1, rewrite))
+    assert sources.check_function(namespace["test_a"], None, rewrite) is None
+    namespace["test_a"].__code__ = compile("def test_a():\n    pass\n", real, "exec", dont_inherit=True).co_consts[0]
+    assert "is not what the protected source compiles to" in sources.check_function(namespace["test_a"], None, rewrite)
