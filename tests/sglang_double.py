@@ -11,6 +11,8 @@ logits over a small vocabulary keyed by the last token, so a test can recompute 
 
 from __future__ import annotations
 
+import asyncio
+
 import math
 import random
 import socket
@@ -64,6 +66,7 @@ class State:
     loaded_paths: list[str] = field(default_factory=list)
     groups: list[dict] = field(default_factory=list)
     healthy: bool = True
+    delay_s: float = 0.0  # how long each /generate takes to answer
 
 
 def make_app(state: State) -> FastAPI:
@@ -82,6 +85,8 @@ def make_app(state: State) -> FastAPI:
     async def generate(request: Request) -> Any:
         body = await request.json()
         state.requests.append(body)
+        if state.delay_s:
+            await asyncio.sleep(state.delay_s)
         bad = failure()
         if bad is not None:
             return bad

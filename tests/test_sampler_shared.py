@@ -8,6 +8,7 @@ busy time and prefix cache; one weight update per engine however many faces publ
 from __future__ import annotations
 
 import asyncio
+import time
 
 import pytest
 import torch
@@ -153,3 +154,27 @@ def test_groups_of_other_formats_cannot_share_and_mixed6_builds_three_engines(mo
         for rs in built.values():
             for r in rs:
                 r.close()
+
+
+def test_a_group_waiting_for_another_groups_prefill_is_busy_but_not_computing(faces, tokenizer):
+    """On its own accelerator a group would not wait for a co-tenant's prefill: busy counts the
+    time its request is in the engine, compute only the steps that held its row."""
+    tp2, one = faces
+    short = chat(tokenizer, "Say yes.")
+    long_prompt = chat(tokenizer, "Summarise this: " + "the quick brown fox jumps over the lazy dog. " * 60)
+    assert len(long_prompt) > 512  # at least three prefill chunks of 256
+
+    async def both():
+        h0 = one.health()
+        t0 = time.perf_counter()
+        first = asyncio.create_task(one.generate(short, SamplingParams(max_new_tokens=24, ignore_eos=True)))
+        await asyncio.sleep(0.05)
+        await tp2.generate(long_prompt, SamplingParams(max_new_tokens=1, ignore_eos=True))
+        await first
+        wall = time.perf_counter() - t0
+        h1 = one.health()
+        return h1.busy_s - h0.busy_s, h1.compute_s - h0.compute_s, wall
+
+    busy, compute, wall = asyncio.run(both())
+    assert 0 < compute < 0.8 * busy, (busy, compute, wall)
+    assert busy <= wall + 1e-3

@@ -157,3 +157,24 @@ def test_router_retries_another_replica_over_real_http() -> None:
         gens = run(go())
     assert all(len(g.token_ids) == 2 for g in gens)
     assert good.state.requests
+
+
+def test_busy_time_is_the_union_of_overlapping_requests_not_their_sum() -> None:
+    params = SamplingParams(max_new_tokens=2, ignore_eos=True)
+
+    async def go(url: str) -> tuple[float, float, float]:
+        s = SGLangSampler(url, GROUP)
+        try:
+            t0 = asyncio.get_running_loop().time()
+            task = asyncio.gather(*(s.generate([1, 5], params) for _ in range(3)))
+            await asyncio.sleep(0.15)
+            during = s.health().busy_s  # the open span counts while requests are in flight
+            await task
+            return during, s.health().busy_s, asyncio.get_running_loop().time() - t0
+        finally:
+            await s.aclose()
+
+    with Served(State(delay_s=0.4)) as srv:
+        during, busy, wall = run(go(srv.url))
+    assert 0.1 < during < 0.4
+    assert 0.35 < busy <= wall + 1e-6  # three overlapping 0.4 s requests: about 0.4 s, not 1.2 s

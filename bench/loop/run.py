@@ -16,8 +16,9 @@ one process, the embedded trainer):
 Pinning (`--pin`, default on with 2+ cores): torch runs one intra-op thread, every sampler's decode
 thread is pinned to all cores but the last (`os.sched_setaffinity` on the thread's native id) and
 the trainer's worker thread to the last core, as samplers and trainer sit on separate GPUs at
-scale. Reported per mode: each sampler group's busy fraction (its decode thread's busy seconds over
-wall time, per update, averaged), the trainer's busy and idle fractions of wall time, trajectories
+scale. Reported per mode: each sampler group's busy fraction (the time a request of it was in its
+engine, over wall time, per update, averaged) and compute fraction (the time of engine steps that
+held a row of it: lower when groups share an engine, see docs/rl-loop.md), the trainer's busy and idle fractions of wall time, trajectories
 per hour, the ratio async / sync of trajectories per hour, and where the trained sessions' wall
 time went (environment calls, generation, the rest). Then the trainer's tokens/s against
 a plain PyTorch forward-backward (`bench/trainer`'s `measure()`; goal >= 0.9x). The warm-up is
@@ -45,12 +46,16 @@ def summarize(rows: list[dict], groups: list[str]) -> dict:
     trainer = sum(r["time/trainer_s"] for r in rows)
     idle = sum(r["time/trainer_idle_s"] for r in rows)
     busy = {g: sum((r.get(f"busy/{g}") or 0.0) * r["time/update_s"] for r in rows) / wall for g in groups}
+    compute = {g: sum((r.get(f"compute/{g}") or 0.0) * r["time/update_s"] for r in rows) / wall for g in groups}
     return {
         "updates": len(rows), "wall_s": wall, "trajectories": trained,
         "trajectories_per_hour": trained / wall * 3600.0,
         "trainer_busy_frac": trainer / wall, "trainer_idle_frac": idle / wall,
         "sampler_busy_frac": busy, "sampler_busy_min": min(busy.values()), "sampler_busy_mean": sum(busy.values()) / len(busy),
+        "sampler_compute_frac": compute, "sampler_compute_mean": sum(compute.values()) / len(compute),
         "weight_publish_s_mean": sum(r["time/weight_publish_s"] for r in rows) / len(rows),
+        # cumulative session-slot seconds spent waiting for room in the full buffer, at the last update
+        "buffer_blocked_s": rows[-1].get("buffer/blocked_s"),
     }
 
 

@@ -300,16 +300,19 @@ class RLLoop:
         adv = group_advantages(rewards, self.cfg.batch.samples, normalize_std=self.cfg.loss.std_normalised)
         return adv.reshape(-1).tolist()
 
-    def _busy(self) -> dict[str, float]:
-        out: dict[str, float] = {}
+    def _busy(self) -> dict[str, tuple[float, float]]:
+        """{group: (busy seconds, compute seconds)} summed over its replicas so far."""
+        out: dict[str, tuple[float, float]] = {}
         for group, replicas in self.c.samplers.items():
-            total = 0.0
+            busy = compute = 0.0
             for s in replicas:
                 try:
-                    total += float(s.health().busy_s)
+                    h = s.health()
                 except Exception:
-                    pass
-            out[group] = total
+                    continue
+                busy += float(h.busy_s)
+                compute += float(getattr(h, "compute_s", 0.0) or 0.0)
+            out[group] = (busy, compute)
         return out
 
     async def _publish(self) -> float:
@@ -347,22 +350,24 @@ class RLLoop:
         t_end = time.monotonic()
         busy_after = self._busy()
         wall = max(t_end - t_update, 1e-9)
-        busy_frac = {}
+        busy_frac, compute_frac = {}, {}
         for g, replicas in self.c.samplers.items():
-            busy_frac[g] = (busy_after.get(g, 0.0) - busy_before.get(g, 0.0)) / (wall * max(1, len(replicas)))
+            (b1, c1), (b0, c0) = busy_after.get(g, (0.0, 0.0)), busy_before.get(g, (0.0, 0.0))
+            busy_frac[g] = (b1 - b0) / (wall * max(1, len(replicas)))
+            compute_frac[g] = (c1 - c0) / (wall * max(1, len(replicas))) if c1 > 0 else None
         turns: dict[str, int] = {}
         for t in trajs:
             for turn in t.turns:
                 if turn.group in self.group_names:
                     turns[turn.group] = turns.get(turn.group, 0) + 1
-        busy_delta = {g: max(0.0, busy_after.get(g, 0.0) - busy_before.get(g, 0.0)) for g in self.group_names}
+        busy_delta = {g: max(0.0, busy_after.get(g, (0.0, 0.0))[0] - busy_before.get(g, (0.0, 0.0))[0]) for g in self.group_names}
         cost = update_cost(self.c.fleet, busy_delta, turns)
         self.timeline.append({"update": self.update, "start": t_update, "train_start": t_train, "train_end": t_train + trainer_s, "end": t_end})
         self._save_trajectories(self.update, groups)
         gc = self.gate.counters
         row = update_row(
             update=self.update, version=self.version, loss_kind=cfg.loss.kind, groups=groups, trainer_metrics=tm,
-            group_names=self.group_names, staleness_values=stale, busy_fraction=busy_frac, cost=cost,
+            group_names=self.group_names, staleness_values=stale, busy_fraction=busy_frac, compute_fraction=compute_frac, cost=cost,
             timings={"wall_s": t_end - self._t0, "update_s": wall, "trainer_s": trainer_s, "trainer_idle_s": wait_s,
                      "weight_publish_s": publish_s,
                      "throughput/trajectories_per_hour": len(trajs) / wall * 3600.0},

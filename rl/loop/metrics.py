@@ -38,7 +38,7 @@ BASE_KEYS = (
     "throughput/trajectories_per_hour",
     "cost/busy_usd", "cost/turn_usd", "cost/usd_per_turn",
 )
-PER_GROUP = ("kl_k3/group", "busy", "turns", "reward/group", "cost/busy_usd", "cost/turn_usd")
+PER_GROUP = ("kl_k3/group", "busy", "compute", "turns", "reward/group", "cost/busy_usd", "cost/turn_usd")
 
 
 def metric_keys(groups: Sequence[str]) -> list[str]:
@@ -93,6 +93,7 @@ def update_row(
     cost: Mapping[str, float],
     timings: Mapping[str, float],
     buffer: Mapping[str, float],
+    compute_fraction: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
     """One metrics row with every key of `metric_keys(group_names)` (missing -> None)."""
     trajs = [t for g in groups for t in g.trajectories]
@@ -142,6 +143,7 @@ def update_row(
         row["staleness/max"] = max(staleness_values)
     for g in group_names:
         row[f"busy/{g}"] = busy_fraction.get(g)
+        row[f"compute/{g}"] = (compute_fraction or {}).get(g)
     for key, value in cost.items():
         if key in row:
             row[key] = value

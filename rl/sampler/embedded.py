@@ -3,13 +3,20 @@
 Owns: request validation, admission and capacity, the decode loop (ONE background thread per
 replica: chunked prefill of one new request at a time between batched decode steps, i.e.
 continuous batching: a request joins the running batch at the next step and leaves it when done),
-stop conditions, weight versions and updates between steps, the per-session prefix cache, busy-time
-accounting, `logits()` for `patchgym fleet check`, and `reference_logits` (the trainer's float32 view).
+stop conditions, weight versions and updates between steps, the per-session prefix cache, busy and
+compute time accounting, `logits()` for `patchgym fleet check`, and `reference_logits` (the trainer's float32 view).
 Formats and kernels are `emulation.py`'s; KV storage `cache.py`'s; drawing `sampling.py`'s.
 
 Capacity: at most `max_batch` requests (default: the group's `sessions_per_replica`) are active
 (decoding or prefilling); up to `max_queue` more (default: the same number) wait in FIFO order;
 a request beyond that raises `SamplerOverloaded` at once, so a router retries another replica.
+
+Busy time, per replica and per member group: `busy_s` is the time with at least one of its requests
+in the engine (queued, prefilling or decoding), credited per loop iteration; `compute_s` the time
+of the steps that held a row of it. They differ when groups share an engine: while the engine
+prefills one group's prompt, the others' decoding rows wait, which on their own accelerators they
+would not. Why both, measured (bench/loop, mixed-6 on 3 shared engines, 8 slots always full):
+steps held a row of a group 0.86 of wall time while its request was in the engine ~100% of it.
 
 Token ids in, token ids out: ids are never decoded and re-encoded. The output is decoded only to
 look for stop strings, over a window of its last tokens.
@@ -202,8 +209,10 @@ class EmbeddedSampler:
         self._decoding: list[_Request] = []
         self._jobs: deque[tuple[Any, threading.Event, list]] = deque()
         self._closed = False
-        self.busy_s = 0.0
-        self.group_busy_s = {name: 0.0 for name in self.groups}  # time with a row of the group in the step
+        self.busy_s = 0.0  # time with a request in the engine
+        self.group_busy_s = {name: 0.0 for name in self.groups}  # time with a request of the group in the engine
+        self.compute_s = 0.0  # time in steps
+        self.group_compute_s = {name: 0.0 for name in self.groups}  # time in steps holding a row of the group
         self.prefilled_tokens = 0  # prompt tokens run through prefill (not served from the cache)
         self.steps = 0
         self._error: str = ""
@@ -299,7 +308,7 @@ class EmbeddedSampler:
 
     def health(self, group: str | None = None) -> SamplerHealth:
         """The replica's state; with `group`, that member group's share of it (its sessions, its
-        capacity, the time the engine spent on steps holding a row of it)."""
+        capacity, its busy and compute time: the module docstring says which is which)."""
         with self._cond:
             if group is None:
                 active = len(self._decoding) + (1 if self._prefilling is not None else 0)
@@ -312,6 +321,7 @@ class EmbeddedSampler:
             ok=ok, group=group or self.group, replica=self.replica, weight_version=self.version,
             active_sessions=active, capacity=self.max_batch if group is None else self.groups[group].sessions_per_replica,
             queued=queued, busy_s=self.busy_s if group is None else self.group_busy_s[group],
+            compute_s=self.compute_s if group is None else self.group_compute_s[group],
             detail=self._error if ok else (self._error or "closed"),
         )
 
@@ -419,10 +429,16 @@ class EmbeddedSampler:
     # --- the decode thread ------------------------------------------------------------------------
 
     def _run(self) -> None:
+        tick = time.perf_counter()
+        occupied: set[str] = set()  # groups with a request in the engine during this iteration
         while True:
             with self._cond:
+                now = time.perf_counter()
+                self._credit_busy(occupied, now - tick)
+                tick = now
                 while not (self._closed or self._jobs or self._waiting or self._prefilling or self._decoding):
                     self._cond.wait()
+                    tick = time.perf_counter()  # idle: nothing to credit
                 if self._closed:
                     break
                 jobs = list(self._jobs)
@@ -433,6 +449,9 @@ class EmbeddedSampler:
                     admit = self._prefilling
                 else:
                     admit = None
+                occupied = {r.group for r in self._decoding} | {r.group for r in self._waiting}
+                if self._prefilling is not None:
+                    occupied.add(self._prefilling.group)
             for (encoded, version), done, box in jobs:
                 try:
                     with self._model_lock:
@@ -449,6 +468,12 @@ class EmbeddedSampler:
             if self._decoding:
                 self._guard(list(self._decoding), self._decode_step)
         self._fail_all(SamplerUnavailable(f"{self.group}/{self.replica} was closed"))
+
+    def _credit_busy(self, groups: set[str], dt: float) -> None:
+        if groups:
+            self.busy_s += dt
+            for name in groups:
+                self.group_busy_s[name] += dt
 
     def _guard(self, reqs: list[_Request], fn: Any, *args: Any) -> None:
         """Run one step; if it raises, fail its requests (never leave a caller waiting)."""
@@ -511,8 +536,8 @@ class EmbeddedSampler:
         reason = self._sample([r], logits[-1:])[0] if not r.pending else None
         dt = time.perf_counter() - t0
         r.busy += dt
-        self.busy_s += dt
-        self.group_busy_s[r.group] += dt
+        self.compute_s += dt
+        self.group_compute_s[r.group] += dt
         if r.pending:
             return
         with self._cond:
@@ -546,9 +571,9 @@ class EmbeddedSampler:
             r.pos += 1
         finished = self._sample(rows, out.logits[:, -1])
         dt = time.perf_counter() - t0
-        self.busy_s += dt
+        self.compute_s += dt
         for name in {r.group for r in rows}:
-            self.group_busy_s[name] += dt
+            self.group_compute_s[name] += dt
         self.steps += 1
         for r in rows:
             r.busy += dt / b

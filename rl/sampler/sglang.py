@@ -268,7 +268,8 @@ class SGLangSampler:
         self._active = 0
         self._ok = True
         self._detail = ""
-        self.busy_s = 0.0
+        self.busy_s = 0.0  # seconds with at least one request in flight (closed spans)
+        self._busy_since = 0.0
 
     # --- HTTP --------------------------------------------------------------------------------------
 
@@ -302,18 +303,24 @@ class SGLangSampler:
         except ValueError:
             raise SGLangProtocolError(f"{self.group}/{self.replica}: {path} answered {status} with a body that is not JSON") from None
 
+    def busy_now(self) -> float:
+        """Busy seconds so far, the span still open included."""
+        return self.busy_s + (time.monotonic() - self._busy_since if self._active else 0.0)
+
     # --- the Sampler protocol ----------------------------------------------------------------------
 
     async def generate(self, prompt_ids: list[int], params: SamplingParams, *, session_id: str | None = None,
                        min_version: int | None = None) -> Generation:
         body = request_body(prompt_ids, params, min_version=min_version, send_min_version=self.send_min_version)
+        if self._active == 0:
+            self._busy_since = time.monotonic()
         self._active += 1
-        start = time.monotonic()
         try:
             data = await self._post("/generate", body, want=min_version)
         finally:
             self._active -= 1
-            self.busy_s += time.monotonic() - start
+            if self._active == 0:  # busy = the union of the requests' spans, not their sum
+                self.busy_s += time.monotonic() - self._busy_since
         gen = parse_answer(data, params, group=self.group, replica=self.replica, default_version=self.version)
         self.version = max(self.version, gen.weight_version)
         if min_version is not None and gen.weight_version < min_version:
@@ -392,7 +399,7 @@ class SGLangSampler:
 
     def health(self) -> SamplerHealth:
         return SamplerHealth(ok=self._ok, group=self.group, replica=self.replica, weight_version=self.version,
-                             active_sessions=self._active, capacity=self.capacity, busy_s=self.busy_s, detail=self._detail)
+                             active_sessions=self._active, capacity=self.capacity, busy_s=self.busy_now(), detail=self._detail)
 
     async def aclose(self) -> None:
         if self._own_client:

@@ -10,7 +10,8 @@ W8A8, bf16); 8 engines at batch 1 gave 14.6 tok/s here, 3 engines serving the sa
 each request runs under its group's kernel variant (attention splits, accumulation dtype) row by
 row in the shared batch (`emulation.AttentionContext`), its tokens are labelled with its group,
 its capacity is its own (`sessions_per_replica`, and a queue of the same size), its busy time is
-the time the engine spent on steps that held a row of it, and its sessions' prefix caches are
+the time a request of it was in the engine and its compute time that of the steps that held a row
+of it (`embedded.py` says why both), and its sessions' prefix caches are
 its own (session ids are prefixed with the group's name, so no group reads keys another group's
 kernels computed). What is shared: the weights (one encoding, one version for all members) and
 the decode thread, as if the groups' pools took turns on one device. Not covered here: the

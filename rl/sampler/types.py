@@ -121,8 +121,9 @@ class SamplerHealth:
     active_sessions: int
     capacity: int
     queued: int = 0
-    busy_s: float = 0.0
+    busy_s: float = 0.0  # seconds with at least one request in progress (the union of their spans)
     detail: str = ""
+    compute_s: float = 0.0  # seconds of engine steps that held a row of it (embedded engines; 0: not known)
 
 
 @runtime_checkable
