@@ -49,7 +49,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchgym.harness.results import HELPERS, PLUGIN_MODULE, UNITTEST_MODULE
+from patchgym.harness.results import HELPERS, PLUGIN_CORE, PLUGIN_MODULE, UNITTEST_MODULE
 
 INFRA_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
                          "sitecustomize.py", "usercustomize.py"})
@@ -59,7 +59,7 @@ TEST_DIR_NAMES = frozenset({"tests", "test"})
 # reporter's folder on sys.path, so a root `patchgym_unittest_reporter.py` ran instead of the signed
 # runner (and read the key), and a root `patchgym_audit_hook.py` switched round 3 off.
 SHADOW_EXTRA = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli",
-                          "colorama", "xdist", "pytest_timeout", PLUGIN_MODULE, UNITTEST_MODULE,
+                          "colorama", "xdist", "pytest_timeout", PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE,
                           *(module for module, _ in HELPERS)})
 
 

@@ -1,7 +1,8 @@
 """The pytest plugin that reports test outcomes to the grader over a signed channel.
 
-This file is copied into each grading sandbox and loaded with `PYTEST_PLUGINS` (it imports only the
-standard library and pytest). It is imported while pytest parses its arguments, before any conftest
+This file is copied into each grading sandbox (as `patchgym_grading_reporter_core`, with its
+bytecode) and loaded through a one-line stub module that `PYTEST_PLUGINS` and `-p` name (see
+patchgym.harness.results.PLUGIN_STUB); it imports only the standard library and pytest. It is imported while pytest parses its arguments, before any conftest
 or test module (so before any code under test) is imported, and then:
 
 1. reads its configuration from stdin (fd 0, then at EOF for every later reader): an HMAC key, a

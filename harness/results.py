@@ -2,7 +2,8 @@
 patchgym.harness.unittest_reporter) writes in the sandbox.
 
 `new_channel()` makes the secrets for one test run (a fresh HMAC key and nonce, never reused);
-`channel_config()` is what the plugin reads on stdin; `read_stream()` verifies every line (signature,
+`channel_config()` is what the plugin reads on stdin; `sandbox_modules()` are the files of the plugin, the
+unittest runner and their helpers that go into the sandbox (with their bytecode); `read_stream()` verifies every line (signature,
 sequence without gaps, a `start` first and an `end` last) and folds it into `StreamResults`. A
 stream that fails verification is reported as such (`problems`), never partly trusted: the grader
 then treats the run as not resolved.
@@ -10,21 +11,59 @@ then treats the run as not resolved.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import hmac
+import importlib.util
 import json
+import marshal
 import secrets
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-PLUGIN_MODULE = "patchgym_grading_reporter"
+PLUGIN_MODULE = "patchgym_grading_reporter"  # what `-p` names: a stub that imports the reporter itself
+PLUGIN_CORE = "patchgym_grading_reporter_core"  # pytest_reporter.py, in the sandbox
 PLUGIN_SOURCE = Path(__file__).with_name("pytest_reporter.py")
+# pytest marks every `-p` plugin for assertion rewriting and then compiles it from source through the
+# rewriter, pyc or not: the 900-line reporter cost ~12 ms of each grading that way. The marked module
+# is this stub (not rewritten, see PYTEST_DONT_REWRITE); the reporter is imported by name like the
+# helpers, so it loads from the bytecode written next to it (`sandbox_modules`).
+PLUGIN_STUB = (f'"""patchgym\'s signed grading reporter: {PLUGIN_CORE}. PYTEST_DONT_REWRITE"""\n'
+               f"from {PLUGIN_CORE} import pytest_configure, pytest_load_initial_conftests, pytest_plugin_registered  # noqa\n")
 UNITTEST_MODULE = "patchgym_unittest_reporter"
 UNITTEST_SOURCE = Path(__file__).with_name("unittest_reporter.py")
 # Helpers both reporters import from the same folder: (module name in the sandbox, source here).
 HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
            ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")))
+
+
+def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) -> list[tuple[str, bytes]]:
+    """(path, content) of the grader's modules for a test run in `workdir`: the pytest plugin (stub
+    and reporter) or the unittest runner, the helpers, and for each module its bytecode compiled by
+    this interpreter (`__pycache__/<module>.<cache tag>.pyc`, PEP 552 checked-hash, so importlib
+    uses it only for the same source and an interpreter with this cache tag; any other compiles the
+    source as before). Why: compiling the reporter and the helpers (~1,700 lines) in every grading
+    cost ~16 ms."""
+    modules = [(PLUGIN_CORE, PLUGIN_SOURCE.read_bytes())] if runner == "pytest" else [(UNITTEST_MODULE, UNITTEST_SOURCE.read_bytes())]
+    if helpers:
+        modules += [(module, source.read_bytes()) for module, source in HELPERS]
+    files = [(f"{workdir}/{PLUGIN_MODULE}.py", PLUGIN_STUB.encode())] if runner == "pytest" else []
+    tag = sys.implementation.cache_tag
+    for module, source in modules:
+        files.append((f"{workdir}/{module}.py", source))
+        if tag:
+            files.append((f"{workdir}/__pycache__/{module}.{tag}.pyc", _bytecode(source, f"{module}.py")))
+    return files
+
+
+@functools.lru_cache(maxsize=16)
+def _bytecode(source: bytes, filename: str) -> bytes:
+    # The file name in the code is replaced by the real one when importlib loads it (_fix_co_filename).
+    code = compile(source, filename, "exec", dont_inherit=True)
+    flags = 0b11  # hash-based, checked against the source
+    return importlib.util.MAGIC_NUMBER + flags.to_bytes(4, "little") + importlib.util.source_hash(source) + marshal.dumps(code)
 
 
 @dataclass(frozen=True)

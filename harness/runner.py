@@ -18,8 +18,7 @@ import shlex
 from dataclasses import dataclass
 
 from patchgym.harness.neutralize import looks_like_test
-from patchgym.harness.results import (HELPERS, PLUGIN_MODULE, PLUGIN_SOURCE, UNITTEST_MODULE, UNITTEST_SOURCE,
-                                      Channel, channel_config, new_channel)
+from patchgym.harness.results import PLUGIN_MODULE, UNITTEST_MODULE, Channel, channel_config, new_channel, sandbox_modules
 from patchgym.harness.sandbox.base import CommandResult, Sandbox
 from patchgym.tasks.model import Task, file_of_test_id
 from patchgym.tasks.patches import files_touched
@@ -107,16 +106,13 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
     unittest_runner = f"-m {UNITTEST_MODULE} " in executed
     if task.log_parser == "pytest" or unittest_runner:
         channel = new_channel()
-        if unittest_runner:
-            sandbox.write_file(channel.unittest_runner_path, UNITTEST_SOURCE.read_bytes())
-        else:
-            sandbox.write_file(channel.plugin_path, PLUGIN_SOURCE.read_bytes())
+        for path, content in sandbox_modules(channel.workdir, "unittest" if unittest_runner else "pytest"):
+            sandbox.write_file(path, content)
+        if not unittest_runner:
             env["PYTEST_PLUGINS"] = PLUGIN_MODULE
             # `-p` loads the reporter while pytest pre-parses its arguments: before the plugins of
             # installed entry points, which may be the repository's own code.
             env["PYTEST_ADDOPTS"] += f" -p {PLUGIN_MODULE}"
-        for module, source in HELPERS:
-            sandbox.write_file(f"{channel.workdir}/{module}.py", source.read_bytes())
         env.update({"PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
         wants_canaries = canaries_apply(task) if canaries is None else canaries
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files,

@@ -371,3 +371,25 @@ def test_own_compilation_is_what_pytest_executes(tmp_path) -> None:
     assert sources.check_function(namespace["test_a"], None, rewrite) is None
     namespace["test_a"].__code__ = compile("def test_a():\n    pass\n", real, "exec", dont_inherit=True).co_consts[0]
     assert "is not what the protected source compiles to" in sources.check_function(namespace["test_a"], None, rewrite)
+
+
+def test_the_graders_sandbox_modules_load_from_their_bytecode(tmp_path) -> None:
+    """The reporter (behind its stub) and the helpers come with checked-hash bytecode for this
+    interpreter: importing them compiles nothing (~16 ms a grading), and the stub is all that
+    pytest's assertion rewriter sees."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from patchgym.harness.results import PLUGIN_CORE, PLUGIN_MODULE, sandbox_modules
+
+    for path, content in sandbox_modules(str(tmp_path), "pytest"):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(content)
+    names = [PLUGIN_CORE, "patchgym_canaries", "patchgym_audit_hook", "patchgym_compiled_tests"]
+    done = subprocess.run([sys.executable, "-v", "-c", f"import {', '.join(names)}"], cwd=tmp_path, capture_output=True,
+                          text=True, env={"PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    for name in names:
+        assert f"code object from '{tmp_path}/__pycache__/{name}." in done.stderr, name
+    assert "PYTEST_DONT_REWRITE" in (tmp_path / f"{PLUGIN_MODULE}.py").read_text()

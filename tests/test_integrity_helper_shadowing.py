@@ -18,7 +18,7 @@ import pytest
 
 from patchgym.harness.grader import grade_patch
 from patchgym.harness.neutralize import SHADOW_EXTRA
-from patchgym.harness.results import HELPERS, PLUGIN_MODULE, UNITTEST_MODULE
+from patchgym.harness.results import HELPERS, PLUGIN_CORE, PLUGIN_MODULE, UNITTEST_MODULE
 from tests.fixtures_grading.calc_task import build_prepared, diff_of
 from tests.test_integrity_round3 import SWAP_IN_A_THREAD, UNITTEST_BASE, UNITTEST_TEST_PATCH, on_first_add
 
@@ -28,7 +28,7 @@ FACTORY, NO_FACTORY = any_factory_or_reason()
 
 
 def test_every_module_the_grader_puts_on_the_path_is_protected_from_shadowing():
-    for name in [PLUGIN_MODULE, UNITTEST_MODULE, *(module for module, _ in HELPERS)]:
+    for name in [PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE, *(module for module, _ in HELPERS)]:
         assert name in SHADOW_EXTRA, name
 
 

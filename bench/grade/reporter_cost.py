@@ -17,7 +17,6 @@ import argparse
 import json
 import os
 import resource
-import shutil
 import statistics
 import subprocess
 import sys
@@ -29,7 +28,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 from bench.grade.run import medium_suite  # noqa: E402
-from patchgym.harness.results import HELPERS, PLUGIN_MODULE, PLUGIN_SOURCE  # noqa: E402
+from patchgym.harness.results import PLUGIN_MODULE, sandbox_modules  # noqa: E402
 from tests.fixtures_grading import calc_task  # noqa: E402
 
 
@@ -76,11 +75,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         round2, round3 = Path(tmp) / "round2", Path(tmp) / "round3"
-        for folder in (round2, round3):
-            folder.mkdir()
-            shutil.copy(PLUGIN_SOURCE, folder / f"{PLUGIN_MODULE}.py")
-        for module, source in HELPERS:
-            shutil.copy(source, round3 / f"{module}.py")
+        for folder, helpers in ((round2, False), (round3, True)):
+            for path, content in sandbox_modules(str(folder), "pytest", helpers=helpers):
+                Path(path).parent.mkdir(parents=True, exist_ok=True)
+                Path(path).write_bytes(content)
         for name, spec in suites().items():
             tree, files, config = prepare(Path(tmp) / name, spec)
             times: dict[str, list[float]] = {"plain": [], "round2": [], "round3": []}
