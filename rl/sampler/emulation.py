@@ -85,15 +85,31 @@ class Emulation:
 _E4M3_MAX = 448.0
 
 
+_E4M3_VALUES: dict[torch.dtype, torch.Tensor] = {}
+
+
+def _from_e4m3(q: torch.Tensor, dtype: torch.dtype) -> torch.Tensor:
+    """float8_e4m3fn -> `dtype` by a 256-entry table of the cast's own values (so exactly the cast).
+
+    Why: on this CPU the cast back is torch's slow path: 45 us for 8 x 1,536 values against 11 us
+    for the table lookup, and W8A8 pays it 120 times a decode step (it was the whole of the W8A8
+    group's +11% over BF16 at batch 8: 0.36 s of act quantization in a 3.4 s run)."""
+    table = _E4M3_VALUES.get(dtype)
+    if table is None or table.device != q.device:
+        codes = torch.arange(256, dtype=torch.int32, device=q.device).to(torch.uint8)
+        table = _E4M3_VALUES[dtype] = codes.view(torch.float8_e4m3fn).to(dtype)
+    return table.index_select(0, q.view(torch.uint8).reshape(-1).to(torch.int32)).view(q.shape)
+
+
 def _fast_kv(x: torch.Tensor) -> torch.Tensor:
-    return x.clamp(-_E4M3_MAX, _E4M3_MAX).to(torch.float8_e4m3fn).to(x.dtype)
+    return _from_e4m3(x.clamp(-_E4M3_MAX, _E4M3_MAX).to(torch.float8_e4m3fn), x.dtype)
 
 
 def _fast_act(x: torch.Tensor) -> torch.Tensor:
     scale = x.abs().amax(dim=-1, keepdim=True) / _E4M3_MAX
     safe = scale.masked_fill(scale == 0, 1.0)
     # |x / scale| <= 448 up to one rounding, which the cast rounds back to 448: no clamp needed
-    return (x / safe).to(torch.float8_e4m3fn).to(x.dtype) * scale
+    return _from_e4m3((x / safe).to(torch.float8_e4m3fn), x.dtype).mul_(scale)
 
 
 def _probe() -> torch.Tensor:
