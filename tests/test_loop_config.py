@@ -112,7 +112,7 @@ def test_context_must_exceed_one_turn() -> None:
 
 
 def test_max_format_errors_reaches_the_episode_limits(tmp_path: Path) -> None:
-    from patchgym.rl.loop.loop import session_limits
+    from patchgym.rl.loop.sessions import session_limits
 
     cfg = load_config(preset="cpu-tiny")
     assert cfg.limits.max_format_errors == 1

@@ -124,7 +124,7 @@ def sft(config: Path | None, preset: str | None, overrides: tuple[str, ...], ste
 
     from .components import build_eval_sampler, build_trainer
     from .envserver import EnvServer
-    from .loop import resolve_task_ids
+    from .sessions import resolve_task_ids
     from .warmup import run_warmup
 
     cfg = _config(config, preset, overrides)
@@ -208,7 +208,7 @@ def evaluate(checkpoint: Path | None, model_spec: str | None, tasks_arg: str, n:
     from .components import build_eval_sampler
     from .envserver import EnvServer
     from .evaluate import Evaluator
-    from .loop import resolve_task_ids
+    from .sessions import resolve_task_ids
 
     try:
         ids = resolve_task_ids(task_list)

@@ -88,7 +88,7 @@ class Evaluator:
 
     def __init__(self, cfg: RunConfig, tokenizer: Any, sampler_factory: Callable[[], tuple[Any, list[Any]]], env_url: str,
                  *, session_fn: Callable[..., Any] | None = None) -> None:
-        from .loop import resolve_task_ids, sampling_params, session_limits
+        from .sessions import resolve_task_ids, sampling_params, session_limits
 
         self.cfg = cfg
         self.tokenizer = tokenizer

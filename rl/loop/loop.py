@@ -1,6 +1,6 @@
 """The asynchronous RL loop: samplers keep generating while the trainer trains, in one process.
 
-Owns `RLLoop` (one run: producers, the consumer that trains, publishing weights, per-update
+Owns `RLLoop` (one run: session workers, the consumer that trains, publishing weights, per-update
 outputs, checkpoints, resume) and `run_training(cfg, run_dir, ...)`, its synchronous entry point.
 
 One asyncio event loop holds everything but the trainer's step:
@@ -39,7 +39,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import math
 import os
 import random
 import shutil
@@ -62,56 +61,9 @@ from .components import Components, call_with_supported
 from .config import RunConfig
 from .cost import update_cost
 from .metrics import MetricsWriter, Progress, WandbSink, update_row, write_lines_atomic
+from .sessions import EnvClientContext, SessionFn, default_session_fn, resolve_task_ids, sampling_params, session_limits
 
-SessionFn = Callable[..., Awaitable[Trajectory]]
 TRAINER_THREAD = "patchgym-trainer"
-
-
-def sampling_params(cfg: RunConfig, *, temperature: float | None = None):
-    from patchgym.rl.sampler.types import SamplingParams
-
-    sc_without_replay = cfg.loss.kind.startswith("sc") and not cfg.loss.replay
-    return SamplingParams(
-        temperature=temperature or cfg.sampling.temperature, top_p=cfg.sampling.top_p, top_k=cfg.sampling.top_k,
-        max_new_tokens=cfg.limits.max_tokens_per_turn, return_support=cfg.loss.replay,
-        top_logprobs=20 if sc_without_replay else 0,
-    )
-
-
-def session_limits(cfg: RunConfig) -> Any:
-    """The rollouts' SessionLimits for the run (None when the rollouts are not importable)."""
-    try:
-        from patchgym.rl.rollout.session import SessionLimits
-    except ImportError:
-        return None
-    lim = cfg.limits
-    env = {"max_turns": lim.max_turns}
-    if lim.max_format_errors is not None:
-        env["max_format_errors"] = lim.max_format_errors
-    return SessionLimits(max_turns=lim.max_turns, max_context_tokens=lim.max_context, max_tokens_per_turn=lim.max_tokens_per_turn,
-                         env=env)
-
-
-def default_session_fn() -> SessionFn:
-    from patchgym.rl.rollout.session import run_session
-
-    return run_session
-
-
-def resolve_task_ids(entries: Sequence[str]) -> list[str]:
-    """Task ids, where an entry "@FILE" stands for every `instance_id` of a JSONL task file."""
-    out: list[str] = []
-    for entry in entries:
-        if entry.startswith("@"):
-            path = Path(entry[1:])
-            if not path.is_file():
-                raise ValueError(f"tasks: {entry!r} names no task file")
-            for line in path.read_text().splitlines():
-                if line.strip():
-                    out.append(json.loads(line)["instance_id"])
-        else:
-            out.append(entry)
-    return out
 
 
 class RLLoop:
@@ -389,7 +341,7 @@ class RLLoop:
         if self.update:
             progress.advance({}, completed=self.update)
         sink = WandbSink(self.wandb_project, cfg.name, cfg.model_dump(mode="json"), self.run_dir) if self.wandb_project else None
-        env_cm = self.env_client_factory() if self.env_client_factory else _default_env(self.env_url, cfg.environment.token)
+        env_cm = self.env_client_factory() if self.env_client_factory else EnvClientContext(self.env_url, cfg.environment.token)
         rows: list[dict[str, Any]] = []
         last_eval = None
         self._t0 = time.monotonic()
@@ -482,26 +434,6 @@ def _scaled_groups(c: Components) -> list[Any]:
     return out
 
 
-class _default_env:
-    """`async with` an AsyncEnvClient on the run's environment URL."""
-
-    def __init__(self, url: str, token: str | None) -> None:
-        self.url, self.token = url, token
-
-    async def __aenter__(self) -> Any:
-        from patchgym.env.client import AsyncEnvClient
-
-        self.client = AsyncEnvClient(self.url, token=self.token, busy_retries=20)
-        return self.client
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.client.aclose()
-
-
 def run_training(cfg: RunConfig, run_dir: Path, components: Components, *, env_url: str, **kwargs: Any) -> dict[str, Any]:
     loop = RLLoop(cfg, run_dir, components, env_url=env_url, **kwargs)
     return asyncio.run(loop.run_async())
-
-
-def nan_to_none(value: float) -> float | None:
-    return value if isinstance(value, (int, float)) and math.isfinite(value) else None

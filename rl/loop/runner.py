@@ -50,7 +50,8 @@ def train_run(
     from .components import Components, build_eval_sampler, build_trainer, pin_threads, scaled_fleet
     from .envserver import EnvServer
     from .evaluate import Evaluator
-    from .loop import RLLoop, resolve_task_ids
+    from .loop import RLLoop
+    from .sessions import resolve_task_ids
     from .warmup import run_warmup
 
     run_dir = Path(run_dir)

@@ -41,7 +41,7 @@ WARMUP_VERSION = 1
 
 
 def warmup_tasks(cfg: RunConfig) -> list[str]:
-    from .loop import resolve_task_ids
+    from .sessions import resolve_task_ids
 
     return resolve_task_ids(cfg.tasks.train if cfg.warmup.tasks == "train" else list(cfg.warmup.tasks))
 
@@ -84,7 +84,7 @@ async def measure_success(
     from patchgym.env.client import AsyncEnvClient
 
     from .evaluate import run_task_sessions
-    from .loop import sampling_params, session_limits
+    from .sessions import sampling_params, session_limits
 
     params = sampling_params(cfg)
     total = len(task_ids) * samples
@@ -154,7 +154,7 @@ def run_warmup(
     measure = bool(w.measure and eval_sampler_factory is not None)
     eval_ids: list[str] = []
     if measure:
-        from .loop import resolve_task_ids
+        from .sessions import resolve_task_ids
 
         eval_ids = resolve_task_ids(cfg.tasks.eval)
     mkey = measure_key(cfg, task_ids, eval_ids)
