@@ -40,8 +40,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def summarize(rows: list[dict], groups: list[str]) -> dict:
+def summarize(rows: list[dict], groups: list[str], finished_before: int = 0) -> dict:
     wall = sum(r["time/update_s"] for r in rows)
+    finished = (rows[-1].get("sessions/finished") or 0) - finished_before
     trained = sum(r["episodes"] for r in rows)
     trainer = sum(r["time/trainer_s"] for r in rows)
     idle = sum(r["time/trainer_idle_s"] for r in rows)
@@ -50,6 +51,8 @@ def summarize(rows: list[dict], groups: list[str]) -> dict:
     return {
         "updates": len(rows), "wall_s": wall, "trajectories": trained,
         "trajectories_per_hour": trained / wall * 3600.0,
+        # sessions the samplers finished in these updates' wall time, trained or still buffered
+        "sessions_finished_per_hour": finished / wall * 3600.0,
         "trainer_busy_frac": trainer / wall, "trainer_idle_frac": idle / wall,
         "sampler_busy_frac": busy, "sampler_busy_min": min(busy.values()), "sampler_busy_mean": sum(busy.values()) / len(busy),
         "sampler_compute_frac": compute, "sampler_compute_mean": sum(compute.values()) / len(compute),
@@ -71,7 +74,7 @@ def run_mode(cfg, synchronous: bool, pin: bool, skip_first: bool) -> dict:
         # The first update includes the pipeline filling up (and prompt prefill from cold caches): reported
         # separately, and left out of the steady-state numbers when there are more updates.
         steady = rows[1:] if skip_first and len(rows) > 1 else rows
-        res = summarize(steady, groups)
+        res = summarize(steady, groups, finished_before=(rows[0].get("sessions/finished") or 0) if steady is not rows else 0)
         res["all_updates"] = summarize(rows, groups)
         res["total_s"] = time.monotonic() - t0
         res["sessions"] = session_clock(Path(d) / "trajectories")

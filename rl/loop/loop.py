@@ -326,6 +326,7 @@ class RLLoop:
             buffer={"size": len(self.buffer), "dropped": gc.dropped, "stale_kept": gc.stale_kept, "paced_s": gc.paced_s,
                     "blocked_s": self.buffer.blocked_s},
         )
+        row["sessions/finished"] = self.sessions_done  # cumulative, trained or not (sampler throughput)
         self.metrics.write(row)
         return row
 

@@ -35,7 +35,7 @@ BASE_KEYS = (
     "staleness/mean", "staleness/max",
     "buffer/size", "buffer/dropped", "buffer/stale_kept", "buffer/paced_s", "buffer/blocked_s",
     "time/wall_s", "time/update_s", "time/trainer_s", "time/trainer_idle_s", "time/weight_publish_s",
-    "throughput/trajectories_per_hour",
+    "throughput/trajectories_per_hour", "sessions/finished",
     "cost/busy_usd", "cost/turn_usd", "cost/usd_per_turn",
 )
 PER_GROUP = ("kl_k3/group", "busy", "compute", "turns", "reward/group", "cost/busy_usd", "cost/turn_usd")
