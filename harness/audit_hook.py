@@ -84,6 +84,11 @@ class Guard(object):
         self.protected = set(protected)
         self.test_roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_roots)
         self.own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
+        # The grader's own files, as they were when the hook was installed: only these are its code.
+        # A file that appears in (or changes in) its folder later is the run's, so it is judged like
+        # any other new file (the folder is under /tmp, writable from the tests, and a module put
+        # there imports as trusted grader code otherwise).
+        self.own_files = _files_with_mtimes(self.own_dir)
         # tempfile.gettempdir()'s first choice, without importing tempfile (~3 ms at every grading).
         self.tempdir = os.path.realpath(os.environ.get("TMPDIR") or "/tmp").rstrip("/") + "/"
         self.started = _now()
@@ -99,7 +104,8 @@ class Guard(object):
         if cached is not None:
             return cached
         verdict = self._classify(filename)
-        if len(self._cache) < 100000:
+        # A grader file's verdict is looked up every time: it turns untrusted if the file changes.
+        if len(self._cache) < 100000 and not os.path.realpath(filename).startswith(self.own_dir):
             self._cache[filename] = verdict
         return verdict
 
@@ -111,7 +117,9 @@ class Guard(object):
         real = os.path.realpath(filename)
         if real in self.patched:
             return True
-        if real.startswith(self.own_dir) or real in self.protected or real.startswith(self.test_roots):
+        if real.startswith(self.own_dir):
+            return self.own_files.get(real) != _mtime(real)  # not one of the grader's files as installed
+        if real in self.protected or real.startswith(self.test_roots):
             return False
         if "/_pytest/" in real or "/pluggy/" in real:
             return False
@@ -159,7 +167,7 @@ class Guard(object):
             return False
         real = os.path.realpath(path)
         name = os.path.basename(real)
-        if real in self.protected or real.startswith(self.test_roots):
+        if real in self.protected or real.startswith(self.test_roots) or real.startswith(self.own_dir) and name != "results.jsonl":
             return True
         if name.endswith((".pyc", ".pyo", ".pth")) or "/__pycache__/" in real + "/" or ".pyc." in name:
             return True
@@ -204,7 +212,7 @@ class Guard(object):
             filename = caller.f_code.co_filename
             if filename.startswith(_IMPORT_SYSTEM) or "/_pytest/" in filename:
                 return
-            if event == "compile" and os.path.realpath(filename).startswith(self.own_dir):
+            if event == "compile" and os.path.realpath(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
             culprit = self.culprit(caller)
             if culprit is None:
@@ -264,6 +272,23 @@ class Guard(object):
             code = getattr(function, "__code__", None) or getattr(getattr(function, "__call__", None), "__code__", None)
             if code is not None and self.untrusted_file(code.co_filename):
                 self.found("changed", "{} function from {}".format(key, code.co_filename))
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _files_with_mtimes(folder):
+    """{real path: mtime} of the files under `folder` (its __pycache__ included)."""
+    out = {}
+    for root, _, names in os.walk(folder):
+        for name in names:
+            path = os.path.realpath(os.path.join(root, name))
+            out[path] = _mtime(path)
+    return out
 
 
 def _now():
