@@ -72,8 +72,8 @@ def test_grpo_divides_by_the_group_std(tmp_path: Path) -> None:
 def test_samplers_keep_generating_while_the_trainer_trains(tmp_path: Path) -> None:
     """With a slow trainer, sessions finish during train steps (the async property)."""
     comps = double_components(trainer_delay_s=0.15)
-    loop = RLLoop(double_config(updates=3), tmp_path, comps, env_url="null", session_fn=make_session_fn(0.005),
-                  env_client_factory=NullEnv, progress=False)
+    loop = RLLoop(double_config(updates=3, batch={"prompts": 2, "samples": 2, "sample_ahead": True}), tmp_path, comps,
+                  env_url="null", session_fn=make_session_fn(0.005), env_client_factory=NullEnv, progress=False)
     import asyncio
 
     asyncio.run(loop.run_async())
@@ -177,3 +177,13 @@ def test_a_session_slot_does_not_wait_for_the_rest_of_its_group(tmp_path: Path) 
         assert json.loads(line)["sample_index"] in (0, 1)
     rows = read_rows(tmp_path / "metrics.jsonl")
     assert [r["episodes"] for r in rows] == [2, 2]
+
+
+def test_a_finite_run_admits_only_the_groups_it_will_train(tmp_path: Path) -> None:
+    import asyncio
+
+    comps = double_components(trainer_delay_s=0.15)  # a slow trainer: sampling runs ahead if allowed
+    loop = RLLoop(double_config(updates=3), tmp_path, comps, env_url="null", session_fn=make_session_fn(0.005),
+                  env_client_factory=NullEnv, progress=False)
+    asyncio.run(loop.run_async())
+    assert loop.gate.counters.started == 3 * 2 and loop.sessions_done == 3 * 2 * 2

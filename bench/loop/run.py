@@ -118,8 +118,9 @@ def main(argv: list[str] | None = None) -> int:
 
     from patchgym.rl.loop.config import load_config
 
+    # sample_ahead: every slot stays full to the last update, the steady state of an endless run
     cfg = load_config(preset=args.preset, overrides=[f"updates={args.updates}", "eval.at_end=false", "checkpoint.every=0",
-                                                      *args.overrides])
+                                                      "batch.sample_ahead=true", *args.overrides])
     # No checkpoints in the timed part: only the final one (written after the last update's row).
     result: dict = {"preset": args.preset, "overrides": args.overrides, "updates": args.updates, "pin": args.pin,
                     "cores": len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count(),

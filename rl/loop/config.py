@@ -116,6 +116,10 @@ class BatchSection(_Section):
     prompts: int = Field(2, ge=1)
     samples: int = Field(4, ge=1)
     buffer_factor: float = Field(2.0, ge=1.0)  # FIFO capacity in groups = factor x prompts
+    # False: admit no more groups than the run's remaining updates will train (a finite run wastes
+    # no sampling, and the trainer gets the cores back at the end); True: keep every session slot
+    # full to the end, as an endless run would (bench/loop measures that steady state).
+    sample_ahead: bool = False
 
     @property
     def buffer_groups(self) -> int:

@@ -205,7 +205,7 @@ class RLLoop:
         """Wait for the staleness gate, then admit a new group and queue its sessions (None: stopping)."""
         assert self._version_changed is not None
         t0 = time.monotonic()
-        while not self.gate.may_start(self.version) and not self._stop:
+        while not (self.gate.may_start(self.version) and self._wanted()) and not self._stop:
             self._version_changed.clear()
             try:
                 await asyncio.wait_for(self._version_changed.wait(), timeout=0.5)
@@ -217,6 +217,13 @@ class RLLoop:
         group = _GroupInFlight(self.gate.admit(self.version), self._next_task(), self.version, self.cfg.batch.samples)
         self._pending.extend((group, i) for i in range(group.samples))
         return group
+
+    def _wanted(self) -> bool:
+        """Whether the run will train another group (always, with `batch.sample_ahead`)."""
+        if self.cfg.batch.sample_ahead:
+            return True
+        gc = self.gate.counters
+        return gc.started < self.cfg.updates * self.cfg.batch.prompts + gc.dropped
 
     async def _session_worker(self, env: Any) -> None:
         """One session slot: run the next queued session, admitting a new group when none is queued.
