@@ -69,23 +69,22 @@ def tail_alpha(ratio: Tensor, *, mode: str, low: float, high: float, cap: float)
 def sc_head_tail_terms(
     p_head: Tensor,
     q_head: Tensor,
-    p_tail: Tensor,
+    p_tail: Tensor | None = None,
     *,
     mode: str = "none",
     low: float = 0.5,
     high: float = 5.0,
     cap: float = 2.0,
 ) -> tuple[Tensor, Tensor, Tensor]:
-    """The head-plus-tail SC model as (c_head [*, k], c_tail [*], rho_tail [*]), all float32:
-    centering term = sum_{v in H} sg(c_head_v) log p_v + sg(c_tail) log P_T, with
-    c_head_v = q_v f(p_v / q_v) and c_tail = alpha P_T, alpha = rho_tail f(1 / rho_tail).
-    Its gradient equals that of `sc_head_coefficients`' form; p_tail is the trainer's tail mass."""
+    """The head-plus-tail SC model as (c_head [*, k], alpha [*], rho_tail [*]), all float32:
+    c_head_v = q_v f(p_v / q_v) and alpha = rho_tail f(1 / rho_tail). The loss's centering term is
+    sum_{v in H} sg(c_head_v) log p_v + sg(alpha P_T) log P_T, whose gradient equals that of
+    `sc_head_coefficients`' form; p_tail is the trainer's tail mass (1 - sum(p_head) when omitted)."""
     p = p_head.detach().float()
     q = q_head.detach().float()
     ratio = tail_ratio(p, q, p_tail)
     head = exact_coefficients(p, q, mode=mode, low=low, high=high, cap=cap)
-    alpha = tail_alpha(ratio, mode=mode, low=low, high=high, cap=cap)
-    return head, alpha * p_tail.detach().float(), ratio
+    return head, tail_alpha(ratio, mode=mode, low=low, high=high, cap=cap), ratio
 
 
 def sc_head_coefficients(
@@ -122,9 +121,5 @@ def sc_head_coefficients(
         raise ValueError(f"p_head {tuple(p_head.shape)} and q_head {tuple(q_head.shape)} must have the same shape")
     if p_head.dim() < 1:
         raise ValueError("p_head and q_head need a last dimension k (the head)")
-    p = p_head.detach().float()
-    q = q_head.detach().float()
-    ratio = tail_ratio(p, q, p_tail)
-    head = exact_coefficients(p, q, mode=mode, low=low, high=high, cap=cap)
-    alpha = tail_alpha(ratio, mode=mode, low=low, high=high, cap=cap)
-    return head - alpha.unsqueeze(-1) * p, ratio
+    head, alpha, ratio = sc_head_tail_terms(p_head, q_head, p_tail, mode=mode, low=low, high=high, cap=cap)
+    return head - alpha.unsqueeze(-1) * p_head.detach().float(), ratio

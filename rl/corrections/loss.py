@@ -247,17 +247,17 @@ def policy_loss(
         if use_topk:
             logp_head = logp_at[:, 1:]
             p_tail = log_tail.detach().exp()
-            c_head, c_tail, rho_tail = sc_head_tail_terms(
+            c_head, alpha, rho_tail = sc_head_tail_terms(
                 logp_head.detach().exp(), topk_logq.exp(), p_tail, mode=centering_mode, low=low, high=high, cap=cap
             )
             if centered:
                 # The gradient comes from the stable form (+ sg(alpha P_T) log P_T, centering.py);
                 # the value stays the documented sum_H sg(q_v f - alpha p_v) log p_v, so the
-                # reported loss is the one corrections.md writes down. c_tail is 0 where the head
-                # holds all the mass (log P_T = -inf there).
+                # reported loss is the one corrections.md writes down. The tail term is 0 where the
+                # head holds all the mass (log P_T = -inf there).
+                c_tail = alpha * p_tail
                 tail_term = torch.where(c_tail > 0, c_tail * log_tail, torch.zeros((), device=device))
                 stable = (c_head * logp_head).sum(1) + tail_term
-                alpha = torch.where(p_tail > 0, c_tail / p_tail.clamp_min(1e-38), torch.zeros((), device=device))
                 documented = ((c_head - alpha.unsqueeze(1) * logp_head.detach().exp()) * logp_head.detach()).sum(1)
                 center = stable + (documented - stable.detach())
 
