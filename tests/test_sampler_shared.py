@@ -178,3 +178,20 @@ def test_a_group_waiting_for_another_groups_prefill_is_busy_but_not_computing(fa
     busy, compute, wall = asyncio.run(both())
     assert 0 < compute < 0.8 * busy, (busy, compute, wall)
     assert busy <= wall + 1e-3
+
+
+def test_a_shared_batch_is_cut_into_runs_of_rows_that_are_views_not_copies():
+    """Rows of several kernel variants are planned as slices of consecutive rows, so a variant's
+    keys and values are views of the KV cache (an index tensor copied them, per layer and step)."""
+    from patchgym.rl.sampler.emulation import AttentionContext
+
+    splits = (4, 4, 8, 4)
+    plan = AttentionContext(mask=None, splits=splits).rows("splits", splits)
+    assert [(v, r.start, r.stop) for v, r in plan] == [(4, 0, 2), (8, 2, 3), (4, 3, 4)]
+    keys = torch.randn(4, 3, 10, 8)
+    for _, rows in plan:
+        assert keys[rows].untyped_storage().data_ptr() == keys.untyped_storage().data_ptr()
+    covered = sorted(i for _, r in plan for i in range(r.start, r.stop))
+    assert covered == [0, 1, 2, 3]
+    alike = AttentionContext(mask=None, splits=(2, 2, 2)).rows("splits", (2, 2, 2))
+    assert alike == [(2, slice(None))]
