@@ -655,3 +655,37 @@ def test_topk_sc_stays_exact_when_the_trainer_tail_is_tiny(tail_logit):
     (grad,) = torch.autograd.grad(loss, zz)
     assert metrics["tail_ratio"].item() == pytest.approx(0.5 / p[3].item(), rel=1e-4)
     assert grad.abs().max().item() < 2e-5
+
+
+def test_support_kl_known_answer_zero_at_equality_and_clear_errors() -> None:
+    from patchgym.rl.corrections import support_kl
+
+    g = torch.Generator().manual_seed(11)
+    logits = torch.randn(2, 3, 20, generator=g)
+    tokens = torch.tensor([[1, 4, 7], [0, 2, 19]])
+    support = torch.full((2, 3, 5), -1, dtype=torch.long)
+    for i in range(2):
+        for j in range(3):
+            k = 2 + (i + j) % 4  # rows of 2..5 entries, -1 padded
+            others = [v for v in torch.randperm(20, generator=g).tolist() if v != int(tokens[i, j])][: k - 1]
+            support[i, j, :k] = torch.tensor([int(tokens[i, j]), *others])
+    q = torch.zeros(2, 3, 5)
+    expected = torch.zeros(2, 3, dtype=torch.float64)
+    equal_q = torch.zeros(2, 3, 5)
+    for i in range(2):
+        for j in range(3):
+            valid = support[i, j] >= 0
+            ids = support[i, j][valid]
+            lq = torch.log_softmax(torch.randn(len(ids), generator=g, dtype=torch.float64), -1)
+            lp = torch.log_softmax(logits[i, j, ids].double() / 0.7, -1)
+            q[i, j, : len(ids)] = lq.float()
+            equal_q[i, j, : len(ids)] = lp.float()
+            expected[i, j] = (lq.exp() * (lq - lp)).sum()
+    got = support_kl(logits, tokens, support, q, temperature=0.7)
+    assert got.shape == (2, 3) and torch.allclose(got.double(), expected, atol=1e-6)
+    assert (got >= 0).all()
+    assert support_kl(logits, tokens, support, equal_q, temperature=0.7).abs().max() < 1e-6
+    with pytest.raises(ValueError, match="index lists"):
+        support_kl(logits, tokens, torch.ones(2, 3, 20, dtype=torch.bool), q)
+    with pytest.raises(ValueError, match="must both be"):
+        support_kl(logits, tokens, support, q[..., :4])

@@ -53,3 +53,27 @@ def test_an_inverted_order_is_reported_as_not_holding(tmp_path: Path) -> None:
 def test_no_rows_is_an_empty_summary_not_a_crash(tmp_path: Path) -> None:
     s = summarize_run(tmp_path, load_fleet("mixed-6"))
     assert s["updates"] == 0 and s["kl_order"]["holds"] is False and s["reward_mean"] is None
+
+
+def test_support_kl_decides_the_order_and_values_are_token_weighted(tmp_path: Path) -> None:
+    """With support replay the check uses the exact support KL; k3's own order is kept beside it.
+    Here one heavy-tailed k3 value (0.05 over 10 bf16 tokens) inverts k3's order, not the support's."""
+    fleet = load_fleet("mixed-6")
+    run = tmp_path / "run"
+    row = _row(1, {"b200-nvfp4": 0.04, "h100-fp8": 0.008, "h200-bf16": 0.05}, {"b200-nvfp4": 1, "h100-fp8": 1, "h200-bf16": 1}, 0.0)
+    support = {"b200-nvfp4": 0.03, "h100-fp8": 0.004, "h200-bf16": 0.0009}
+    tokens = {"b200-nvfp4": 300, "h100-fp8": 200, "h200-bf16": 10}
+    for g in support:
+        row[f"kl_support/group/{g}"] = support[g]
+        row[f"tokens/group/{g}"] = tokens[g]
+    row2 = dict(row, update=2)
+    row2["kl_support/group/h200-bf16"], row2["tokens/group/h200-bf16"] = 0.0019, 30
+    _write_rows(run, [row, row2])
+    s = summarize_run(run, fleet)
+    assert s["kl_order"]["estimator"] == "support" and s["kl_order"]["holds"] is True
+    assert s["kl_order_k3"]["estimator"] == "k3" and s["kl_order_k3"]["holds"] is False
+    # token-weighted over the two updates: (0.0009 * 10 + 0.0019 * 30) / 40
+    assert abs(s["kl_support_per_group"]["h200-bf16"] - (0.0009 * 10 + 0.0019 * 30) / 40) < 1e-12
+    assert s["kl_support_per_group"]["b300-nvfp4"] is None
+    lines = summary_lines(s)
+    assert any("(support)" in line and "yes" in line for line in lines) and any("(k3)" in line and "NO" in line for line in lines)

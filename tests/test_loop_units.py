@@ -227,6 +227,8 @@ def _fake_run(d: Path, loss: str, groups: list[str], scale: float) -> None:
                     "grad_norm": 0.5, "mis/masked_frac": 0.01, "format_error_frac": 0.5 / u, "cost/turn_usd": 0.01 * u})
         for g in groups:
             row[f"kl_k3/group/{g}"] = 1e-4 * u * (1 + groups.index(g))
+            if loss.startswith("sc"):  # a replaying run has the support KL too
+                row[f"kl_support/group/{g}"] = 5e-5 * u * (1 + groups.index(g))
         w.write(row)
     (d / "eval.jsonl").write_text(json.dumps({"update": 4, "pass@1": 0.25, "pass@2": 0.5}) + "\n")
 
@@ -239,7 +241,8 @@ def test_plots_write_nonempty_pngs_for_overlaid_runs(tmp_path: Path) -> None:
     out = plot_runs([tmp_path / "a", tmp_path / "b"], tmp_path / "plots")
     names = {p.name for p in out}
     assert {"reward.png", "kl.png", "kl_per_group.png", "eval_pass_at_k.png", "format_error.png", "cost.png"} <= names
-    assert "tail_ratio.png" not in names  # no run had a value
+    assert "kl_support_per_group.png" in names  # run a replays its supports
+    assert "tail_ratio.png" not in names and "kl_support.png" not in names  # no run had a value
     for p in out:
         data = p.read_bytes()
         assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 2000

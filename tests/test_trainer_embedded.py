@@ -245,6 +245,36 @@ def test_group_and_lag_metrics_count_the_right_tokens() -> None:
     assert m2["tokens/lag/6+"] == 0 and "kl_k3/lag/6+" not in m2
 
 
+def test_support_kl_is_the_exact_kl_over_each_tokens_support_per_group() -> None:
+    """kl_support(/group/<g>) = mean over the group's tokens of sum_S q (log q - log p_S), p_S the
+    model's softmax renormalised on the replayed support, computed here from an independent forward."""
+    rng = random.Random(5)
+    trajs = [make_trajectory(rng, 0, turns=[(4, "bf16", 0), (3, "fp8", 0)]), make_trajectory(rng, 1, turns=[(5, "fp8", 0)])]
+    model = tiny_model()
+    trajs = sampled_from(model, trajs, noise=0.5)
+    expected: dict[str, list[float]] = {"bf16": [], "fp8": []}
+    with torch.no_grad():
+        for traj in trajs:
+            logits = model(torch.tensor([traj.token_ids])).logits[0].double()
+            for turn in traj.turns:
+                for t in range(turn.offset, turn.offset + len(turn.sampled_ids)):
+                    ids = traj.support_ids[t]
+                    lq = torch.tensor(traj.support_logprobs[t], dtype=torch.float64)
+                    lp = torch.log_softmax(logits[t - 1][ids], -1)
+                    expected[turn.group].append(float((lq.exp() * (lq - lp)).sum()))
+    m = EmbeddedTrainer(copy.deepcopy(model), micro_batch_tokens=30).accumulate_gradients(TrainBatch(trajs, [1.0, -1.0]))
+    for g, values in expected.items():
+        assert m[f"kl_support/group/{g}"] == pytest.approx(sum(values) / len(values), rel=1e-4)
+    every = expected["bf16"] + expected["fp8"]
+    assert m["kl_support"] == pytest.approx(sum(every) / len(every), rel=1e-4) and m["kl_support"] > 1e-4
+    # without replayed supports there is nothing to sum over: no kl_support at all
+    plain = copy.deepcopy(trajs)
+    for traj in plain:
+        traj.support_ids = traj.support_logprobs = None
+    m2 = EmbeddedTrainer(copy.deepcopy(model), loss="mis").accumulate_gradients(TrainBatch(plain, [1.0, -1.0]))
+    assert "kl_support" not in m2 and not any(k.startswith("kl_support/") for k in m2)
+
+
 # -- bad inputs ---------------------------------------------------------------------------------------
 
 

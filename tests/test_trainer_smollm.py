@@ -83,6 +83,7 @@ def test_replay_with_identical_weights_gives_ratio_one_exactly(model, trajectori
     assert m["micro_batches"] > 1
     assert m["kl_k3"] == 0.0 and m["kl_k1"] == 0.0
     assert m["kl_k3/group/bf16"] == 0.0 and m["kl_k3/group/fp8"] == 0.0 and m["kl_k3/lag/0-1"] == 0.0
+    assert m["kl_support"] == pytest.approx(0.0, abs=1e-6) and m["kl_support/group/fp8"] == pytest.approx(0.0, abs=1e-6)
     assert m["mis_masked_frac"] == 0.0 and m["ess"] == pytest.approx(1.0, abs=1e-6)
     assert m["tokens"] == sum(t.num_sampled for t in trajs)
     assert 0 < m["entropy"] < torch.log(torch.tensor(16.0)).item()  # over the 16-id support

@@ -13,6 +13,8 @@ Public API:
     group_advantages(rewards, group_size, *, normalize_std, eps=1e-6)
     mismatch_metrics(logp_train, logp_sampler, *, mask=None, low=0.5, high=5.0, entropy=None,
                      tail_ratio=None) -> dict
+    support_kl(logits, tokens, support, sampler_support_logprobs, *, temperature=1.0)
+                       -> KL(q_S || p_S) per token over the replayed support
 
 Modules: kernel (the chunked vocabulary kernel), support (supports, token_logprobs), weights,
 centering, loss, metrics, advantages.
@@ -23,7 +25,7 @@ from .centering import exact_coefficients, sc_head_coefficients
 from .kernel import default_chunk_size
 from .loss import KINDS, policy_loss
 from .metrics import mismatch_metrics
-from .support import mask_to_index_lists, pad_index_lists, token_logprobs
+from .support import mask_to_index_lists, pad_index_lists, support_kl, token_logprobs
 from .weights import importance_weights
 
 __all__ = [
@@ -37,5 +39,6 @@ __all__ = [
     "pad_index_lists",
     "policy_loss",
     "sc_head_coefficients",
+    "support_kl",
     "token_logprobs",
 ]

@@ -12,8 +12,8 @@ logits, so no full vocabulary row is read, and the backward only writes K entrie
 the zero-filled gradient. The mask form goes through the chunked kernel (`kernel.py`) and costs a
 full-vocabulary pass (policy_loss turns a mask into index lists when q is listed over its ids).
 
-`token_logprobs` is the public entry point; `IndexSupport` and `resolve_support` are shared with
-`loss.py`.
+`token_logprobs` is the public entry point, `support_kl` the exact per-token KL over a replayed
+support (a metric); `IndexSupport` and `resolve_support` are shared with `loss.py`.
 """
 
 from __future__ import annotations
@@ -226,6 +226,46 @@ def token_logprobs(
         logits2d, flat_tokens.unsqueeze(1), temperature=temperature, chunk_size=chunk_size
     )
     return logp_at.reshape(tokens.shape)
+
+
+def support_kl(
+    logits: Tensor,
+    tokens: Tensor,
+    support: Tensor | Sequence[Sequence[int]],
+    sampler_support_logprobs: Tensor,
+    *,
+    temperature: float = 1.0,
+) -> Tensor:
+    """KL(q_S || p_S) per token, exactly over the replayed support: sum_v q(v) (log q(v) - log p_S(v)).
+
+    q is the sampler's distribution over its support S (`sampler_support_logprobs`, [*, K] in
+    the slots of `support`'s index lists, any value at pads), p_S the trainer's renormalised on S
+    (the distribution mask replay trains). Why next to k3: k3 averages a function of the sampled
+    token's ratio, so one token the trainer finds unlikely can outweigh hundreds (k3 grows like
+    -log r as r -> 0); this sums over every entry the sampler could have drawn, so it has no
+    sampling noise per position and orders sampler groups from few tokens. Returns float32 [*],
+    detached. Index-list supports only ([*, K] int64, -1 padded).
+    """
+    logits2d, flat_tokens = flatten_token_layout(logits.detach(), tokens)
+    check_tokens(flat_tokens, logits2d.shape[1])
+    if temperature <= 0:
+        raise ValueError(f"temperature must be > 0, got {temperature}")
+    support_t = as_support_tensor(support, logits.device)
+    if support_t is None or support_t.dtype == torch.bool:
+        raise ValueError("support_kl needs the support as index lists [*, K] (int64, -1 padded)")
+    if tuple(support_t.shape[:-1]) != tuple(tokens.shape) or tuple(sampler_support_logprobs.shape) != tuple(support_t.shape):
+        raise ValueError(
+            f"support {tuple(support_t.shape)} and sampler_support_logprobs {tuple(sampler_support_logprobs.shape)} "
+            f"must both be [*tokens.shape, K] for tokens {tuple(tokens.shape)}"
+        )
+    flat_support = support_t.reshape(flat_tokens.shape[0], support_t.shape[-1])
+    resolved = resolve_support(flat_support, flat_tokens, logits2d.shape[1], active=None)
+    assert isinstance(resolved, IndexSupport)
+    with torch.no_grad():
+        logp = support_logprobs(logits2d, resolved, temperature, flat_tokens)
+        logq = sampler_support_logprobs.reshape(flat_support.shape).float()
+        terms = torch.where(resolved.valid, logq.exp() * (logq - logp), torch.zeros_like(logq))
+        return terms.sum(dim=1).reshape(tokens.shape)
 
 
 def flatten_token_layout(logits: Tensor, tokens: Tensor) -> tuple[Tensor, Tensor]:

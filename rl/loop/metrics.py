@@ -8,7 +8,8 @@ the update's trajectory groups, the trainer's metrics, busy times, cost and timi
 truncates rows past the checkpoint), `write_lines_atomic` (the whole-file writes of the run and of
 the warm-up cache), `Progress` (a rich progress bar with reward, pass rate, KL and time) and
 `WandbSink` (imported only when asked). It does not compute losses or KL itself: those
-come from the trainer (`kl_k3`, `kl_k3/group/<g>`, `kl_k3/lag/<bucket>`, ...).
+come from the trainer (`kl_k3`, `kl_k3/group/<g>`, `kl_k3/lag/<bucket>`, `kl_support`,
+`kl_support/group/<g>` with support replay, `tokens/group/<g>`, ...).
 """
 
 from __future__ import annotations
@@ -30,7 +31,7 @@ BASE_KEYS = (
     *(f"status/{s}" for s in STATUSES), "format_error_frac",
     "response/tokens_mean", "response/turns_mean", "tokens/sampled", "tokens/total",
     "loss", "entropy", "grad_norm",
-    "kl_k3", *(f"kl_k3/lag/{b}" for b in LAG_BUCKETS),
+    "kl_k3", *(f"kl_k3/lag/{b}" for b in LAG_BUCKETS), "kl_support",
     "mis/out_of_band_frac", "mis/masked_frac", "sc/tail_ratio",
     "staleness/mean", "staleness/max",
     "buffer/size", "buffer/dropped", "buffer/stale_kept", "buffer/paced_s", "buffer/blocked_s",
@@ -38,7 +39,7 @@ BASE_KEYS = (
     "throughput/trajectories_per_hour", "sessions/finished",
     "cost/busy_usd", "cost/turn_usd", "cost/usd_per_turn",
 )
-PER_GROUP = ("kl_k3/group", "busy", "compute", "turns", "reward/group", "cost/busy_usd", "cost/turn_usd")
+PER_GROUP = ("kl_k3/group", "kl_support/group", "tokens/group", "busy", "compute", "turns", "reward/group", "cost/busy_usd", "cost/turn_usd")
 
 
 def metric_keys(groups: Sequence[str]) -> list[str]:
@@ -131,8 +132,11 @@ def update_row(
     row["kl_k3"] = _pick(tm, "kl_k3", "k3")
     for b in LAG_BUCKETS:
         row[f"kl_k3/lag/{b}"] = _pick(tm, f"kl_k3/lag/{b}")
+    row["kl_support"] = _pick(tm, "kl_support")  # None without support replay
     for g in group_names:
         row[f"kl_k3/group/{g}"] = _pick(tm, f"kl_k3/group/{g}")
+        row[f"kl_support/group/{g}"] = _pick(tm, f"kl_support/group/{g}")
+        row[f"tokens/group/{g}"] = _pick(tm, f"tokens/group/{g}")
     # Outside MIS's band (whatever the loss); masked = tokens the loss itself gave weight 0.
     row["mis/out_of_band_frac"] = _pick(tm, "mis/out_of_band_frac", "mis_masked_frac", "out_of_band_frac")
     kept = _pick(tm, "kept_fraction")

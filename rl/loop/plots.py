@@ -1,7 +1,7 @@
 """PNG curves of one or more runs, overlaid and labelled by run and loss (matplotlib, Agg).
 
 Owns `plot_runs(run_dirs, out_dir) -> list[Path]`: one PNG per curve (reward, pass rate, KL k3
-overall, KL per group, MIS masked fraction, SC tail ratio, format-error fraction, entropy, grad
+overall and per group, KL over the replayed support overall and per group, MIS masked fraction, SC tail ratio, format-error fraction, entropy, grad
 norm, sampler cost, evaluation pass@k), reading each run's `metrics.jsonl` and `eval.jsonl`. A
 curve no run has a value for is skipped (and not written). It does not run or evaluate anything.
 """
@@ -18,6 +18,7 @@ CURVES: list[tuple[str, str, str]] = [  # file stem, key, y label
     ("reward", "reward/mean", "mean reward"),
     ("pass_rate", "pass_rate", "pass rate (reward > 0)"),
     ("kl", "kl_k3", "train-vs-sampler KL (k3)"),
+    ("kl_support", "kl_support", "train-vs-sampler KL over the replayed support"),
     ("masked_frac", "mis/masked_frac", "MIS masked fraction"),
     ("tail_ratio", "sc/tail_ratio", "SC tail ratio"),
     ("format_error", "format_error_frac", "format-error endings (fraction)"),
@@ -93,25 +94,27 @@ def plot_runs(run_dirs: Sequence[Path | str], out_dir: Path | str) -> list[Path]
         ax.legend(fontsize=8)
         save(fig, stem)
 
-    # KL per sampler group: one line per (run, group).
-    fig, ax = plt.subplots(figsize=(7.2, 4.4))
-    drawn = False
-    for _, label, rows, _ in runs:
-        groups = sorted({k.split("/", 2)[2] for r in rows for k in r if k.startswith("kl_k3/group/")})
-        for g in groups:
-            xs, ys = rows_by_key(rows, f"kl_k3/group/{g}")
-            if xs:
-                ax.plot(xs, ys, marker=".", label=f"{label} {g}")
-                drawn = True
-    if drawn:
-        ax.set_xlabel("update")
-        ax.set_ylabel("KL k3 per sampler group")
-        ax.set_yscale("symlog", linthresh=1e-6)
-        ax.grid(alpha=0.3)
-        ax.legend(fontsize=6, ncol=2)
-        save(fig, "kl_per_group")
-    else:
-        plt.close(fig)
+    # KL per sampler group, one PNG per estimator: one line per (run, group).
+    for key, stem, ylabel in (("kl_k3", "kl_per_group", "KL k3 per sampler group"),
+                              ("kl_support", "kl_support_per_group", "KL over the replayed support, per sampler group")):
+        fig, ax = plt.subplots(figsize=(7.2, 4.4))
+        drawn = False
+        for _, label, rows, _ in runs:
+            groups = sorted({k.split("/", 2)[2] for r in rows for k in r if k.startswith(f"{key}/group/")})
+            for g in groups:
+                xs, ys = rows_by_key(rows, f"{key}/group/{g}")
+                if xs:
+                    ax.plot(xs, ys, marker=".", label=f"{label} {g}")
+                    drawn = True
+        if drawn:
+            ax.set_xlabel("update")
+            ax.set_ylabel(ylabel)
+            ax.set_yscale("symlog", linthresh=1e-6)
+            ax.grid(alpha=0.3)
+            ax.legend(fontsize=6, ncol=2)
+            save(fig, stem)
+        else:
+            plt.close(fig)
 
     # Evaluation pass@k: one line per (run, k).
     fig, ax = plt.subplots(figsize=(6.4, 4.0))

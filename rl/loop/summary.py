@@ -2,13 +2,16 @@
 
 Owns `summarize_run(run_dir, fleet)`, which writes `RUN_DIR/summary.json` and returns it:
 - reward per update, and the mean over the run;
-- the train-vs-sampler KL (k3) per sampler group over the whole run: the per-update values
-  weighted by the group's turns in that update (a group that served no turn of an update has no
-  value there, which happens with few sessions an update);
+- the train-vs-sampler KL per sampler group over the whole run, for two estimators: k3 on the
+  sampled tokens and, with support replay, the exact KL over each token's support
+  (`kl_support`); the per-update values weighted by the group's trained tokens in that update
+  (a group that served no turn of an update has no value there, which happens with few sessions
+  an update);
 - the same per number-format class (the group's weights and activations, e.g. `nvfp4_4over6/bf16`),
   and the check the issue asks for: do the classes order by KL as their precision does (fewer
   bits in the weights and activations, larger KL)? `kl_order.holds` is true or false, never
-  assumed; classes with no value are left out of the check and listed;
+  assumed; classes with no value are left out of the check and listed. `kl_order` uses the
+  support KL when the run has it (`kl_order.estimator`), `kl_order_k3` is always the k3 one;
 - the last evaluation row, the wall time, and the run's cost.
 Not covered here: plots (`plots.py`), the per-update rows themselves (`metrics.py`).
 """
@@ -46,37 +49,67 @@ def precision(group: Any) -> tuple[float, float]:
     return FORMAT_BITS.get(group.weights, 16.0), FORMAT_BITS.get(group.activations, 16.0)
 
 
+def _weight(row: dict[str, Any], name: str) -> float | None:
+    """How much an update's value for a group counts: its trained tokens (the trainer's
+    `tokens/group/<g>`), or its turns in rows written before that key existed."""
+    tokens = _num(row.get(f"tokens/group/{name}"))
+    return tokens if tokens is not None else _num(row.get(f"turns/{name}"))
+
+
+def _kl_by(rows: list[dict[str, Any]], groups: dict[str, Any], key: str) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """({group: KL over the run}, {format class: KL over the run}) for one estimator: per-update
+    values weighted by the group's tokens in that update, i.e. the token mean over the run."""
+    total: dict[str, float] = {}
+    weight: dict[str, float] = {}
+    for row in rows:
+        for name in groups:
+            kl, w = _num(row.get(f"{key}/group/{name}")), _weight(row, name)
+            if kl is not None and w:
+                total[name] = total.get(name, 0.0) + kl * w
+                weight[name] = weight.get(name, 0.0) + w
+    per_group = {n: (total[n] / weight[n] if weight.get(n) else None) for n in groups}
+    by_class: dict[str, list[str]] = {}
+    for name, g in groups.items():
+        by_class.setdefault(format_class(g), []).append(name)
+    per_class: dict[str, float | None] = {}
+    for cls, names in by_class.items():
+        w = sum(weight.get(n, 0.0) for n in names)
+        per_class[cls] = sum(total.get(n, 0.0) for n in names) / w if w else None
+    return per_group, per_class
+
+
+def _order(class_kl: dict[str, float | None], groups: dict[str, Any], estimator: str) -> dict[str, Any]:
+    precision_of = {format_class(g): precision(g) for g in groups.values()}
+    measured = [c for c in class_kl if class_kl[c] is not None]
+    by_precision = sorted(measured, key=lambda c: precision_of[c])  # least precise first
+    by_kl = sorted(measured, key=lambda c: -class_kl[c])  # type: ignore[operator]
+    # holds when every less precise class has a larger KL than every more precise one
+    holds = all(class_kl[a] > class_kl[b]  # type: ignore[operator]
+                for i, a in enumerate(by_precision) for b in by_precision[i + 1:]
+                if precision_of[a] < precision_of[b])
+    return {
+        "estimator": estimator, "by_precision": by_precision, "by_kl": by_kl, "holds": bool(measured) and holds,
+        "unmeasured": [c for c in class_kl if class_kl[c] is None],
+        "rule": "fewer bits in weights/activations -> larger train-vs-sampler KL",
+    }
+
+
 def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
     run_dir = Path(run_dir)
     rows = _rows(run_dir / "metrics.jsonl")
     evals = _rows(run_dir / "eval.jsonl")
     groups = {g.name: g for g in fleet.groups}
-    kl_sum: dict[str, float] = {}
-    kl_turns: dict[str, int] = {}
     served: dict[str, int] = {n: 0 for n in groups}
     for row in rows:
         for name in groups:
-            kl, turns = _num(row.get(f"kl_k3/group/{name}")), _num(row.get(f"turns/{name}"))
-            served[name] += int(turns or 0)
-            if kl is not None and turns:
-                kl_sum[name] = kl_sum.get(name, 0.0) + kl * turns
-                kl_turns[name] = kl_turns.get(name, 0) + int(turns)
-    kl_group = {n: (kl_sum[n] / kl_turns[n] if kl_turns.get(n) else None) for n in groups}
-    by_class: dict[str, list[str]] = {}
-    for name, g in groups.items():
-        by_class.setdefault(format_class(g), []).append(name)
-    class_kl: dict[str, float | None] = {}
-    for cls, names in by_class.items():
-        turns = sum(kl_turns.get(n, 0) for n in names)
-        class_kl[cls] = sum(kl_sum.get(n, 0.0) for n in names) / turns if turns else None
-    class_precision = {cls: precision(groups[names[0]]) for cls, names in by_class.items()}
-    measured = [c for c in class_kl if class_kl[c] is not None]
-    by_precision = sorted(measured, key=lambda c: class_precision[c])  # least precise first
-    by_kl = sorted(measured, key=lambda c: -class_kl[c])  # type: ignore[operator]
-    # holds when every less precise class has a larger KL than every more precise one
-    holds = all(class_kl[a] > class_kl[b]  # type: ignore[operator]
-                for i, a in enumerate(by_precision) for b in by_precision[i + 1:]
-                if class_precision[a] < class_precision[b])
+            served[name] += int(_num(row.get(f"turns/{name}")) or 0)
+    k3_group, k3_class = _kl_by(rows, groups, "kl_k3")
+    support_group, support_class = _kl_by(rows, groups, "kl_support")
+    order_k3 = _order(k3_class, groups, "k3")
+    # The check uses the exact KL over the replayed support when the run has it (every class with
+    # a k3 value has one): k3 over a few hundred sampled tokens a group can invert the order.
+    use_support = any(v is not None for v in support_class.values()) and all(
+        support_class[c] is not None for c, v in k3_class.items() if v is not None)
     rewards = [_num(r.get("reward/mean")) for r in rows]
     cost = sum(_num(r.get("cost/busy_usd")) or 0.0 for r in rows)
     summary = {
@@ -84,14 +117,13 @@ def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
         "loss": rows[-1].get("loss_kind") if rows else None,
         "reward_per_update": rewards,
         "reward_mean": (sum(r for r in rewards if r is not None) / max(1, sum(r is not None for r in rewards))) if rows else None,
-        "kl_k3_per_group": kl_group,
+        "kl_k3_per_group": k3_group,
         "turns_per_group": served,
-        "kl_k3_per_format": class_kl,
-        "kl_order": {
-            "by_precision": by_precision, "by_kl": by_kl, "holds": bool(measured) and holds,
-            "unmeasured": [c for c in class_kl if class_kl[c] is None],
-            "rule": "fewer bits in weights/activations -> larger train-vs-sampler KL",
-        },
+        "kl_k3_per_format": k3_class,
+        "kl_support_per_group": support_group,
+        "kl_support_per_format": support_class,
+        "kl_order": _order(support_class, groups, "support") if use_support else order_k3,
+        "kl_order_k3": order_k3,
         "eval": evals[-1] if evals else None,
         "wall_s": _num(rows[-1].get("time/wall_s")) if rows else None,
         "cost_busy_usd": cost,
@@ -105,10 +137,10 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
     out = []
     rewards = ", ".join("-" if r is None else f"{r:.2f}" for r in summary["reward_per_update"])
     out.append(f"reward per update: {rewards}")
-    kl = summary["kl_k3_per_format"]
-    parts = ", ".join(f"{c} {v:.2e}" for c, v in sorted(kl.items(), key=lambda kv: -(kv[1] or -1.0)) if v is not None)
-    order = summary["kl_order"]
-    out.append(f"train-vs-sampler KL by format: {parts} (orders as the formats do: {'yes' if order['holds'] else 'NO'})")
+    for order in (summary["kl_order"], summary["kl_order_k3"]) if summary["kl_order"]["estimator"] != "k3" else (summary["kl_order"],):
+        kl = summary[f"kl_{order['estimator']}_per_format"]
+        parts = ", ".join(f"{c} {v:.2e}" for c, v in sorted(kl.items(), key=lambda kv: -(kv[1] or -1.0)) if v is not None)
+        out.append(f"train-vs-sampler KL ({order['estimator']}) by format: {parts} (orders as the formats do: {'yes' if order['holds'] else 'NO'})")
     ev = summary.get("eval")
     if ev:
         ks = ", ".join(f"{k} {v:.2f}" for k, v in ev.items() if k.startswith("pass@") and v is not None)

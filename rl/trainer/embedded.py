@@ -26,7 +26,9 @@ padded_tokens, entropy (the loss's own, over the support when replaying), kl_k1 
 ess, chi2 (mismatch_metrics over all trained tokens of the update), the same k1/k3 and the token
 count per sampler group (`kl_k3/group/<group>`, each token's group is its turn's `Turn.group`)
 and per staleness lag (`kl_k3/lag/0-1`, `2-3`, `4-5`, `6+`; the bucket's token count is always
-reported, its KL only when it holds tokens), mis_low_frac / mis_high_frac / mis_masked_frac (the
+reported, its KL only when it holds tokens), kl_support and `kl_support/group/<group>` (when the
+batch replays supports: the mean over tokens of KL(q_S || p_S), exact over each token's support;
+why next to k3: `patchgym.rl.corrections.support_kl`), mis_low_frac / mis_high_frac / mis_masked_frac (the
 fractions of tokens below, above and outside the MIS band, whatever the kind), kept_fraction and
 weight_mean (the loss's), tail_ratio / tail_ratio_max (top-k score centering only),
 time_pack_s, time_forward_backward_s, time_optimizer_s, version (after the step).
@@ -66,7 +68,7 @@ from typing import Any, Mapping, Sequence
 import torch
 from torch import Tensor
 
-from patchgym.rl.corrections import KINDS, mismatch_metrics, policy_loss, token_logprobs
+from patchgym.rl.corrections import KINDS, mismatch_metrics, policy_loss, support_kl, token_logprobs
 from patchgym.rl.trajectory import Trajectory
 
 from . import batching, checkpoint
@@ -200,9 +202,14 @@ class EmbeddedTrainer:
             mis_low_frac=overall["masked_below"].item(), mis_high_frac=overall["masked_above"].item(),
             mis_masked_frac=(overall["masked_below"] + overall["masked_above"]).item(),
         )
+        kl_support = torch.cat(acc["kl_support"]) if acc["kl_support"] else None
+        if kl_support is not None and kl_support.numel():
+            metrics["kl_support"] = kl_support.mean().item()
         for group in sorted(set(groups)):
             mask = torch.tensor([g == group for g in groups], device=logp.device)
             self._subset_metrics(metrics, f"group/{group}", logp, logq, mask, low, high)
+            if kl_support is not None and bool(mask.any()):
+                metrics[f"kl_support/group/{group}"] = kl_support[mask].mean().item()
         buckets = [batching.lag_bucket(lag) for lag in lags]
         for label, _, _ in batching.LAG_BUCKETS:
             mask = torch.tensor([b == label for b in buckets], device=logp.device)
@@ -346,7 +353,7 @@ class EmbeddedTrainer:
         plan = batching.pack([len(t.token_ids) for t in trajectories], self.micro_batch_tokens)
         time_pack = time.perf_counter() - t0
         self.model.zero_grad(set_to_none=True)
-        acc: dict[str, Any] = {"logp": [], "logq": [], "groups": [], "lags": []}
+        acc: dict[str, Any] = {"logp": [], "logq": [], "groups": [], "lags": [], "kl_support": []}
         sums: dict[str, float] = {"loss": 0.0, "entropy": 0.0, "kept_fraction": 0.0, "weight_mean": 0.0, "tail_ratio": 0.0}
         seen: set[str] = set()
         tail_max = -math.inf
@@ -372,6 +379,8 @@ class EmbeddedTrainer:
             if collect:
                 with torch.no_grad():
                     acc["logp"].append(token_logprobs(logits.detach(), mb.targets, temperature=self.temperature, support=mb.support))
+                    if mb.support is not None:
+                        acc["kl_support"].append(support_kl(logits, mb.targets, mb.support, mb.support_logprobs, temperature=self.temperature))
                 acc["logq"].append(mb.sampler_logprobs)
                 acc["groups"].append(mb.groups)
                 acc["lags"].append(mb.lags)
