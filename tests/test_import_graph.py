@@ -23,8 +23,6 @@ MAX_LINES = 500
 LONG_MODULES_ALLOWED = {
     "patchgym.harness.pytest_reporter": "runs inside the graded repository's interpreter as one file "
     "(copied into the sandbox and loaded by path): it cannot import helpers of ours there",
-    "patchgym.harness.sandbox.docker_backend": "DockerSandbox, its factory and the reaper (765 lines); "
-    "still to split along the seams local.py was split on (open in the Docker issue's closing note)",
     "patchgym.rl.sampler.embedded": "EmbeddedSampler's serving loop (737 lines): the request state, the decode "
     "step and the scheduler share the decode thread's state; sampling, the caches and the emulation are "
     "already modules of their own",

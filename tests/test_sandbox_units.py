@@ -359,7 +359,7 @@ def test_single_file_from_tar() -> None:
 
 def test_docker_container_config(tmp_path: Path) -> None:
     pytest.importorskip("docker", reason="the Docker SDK is not installed (pip install docker)")
-    from patchgym.harness.sandbox.docker_backend import container_config
+    from patchgym.harness.sandbox.docker_container import container_config
 
     prepared = make_prepared(tmp_path)
     limits = Limits(memory_bytes=1 << 30, max_processes=99, max_file_bytes=1 << 20, max_write_bytes=1 << 28)
@@ -502,3 +502,53 @@ def test_v1_events_come_from_each_hierarchy_and_follow_changes(tmp_path: Path) -
     assert group.events() == cg.LimitEvents(oom_kills=3, pids_max_hits=7)
     group.close_files()
     group.close_files()  # idempotent
+
+
+def test_spare_pool_keeps_at_most_size_spares_and_closes_what_it_drops() -> None:
+    import threading
+
+    from patchgym.harness.sandbox.spare_pool import SparePool
+
+    class Box:
+        def __init__(self, name: str) -> None:
+            self.name, self.closed = name, threading.Event()
+
+        def close(self) -> None:
+            self.closed.set()
+
+    made: list[Box] = []
+
+    def start(name: str):
+        def make() -> Box:
+            if name == "broken":
+                raise RuntimeError("the engine refused")
+            made.append(Box(name))
+            return made[-1]
+        return make
+
+    pool = SparePool(1)
+    assert pool.take("a") is None
+    pool.refill("a", start("a"))
+    pool.refill("b", start("b"))
+    pool.refill("broken", start("broken"))
+    pool.close()  # waits for the three starters; the pool then holds nothing, every box is closed
+    assert sorted(b.name for b in made) == ["a", "b"]
+    assert all(b.closed.wait(5) for b in made)
+    assert pool.take("a") is None and pool.take("broken") is None  # take reopens the closed pool
+
+    pool.refill("a", start("a"))
+    pool._starters[-1].join()
+    spare = pool.take("a")
+    assert spare is made[-1] and not spare.closed.is_set()  # a spare taken is the caller's, open
+    assert pool.take("a") is None
+
+    pool.refill("a", start("a"))
+    pool._starters[-1].join()
+    pool.refill("b", start("b"))
+    pool._starters[-1].join()
+    assert made[-2].closed.wait(5) and not made[-1].closed.is_set()  # size 1: the oldest kind evicted
+    assert pool.take("b") is made[-1]
+
+    off = SparePool(0)
+    off.refill("a", start("a"))
+    assert off.take("a") is None and not off._starters  # size 0 starts nothing

@@ -25,17 +25,20 @@ Files: written with put_archive, read with get_archive; a symlink is resolved in
 tar of /testbed with trusted git state (remote.extract_tree, gitdiff.py). When the factory first
 opens it removes containers (and owner-labelled images) whose owner process on this host has died.
 
+Modules beside this one: docker_container.py (INIT, REAPER, the file scripts, command_script,
+container_config: the text and settings a container gets), docker_engine.py (the SDK, the engine's
+byte streams), spare_pool.py (the warm containers), docker_agent.py (the command server),
+docker_images.py (the base and task images).
+
 Needs a reachable Docker engine; nothing here runs on a machine without one (tests skip).
 """
 
 from __future__ import annotations
 
 import atexit
-import io
 import itertools
 import json
 import queue
-import shlex
 import threading
 import time
 import weakref
@@ -43,192 +46,32 @@ from pathlib import Path
 from typing import Any, Callable
 
 from patchgym.harness.sandbox import docker_agent, remote
-from patchgym.harness.sandbox.docker_engine import docker_sdk, unavailable_reason  # noqa: F401  (re-exported)
+from patchgym.harness.sandbox.docker_container import (
+    COMMAND_ID,
+    READ_SCRIPT,
+    REAPER,
+    WRITE_SCRIPT,
+    command_script,
+    container_config,
+)
+from patchgym.harness.sandbox.docker_engine import (  # noqa: F401  (the two *_reason: re-exported)
+    ChunkReader,
+    docker_sdk,
+    frames,
+    image_missing_reason,
+    unavailable_reason,
+)
 from patchgym.harness.sandbox.base import (
     CommandResult,
     Limits,
     SandboxError,
 )
 from patchgym.harness.sandbox.output import CappedOutput
-from patchgym.tasks.prepared import TESTBED, VENV_MOUNT, PreparedTask
+from patchgym.harness.sandbox.spare_pool import SparePool
+from patchgym.tasks.prepared import TESTBED, PreparedTask
 
 _SEQUENCE = itertools.count(1)
-COMMAND_ID = "PATCHGYM_CMD"
 FILE_TIMEOUT_S = 120.0
-# The environment every command starts from (as the local backend's: HOME and TMPDIR in /tmp).
-BASE_ENV = {"HOME": "/tmp", "TMPDIR": "/tmp", "LC_CTYPE": "C.UTF-8"}
-
-# Bash with builtins only (no process of its own to mistake for a victim): the processes to kill
-# for command `$2` are those whose nearest ancestor carrying PATCHGYM_CMD carries `$2`; with mode
-# `timeout`, also those no live command owns (no marked ancestor, or the mark of a finished
-# command; `$3...` are the ids of the commands still running). Pid 1 (INIT), the reaper itself
-# and the command server ($PATCHGYM_SPARE_PID: it is not dumpable, so its mark cannot be read; any
-# other process whose environment cannot be read counts as unowned) are spared. Every round STOPs what it finds (a stopped
-# process cannot fork), and once a round finds nothing new, all of them get SIGKILL; it returns
-# when a scan finds none left.
-REAPER = r'''
-__pg_reap() {
-  local mode=$1 id=$2; shift 2
-  local -A keep=() stopped=()
-  local k; for k in "$@"; do keep[$k]=1; done
-  local round d p q e rest owner hops new
-  local -a fields env victims
-  for ((round = 0; round < 200; round++)); do
-    local -A mark=() parent=()
-    for d in /proc/[0-9]*; do
-      p=${d#/proc/}
-      [[ $p == 1 || $p == "$$" || $p == "$BASHPID" || $p == "${PATCHGYM_SPARE_PID:-}" ]] && continue
-      read -r rest < "$d/stat" 2>/dev/null || continue
-      rest=${rest##*) }
-      read -r -a fields <<< "$rest"
-      [[ ${fields[0]} == Z || ${fields[0]} == X ]] && continue
-      parent[$p]=${fields[1]}
-      mark[$p]=
-      if mapfile -d '' env < "$d/environ" 2>/dev/null; then
-        for e in "${env[@]}"; do
-          if [[ $e == PATCHGYM_CMD=* ]]; then mark[$p]=${e#PATCHGYM_CMD=}; break; fi
-        done
-      fi
-    done
-    victims=() new=0
-    for p in "${!parent[@]}"; do
-      owner= q=$p
-      for ((hops = 0; hops < 128 && ${#q} > 0; hops++)); do
-        if [[ -n ${mark[$q]} ]]; then owner=${mark[$q]}; break; fi
-        q=${parent[$q]}
-      done
-      # A mark of a command started after this one is spared too (it may be missing from `keep`).
-      if [[ -n $owner && ${owner%.*} == "${id%.*}" && ${owner##*.} -gt ${id##*.} ]]; then continue; fi
-      if [[ $owner == "$id" ]] || [[ $mode == timeout && ( -z $owner || -z ${keep[$owner]} ) ]]; then
-        victims+=("$p")
-        [[ -n ${stopped[$p]} ]] || new=1
-      fi
-    done
-    ((${#victims[@]})) || return 0
-    kill -STOP "${victims[@]}" 2>/dev/null
-    for p in "${victims[@]}"; do stopped[$p]=1; done
-    if ((new == 0)); then kill -KILL "${victims[@]}" 2>/dev/null; stopped=(); fi
-  done
-  return 1
-}
-'''
-
-
-_docker = docker_sdk
-
-
-# Pid 1 of every container: a reaper of what commands orphan, with no process of its own to kill.
-# Inside its pid namespace nothing can kill it (init gets only the signals it handles, and this one
-# handles none: SIGCHLD is blocked and taken with sigtimedwait), so `kill -9 -1` from a command
-# cannot stop the container (with docker's init, tini, and an idle child, killing the child ended
-# it; bash as init does not reap orphans). python3, else perl; an image with neither gets an idle
-# loop that leaves zombies until the sandbox closes.
-INIT_PYTHON = ("import os, signal\n"
-               "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGCHLD})\n"
-               "while True:\n"
-               "    try:\n"
-               "        while os.waitpid(-1, os.WNOHANG)[0] > 0:\n"
-               "            pass\n"
-               "    except ChildProcessError:\n"
-               "        pass\n"
-               "    signal.sigtimedwait({signal.SIGCHLD}, 3600)\n")
-INIT_PERL = 'use POSIX ":sys_wait_h"; $SIG{CHLD} = sub { 1 while waitpid(-1, WNOHANG) > 0 }; sleep 3600 while 1;'
-INIT = ('command -v python3 >/dev/null 2>&1 && exec python3 -c "$1"; '
-        'command -v perl >/dev/null 2>&1 && exec perl -e "$2"; '
-        'while :; do sleep 3600; done')
-
-# read_file and write_file run these in the container; their exit codes are errno values.
-READ_SCRIPT = r'''f=$1
-[ -e "$f" ] || exit 2
-[ -d "$f" ] && exit 21
-[ -f "$f" ] || exit 22
-[ -r "$f" ] || exit 13
-size=$(stat -L -c %s -- "$f") || exit 5
-[ "$size" -le "$2" ] || exit 27
-exec cat -- "$f"
-'''
-WRITE_SCRIPT = r'''f=$1
-[ -d "$f" ] && exit 21
-mkdir -p -- "$(dirname -- "$f")" || exit 5
-cat > "$f" && chmod "$2" -- "$f"
-'''
-
-
-def image_missing_reason(image: str) -> str | None:
-    """Why `image` cannot be used by this engine (absent: no registry is assumed), or None."""
-    docker = _docker()
-    try:
-        docker.from_env(timeout=10).images.get(image)
-    except docker.errors.ImageNotFound:
-        return f"the image {image} is not on this Docker engine (.ci/docker-setup builds the base image)"
-    except Exception as exc:  # noqa: BLE001
-        return f"cannot inspect the image {image} ({type(exc).__name__}: {exc})"
-    return None
-
-
-def command_script(limits: Limits, command_id: str, *, cwd: str = TESTBED, env: dict[str, str] | None = None) -> str:
-    """The bash script `docker exec` runs; the agent's command is its `$1` (module docstring)."""
-    lines = ["exec 2>&1", "ulimit -c 0"]
-    if limits.max_file_bytes is not None:
-        lines.append(f"ulimit -f {-(-limits.max_file_bytes // 1024)}")
-    for key, value in (env or {}).items():
-        if not key or not key.replace("_", "a").isalnum() or key[0].isdigit():
-            raise ValueError(f"environment variable name {key!r} is not a valid shell name")
-        if key == COMMAND_ID:
-            raise ValueError(f"environment variable {COMMAND_ID} is reserved by the docker backend")
-        lines.append(f"export {key}={shlex.quote(value)}")
-    lines.append(f"cd {shlex.quote(cwd)} || exit 1")
-    lines.append(REAPER)
-    lines.append('bash -c "$1"; __pg_code=$?')
-    lines.append(f"__pg_reap own {command_id} </dev/null >/dev/null 2>&1")
-    lines.append("exit $__pg_code")
-    return "\n".join(lines) + "\n"
-
-
-def container_config(
-    image: str, prepared: PreparedTask, limits: Limits, *, network: bool, name: str,
-    cpus: float | None, mount_host_venv: bool, environment: dict[str, str] | None = None,
-) -> dict[str, Any]:
-    """Keyword arguments for `client.containers.run` (pure, so it is unit-tested)."""
-    docker = None
-    try:
-        docker = _docker()
-    except SandboxError:
-        pass
-    ulimits: list[Any] = []
-    for kind, value in (("core", 0), ("fsize", limits.max_file_bytes)):
-        if value is None:
-            continue
-        ulimits.append(docker.types.Ulimit(name=kind, soft=value, hard=value) if docker else {"Name": kind, "Soft": value, "Hard": value})
-    tmp = f"size={limits.max_write_bytes},mode=1777,exec" if limits.max_write_bytes else "mode=1777,exec"
-    config: dict[str, Any] = {
-        "image": image,
-        "command": ["sh", "-c", INIT, "patchgym-init", INIT_PYTHON, INIT_PERL],
-        "init": False,
-        "name": name,
-        "detach": True,
-        "network_disabled": not network,
-        "labels": remote.labels(prepared.instance_id, name),
-        "working_dir": "/",
-        "environment": dict(BASE_ENV, **(environment or {})),
-        "cap_drop": ["ALL"],
-        "security_opt": ["no-new-privileges"],
-        "ulimits": ulimits,
-        "tmpfs": {"/tmp": tmp},
-    }
-    if network:
-        config["cap_drop"] = []  # trusted setup steps (pip, apt) may need ordinary root powers
-    if limits.memory_bytes is not None:
-        config["mem_limit"] = limits.memory_bytes
-        config["memswap_limit"] = limits.memory_bytes
-    if limits.max_processes is not None:
-        config["pids_limit"] = limits.max_processes
-    if cpus is not None:
-        config["nano_cpus"] = int(cpus * 1e9)
-    if mount_host_venv and prepared.venv_dir is not None:
-        config["volumes"] = {str(prepared.venv_dir): {"bind": VENV_MOUNT, "mode": "ro"}}
-    return config
-
 
 class DockerSandbox(remote.RemoteSandbox):
     backend = "docker"
@@ -325,7 +168,7 @@ class DockerSandbox(remote.RemoteSandbox):
                 except OSError:
                     pass  # the command exited without reading all of it
                 raw.shutdown(1)
-                stream = _frames(raw)
+                stream = frames(raw)
             else:
                 stream = api.exec_start(exec_id, stream=True)
             for chunk in stream:
@@ -476,7 +319,7 @@ class DockerSandbox(remote.RemoteSandbox):
 
     def diff(self) -> str:
         self._check_open()
-        return remote.diff_of_archive(self, lambda _scratch: _ChunkReader(self.container.get_archive(TESTBED)[0]),
+        return remote.diff_of_archive(self, lambda _scratch: ChunkReader(self.container.get_archive(TESTBED)[0]),
                                       "patchgym-docker-diff-")
 
     def close(self) -> None:
@@ -491,47 +334,6 @@ class DockerSandbox(remote.RemoteSandbox):
                 raise SandboxError(f"could not remove container {self.name}: {exc}") from exc
         finally:
             self._factory._forget(self)
-
-
-class _ChunkReader(io.RawIOBase):
-    """A file-like view of docker's iterator of byte chunks (for tarfile's stream mode)."""
-
-    def __init__(self, chunks: Any) -> None:
-        self._chunks = iter(chunks)
-        self._pending = b""
-
-    def readable(self) -> bool:
-        return True
-
-    def readinto(self, buffer: Any) -> int:
-        while not self._pending:
-            try:
-                self._pending = next(self._chunks)
-            except StopIteration:
-                return 0
-        size = min(len(buffer), len(self._pending))
-        buffer[:size] = self._pending[:size]
-        self._pending = self._pending[size:]
-        return size
-
-
-def _frames(sock: Any) -> Any:
-    """Payloads of docker's multiplexed attach stream (8-byte headers: stream, 0, 0, 0, size)."""
-    def read_exact(size: int) -> bytes:
-        data = b""
-        while len(data) < size:
-            part = sock.recv(size - len(data))
-            if not part:
-                return data
-            data += part
-        return data
-
-    while True:
-        header = read_exact(8)
-        if len(header) < 8:
-            return
-        size = int.from_bytes(header[4:], "big")
-        yield read_exact(size)
 
 
 class DockerSandboxFactory(remote.RemoteSandboxFactory):
@@ -563,11 +365,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         self._images: dict[tuple[str, str, str], str] = {}  # (key, commit, task) -> the task image built
         self._image_lock = threading.Lock()
         self.warm = warm
-        self._pool_lock = threading.Lock()
-        self._spares: dict[tuple, DockerSandbox] = {}
-        self._warming: set[tuple] = set()
-        self._warmers: list[threading.Thread] = []
-        self._pool_closed = False
+        self._spares = SparePool(warm)
         _DOCKER_FACTORIES.add(self)
         self.reaped: list[str] = self.reap() if reap and client is not None else []
         self._reap_pending = reap and client is None
@@ -576,7 +374,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
     def client(self) -> Any:
         if self._client is None:
             try:
-                self._client = _docker().from_env()
+                self._client = docker_sdk().from_env()
                 self._client.ping()
             except SandboxError:
                 raise
@@ -659,36 +457,14 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
     def _spare_key(self, prepared: PreparedTask, limits: Limits, network: bool, image: str) -> tuple:
         return (image, prepared.key, prepared.base_commit, prepared.instance_id, str(prepared.repo_dir), limits, network)
 
-    def _make_spare(self, key: tuple, prepared: PreparedTask, limits: Limits, network: bool, image: str,
-                    has_repo: bool) -> None:
+    def _start_spare(self, prepared: PreparedTask, limits: Limits, network: bool, image: str, has_repo: bool) -> DockerSandbox:
+        sandbox = self._start(prepared, limits, network, image, has_repo)
         try:
-            sandbox = self._start(prepared, limits, network, image, has_repo)
             sandbox.start_agent()
-        except Exception:  # noqa: BLE001 - a spare is an optimisation: the next open starts its own
-            return
-        finally:
-            with self._pool_lock:
-                self._warming.discard(key)
-        with self._pool_lock:
-            if not self._pool_closed and key not in self._spares:
-                self._spares[key] = sandbox
-                # The oldest spares go first when there are more kinds than `warm` allows.
-                while len(self._spares) > self.warm:
-                    evicted = self._spares.pop(next(iter(self._spares)))
-                    threading.Thread(target=evicted.close, daemon=True).start()
-                return
-        sandbox.close()
-
-    def _warm_up(self, key: tuple, prepared: PreparedTask, limits: Limits, network: bool, image: str,
-                 has_repo: bool) -> None:
-        with self._pool_lock:
-            if self.warm <= 0 or network or self._pool_closed or key in self._warming or key in self._spares:
-                return
-            self._warming.add(key)
-            thread = threading.Thread(target=self._make_spare, args=(key, prepared, limits, network, image, has_repo),
-                                      name="patchgym-docker-spare", daemon=True)
-            self._warmers.append(thread)
-        thread.start()
+        except BaseException:
+            sandbox.close()
+            raise
+        return sandbox
 
     def open(self, prepared: PreparedTask, limits: Limits | None = None, *, network: bool = False) -> DockerSandbox:
         limits = limits or Limits()
@@ -697,25 +473,16 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
             self.reaped = self.reap()
         image, has_repo = self.image_for(prepared)
         key = self._spare_key(prepared, limits, network, image)
-        with self._pool_lock:
-            sandbox = self._spares.pop(key, None)
-            self._pool_closed = False
+        sandbox = self._spares.take(key)
         if sandbox is None:
             sandbox = self._start(prepared, limits, network, image, has_repo)
-        self._warm_up(key, prepared, limits, network, image, has_repo)
+        if not network:  # setup steps with network are one-offs: no spare for them
+            self._spares.refill(key, lambda: self._start_spare(prepared, limits, network, image, has_repo))
         return self._register(sandbox)
 
     def close_all(self) -> None:
         """Close every sandbox opened and not closed yet, and the spares kept warm."""
-        with self._pool_lock:
-            self._pool_closed = True
-            warmers, self._warmers = self._warmers, []
-        for thread in warmers:
-            thread.join()
-        with self._pool_lock:
-            spares, self._spares = list(self._spares.values()), {}
-        for spare in spares:
-            spare.close()
+        self._spares.close()
         super().close_all()
 
 
