@@ -84,11 +84,15 @@ def _list_changed(marker: str, base: str, snapshot: str) -> str:
     since the snapshot taken before the first attempt."""
     q = shlex.quote
     emit = f"printf '%s changed %s\\n' '{marker}' \"$(printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n')\""
+    # The tracked paths git listed are remembered (`__pg_listed`), so the untracked check skips them:
+    # one `git ls-files` less per file the patch edits (~1.5 ms each in the sandbox).
     return "\n".join([
         f"{_SNAPSHOT} > {q(snapshot + '.after')}",
-        f"{GIT} -c core.quotepath=off diff --no-ext-diff --no-renames --name-only -z {q(base)} -- "
-        f"| while IFS= read -r -d '' p; do {emit}; done",
+        "declare -A __pg_listed=()",
+        f"while IFS= read -r -d '' p; do __pg_listed[$p]=1; {emit}; done < <("
+        f"{GIT} -c core.quotepath=off diff --no-ext-diff --no-renames --name-only -z {q(base)} --)",
         f"LC_ALL=C comm -13 {q(snapshot + '.before')} {q(snapshot + '.after')} | cut -f1 | while IFS= read -r p; do "
+        f"[[ -n ${{__pg_listed[$p]+x}} ]] && continue; "
         f"GIT_LITERAL_PATHSPECS=1 {GIT} ls-files --error-unmatch -- \"$p\" >/dev/null 2>&1 || {emit}; done",
         f"echo '{marker} changed_listed'",
     ])

@@ -35,6 +35,7 @@ grader learns only how many canaries were planted (signed), never their names.
 """
 
 import ast
+import gc
 import os
 import random
 import re
@@ -278,6 +279,16 @@ def plant(config, testbed, log_parser):
     rng = random.Random(int(spec.get("seed", 0)))
     modules = {}
     by_file = graded_by_file(spec.get("ids") or [], log_parser, testbed, modules)
+    collecting = gc.isenabled()
+    gc.disable()  # see _compile_quietly in patchgym_compiled_tests: the parsed trees die here
+    try:
+        return _plant_files(by_file, modules, rng, testbed)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _plant_files(by_file, modules, rng, testbed):
     planted = []
     for rel, graded in sorted(by_file.items()):
         path = os.path.join(testbed, rel)

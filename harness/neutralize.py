@@ -49,7 +49,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from patchgym.harness.results import HELPERS, PLUGIN_CORE, PLUGIN_MODULE, UNITTEST_MODULE
+from patchgym.harness.results import HELPERS, PLUGIN_CORE, PLUGIN_MODULE, SIGNED_STREAM, UNITTEST_MODULE
 
 INFRA_NAMES = frozenset({"conftest.py", "pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "tox.ini",
                          "sitecustomize.py", "usercustomize.py"})
@@ -60,7 +60,7 @@ TEST_DIR_NAMES = frozenset({"tests", "test"})
 # runner (and read the key), and a root `patchgym_audit_hook.py` switched round 3 off.
 SHADOW_EXTRA = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli",
                           "colorama", "xdist", "pytest_timeout", PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE,
-                          *(module for module, _ in HELPERS)})
+                          SIGNED_STREAM[0], *(module for module, _ in HELPERS)})
 
 
 def infra_reason(path: str) -> str | None:

@@ -33,6 +33,8 @@ PLUGIN_STUB = (f'"""patchgym\'s signed grading reporter: {PLUGIN_CORE}. PYTEST_D
                f"from {PLUGIN_CORE} import pytest_configure, pytest_load_initial_conftests, pytest_plugin_registered  # noqa\n")
 UNITTEST_MODULE = "patchgym_unittest_reporter"
 UNITTEST_SOURCE = Path(__file__).with_name("unittest_reporter.py")
+# The signed stream's writer, which both reporters need (round 2's reporter in bench/grade too).
+SIGNED_STREAM = ("patchgym_signed_stream", Path(__file__).with_name("signed_stream.py"))
 # Helpers both reporters import from the same folder: (module name in the sandbox, source here).
 HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
@@ -47,6 +49,7 @@ def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) 
     source as before). Why: compiling the reporter and the helpers (~1,700 lines) in every grading
     cost ~16 ms."""
     modules = [(PLUGIN_CORE, PLUGIN_SOURCE.read_bytes())] if runner == "pytest" else [(UNITTEST_MODULE, UNITTEST_SOURCE.read_bytes())]
+    modules.append((SIGNED_STREAM[0], SIGNED_STREAM[1].read_bytes()))
     if helpers:
         modules += [(module, source.read_bytes()) for module, source in HELPERS]
     files = [(f"{workdir}/{PLUGIN_MODULE}.py", PLUGIN_STUB.encode())] if runner == "pytest" else []

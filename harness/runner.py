@@ -122,7 +122,8 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         executed = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", executed)
     begin = f"{marker} tests_begin"
     if prelude:
-        executed = f"{{\n{prelude}\n}} </dev/null\necho \"{begin} $(date +%s.%N)\"\n{executed}"
+        # $EPOCHREALTIME (bash >= 5) spares the two processes of $(date) in every grading.
+        executed = f"{{\n{prelude}\n}} </dev/null\necho \"{begin} ${{EPOCHREALTIME:-$(date +%s.%N)}}\"\n{executed}"
     result = sandbox.run(executed, timeout_s=max(1.0, timeout_s), env=env, stdin=stdin)
     stream = None
     if channel is not None:

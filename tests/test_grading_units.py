@@ -181,7 +181,8 @@ def test_resolution_matches_swebench(observed: dict[str, str], f2p: list[str], p
     assert all_pass(graded_statuses(f2p, p2p, observed)) == theirs
 
 
-@pytest.mark.parametrize("source_name", ["PLUGIN_SOURCE", "UNITTEST_SOURCE", "canaries.py", "audit_hook.py", "compiled_tests.py"])
+@pytest.mark.parametrize("source_name", ["PLUGIN_SOURCE", "UNITTEST_SOURCE", "signed_stream.py", "canaries.py", "audit_hook.py",
+                                         "compiled_tests.py"])
 def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     """The reporters (and the helpers they import) run on the task's interpreter, which may be as
     old as SWE-bench's 3.6 images."""
@@ -197,7 +198,7 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
     assert imports <= {"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
                        "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
-                       "patchgym_compiled_tests"}
+                       "patchgym_compiled_tests", "patchgym_signed_stream", "_hashlib", "inspect", "gc"}
     assert "from __future__ import annotations" not in source
 
 
@@ -386,10 +387,61 @@ def test_the_graders_sandbox_modules_load_from_their_bytecode(tmp_path) -> None:
     for path, content in sandbox_modules(str(tmp_path), "pytest"):
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_bytes(content)
-    names = [PLUGIN_CORE, "patchgym_canaries", "patchgym_audit_hook", "patchgym_compiled_tests"]
+    names = [PLUGIN_CORE, "patchgym_signed_stream", "patchgym_canaries", "patchgym_audit_hook", "patchgym_compiled_tests"]
     done = subprocess.run([sys.executable, "-v", "-c", f"import {', '.join(names)}"], cwd=tmp_path, capture_output=True,
                           text=True, env={"PYTHONPATH": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 0, done.stderr[-2000:]
     for name in names:
         assert f"code object from '{tmp_path}/__pycache__/{name}." in done.stderr, name
     assert "PYTEST_DONT_REWRITE" in (tmp_path / f"{PLUGIN_MODULE}.py").read_text()
+
+
+def test_signed_stream_writes_what_json_and_hmac_give_and_ignores_their_later_replacement(tmp_path) -> None:
+    """Each record is `payload<TAB>HMAC(nonce, seq, payload)`, with payload what json.dumps(sort_keys=True,
+    ensure_ascii=True) gives; json.dumps, hmac.HMAC and os.write replaced after import change nothing
+    it writes. The fallbacks (no C encoder, no OpenSSL HMAC) write the same bytes."""
+    import hashlib
+    import hmac
+    import importlib.util
+    import json
+    import os
+
+    from patchgym.harness.results import SIGNED_STREAM
+
+    def load(name):
+        spec = importlib.util.spec_from_file_location(name, SIGNED_STREAM[1])
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+
+    records = [("start", {"pid": 7, "python": "3.11"}), ("test", {"id": "t.py::f[caf\xe9 \"x\" - [y]]", "status": "FAILED"}),
+               ("end", {"exitstatus": 1, "ratio": 0.5, "flags": [True, None]})]
+    key = bytes(range(32))
+    expected = []
+    for seq, (kind, fields) in enumerate(records):
+        payload = json.dumps({**fields, "seq": seq, "kind": kind}, sort_keys=True, ensure_ascii=True)
+        signed = "n0\n{}\n{}".format(seq, payload).encode()
+        expected.append(payload + "\t" + hmac.new(key, signed, hashlib.sha256).hexdigest())
+
+    def write_all(module, path, *, replace: bool):
+        stream = module.SignedStream(key, "n0", os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+        saved = json.dumps, hmac.HMAC.copy, os.write
+        if replace:
+            json.dumps = lambda *a, **k: '{"forged": 1}'
+            hmac.HMAC.copy = lambda self: (_ for _ in ()).throw(AssertionError("the Python HMAC was used"))
+            os.write = lambda fd, data: 0
+        try:
+            for kind, fields in records:
+                stream.emit(kind, fields)
+        finally:
+            json.dumps, hmac.HMAC.copy, os.write = saved
+        stream.disown()
+        stream.emit("late", {})  # after disown: nothing written
+        return path.read_text().splitlines()
+
+    assert write_all(load("pg_stream_c"), tmp_path / "c.jsonl", replace=True) == expected
+    fallback = load("pg_stream_py")
+    fallback._ENCODE, fallback._C_HMAC = fallback._py_encode, None
+    assert write_all(fallback, tmp_path / "py.jsonl", replace=True) == expected
+    with pytest.raises(TypeError, match="cannot encode a bytes"):
+        fallback._py_encode({"x": b"raw"})

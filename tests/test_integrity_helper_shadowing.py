@@ -1,6 +1,6 @@
 """Reward integrity: the grader's own modules in the sandbox cannot be shadowed by the patch.
 
-The reporters and their helpers (`patchgym_canaries`, `patchgym_audit_hook`,
+The reporters, their signed stream (`patchgym_signed_stream`) and helpers (`patchgym_canaries`, `patchgym_audit_hook`,
 `patchgym_compiled_tests`) and the signed unittest runner live in a fresh folder on `PYTHONPATH`,
 but `python -m pytest` / `python -m patchgym_unittest_reporter` put the working directory (the
 repository root) first on `sys.path`. A module of the same name at the root of the patch would be
@@ -18,7 +18,7 @@ import pytest
 
 from patchgym.harness.grader import grade_patch
 from patchgym.harness.neutralize import SHADOW_EXTRA
-from patchgym.harness.results import HELPERS, PLUGIN_CORE, PLUGIN_MODULE, UNITTEST_MODULE
+from patchgym.harness.results import HELPERS, PLUGIN_CORE, PLUGIN_MODULE, SIGNED_STREAM, UNITTEST_MODULE
 from tests.fixtures_grading.calc_task import build_prepared, diff_of
 from tests.test_integrity_round3 import SWAP_IN_A_THREAD, UNITTEST_BASE, UNITTEST_TEST_PATCH, on_first_add
 
@@ -28,7 +28,7 @@ FACTORY, NO_FACTORY = any_factory_or_reason()
 
 
 def test_every_module_the_grader_puts_on_the_path_is_protected_from_shadowing():
-    for name in [PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE, *(module for module, _ in HELPERS)]:
+    for name in [PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE, SIGNED_STREAM[0], *(module for module, _ in HELPERS)]:
         assert name in SHADOW_EXTRA, name
 
 
