@@ -83,11 +83,14 @@ def _bind(host: str, port: int) -> socket.socket:
               show_default=True)
 @click.option("--telemetry/--no-telemetry", default=False, show_default=True,
               help="FastAPI's OpenTelemetry spans, metrics and logs (through the globally configured providers).")
+@click.option("--parent-pid", type=click.IntRange(min=1), default=None,
+              help="Shut down (as on SIGTERM) once this process is no longer the server's parent: a training "
+                   "run's bundled server must not outlive a run that was killed.")
 def serve(
     tasks_spec: str, ids: tuple[str, ...], host: str, port: int, token: str | None, backend: str,
     image: str | None, max_episodes: int, episode_log: Path | None, idle_ttl: float, max_turns: int, command_timeout: float,
     wall_time: float, max_format_errors: int, parser: str, store: Path | None, prepare_workers: int,
-    log_level: str, telemetry: bool,
+    log_level: str, telemetry: bool, parent_pid: int | None,
 ) -> None:
     """Serve coding episodes over HTTP (OpenAPI at /openapi.json, API docs at /docs; with --token open
     /docs#token=TOKEN)."""
@@ -162,10 +165,29 @@ def serve(
     import signal
 
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(128 + signum))
+    if parent_pid is not None:
+        _exit_with_parent(parent_pid)
     try:
         server.run(sockets=[sock])
     finally:
         _close_factory(factory)
+
+
+def _exit_with_parent(parent_pid: int) -> None:
+    """SIGTERM to this process once `parent_pid` is not its parent any more (the parent died and the
+    server was re-parented). Why: `patchgym train` starts its bundled server in a session of its own,
+    so a run killed outright (the OOM killer, SIGKILL) left the server serving, measured once here."""
+    import os
+    import signal
+    import threading
+    import time
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(1.0)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    threading.Thread(target=watch, name="patchgym-parent-watch", daemon=True).start()
 
 
 def _close_factory(factory) -> None:

@@ -71,10 +71,15 @@ def test_ablation_runs_each_loss_and_plots_them_together(tmp_path: Path) -> None
     micro = [o for o in MICRO if not o.startswith(("updates=", "fleet.groups=", "checkpoint.every="))]
     cfg = load_config(preset="cpu-tiny", overrides=[*micro, "updates=1", 'fleet.groups=["h200-bf16"]', "checkpoint.every=0",
                                                     "eval.at_end=false"])
-    out = train_ablation(cfg, tmp_path, ["grpo", "sc_mis"], progress=False, log=lambda s: None)
+    (tmp_path / "mis").write_text("not a directory")  # this run fails; the others must still run
+    lines: list[str] = []
+    out = train_ablation(cfg, tmp_path, ["mis", "grpo", "sc_mis"], progress=False, log=lines.append)
+    assert list(out["failed"]) == ["mis"] and out["failed"]["mis"] != 0, out
+    assert any("the mis run failed" in line for line in lines), lines
     for kind in ("grpo", "sc_mis"):
         rows = read_rows(tmp_path / kind / "metrics.jsonl")
         assert [r["loss_kind"] for r in rows] == [kind]
-    assert json.loads((tmp_path / "ablation.json").read_text())["losses"] == ["grpo", "sc_mis"]
+    record = json.loads((tmp_path / "ablation.json").read_text())
+    assert record["losses"] == ["mis", "grpo", "sc_mis"] and list(record["failed"]) == ["mis"]
     pngs = {Path(p).name for p in out["plots"]}
     assert "reward.png" in pngs and all((tmp_path / "plots" / n).stat().st_size > 2000 for n in pngs)

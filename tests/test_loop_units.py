@@ -321,6 +321,45 @@ def test_sigterm_to_a_run_stops_its_bundled_server(tmp_path: Path) -> None:
         raise AssertionError("the bundled server outlived the run")
 
 
+def test_a_run_killed_outright_does_not_leave_its_bundled_server_serving(tmp_path: Path) -> None:
+    """SIGKILL (what the OOM killer sends) gives the run no chance to stop the server: the server
+    notices that its parent is gone (`serve --parent-pid`) and shuts itself down."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from patchgym.rl.loop.envserver import EnvServer\n"
+        "s = EnvServer('bundled', task_ids=['semverlite-bump-major-keeps-minor'])\n"
+        "with s as url:\n"
+        "    print(s.proc.pid, flush=True)\n"
+        "    time.sleep(600)\n"
+    )
+    proc = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True)
+    line = proc.stdout.readline()
+    assert line.strip().isdigit(), line
+    server_pid = int(line)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=60)
+
+    def running(pid: int) -> bool:
+        try:
+            with open(f"/proc/{pid}/stat") as handle:
+                return handle.read().rsplit(")", 1)[1].split()[0] not in ("Z", "X")  # a zombie has exited
+        except FileNotFoundError:
+            return False
+
+    deadline = time.monotonic() + 30
+    while running(server_pid) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    if running(server_pid):
+        os.kill(server_pid, signal.SIGKILL)
+        raise AssertionError("the bundled server outlived a run killed with SIGKILL")
+
+
 def test_measure_key_ignores_the_warmup_knobs_and_follows_what_the_rates_depend_on() -> None:
     from patchgym.rl.loop.config import load_config
     from patchgym.rl.loop.warmup import measure_key

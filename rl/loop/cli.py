@@ -98,8 +98,13 @@ def train(config: Path | None, preset: str | None, overrides: tuple[str, ...], o
             kinds = [k.strip() for k in losses.split(",") if k.strip()]
             for k in kinds:
                 cfg.with_loss(k)  # validates the name
-            result = train_ablation(cfg, run_dir, kinds, **kwargs)
-            click.echo(f"ablation: {len(kinds)} runs under {run_dir}; plots in {run_dir / 'plots'}")
+            kwargs.pop("log")
+            result = train_ablation(cfg, run_dir, kinds, log=_echo, **kwargs)
+            click.echo(f"ablation: {len(kinds) - len(result['failed'])} of {len(kinds)} runs under {run_dir}; "
+                       f"plots in {run_dir / 'plots'}")
+            if result["failed"]:
+                raise click.ClickException("ablation runs that failed: " + ", ".join(
+                    f"{k} (exit code {code})" for k, code in result["failed"].items()))
             return
         result = train_run(cfg, run_dir, resume=resume_dir is not None, **kwargs)
     except (ConfigError, FileNotFoundError, ValueError, RuntimeError) as exc:

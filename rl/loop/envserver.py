@@ -3,7 +3,8 @@
 Owns `EnvServer`: with `url = "bundled"` it starts `python -m patchgym.main serve` as a subprocess
 on loopback with `--port 0` (a free port), serving only the run's tasks, waits for the line
 `patchgym: serving N task(s) at http://HOST:PORT` (task preparation happens before it), and stops
-it (SIGTERM, then SIGKILL) when the run ends. Its stderr goes to `RUN_DIR/envserver.log`. The loop
+it (SIGTERM, then SIGKILL) when the run ends; with `--parent-pid` it also shuts itself down when
+this process dies without stopping it (a run killed outright). Its stderr goes to `RUN_DIR/envserver.log`. The loop
 then reaches it over real HTTP through `patchgym.env.client`, as any trainer would; this module
 does not import the environment at all (rl/ may only use its client).
 """
@@ -76,7 +77,7 @@ class EnvServer:
             cmd += ["--id", task_id]
         if self.max_turns is not None:
             cmd += ["--max-turns", str(self.max_turns)]
-        return cmd
+        return cmd + ["--parent-pid", str(os.getpid())]  # it shuts down if this process dies
 
     def start(self) -> str:
         env = dict(os.environ)
