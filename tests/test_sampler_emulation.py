@@ -7,6 +7,8 @@ KL(q||p) per position is of the group's teacher-forced logits (q) against the pl
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 import torch
 
@@ -14,7 +16,8 @@ from patchgym.rl.fleet.model import Group, KernelVariant
 from patchgym.rl.models import load_model, load_tokenizer
 from patchgym.rl.quant import quantize_activations, quantize_dequantize, quantize_kv
 from patchgym.rl.sampler import EmbeddedSampler, SamplingParams, reference_logits
-from patchgym.rl.sampler.emulation import _fast_act, _fast_kv, _probe, runtime_quantizers
+from patchgym.rl.sampler import native_fp8
+from patchgym.rl.sampler.emulation import _fast_act, _fast_kv, _probe, runtime_quantizer_name, runtime_quantizers
 
 
 @pytest.fixture(scope="module")
@@ -107,7 +110,66 @@ def test_fast_runtime_quantizers_equal_rl_quant():
     x = torch.cat([_probe().flatten(), torch.randn(64 * 512, generator=g) * torch.logspace(-8, 3, 64 * 512)]).reshape(-1, 64)
     assert torch.equal(_fast_kv(x), quantize_kv(x, "fp8_e4m3"))
     assert torch.equal(_fast_act(x), quantize_activations(x, "fp8_e4m3"))
-    assert runtime_quantizers() == (_fast_kv, _fast_act)
+    kv, act = runtime_quantizers()
+    assert torch.equal(kv(x), quantize_kv(x, "fp8_e4m3")) and torch.equal(act(x), quantize_activations(x, "fp8_e4m3"))
+    # .ci/setup installs a C compiler, so there the one-pass kernel must be what runs
+    if shutil.which("cc") or shutil.which("gcc"):
+        assert runtime_quantizer_name() == "native"
+
+
+def _random_floats(n: int, seed: int) -> torch.Tensor:
+    """Finite float32 values with uniformly random bit patterns (every exponent, subnormals too)."""
+    g = torch.Generator().manual_seed(seed)
+    f = torch.randint(0, 2**31 - 1, (n,), generator=g, dtype=torch.int64).to(torch.int32).view(torch.float32)
+    f = f[torch.isfinite(f)]
+    return torch.cat([f, -f])
+
+
+needs_cc = pytest.mark.skipif(not (shutil.which("cc") or shutil.which("gcc")), reason="no C compiler here (.ci/setup installs gcc)")
+
+
+@needs_cc
+def test_native_fp8_kernel_equals_rl_quant_on_random_bit_patterns():
+    kv, act = native_fp8.quantizers()
+    f = _random_floats(1_000_000, 7)
+    # KV: |x| above 448 saturates; ties, subnormals (2^-9 steps) and the normal range all occur
+    k = f.clamp(-1e3, 1e3)
+    ties = (torch.arange(-4000, 4000, dtype=torch.float32) + 0.5) * 2.0**-10  # halfway between subnormals
+    k = torch.cat([k, ties, torch.tensor([448.0, 463.9, 464.0, -464.0, 2.0**-6, 2.0**-6 * (1 - 2**-24), 0.0, -0.0])])
+    assert torch.equal(kv(k), quantize_kv(k, "fp8_e4m3"))
+    # activations: per-token scale over rows of 64, magnitudes from 1e-30 to 1e30
+    a = f[: (f.numel() // 64) * 64].clamp(-1e30, 1e30).reshape(-1, 64)
+    assert torch.equal(act(a), quantize_activations(a, "fp8_e4m3"))
+    zero_row = torch.zeros(3, 64)
+    zero_row[1, 5] = -2.5
+    assert torch.equal(act(zero_row), quantize_activations(zero_row, "fp8_e4m3"))
+
+
+@needs_cc
+def test_native_fp8_kernel_keeps_shape_dtype_and_reads_strided_inputs():
+    kv, act = native_fp8.quantizers()
+    g = torch.Generator().manual_seed(3)
+    x = torch.randn(2, 5, 7, 48, generator=g).transpose(1, 2)  # not contiguous, 4-D
+    assert not x.is_contiguous()
+    assert torch.equal(act(x), quantize_activations(x, "fp8_e4m3"))
+    assert torch.equal(kv(x * 300), quantize_kv(x * 300, "fp8_e4m3"))
+    b = x.to(torch.bfloat16)
+    out = act(b)
+    assert out.dtype == torch.bfloat16 and out.shape == b.shape
+    assert torch.equal(out, quantize_activations(b, "fp8_e4m3"))
+    assert act(torch.empty(0, 16)).shape == (0, 16)
+
+
+@needs_cc
+def test_native_fp8_kernel_can_be_switched_off(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATCHGYM_NO_NATIVE", "1")
+    monkeypatch.setattr(native_fp8, "_loaded", {})
+    assert native_fp8.quantizers() is None
+    monkeypatch.delenv("PATCHGYM_NO_NATIVE")
+    monkeypatch.setenv("PATCHGYM_HOME", str(tmp_path))
+    monkeypatch.setattr(native_fp8, "_loaded", {})
+    assert native_fp8.quantizers() is not None  # built afresh into the new home
+    assert list((tmp_path / "native").glob("fp8-*.so"))
 
 
 def test_what_is_quantized_and_what_is_not(model):

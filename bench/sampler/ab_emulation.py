@@ -1,7 +1,7 @@
 """Emulation cost, A/B: runs of the BF16 group alternate with each emulated group (batch 8, 16 new
-tokens), 5 rounds, median ratio; alternating runs see the same machine load.
+tokens), AB_ROUNDS rounds (default 5), median ratio; alternating runs see the same machine load.
 
-    .venv/bin/python bench/sampler/ab_emulation.py
+    AB_ROUNDS=9 .venv/bin/python bench/sampler/ab_emulation.py
 """
 import asyncio, statistics, time, os
 from patchgym.rl.models import load_model
@@ -19,7 +19,8 @@ def run(s):
 for s in S.values(): run(s)
 ratios = {k: [] for k in S}
 print("load", os.getloadavg())
-for _ in range(5):
+ROUNDS = int(os.environ.get("AB_ROUNDS", "5"))
+for _ in range(ROUNDS):
     base = run(S["bf16"])
     for k, s in S.items():
         if k != "bf16":
