@@ -72,9 +72,12 @@ def tree_script(marker: str, base: str, *, patch_path: str | None, restore: list
     return "\n".join(lines)
 
 
-# Every file outside .git with its mtime and size, one per line, sorted (a name holding a tab or a
-# newline breaks its line: the pieces then match no path the patch names, so it is refused).
-_SNAPSHOT = "find . -path ./.git -prune -o ! -type d -printf '%P\\t%T@\\t%s\\n' | LC_ALL=C sort"
+# Every file outside .git with its mtime and size, one per line (a name holding a tab or a newline
+# breaks its line: the pieces then match no path the patch names, so it is refused). Not sorted:
+# `_NEW_LINES` compares the two snapshots as sets in one awk process (before: sort twice, comm and
+# cut, three processes more, ~0.7 ms each here).
+_SNAPSHOT = "find . -path ./.git -prune -o ! -type d -printf '%P\\t%T@\\t%s\\n'"
+_NEW_LINES = "LC_ALL=C awk -F '\\t' 'FILENAME == ARGV[1] {seen[$0]; next} !($0 in seen) {print $1}'"
 
 
 def _list_changed(marker: str, base: str, snapshot: str) -> str:
@@ -91,7 +94,7 @@ def _list_changed(marker: str, base: str, snapshot: str) -> str:
         "declare -A __pg_listed=()",
         f"while IFS= read -r -d '' p; do __pg_listed[$p]=1; {emit}; done < <("
         f"{GIT} -c core.quotepath=off diff --no-ext-diff --no-renames --name-only -z {q(base)} --)",
-        f"LC_ALL=C comm -13 {q(snapshot + '.before')} {q(snapshot + '.after')} | cut -f1 | while IFS= read -r p; do "
+        f"{_NEW_LINES} {q(snapshot + '.before')} {q(snapshot + '.after')} | while IFS= read -r p; do "
         f"[[ -n ${{__pg_listed[$p]+x}} ]] && continue; "
         f"GIT_LITERAL_PATHSPECS=1 {GIT} ls-files --error-unmatch -- \"$p\" >/dev/null 2>&1 || {emit}; done",
         f"echo '{marker} changed_listed'",

@@ -445,3 +445,39 @@ def test_signed_stream_writes_what_json_and_hmac_give_and_ignores_their_later_re
     assert write_all(fallback, tmp_path / "py.jsonl", replace=True) == expected
     with pytest.raises(TypeError, match="cannot encode a bytes"):
         fallback._py_encode({"x": b"raw"})
+
+
+def test_tree_script_lists_every_path_the_apply_wrote(tmp_path) -> None:
+    """The `changed` listing of the apply script, run by bash in a real git checkout: tracked edits,
+    a rewritten ignored file, a new file and a new file under an ignored folder are listed; an
+    untracked file the apply left alone, and the tracked files git reset between attempts, are not."""
+    import subprocess
+
+    from patchgym.harness.apply import new_marker, parse_tree_output, tree_script
+
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    run = lambda *a: subprocess.run(a, cwd=repo, check=True, capture_output=True, text=True)  # noqa: E731
+    run("git", "init", "-q")
+    (repo / ".gitignore").write_text("build/\n")
+    (repo / "a.py").write_text("x = 1\n")
+    (repo / "b.py").write_text("y = 1\n")
+    run("git", "add", "-A")
+    run("git", "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "base")
+    base = run("git", "rev-parse", "HEAD").stdout.strip()
+    (repo / "build").mkdir()
+    (repo / "build" / "cache.txt").write_text("old\n")
+    (repo / "notes.txt").write_text("left alone\n")
+    patch = ("--- a/a.py\n+++ b/a.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n"
+             "--- a/build/cache.txt\n+++ b/build/cache.txt\n@@ -1 +1 @@\n-old\n+new\n"
+             "--- /dev/null\n+++ b/new file.py\n@@ -0,0 +1 @@\n+z = 3\n"
+             "--- /dev/null\n+++ b/build/made.txt\n@@ -0,0 +1 @@\n+m\n")
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "model.diff").write_text(patch)
+    marker = new_marker()
+    script = tree_script(marker, base, patch_path=str(work / "model.diff"), restore=[], test_patch_path=None, candidates=[])
+    out = subprocess.run(["bash", "-c", script], cwd=repo, capture_output=True, text=True, check=True).stdout
+    tree = parse_tree_output(marker, out)
+    assert tree.method in ("git_apply", "patch_fuzz"), out
+    assert tree.changed == {"a.py", "build/cache.txt", "new file.py", "build/made.txt"}, out
