@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import secrets
 import subprocess
 import threading
@@ -146,7 +147,7 @@ class _Grading:
         started = time.monotonic()
         touched = check.files if check else []
         self._named = set(touched)
-        plan = plan_neutralization(touched, check.added if check else [], self.task.test_files(), self.task.test_cmd,
+        plan = plan_neutralization(touched, self._created(check), self.task.test_files(), self.task.test_cmd,
                                    installed_module_names(self.prepared.venv_dir))
         patch_path = test_patch_path = None
         if not empty:
@@ -192,6 +193,18 @@ class _Grading:
                         timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots())
         self._timed("tests", started)
         return self._finish(run)
+
+    def _created(self, check) -> list[str]:
+        """The paths the patch brings into being, whatever its headers call them: what the check
+        read as new (new files, rename and copy targets) and every named path the base checkout
+        does not hold (so no diff syntax makes a new module look like an edit of an old one)."""
+        if not check:
+            return []
+        repo = self.prepared.repo_dir
+        if not os.path.isdir(os.path.join(repo, ".git")):  # no base checkout here to compare with
+            return list(check.added)
+        absent = [p for p in check.files if not os.path.lexists(os.path.join(repo, p))]
+        return list(dict.fromkeys([*check.added, *absent]))
 
     def _test_roots(self) -> list[str]:
         """The folders that hold the grading tests (what code under test may not write into)."""

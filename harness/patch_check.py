@@ -32,6 +32,7 @@ _MODE_LINE = re.compile(r"^(?:new file mode|deleted file mode|old mode|new mode)
 _INDEX_MODE = re.compile(r"^index [0-9a-fA-F]+\.\.[0-9a-fA-F]+ (\d{6})\s*$")
 _DIFF_GIT = re.compile(r"^diff --git (.+)$")
 _HEADER_PATH = re.compile(r"^(?:rename from|rename to|copy from|copy to) (.+)$")
+_NEW_BY_HEADER = re.compile(r"^(?:rename to|copy to) (.+)$")
 _PLUS_MINUS = re.compile(r"^(?:---|\+\+\+) (.+?)(?:\t.*)?$")
 _BINARY = re.compile(r"^(?:GIT binary patch|Binary files .* differ)\s*$")
 _ESCAPES = {"a": "\a", "b": "\b", "t": "\t", "n": "\n", "v": "\v", "f": "\f", "r": "\r", '"': '"', "\\": "\\"}
@@ -174,5 +175,9 @@ def check_patch(
         return PatchCheck(False, "binary", "the patch holds a binary hunk and binary patches are not allowed")
     if any(pf.is_binary_file for pf in patch_set) and not allow_binary:
         return PatchCheck(False, "binary", "the patch holds a binary file and binary patches are not allowed")
+    # Created: new files, and the targets of renames and copies (a root `pprint.py` made by renaming
+    # README.md is as new as one added outright: the red team's shadow_by_rename got reward 1 when
+    # only `new file` counted). The grader adds whatever is absent from the base checkout.
     added = [_strip_prefix(pf.target_file) for pf in patch_set if pf.is_added_file]
-    return PatchCheck(True, files=files, added=[p for p in added if p in files])
+    added += [unquote_git_path(m.group(1)) for m in map(_NEW_BY_HEADER.match, text.splitlines()) if m]
+    return PatchCheck(True, files=files, added=list(dict.fromkeys(p for p in added if p in files)))

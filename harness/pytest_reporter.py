@@ -51,6 +51,29 @@ _MARKER_ENV = "PATCHGYM_REPORTER"
 _source_hash = getattr(importlib.util, "source_hash", None)
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 
+# The hooks through which a test's outcome flows; their dispatch is checked before each test is
+# called and at each of its reports (see Reporter.check_dispatch).
+_OUTCOME_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
+                  "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_runtest_logreport",
+                  "pytest_runtest_logstart", "pytest_runtest_logfinish", "pytest_report_teststatus")
+
+
+def _caller_types():
+    found = []  # pluggy is imported: pytest is loading this module
+    for module_name in ("pluggy._hooks", "pluggy.hooks"):
+        module = sys.modules.get(module_name)
+        for name in ("HookCaller", "_HookCaller", "_SubsetHookCaller"):
+            cls = getattr(module, name, None) if module is not None else None
+            if isinstance(cls, type) and cls not in found:
+                found.append(cls)
+    cls = getattr(sys.modules.get("pluggy"), "HookCaller", None)
+    if isinstance(cls, type) and cls not in found:
+        found.append(cls)
+    return tuple(found)
+
+
+_CALLER_TYPES = _caller_types()
+
 _state = {"claimed": False}
 try:  # pluggy >= 1.1: new-style hook wrappers (`wrapper=True`)
     import inspect as _inspect
@@ -340,6 +363,8 @@ class Reporter:
         self._machinery_watch = _Watched(self._machinery)
         self._namespace_watch = _Watched(self._namespace)
         self._reported_violations: set[str] = set()
+        self._frame_verdicts = {}  # code file name -> whether it is the patch's (see _patch_frame)
+        self._impls = None  # outcome hook -> its implementations when collection finished
         if self._guard is not None:
             self._guard.emit = self._violation
         if hasattr(os, "register_at_fork"):
@@ -517,12 +542,13 @@ class Reporter:
                 if code is not None and self._is_patched(code.co_filename):
                     self._violation("import_hook_from_patched_file", os.path.relpath(code.co_filename, self._testbed))
 
-    def check_hooks(self, config):
-        for hook_name in ("pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_protocol",
-                          "pytest_runtest_call", "pytest_pyfunc_call", "pytest_report_teststatus",
-                          "pytest_collection_modifyitems", "pytest_deselected", "pytest_ignore_collect",
-                          "pytest_collect_file", "pytest_sessionfinish", "pytest_terminal_summary",
-                          "pytest_runtest_setup", "pytest_runtest_teardown", "pytest_collection"):
+    def check_hooks(self, config, names=None):
+        for hook_name in names or ("pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_protocol",
+                                   "pytest_runtest_call", "pytest_pyfunc_call", "pytest_report_teststatus",
+                                   "pytest_collection_modifyitems", "pytest_deselected", "pytest_ignore_collect",
+                                   "pytest_collect_file", "pytest_sessionfinish", "pytest_terminal_summary",
+                                   "pytest_runtest_setup", "pytest_runtest_teardown", "pytest_collection",
+                                   "pytest_runtest_logstart", "pytest_runtest_logfinish"):
             caller = getattr(config.pluginmanager.hook, hook_name, None)
             if caller is None or not hasattr(caller, "get_hookimpls"):
                 continue
@@ -533,6 +559,81 @@ class Reporter:
                 origin = self._untrusted_plugin(impl.plugin)
                 if origin is not None:
                     self._violation("hook_from_untrusted_plugin", f"{hook_name} from {impl.plugin_name} ({origin})")
+
+    # --- the dispatch of the hooks a test's outcome flows through ------------------------------
+    # Why: library code that finds the plugin manager (up its import's call stack, where a collector's
+    # `self.config` sits) could replace pluggy's dispatcher -- `pm._inner_hookexec`, a caller's
+    # `_hookexec`, an item's `ihook` -- and rewrite the reports of the tests that called it, leaving
+    # the canaries (which call nothing of the library) alone: the red team's
+    # `inner_hookexec_flip_if_lib_ran` got reward 1 that way. Whatever such an interceptor does, it is
+    # either still on the stack while the outcome flows through the grader's hooks (it wraps the
+    # dispatch), or it left the dispatch structure changed: both are checked, the first at every
+    # report and before every test call, the second before every test call.
+
+    def _patch_frame(self, frame):
+        """The first file on the stack from `frame` outwards that is code of the patch, or None."""
+        verdicts = self._frame_verdicts
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            bad = verdicts.get(filename)
+            if bad is None:
+                if self._guard is not None:
+                    bad = bool(self._guard.untrusted_file(filename))
+                else:
+                    bad = self._untrusted_source([filename]) is not None
+                if not filename.startswith(_OWN_DIR):  # the grader's own files: asked every time
+                    verdicts[filename] = bad
+            if bad:
+                return filename
+            frame = frame.f_back
+        return None
+
+    def check_stack(self, hook):
+        culprit = self._patch_frame(sys._getframe(2))
+        if culprit is not None:
+            where = culprit if culprit.startswith("<") else os.path.relpath(os.path.realpath(culprit), self._testbed)
+            self._violation("patch_code_dispatching_the_grader", f"{hook} from {where}")
+
+    def check_dispatch(self, item):
+        problem = self._dispatch_problem(item)
+        if problem is not None:
+            self._violation("hook_dispatch_replaced", problem)
+
+    def _dispatch_problem(self, item):
+        pm = _dispatch.get("manager")
+        if pm is None or not _CALLER_TYPES or _dispatch.get("inner") is None or not hasattr(pm, "_inner_hookexec"):
+            return None  # a pluggy without this layout: nothing to compare with
+        if pm._inner_hookexec is not _dispatch["inner"]:
+            return "the plugin manager's _inner_hookexec"
+        if "_hookexec" in vars(pm):
+            return "the plugin manager's _hookexec (set on the instance)"
+        if type(pm.hook) is not _dispatch["relay_type"]:
+            return f"the plugin manager's hook relay (a {type(pm.hook).__name__})"
+        expected = pm._hookexec
+        snapshot = self._impls
+        for label, relay in (("hook", pm.hook), ("item.ihook", getattr(item, "ihook", None))):
+            if relay is None:
+                continue
+            for name in _OUTCOME_HOOKS:
+                caller = getattr(relay, name, None)
+                if caller is None:
+                    continue
+                if type(caller) not in _CALLER_TYPES:
+                    return f"{label}.{name} (a {type(caller).__name__})"
+                if caller._hookexec != expected:
+                    return f"{label}.{name}._hookexec"
+                orig = getattr(caller, "_orig", None)
+                if orig is not None and orig is not getattr(pm.hook, name, None):
+                    return f"{label}.{name}._orig"
+                if snapshot is not None and relay is pm.hook and caller._hookimpls != snapshot.get(name):
+                    # implementations added or removed during the run: judged as at collection
+                    self.check_hooks(self._config, (name,))
+                    snapshot[name] = list(caller._hookimpls)
+        return None
+
+    def snapshot_impls(self, config):
+        hook = config.pluginmanager.hook
+        self._impls = {name: list(getattr(getattr(hook, name, None), "_hookimpls", ())) for name in _OUTCOME_HOOKS}
 
     def _untrusted_plugin(self, plugin):
         """Why a plugin's hooks are not to be trusted: registered by patched or exec'd code (found
@@ -551,12 +652,14 @@ class Reporter:
     if _NEW_STYLE_WRAPPERS:
         @pytest.hookimpl(wrapper=True, tryfirst=True)
         def pytest_runtest_makereport(self, item, call):
+            self.check_stack("pytest_runtest_makereport")
             report = yield
             self._judge_report(item, call, report)
             return report
     else:
         @pytest.hookimpl(hookwrapper=True, tryfirst=True)
         def pytest_runtest_makereport(self, item, call):
+            self.check_stack("pytest_runtest_makereport")
             outcome = yield
             try:
                 report = outcome.get_result()
@@ -592,7 +695,10 @@ class Reporter:
         """Before the test is called: is what is about to run the code of the protected source?
         A plain implementation, first of them: it runs after every wrapper's first half (a
         conftest's wrapper that swaps `item.obj` has done so by then), right before pytest's own
-        calls the test."""
+        calls the test. Also: nothing of the patch dispatches this hook, and the dispatch of the
+        hooks the test's outcome goes through is pluggy's own."""
+        self.check_stack("pytest_runtest_call")
+        self.check_dispatch(item)
         self._check_item_code(item)
 
     def _rewriter(self, config):
@@ -711,6 +817,7 @@ class Reporter:
         wrap("addSkip", on_skip)
 
     def pytest_runtest_logreport(self, report):
+        self.check_stack("pytest_runtest_logreport")
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
             self._phases.pop(report.nodeid, None)
             return
@@ -842,6 +949,7 @@ class Reporter:
         self.check_importers()
         self.check_machinery(thorough=True)
         self.check_hooks(session.config)
+        self.snapshot_impls(session.config)
         self.emit("collected", count=len(session.items))
 
     @pytest.hookimpl(trylast=True)
@@ -853,6 +961,7 @@ class Reporter:
         self.check_machinery(thorough=True)
         self.check_namespace()
         self.check_hooks(session.config)
+        self.check_dispatch(None)
         if self._guard is not None:
             self._guard.active = False  # pytest's own teardown from here on
         self.emit("end", exitstatus=int(exitstatus), testsfailed=int(session.testsfailed),
@@ -861,13 +970,18 @@ class Reporter:
 
 
 _registrations = []  # (plugin, the files on the stack that registered it) for every plugin pytest registered
+_dispatch = {}  # the plugin manager, its _inner_hookexec and its relay's type when this module was registered
 
 
 def pytest_plugin_registered(plugin, manager):
     """Remember who registered each plugin (historic: the plugins registered before this module are
     replayed when it is registered). Library code that finds the plugin manager (through `gc`) and
     registers a plugin whose hooks rewrite outcomes is caught by where it was registered from, not
-    by where its code says it was compiled."""
+    by where its code says it was compiled. The first call also keeps the manager's dispatcher as
+    it is then, before any plugin of an installed entry point or conftest is loaded."""
+    if "manager" not in _dispatch:
+        _dispatch.update(manager=manager, inner=getattr(manager, "_inner_hookexec", None),
+                         relay_type=type(getattr(manager, "hook", None)))
     _registrations.append((plugin, _stack_filenames(sys._getframe(1))))
 
 

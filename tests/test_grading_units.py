@@ -481,3 +481,16 @@ def test_tree_script_lists_every_path_the_apply_wrote(tmp_path) -> None:
     tree = parse_tree_output(marker, out)
     assert tree.method in ("git_apply", "patch_fuzz"), out
     assert tree.changed == {"a.py", "build/cache.txt", "new file.py", "build/made.txt"}, out
+
+
+def test_rename_and_copy_targets_count_as_created_paths() -> None:
+    """A module made by `rename to` / `copy to` is as new as an added one (the shadowing and
+    new-package rules read `added`)."""
+    patch = ("diff --git a/README.md b/pprint.py\nsimilarity index 5%\nrename from README.md\nrename to pprint.py\n"
+             "--- a/README.md\n+++ b/pprint.py\n@@ -1 +1 @@\n-calc\n+import os\n"
+             "diff --git a/a.py b/json.py\nsimilarity index 90%\ncopy from a.py\ncopy to json.py\n")
+    check = check_patch(patch)
+    assert check.ok, check
+    assert set(check.added) == {"pprint.py", "json.py"}
+    plain = check_patch(_diff("calc/ops.py"))
+    assert plain.ok and plain.added == []
