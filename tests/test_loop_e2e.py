@@ -42,6 +42,8 @@ def test_micro_run_through_the_real_stack(tmp_path: Path) -> None:
         assert row["episodes"] == 2 and row["tokens/sampled"] > 0
         assert row["kl_k3"] is not None and row["kl_k3"] >= 0
         assert row["time/weight_publish_s"] > 0 and row["cost/turn_usd"] > 0
+        # the format probe: every group teacher-forced on the same window of this update's tokens
+        assert row["probe/tokens"] > 0 and all(row[f"kl_probe/group/{g}"] > 0 for g in groups)
     tokenizer = load_tokenizer(cfg.model.spec)
     for u in (1, 2):
         trajs = load_trajectories(tmp_path / "trajectories" / f"update-{u:04d}.jsonl")
@@ -62,6 +64,8 @@ def test_micro_run_through_the_real_stack(tmp_path: Path) -> None:
     assert (tmp_path / "plots" / "reward.png").stat().st_size > 2000
     summary = json.loads((tmp_path / "summary.json").read_text())
     assert summary["updates"] == 2 and set(summary["kl_k3_per_group"]) == set(groups)
+    assert summary["kl_order_groups"]["holds"] is True, summary["kl_order_groups"]  # nvfp4 above both bf16 groups
+    assert (tmp_path / "plots" / "kl_probe_per_group.png").stat().st_size > 2000
     assert sum(summary["turns_per_group"].values()) == sum(r["response/turns_mean"] * r["episodes"] for r in rows)
 
 

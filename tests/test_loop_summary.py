@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from patchgym.rl.fleet.load import load_fleet
 from patchgym.rl.loop.summary import summarize_run, summary_lines
 
@@ -77,3 +79,35 @@ def test_support_kl_decides_the_order_and_values_are_token_weighted(tmp_path: Pa
     assert s["kl_support_per_group"]["b300-nvfp4"] is None
     lines = summary_lines(s)
     assert any("(support)" in line and "yes" in line for line in lines) and any("(k3)" in line and "NO" in line for line in lines)
+
+
+def test_the_probe_orders_every_group_and_names_each_pair_that_does_not(tmp_path: Path) -> None:
+    """Per group, on the probe's shared tokens; weighted by the tokens each update scored."""
+    fleet = load_fleet("mixed-6")
+    run = tmp_path / "run"
+    probe = {"b200-nvfp4": 0.5, "b300-nvfp4": 0.6, "h100-fp8": 0.1, "h200-fp8": 0.12, "h200-bf16": 0.03}
+    rows = []
+    for u, tokens in ((1, 64), (2, 32)):
+        row = _row(u, {}, {}, 0.0)
+        row["probe/tokens"] = tokens
+        for g, v in probe.items():
+            row[f"kl_probe/group/{g}"] = v * u
+        rows.append(row)
+    rows[1]["kl_probe/group/h200-fp8"] = None  # a group the probe could not score in one update
+    _write_rows(run, rows)
+    s = summarize_run(run, fleet)
+    assert s["kl_probe_per_group"]["b200-nvfp4"] == pytest.approx((0.5 * 64 + 1.0 * 32) / 96)
+    assert s["kl_probe_per_group"]["h200-fp8"] == pytest.approx(0.12)
+    assert s["kl_probe_per_group"]["h100-bf16-tp2"] is None
+    order = s["kl_order_groups"]
+    assert order["holds"] is True and order["violations"] == [] and "h100-bf16-tp2" in order["unmeasured"]
+    assert order["by_kl"][:2] == ["b300-nvfp4", "b200-nvfp4"]
+    assert any("format probe" in line and "yes" in line for line in summary_lines(s))
+    # one FP8 group below a BF16 one: the pair is named, the check fails
+    for row in rows:
+        row["kl_probe/group/h100-fp8"] = 0.01
+    _write_rows(run, rows)
+    s = summarize_run(run, fleet)
+    assert s["kl_order_groups"]["holds"] is False
+    assert any(v.startswith("h100-fp8 ") and "h200-bf16" in v for v in s["kl_order_groups"]["violations"])
+    assert any("format probe" in line and "NO" in line for line in summary_lines(s))

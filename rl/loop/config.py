@@ -199,6 +199,13 @@ class WarmupSection(_Section):
     measure_samples: int = Field(4, ge=1)
 
 
+class ProbeSection(_Section):
+    # The per-update format probe (patchgym.rl.loop.probe_kl): every group teacher-forced on one
+    # window of the update's tokens. tokens = 0 switches it off.
+    tokens: int = Field(64, ge=0, le=4096)  # sampled tokens scored
+    context: int = Field(64, ge=1, le=4096)  # tokens before them in the window
+
+
 class RunConfig(_Section):
     name: str = "run"
     seed: int = 0
@@ -217,6 +224,7 @@ class RunConfig(_Section):
     eval: EvalSection = Field(default_factory=EvalSection)
     checkpoint: CheckpointSection = Field(default_factory=CheckpointSection)
     warmup: WarmupSection = Field(default_factory=WarmupSection)
+    probe: ProbeSection = Field(default_factory=ProbeSection)
 
     @model_validator(mode="after")
     def _cross(self) -> "RunConfig":

@@ -18,7 +18,9 @@ One asyncio event loop holds everything but the trainer's step:
   `trainer.train_step` in a worker thread (so the event loop keeps feeding the samplers' decode
   threads), then publish the new weights with `update_weights` on every replica (timed:
   `weight_publish_s`). Samplers take the new weights between decoding steps; tokens record the
-  version that produced them, so staleness is measured, not assumed.
+  version that produced them, so staleness is measured, not assumed. Then the format probe
+  (`probe_kl.py`): one window of the update's tokens teacher-forced through the trainer and every
+  group, all at the new version (`kl_probe/group/<g>`).
 
 Per update, in this order, each appended and fsynced: `trajectories/update-XXXX.jsonl` (what the
 rollouts recorded, per turn the sampled ids and their offsets), a `metrics.jsonl` row (every key,
@@ -61,6 +63,7 @@ from .components import Components, call_with_supported
 from .config import RunConfig
 from .cost import update_cost
 from .metrics import MetricsWriter, Progress, WandbSink, update_row, write_lines_atomic
+from .probe_kl import ProbeResult, probe_kl, probe_window
 from .sessions import EnvClientContext, SessionFn, default_session_fn, resolve_task_ids, sampling_params, session_limits
 
 TRAINER_THREAD = "patchgym-trainer"
@@ -113,6 +116,7 @@ class RLLoop:
         self.timeline: list[dict[str, float]] = []  # per update: when each phase began and ended (bench/loop)
         self.sessions_done = 0
         self.trainer_busy_s = 0.0
+        self._probe_warned = False
         self._pending: deque[tuple[_GroupInFlight, int]] = deque()  # sessions of admitted groups not yet started
 
     # -- outputs -------------------------------------------------------------------------------
@@ -284,6 +288,19 @@ class RLLoop:
             self._version_changed.set()
         return time.monotonic() - t0
 
+    def _probe(self, trajs: Sequence[Trajectory]) -> ProbeResult:
+        """The format probe on this update's tokens, trainer and samplers at the same version
+        (runs in the trainer's thread, after the publish)."""
+        groups = {g: self.c.samplers.get(g, []) for g in self.group_names}
+        if not callable(getattr(self.c.trainer, "sequence_logits", None)):
+            return ProbeResult(kl={g: None for g in groups})
+        window = probe_window(trajs, context=self.cfg.probe.context, tokens=self.cfg.probe.tokens)
+        result = probe_kl(self.c.trainer, groups, window, temperature=self.cfg.sampling.temperature)
+        if result.error and not self._probe_warned:
+            self._probe_warned = True
+            print(f"warning: the per-update format probe failed ({result.error}); kl_probe is null", flush=True)
+        return result
+
     async def _evaluate(self, update: int) -> dict[str, Any] | None:
         if self.evaluator is None or not self.cfg.tasks.eval:
             return None
@@ -306,6 +323,7 @@ class RLLoop:
         trainer_s = time.monotonic() - t_train
         self.trainer_busy_s += trainer_s
         publish_s = await self._publish()
+        probe = await asyncio.get_running_loop().run_in_executor(self._executor, self._probe, trajs)
         t_end = time.monotonic()
         busy_after = self._busy()
         wall = max(t_end - t_update, 1e-9)
@@ -333,6 +351,7 @@ class RLLoop:
             buffer={"size": len(self.buffer), "dropped": gc.dropped, "stale_kept": gc.stale_kept, "paced_s": gc.paced_s,
                     "blocked_s": self.buffer.blocked_s},
         )
+        row.update(probe.metrics())
         row["sessions/finished"] = self.sessions_done  # cumulative, trained or not (sampler throughput)
         self.metrics.write(row)
         return row

@@ -9,7 +9,8 @@ truncates rows past the checkpoint), `write_lines_atomic` (the whole-file writes
 the warm-up cache), `Progress` (a rich progress bar with reward, pass rate, KL and time) and
 `WandbSink` (imported only when asked). It does not compute losses or KL itself: those
 come from the trainer (`kl_k3`, `kl_k3/group/<g>`, `kl_k3/lag/<bucket>`, `kl_support`,
-`kl_support/group/<g>` with support replay, `tokens/group/<g>`, ...).
+`kl_support/group/<g>` with support replay, `tokens/group/<g>`, ...) and from the per-update
+format probe (`kl_probe`, `kl_probe/group/<g>`: `probe_kl.py`).
 """
 
 from __future__ import annotations
@@ -31,15 +32,15 @@ BASE_KEYS = (
     *(f"status/{s}" for s in STATUSES), "format_error_frac",
     "response/tokens_mean", "response/turns_mean", "tokens/sampled", "tokens/total",
     "loss", "entropy", "grad_norm",
-    "kl_k3", *(f"kl_k3/lag/{b}" for b in LAG_BUCKETS), "kl_support",
+    "kl_k3", *(f"kl_k3/lag/{b}" for b in LAG_BUCKETS), "kl_support", "kl_probe", "probe/tokens",
     "mis/out_of_band_frac", "mis/masked_frac", "sc/tail_ratio",
     "staleness/mean", "staleness/max",
     "buffer/size", "buffer/dropped", "buffer/stale_kept", "buffer/paced_s", "buffer/blocked_s",
-    "time/wall_s", "time/update_s", "time/trainer_s", "time/trainer_idle_s", "time/weight_publish_s",
+    "time/wall_s", "time/update_s", "time/trainer_s", "time/trainer_idle_s", "time/weight_publish_s", "time/probe_s",
     "throughput/trajectories_per_hour", "sessions/finished",
     "cost/busy_usd", "cost/turn_usd", "cost/usd_per_turn",
 )
-PER_GROUP = ("kl_k3/group", "kl_support/group", "tokens/group", "busy", "compute", "turns", "reward/group", "cost/busy_usd", "cost/turn_usd")
+PER_GROUP = ("kl_k3/group", "kl_support/group", "kl_probe/group", "tokens/group", "busy", "compute", "turns", "reward/group", "cost/busy_usd", "cost/turn_usd")
 
 
 def metric_keys(groups: Sequence[str]) -> list[str]:

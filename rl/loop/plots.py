@@ -1,7 +1,8 @@
 """PNG curves of one or more runs, overlaid and labelled by run and loss (matplotlib, Agg).
 
 Owns `plot_runs(run_dirs, out_dir) -> list[Path]`: one PNG per curve (reward, pass rate, KL k3
-overall and per group, KL over the replayed support overall and per group, MIS masked fraction, SC tail ratio, format-error fraction, entropy, grad
+overall and per group, KL over the replayed support overall and per group, the format probe's KL
+per group (every group on the same tokens), MIS masked fraction, SC tail ratio, format-error fraction, entropy, grad
 norm, sampler cost, evaluation pass@k), reading each run's `metrics.jsonl` and `eval.jsonl`. A
 curve no run has a value for is skipped (and not written). It does not run or evaluate anything.
 """
@@ -96,7 +97,8 @@ def plot_runs(run_dirs: Sequence[Path | str], out_dir: Path | str) -> list[Path]
 
     # KL per sampler group, one PNG per estimator: one line per (run, group).
     for key, stem, ylabel in (("kl_k3", "kl_per_group", "KL k3 per sampler group"),
-                              ("kl_support", "kl_support_per_group", "KL over the replayed support, per sampler group")):
+                              ("kl_support", "kl_support_per_group", "KL over the replayed support, per sampler group"),
+                              ("kl_probe", "kl_probe_per_group", "format probe KL per sampler group (same tokens)")):
         fig, ax = plt.subplots(figsize=(7.2, 4.4))
         drawn = False
         for _, label, rows, _ in runs:

@@ -12,6 +12,11 @@ Owns `summarize_run(run_dir, fleet)`, which writes `RUN_DIR/summary.json` and re
   bits in the weights and activations, larger KL)? `kl_order.holds` is true or false, never
   assumed; classes with no value are left out of the check and listed. `kl_order` uses the
   support KL when the run has it (`kl_order.estimator`), `kl_order_k3` is always the k3 one;
+- the per-group check on the format probe (`kl_probe/group/<g>`, `probe_kl.py`: every group
+  teacher-forced on the same window of each update's tokens): `kl_probe_per_group`, its mean per
+  format class, and `kl_order_groups`, which holds when every group whose weights or activations
+  have fewer bits has a larger probe KL than every group with more (each pair is listed when not);
+  per group, the KL over a group's own tokens mostly measures what its 1-2 sessions contained;
 - the last evaluation row, the wall time, and the run's cost.
 Not covered here: plots (`plots.py`), the per-update rows themselves (`metrics.py`).
 """
@@ -94,6 +99,43 @@ def _order(class_kl: dict[str, float | None], groups: dict[str, Any], estimator:
     }
 
 
+def _probe_by(rows: list[dict[str, Any]], groups: dict[str, Any]) -> tuple[dict[str, float | None], dict[str, float | None]]:
+    """({group: probe KL over the run}, {format class: its groups' mean}); updates weighted by the
+    tokens they scored (the same for every group within an update)."""
+    total: dict[str, float] = {}
+    weight: dict[str, float] = {}
+    for row in rows:
+        w = _num(row.get("probe/tokens")) or 0.0
+        for name in groups:
+            kl = _num(row.get(f"kl_probe/group/{name}"))
+            if kl is not None and w > 0:
+                total[name] = total.get(name, 0.0) + kl * w
+                weight[name] = weight.get(name, 0.0) + w
+    per_group = {n: (total[n] / weight[n] if weight.get(n) else None) for n in groups}
+    per_class: dict[str, list[float]] = {}
+    for name, g in groups.items():
+        if per_group[name] is not None:
+            per_class.setdefault(format_class(g), []).append(per_group[name])  # type: ignore[arg-type]
+    classes = {format_class(g) for g in groups.values()}
+    return per_group, {c: (sum(per_class[c]) / len(per_class[c]) if per_class.get(c) else None) for c in classes}
+
+
+def _group_order(group_kl: dict[str, float | None], groups: dict[str, Any]) -> dict[str, Any]:
+    """Does every less precise group have a larger KL than every more precise one?"""
+    measured = [n for n in groups if group_kl.get(n) is not None]
+    violations = [
+        f"{a} ({format_class(groups[a])}) {group_kl[a]:.3g} <= {b} ({format_class(groups[b])}) {group_kl[b]:.3g}"
+        for a in measured for b in measured
+        if precision(groups[a]) < precision(groups[b]) and not group_kl[a] > group_kl[b]  # type: ignore[operator]
+    ]
+    return {
+        "estimator": "probe", "by_kl": sorted(measured, key=lambda n: -group_kl[n]),  # type: ignore[operator]
+        "holds": bool(measured) and not violations, "violations": violations,
+        "unmeasured": [n for n in groups if group_kl.get(n) is None],
+        "rule": "per group, on the same tokens: fewer bits in weights/activations -> larger KL",
+    }
+
+
 def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
     run_dir = Path(run_dir)
     rows = _rows(run_dir / "metrics.jsonl")
@@ -110,6 +152,7 @@ def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
     # a k3 value has one): k3 over a few hundred sampled tokens a group can invert the order.
     use_support = any(v is not None for v in support_class.values()) and all(
         support_class[c] is not None for c, v in k3_class.items() if v is not None)
+    probe_group, probe_class = _probe_by(rows, groups)
     rewards = [_num(r.get("reward/mean")) for r in rows]
     cost = sum(_num(r.get("cost/busy_usd")) or 0.0 for r in rows)
     summary = {
@@ -124,6 +167,9 @@ def summarize_run(run_dir: Path | str, fleet: Any) -> dict[str, Any]:
         "kl_support_per_format": support_class,
         "kl_order": _order(support_class, groups, "support") if use_support else order_k3,
         "kl_order_k3": order_k3,
+        "kl_probe_per_group": probe_group,
+        "kl_probe_per_format": probe_class,
+        "kl_order_groups": _group_order(probe_group, groups),
         "eval": evals[-1] if evals else None,
         "wall_s": _num(rows[-1].get("time/wall_s")) if rows else None,
         "cost_busy_usd": cost,
@@ -141,6 +187,11 @@ def summary_lines(summary: dict[str, Any]) -> list[str]:
         kl = summary[f"kl_{order['estimator']}_per_format"]
         parts = ", ".join(f"{c} {v:.2e}" for c, v in sorted(kl.items(), key=lambda kv: -(kv[1] or -1.0)) if v is not None)
         out.append(f"train-vs-sampler KL ({order['estimator']}) by format: {parts} (orders as the formats do: {'yes' if order['holds'] else 'NO'})")
+    probe = summary.get("kl_order_groups")
+    if probe and probe["by_kl"]:
+        kl = summary["kl_probe_per_group"]
+        parts = ", ".join(f"{n} {kl[n]:.2e}" for n in probe["by_kl"])
+        out.append(f"format probe KL per group (same tokens): {parts} (orders as the formats do: {'yes' if probe['holds'] else 'NO'})")
     ev = summary.get("eval")
     if ev:
         ks = ", ".join(f"{k} {v:.2f}" for k, v in ev.items() if k.startswith("pass@") and v is not None)

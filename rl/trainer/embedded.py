@@ -327,6 +327,18 @@ class EmbeddedTrainer:
                         j += 1
         return out
 
+    @torch.no_grad()
+    def sequence_logits(self, token_ids: Sequence[int]) -> Tensor:
+        """Float32 logits [L, V] of one sequence, computed as `train_step` computes them (same
+        autocast, same decoder and head), at temperature 1. The loop's per-update format probe
+        (`patchgym.rl.loop.probe_kl`) compares every sampler group's emulation against these."""
+        ids = [int(t) for t in token_ids]
+        if not ids or min(ids) < 0 or max(ids) >= self.vocab_size:
+            raise ValueError(f"token_ids must be a non-empty list of ids in [0, {self.vocab_size})")
+        with self._autocast():
+            hidden = self._decoder(input_ids=torch.tensor([ids], device=self.device), use_cache=False).last_hidden_state
+            return self._head(hidden[0]).float()
+
     def _adamw(self, lr: float) -> torch.optim.Optimizer:
         decay, no_decay = [], []
         for p in self.model.parameters():
