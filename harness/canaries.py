@@ -41,6 +41,11 @@ import random
 import re
 import sys
 
+if __name__ == "patchgym_canaries":  # in the grading sandbox, the helpers side by side by these names
+    import patchgym_contradictions as _contradictions
+else:  # imported as patchgym.harness.canaries (on the host, by the tests)
+    from patchgym.harness import contradictions as _contradictions
+
 _IDENT = re.compile(r"[A-Za-z][a-z0-9]*|[a-z0-9]+")
 _STDLIB_LIKE = frozenset({"pytest", "unittest", "mock", "os", "sys", "re", "json", "typing", "collections",
                           "itertools", "functools", "pathlib", "tempfile", "textwrap", "io", "math", "warnings",
@@ -124,6 +129,7 @@ class Planted(object):
     def __init__(self, path, container, name):
         self.path, self.container, self.name = path, container, name
         self.module = None  # the dotted module name, for unittest ids
+        self.contradicts = None  # for a contradiction canary, the id of the graded test it copies
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -169,10 +175,13 @@ def _body(rng, subject, pool, indent, unittest_style):
     return [indent + "value = repr({})".format(subject), indent + "assert value in ({!r}, {!r})".format(token, other)]
 
 
-def plant_source(source, graded, rng, testbed="/testbed"):
+def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0):
     """Canaries for one test module's source. `graded` names the graded tests in it, as `name` for
     module-level functions and `Class::name` for methods (parameters stripped). Returns the new
-    source and the planted (container, name) pairs; ([], source) when nothing can be planted."""
+    source and the planted (container, name) pairs; ([], source) when nothing can be planted.
+    `contradict` ({graded name: its test id}) names the tests that may get up to `limit`
+    contradiction canaries (`contradictions.py`); `contradicted` receives {(container, name): id}
+    for those planted."""
     if sys.version_info < (3, 8):
         return source, []
     try:
@@ -232,6 +241,21 @@ def plant_source(source, graded, rng, testbed="/testbed"):
         body = _body(rng, subject_for(method_nodes), pool, indent * 2, is_testcase)
         inserts.append((node.end_lineno, ["", indent + "def {}(self):".format(name)] + body))
         planted.append((class_name, name))
+    if contradict and limit > 0 and not module_level_marks:
+        functions = []
+        for entry, test_id in sorted(contradict.items()):
+            parts = entry.split("::")
+            if len(parts) == 1 and parts[0] in top_functions:
+                functions.append((None, top_functions[parts[0]], test_id))
+            elif len(parts) == 2 and parts[0] in classes and not _declares_skip_or_xfail(classes[parts[0]]):
+                functions += [(parts[0], n, test_id) for n in classes[parts[0]].body
+                              if isinstance(n, ast.FunctionDef) and n.name == parts[1]]
+        for after, new_lines, container, name, test_id in _contradictions.plan(
+                lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit):
+            inserts.append((after, new_lines))
+            planted.append((container, name))
+            if contradicted is not None:
+                contradicted[(container, name)] = test_id
     if not planted:
         return source, []
     for after, new_lines in sorted(inserts, key=lambda item: -item[0]):
@@ -271,27 +295,34 @@ def module_file(dotted, testbed):
 
 def plant(config, testbed, log_parser):
     """Plant canaries into the files of the graded tests named in the reporter's configuration
-    (`canaries`: {"seed": int, "ids": [graded test ids]}). Returns the planted canaries ([] when
-    there is no configuration or nothing could be planted)."""
+    (`canaries`: {"seed": int, "ids": [graded test ids], "contradict": [the FAIL_TO_PASS ids]}).
+    Returns the planted canaries ([] when there is no configuration or nothing could be planted)."""
     spec = config.get("canaries") or {}
     if not spec or sys.version_info < (3, 8):
         return []
     rng = random.Random(int(spec.get("seed", 0)))
     modules = {}
     by_file = graded_by_file(spec.get("ids") or [], log_parser, testbed, modules)
+    contradict = {}  # file -> {graded name: test id} of the tests contradictions may copy
+    for test_id in spec.get("contradict") or []:
+        if "[" not in test_id:  # parametrised: its items are not one function's
+            for rel, names in graded_by_file([test_id], log_parser, testbed).items():
+                for name in names:
+                    contradict.setdefault(rel, {})[name] = test_id
     collecting = gc.isenabled()
     # The collector is off while the parsed trees live (they die here): why, with the measured
     # numbers, at ProtectedSources._compile in patchgym_compiled_tests.
     gc.disable()
     try:
-        return _plant_files(by_file, modules, rng, testbed)
+        return _plant_files(by_file, modules, rng, testbed, contradict)
     finally:
         if collecting:
             gc.enable()
 
 
-def _plant_files(by_file, modules, rng, testbed):
+def _plant_files(by_file, modules, rng, testbed, contradict=None):
     planted = []
+    left = _contradictions.PER_RUN
     for rel, graded in sorted(by_file.items()):
         path = os.path.join(testbed, rel)
         try:
@@ -299,7 +330,9 @@ def _plant_files(by_file, modules, rng, testbed):
             source = data.decode(encoding)
         except (OSError, UnicodeDecodeError, LookupError):
             continue
-        new_source, names = plant_source(source, graded, rng, testbed)
+        contradicted = {}
+        new_source, names = plant_source(source, graded, rng, testbed, (contradict or {}).get(rel), contradicted, left)
+        left -= len(contradicted)
         if not names:
             continue
         try:
@@ -310,6 +343,7 @@ def _plant_files(by_file, modules, rng, testbed):
         for container, name in names:
             canary = Planted(rel, container, name)
             canary.module = modules.get(rel)
+            canary.contradicts = contradicted.get((container, name))
             planted.append(canary)
     return planted
 

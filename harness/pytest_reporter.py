@@ -1045,7 +1045,8 @@ def _claim():
     reporter = Reporter(config, stream, planted=planted, guard_module=guard_module)
     reporter.emit("start", pid=os.getpid(), python=sys.version.split()[0], pytest=pytest.__version__)
     if config.get("canaries"):
-        reporter.emit("canaries", count=len(planted))
+        reporter.emit("canaries", count=len(planted),
+                      contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)})
     for name in early:
         reporter._violation("repository_code_ran_before_the_grader", name)
     return reporter

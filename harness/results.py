@@ -38,7 +38,8 @@ SIGNED_STREAM = ("patchgym_signed_stream", Path(__file__).with_name("signed_stre
 # Helpers both reporters import from the same folder: (module name in the sandbox, source here).
 HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
-           ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")))
+           ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")),
+           ("patchgym_contradictions", Path(__file__).with_name("contradictions.py")))
 
 
 def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) -> list[tuple[str, bytes]]:
@@ -96,6 +97,7 @@ class StreamResults:
     integrity: list[str] = field(default_factory=list)  # tampering the plugin saw, "what: detail"
     canary_count: int | None = None  # canaries the reporter planted (None: none were asked for)
     canaries: dict[int, str] = field(default_factory=dict)  # canary number -> its outcome
+    contradicts: dict[int, str] = field(default_factory=dict)  # contradiction canary number -> the graded id it copies
     started: bool = False
     ended: bool = False
     exitstatus: int | None = None
@@ -113,14 +115,15 @@ def new_channel() -> Channel:
 
 def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
                    protected_files: list[str] | None = None, canary_ids: list[str] | None = None,
-                   test_roots: list[str] | None = None) -> str:
+                   test_roots: list[str] | None = None, contradict_ids: list[str] | None = None) -> str:
     """The JSON the plugin reads from stdin. `canary_ids` (the graded test ids) asks for canaries
-    next to them, from a fresh secret seed; `test_roots` are the folders writes may not reach."""
+    next to them, from a fresh secret seed, and `contradict_ids` (the FAIL_TO_PASS ones) for
+    contradiction canaries copied from them; `test_roots` are the folders writes may not reach."""
     config = {"key": channel.key.hex(), "nonce": channel.nonce, "results": channel.results_path,
               "patched_files": patched_files, "testbed": testbed, "protected_files": protected_files or [],
               "test_roots": test_roots or []}
     if canary_ids:
-        config["canaries"] = {"seed": secrets.randbits(64), "ids": list(canary_ids)}
+        config["canaries"] = {"seed": secrets.randbits(64), "ids": list(canary_ids), "contradict": list(contradict_ids or [])}
     return json.dumps(config)
 
 
@@ -168,6 +171,9 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             out.integrity.append(f"{record.get('what')}: {record.get('detail')}")
         elif kind == "canaries":
             out.canary_count = int(record.get("count", 0))
+            contradicts = record.get("contradicts") or {}
+            if isinstance(contradicts, dict):
+                out.contradicts = {int(n): str(test_id) for n, test_id in contradicts.items() if str(n).isdigit()}
         elif kind == "canary":
             number, status = int(record.get("n", -1)), str(record.get("status"))
             previous = out.canaries.get(number)
