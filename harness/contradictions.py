@@ -13,7 +13,11 @@ The construction. A contradiction is a graded test (a FAIL_TO_PASS one: those ar
 has to turn) copied whole under a new name, with one expectation changed: the first top-level
 `assert X == C` / `assert C == X` / `self.assertEqual(X, C)` of its body where C is a literal
 (a number, a string, bytes, a tuple, list or dict of literals; or a name the body assigned such a
-literal to, replaced by the changed literal) gets C' != C. The copy sits right before or right
+literal to, replaced by the changed literal) gets C' != C. Where the test has no literal
+expectation, its first assertion gets a weaker contradiction: `X == E` becomes `X == (E,)` (a
+value equal to E is not equal to a 1-tuple holding E; a value equal to everything is), and any
+other assertion `assert T` becomes `assert not (T)` (`assertTrue`/`assertFalse` likewise: this
+catches code that reads the assert line and answers it). The copy sits right before or right
 after its original (random), and is named like the other canaries.
 
 Why an honest fix always fails it, whenever its original passed (the verdict asks no more: a
@@ -25,7 +29,9 @@ copy reaches the assert and asks X == C'. C' is C changed so that no equality a 
 defines holds for both: an integer moved by at least 1 and at least half of itself, a float by
 at least half of max(1, |C|), one character of a string replaced by a different letter or digit
 (never by the same letter in another case, never by whitespace: case- and space-insensitive
-types exist), a container with one element or key more.
+types exist), a container with one element or key more. A wrapped expectation fails the same
+way (a tuple's equality looks at its one element only when the other side is a sequence of length
+one), and a negated one fails because the original's assertion held.
 
 What it does not catch: code that returns correct values only when it sees a test calling it (by
 the caller's name, PYTEST_CURRENT_TEST, pytest in sys.modules). A copy of a test is still a test;
@@ -143,29 +149,64 @@ def _expected_side(pair, literals):
     return None, None
 
 
+_TRUTH_METHODS = ("assertTrue", "assertFalse")
+
+
+def _self_call(statement, names):
+    """The call if `statement` is `self.<one of names>(...)` with plain positional arguments."""
+    if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
+        call = statement.value
+        if (isinstance(call.func, ast.Attribute) and call.func.attr in names and isinstance(call.func.value, ast.Name)
+                and call.func.value.id == "self" and call.args and not any(isinstance(a, ast.Starred) for a in call.args)):
+            return call
+    return None
+
+
+def _fallback(statement):
+    """A weaker contradiction for an assert that has no literal expectation: (node, how) where how
+    is "wrap" (the expected side X of `==` becomes the 1-tuple `(X,)`: a value equal to X is not
+    equal to a tuple holding it) or "negate" (the asserted expression becomes `not (...)`)."""
+    if isinstance(statement, ast.Assert):
+        test = statement.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            if not isinstance(test.comparators[0], ast.Constant) and not isinstance(test.left, ast.Constant):
+                return test.comparators[0], "wrap"
+        return test, "negate"
+    call = _self_call(statement, _EQUAL_METHODS)
+    if call is not None and len(call.args) >= 2 and not any(isinstance(a, ast.Constant) for a in call.args[:2]):
+        return call.args[1], "wrap"
+    call = _self_call(statement, _TRUTH_METHODS)
+    if call is not None:
+        return call.args[0], "negate"
+    return None
+
+
 def target(function):
-    """(node to replace, its value) in a test function's body, or (None, None) if it has none."""
+    """(node, how, value): what to change in a test function's body and how -- "change" a literal
+    expectation to another value (the strongest: see the module docstring), else "wrap" or
+    "negate" the first assertion (`_fallback`); (None, None, None) if the body has none."""
     if isinstance(function, ast.AsyncFunctionDef) or function.decorator_list:
-        return None, None
+        return None, None, None
     literals = {}
+    fallback = None
     for statement in function.body:
         pair = None
         if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
             test = statement.test
             if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
                 pair = (test.left, test.comparators[0])
-        elif isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
-            call = statement.value
-            if (isinstance(call.func, ast.Attribute) and call.func.attr in _EQUAL_METHODS
-                    and isinstance(call.func.value, ast.Name) and call.func.value.id == "self"
-                    and len(call.args) >= 2 and not any(isinstance(a, ast.Starred) for a in call.args)):
+        else:
+            call = _self_call(statement, _EQUAL_METHODS)
+            if call is not None and len(call.args) >= 2:
                 pair = (call.args[0], call.args[1])
         if pair is not None:
             node, value = _expected_side(pair, literals)
             if node is not None:
-                return node, value
+                return node, "change", value
+        if fallback is None:
+            fallback = _fallback(statement)
         if _ends_early(statement):
-            return None, None
+            break
         for name in list(literals):
             if _stores(statement, name):
                 del literals[name]
@@ -174,7 +215,34 @@ def target(function):
             ok, value = _literal(statement.value)
             if ok:
                 literals[statement.targets[0].id] = value
-    return None, None
+    if fallback is not None:
+        return fallback[0], fallback[1], None
+    return None, None, None
+
+
+def _segment(lines, node):
+    """The source of `node` (ast columns are UTF-8 byte offsets)."""
+    first, last = node.lineno - 1, node.end_lineno - 1
+    if first == last:
+        return lines[first].encode("utf-8")[node.col_offset: node.end_col_offset].decode("utf-8")
+    parts = [lines[first].encode("utf-8")[node.col_offset:].decode("utf-8")] + lines[first + 1: last]
+    return "\n".join(parts + [lines[last].encode("utf-8")[: node.end_col_offset].decode("utf-8")])
+
+
+def replacement(lines, node, how, value, rng):
+    """The source that takes `node`'s place in the copy, or None."""
+    if how == "change":
+        new = changed(value, rng)
+        text = repr(new)
+        try:
+            return text if ast.literal_eval(text) == new else None
+        except (ValueError, SyntaxError):
+            return None
+    if how == "wrap":
+        return "(" + _segment(lines, node) + ",)"
+    if how == "negate":
+        return "not (" + _segment(lines, node) + ")"
+    return None
 
 
 def _splice(lines, node, text, first_line):
@@ -186,14 +254,8 @@ def _splice(lines, node, text, first_line):
     return lines[:first] + [head + text + tail] + lines[last + 1:]
 
 
-def copy_with(lines, function, new_name, node, value):
-    """The source lines of `function` renamed to `new_name`, with `node` replaced by repr(value)."""
-    text = repr(value)
-    try:
-        if ast.literal_eval(text) != value:
-            return None
-    except (ValueError, SyntaxError):
-        return None
+def copy_with(lines, function, new_name, node, text):
+    """The source lines of `function` renamed to `new_name`, with `node` replaced by `text`."""
     out = _splice(lines[function.lineno - 1: function.end_lineno], node, text, function.lineno)
     renamed = re.sub(r"\bdef\s+" + re.escape(function.name) + r"\b", "def " + new_name, out[0], count=1)
     if renamed == out[0]:
@@ -210,11 +272,12 @@ def plan(lines, functions, rng, name_for, limit):
     for container, function, original in candidates:
         if len(chosen) >= min(limit, PER_FILE):
             break
-        node, value = target(function)
-        if node is None:
+        node, how, value = target(function)
+        text = replacement(lines, node, how, value, rng) if node is not None else None
+        if text is None:
             continue
         name = name_for(function.name)
-        new_lines = copy_with(lines, function, name, node, changed(value, rng))
+        new_lines = copy_with(lines, function, name, node, text)
         if new_lines is None:
             continue
         before = rng.random() < 0.5

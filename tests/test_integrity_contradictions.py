@@ -42,25 +42,59 @@ def test_a_changed_value_never_equals_the_original_nor_folds_to_it(value) -> Non
 
 def _target(body: str):
     function = ast.parse(textwrap.dedent(body)).body[0]
-    node, value = contradictions.target(function)
-    return (ast.unparse(node), value) if node is not None else None
+    node, how, value = contradictions.target(function)
+    return (ast.unparse(node), how, value) if node is not None else None
 
 
-def test_the_first_top_level_expectation_is_the_target_and_nothing_that_can_end_early_comes_before() -> None:
-    assert _target("def test_a():\n    x = f()\n    assert x == 5\n    assert g() == 'b'\n") == ("5", 5)
-    assert _target("def test_a():\n    assert 'b' == g()\n") == ("'b'", "b")
-    assert _target("def test_a():\n    expected = [1, 2]\n    assert f() == expected\n") == ("expected", [1, 2])
-    assert _target("def test_a():\n    expected = [1]\n    expected = g()\n    assert f() == expected\n") is None
-    assert _target("def test_a(self):\n    self.assertEqual(f(), (1, 2))\n") == ("(1, 2)", (1, 2))
-    assert _target("def test_a():\n    assert f() == -3\n") == ("-3", -3)
-    # never copied: an early return or skip before the assert, nested asserts, other comparisons
+def test_the_first_top_level_literal_expectation_is_the_target_and_nothing_that_can_end_early_comes_before() -> None:
+    assert _target("def test_a():\n    x = f()\n    assert x == 5\n    assert g() == 'b'\n") == ("5", "change", 5)
+    assert _target("def test_a():\n    assert 'b' == g()\n") == ("'b'", "change", "b")
+    assert _target("def test_a():\n    expected = [1, 2]\n    assert f() == expected\n") == ("expected", "change", [1, 2])
+    assert _target("def test_a(self):\n    self.assertEqual(f(), (1, 2))\n") == ("(1, 2)", "change", (1, 2))
+    assert _target("def test_a():\n    assert f() == -3\n") == ("-3", "change", -3)
+    # a literal later in the body is preferred to a weaker contradiction of an earlier assert
+    assert _target("def test_a():\n    assert f()\n    assert g() == 2\n") == ("2", "change", 2)
+    # no literal: the first assertion is wrapped or negated
+    assert _target("def test_a():\n    expected = [1]\n    expected = g()\n    assert f() == expected\n") == ("expected", "wrap", None)
+    assert _target("def test_a():\n    assert f() == date(2024, 2, 29)\n") == ("date(2024, 2, 29)", "wrap", None)
+    assert _target("def test_a():\n    assert not satisfies('0.3.0')\n") == ("not satisfies('0.3.0')", "negate", None)
+    assert _target("def test_a():\n    assert f() != 5\n") == ("f() != 5", "negate", None)
+    assert _target("def test_a(self):\n    self.assertTrue(f(1))\n") == ("f(1)", "negate", None)
+    assert _target("def test_a(self):\n    self.assertEqual(f(), g())\n") == ("g()", "wrap", None)
+    # never copied: an early return or skip before the assert, nested asserts, decorated or async tests
     assert _target("def test_a():\n    if x:\n        return\n    assert f() == 5\n") is None
     assert _target("def test_a():\n    pytest.skip('no')\n    assert f() == 5\n") is None
     assert _target("def test_a():\n    for i in []:\n        assert f(i) == 5\n") is None
-    assert _target("def test_a():\n    assert f() != 5\n    assert f() is None\n    assert f() == True\n") is None
     assert _target("@pytest.mark.xfail\ndef test_a():\n    assert f() == 5\n") is None
     assert _target("async def test_a():\n    assert f() == 5\n") is None
-    assert _target("def test_a():\n    assert 5 == 5\n") is None
+    # an early end after a weaker candidate keeps that candidate, never anything after the end
+    assert _target("def test_a():\n    assert f()\n    if x:\n        return\n    assert g() == 2\n") == ("f()", "negate", None)
+
+
+@pytest.mark.parametrize("body, good, always_equal", [
+    ("def test_a():\n    assert f(2) == (\n        4)\n", lambda x: x * 2, lambda x: _AlwaysEqual(0)),
+    ("def test_a():\n    assert f(2) == g(4)\n", lambda x: x * 2, lambda x: _AlwaysEqual(0)),
+    ("def test_a():\n    assert f(2) != 5\n", lambda x: x * 2, None),
+    ("def test_a():\n    assert not f(0)\n", lambda x: x * 2, None),
+])
+def test_every_kind_of_copy_fails_on_the_correct_code_and_passes_on_a_value_equal_to_everything(body, good, always_equal) -> None:
+    function = ast.parse(body).body[0]
+    lines = body.splitlines()
+    for seed in range(20):
+        rng = random.Random(seed)
+        node, how, value = contradictions.target(function)
+        copy = contradictions.copy_with(lines, function, "test_b", node, contradictions.replacement(lines, node, how, value, rng))
+        code = compile("\n".join(copy) + "\n", "t.py", "exec")
+        for f, fails in ((good, True), (always_equal, False)):
+            if f is None:
+                continue
+            namespace = {"f": f, "g": lambda x: x}
+            exec(code, namespace)
+            if fails:
+                with pytest.raises(AssertionError):
+                    namespace["test_b"]()
+            else:
+                namespace["test_b"]()
 
 
 SOURCE = ("import unittest\nfrom calc import add\n\n\ndef test_add():\n    total = add(2, 3)\n    assert total == 5, 'sum'\n\n\n"
