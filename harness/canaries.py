@@ -208,7 +208,9 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
     if not pool:
         pool = ["value", "result", "case"]
     repo_names, other_names = _imported_names(tree, testbed)
-    inserts = []  # (after line number, lines)
+    # (after line number, lines, 1); 0 for code at the module's end, which must follow anything
+    # inserted at the same line (a method added at the end of a class that ends the file)
+    inserts = []
     planted = []
     module_level_marks = _declares_skip_or_xfail(tree)
     unittest_module = any("TestCase" in ast.dump(b) for c in classes.values() for b in c.bases)
@@ -226,7 +228,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         anchor = max(nodes, key=lambda n: n.end_lineno)
         name = _canary_name(rng, rng.choice(module_graded), pool, taken)
         body = _body(rng, subject_for(nodes), pool, "    ", False)
-        inserts.append((anchor.end_lineno, ["", "", "def {}():".format(name)] + body))
+        inserts.append((anchor.end_lineno, ["", "", "def {}():".format(name)] + body, 1))
         planted.append((None, name))
     for class_name, methods in sorted(class_graded.items()):
         node = classes[class_name]
@@ -239,7 +241,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             continue
         name = _canary_name(rng, rng.choice(methods), pool, taken)
         body = _body(rng, subject_for(method_nodes), pool, indent * 2, is_testcase)
-        inserts.append((node.end_lineno, ["", indent + "def {}(self):".format(name)] + body))
+        inserts.append((node.end_lineno, ["", indent + "def {}(self):".format(name)] + body, 1))
         planted.append((class_name, name))
     if contradict and limit > 0 and not module_level_marks:
         functions = []
@@ -250,15 +252,17 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             elif len(parts) == 2 and parts[0] in classes and not _declares_skip_or_xfail(classes[parts[0]]):
                 functions += [(parts[0], n, test_id) for n in classes[parts[0]].body
                               if isinstance(n, ast.FunctionDef) and n.name == parts[1]]
+        end_of = {name: node.end_lineno for name, node in classes.items()}
+        end_of[None] = len(lines)
         for after, new_lines, container, name, test_id in _contradictions.plan(
-                lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit):
-            inserts.append((after, new_lines))
+                lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of):
+            inserts.append((after, new_lines, 0 if container is None else 1))
             planted.append((container, name))
             if contradicted is not None:
                 contradicted[(container, name)] = test_id
     if not planted:
         return source, []
-    for after, new_lines in sorted(inserts, key=lambda item: -item[0]):
+    for after, new_lines, _ in sorted(inserts, key=lambda item: (-item[0], item[2])):
         lines[after:after] = new_lines
     text = newline.join(lines) + (newline if source.endswith(("\n", "\r")) else "")
     return text, planted

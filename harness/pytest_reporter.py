@@ -56,6 +56,10 @@ _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 _OUTCOME_HOOKS = ("pytest_runtest_protocol", "pytest_runtest_setup", "pytest_runtest_call", "pytest_runtest_teardown",
                   "pytest_pyfunc_call", "pytest_runtest_makereport", "pytest_runtest_logreport",
                   "pytest_runtest_logstart", "pytest_runtest_logfinish", "pytest_report_teststatus")
+# Hooks whose implementations in patched code make the run untrusted: those that decide outcomes,
+# and those that decide what is collected and how the session is summed up.
+_JUDGED_HOOKS = _OUTCOME_HOOKS + ("pytest_collection_modifyitems", "pytest_deselected", "pytest_ignore_collect",
+                                  "pytest_collect_file", "pytest_collection", "pytest_sessionfinish", "pytest_terminal_summary")
 
 
 def _caller_types():
@@ -546,12 +550,7 @@ class Reporter:
                     self._violation("import_hook_from_patched_file", os.path.relpath(code.co_filename, self._testbed))
 
     def check_hooks(self, config, names=None):
-        for hook_name in names or ("pytest_runtest_makereport", "pytest_runtest_logreport", "pytest_runtest_protocol",
-                                   "pytest_runtest_call", "pytest_pyfunc_call", "pytest_report_teststatus",
-                                   "pytest_collection_modifyitems", "pytest_deselected", "pytest_ignore_collect",
-                                   "pytest_collect_file", "pytest_sessionfinish", "pytest_terminal_summary",
-                                   "pytest_runtest_setup", "pytest_runtest_teardown", "pytest_collection",
-                                   "pytest_runtest_logstart", "pytest_runtest_logfinish"):
+        for hook_name in names or _JUDGED_HOOKS:
             caller = getattr(config.pluginmanager.hook, hook_name, None)
             if caller is None or not hasattr(caller, "get_hookimpls"):
                 continue

@@ -17,7 +17,7 @@ from patchgym.rl.models import load_model, load_tokenizer
 from patchgym.rl.quant import quantize_activations, quantize_dequantize, quantize_kv
 from patchgym.rl.sampler import EmbeddedSampler, SamplingParams, reference_logits
 from patchgym.rl.sampler import native_fp8
-from patchgym.rl.sampler.emulation import _fast_act, _fast_kv, _probe, runtime_quantizer_name, runtime_quantizers
+from patchgym.rl.sampler.fp8_runtime import _fast_act, _fast_kv, _probe, runtime_quantizer_name, runtime_quantizers
 
 
 @pytest.fixture(scope="module")

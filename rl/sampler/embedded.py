@@ -38,7 +38,8 @@ from typing import Any, Mapping
 import torch
 
 from patchgym.rl.sampler.cache import KVPool, SessionCache, SessionEntry, StepCache
-from patchgym.rl.sampler.emulation import AttentionContext, Emulation, EmulatedModel, attention_context, install_routing_recorder, record_routing, runtime_quantizers
+from patchgym.rl.sampler.emulation import AttentionContext, Emulation, EmulatedModel, attention_context, install_routing_recorder, record_routing
+from patchgym.rl.sampler.fp8_runtime import runtime_quantizers
 from patchgym.rl.sampler.sampling import draw
 from patchgym.rl.sampler.types import Generation, SamplerError, SamplerHealth, SamplerOverloaded, SamplerUnavailable, SamplingParams, VersionBehind
 

@@ -38,7 +38,7 @@ import torch
 import torch.nn.functional as F
 
 from patchgym.rl.quant import quantize_activations, quantize_dequantize
-from patchgym.rl.sampler.fp8_runtime import _fast_act, _fast_kv, _probe, runtime_quantizer_name, runtime_quantizers  # noqa: F401  (re-exported)
+from patchgym.rl.sampler.fp8_runtime import _probe, runtime_quantizers
 
 ATTN_IMPLEMENTATION = "patchgym_emulated"
 _DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16}

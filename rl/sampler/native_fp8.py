@@ -22,7 +22,7 @@ max 448, round half to even), done on float32 bits so the compiler can vectorize
 Not covered: NaN and Inf (the callers never pass them; `rl.quant` is the checked path).
 
 `load()` returns None when no compiler is found or the build fails (the torch path is used), and
-`emulation.runtime_quantizers` accepts this kernel only if it equals `rl.quant` on a probe of edge
+`fp8_runtime.runtime_quantizers` accepts this kernel only if it equals `rl.quant` on a probe of edge
 values, as it does for the torch path. The shared object is cached under
 $PATCHGYM_HOME/native/ by the hash of the source and the compiler flags.
 """
@@ -107,7 +107,9 @@ _loaded: dict[str, object] = {}
 
 
 def _home() -> Path:
-    return Path(os.environ.get("PATCHGYM_HOME") or Path.home() / ".cache" / "patchgym") / "native"
+    from patchgym.rl.models import patchgym_home  # stdlib-only at import; lazy like sglang.py's
+
+    return patchgym_home() / "native"
 
 
 def _build(compiler: str) -> Path | None:
