@@ -443,7 +443,9 @@ def test_remote_sandboxes_close_once_and_refuse_calls_after(tmp_path: Path) -> N
 
     prepared = make_prepared(tmp_path / "task")
     removed, terminated, forgotten = [], [], []
-    factory = SimpleNamespace(_forget=forgotten.append)
+    from patchgym.harness.sandbox.docker_removal import BackgroundRemover
+
+    factory = SimpleNamespace(_forget=forgotten.append, _remover=BackgroundRemover())
     container = SimpleNamespace(remove=lambda force: removed.append(force))
     handle = SimpleNamespace(terminate=lambda: terminated.append(True))
     boxes = [DockerSandbox(factory, prepared, Limits(), container, "d-1"), ModalSandbox(factory, prepared, Limits(), handle, "m-1")]
@@ -454,6 +456,7 @@ def test_remote_sandboxes_close_once_and_refuse_calls_after(tmp_path: Path) -> N
         assert box.closed
         with pytest.raises(SandboxClosed, match=box.name):
             box.read_file("README.md")
+    factory._remover.drain()  # a docker container is removed in the background
     assert removed == [True] and terminated == [True] and len(forgotten) == 2
 
 
@@ -552,3 +555,38 @@ def test_spare_pool_keeps_at_most_size_spares_and_closes_what_it_drops() -> None
     off = SparePool(0)
     off.refill("a", start("a"))
     assert off.take("a") is None and not off._starters  # size 0 starts nothing
+
+
+def test_background_removal_removes_in_order_and_reports_failures_at_drain() -> None:
+    """The docker factory's closed containers (doubles here: the engine's part is in test_docker_*)."""
+    import threading
+
+    from patchgym.harness.sandbox.base import SandboxError
+    from patchgym.harness.sandbox.docker_removal import BackgroundRemover
+
+    removed: list[str] = []
+    gate = threading.Event()
+
+    class _Container:
+        def __init__(self, name: str, error: str | None = None) -> None:
+            self.name, self.error = name, error
+
+        def remove(self, force: bool = False) -> None:
+            assert force
+            gate.wait(5)
+            if self.error:
+                raise RuntimeError(self.error)
+            removed.append(self.name)
+
+    remover = BackgroundRemover()
+    for name in ("a", "b"):
+        remover.remove(_Container(name), name)
+    remover.remove(_Container("c", "404 Client Error: No such container"), "c")  # already gone: not an error
+    assert removed == []  # remove() returned before any removal ran
+    gate.set()
+    remover.drain()
+    assert removed == ["a", "b"]
+    remover.remove(_Container("d", "engine refused"), "d")
+    with pytest.raises(SandboxError, match="d: engine refused"):
+        remover.drain()
+    remover.drain()  # reported once

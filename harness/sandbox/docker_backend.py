@@ -27,8 +27,8 @@ opens it removes containers (and owner-labelled images) whose owner process on t
 
 Modules beside this one: docker_container.py (INIT, REAPER, the file scripts, command_script,
 container_config: the text and settings a container gets), docker_engine.py (the SDK, the engine's
-byte streams), spare_pool.py (the warm containers), docker_agent.py (the command server),
-docker_images.py (the base and task images).
+byte streams), spare_pool.py (the warm containers), docker_removal.py (closed containers removed in
+the background), docker_agent.py (the command server), docker_images.py (the base and task images).
 
 Needs a reachable Docker engine; nothing here runs on a machine without one (tests skip).
 """
@@ -67,6 +67,7 @@ from patchgym.harness.sandbox.base import (
     SandboxError,
 )
 from patchgym.harness.sandbox.output import CappedOutput
+from patchgym.harness.sandbox.docker_removal import BackgroundRemover
 from patchgym.harness.sandbox.spare_pool import SparePool
 from patchgym.tasks.prepared import TESTBED, PreparedTask
 
@@ -328,11 +329,8 @@ class DockerSandbox(remote.RemoteSandbox):
         try:
             if self._agent is not None:
                 self._agent.close()
-            self.container.remove(force=True)
-        except Exception as exc:  # noqa: BLE001
-            if "No such container" not in str(exc) and "404" not in str(exc):
-                raise SandboxError(f"could not remove container {self.name}: {exc}") from exc
-        finally:
+        finally:  # removed in the background (docker_removal.py says why); close_all waits for it
+            self._factory._remover.remove(self.container, self.name)
             self._factory._forget(self)
 
 
@@ -366,6 +364,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         self._image_lock = threading.Lock()
         self.warm = warm
         self._spares = SparePool(warm)
+        self._remover = BackgroundRemover()
         _DOCKER_FACTORIES.add(self)
         self.reaped: list[str] = self.reap() if reap and client is not None else []
         self._reap_pending = reap and client is None
@@ -484,6 +483,7 @@ class DockerSandboxFactory(remote.RemoteSandboxFactory):
         """Close every sandbox opened and not closed yet, and the spares kept warm."""
         self._spares.close()
         super().close_all()
+        self._remover.drain()
 
 
 _DOCKER_FACTORIES: "weakref.WeakSet[DockerSandboxFactory]" = weakref.WeakSet()
