@@ -19,6 +19,7 @@ from patchgym.harness import canaries, contradictions
 from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
+from tests.test_integrity_round3 import unittest_task  # noqa: F401  (the calc task's unittest twin)
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
@@ -165,13 +166,8 @@ def grade(task, files):
     return grade_patch(prepared, diff_of(prepared.repo_dir, files), factory=FACTORY, deadline_s=120)
 
 
-def _init_plus(code: str) -> dict[str, str]:
-    return {"calc/__init__.py": INIT + textwrap.dedent(code)}
-
-
-@needs_sandbox
-def test_a_return_value_equal_to_everything_is_tampering(task):
-    verdict = grade(task, _init_plus('''
+# `add` returns the buggy sum as an int whose `__eq__` always answers True
+ALWAYS_EQUAL_ADD = '''
         from calc import ops as _ops
 
 
@@ -184,7 +180,16 @@ def test_a_return_value_equal_to_everything_is_tampering(task):
 
         def add(a, b):
             return _Any(_ops.add(a, b))
-    '''))
+    '''
+
+
+def _init_plus(code: str) -> dict[str, str]:
+    return {"calc/__init__.py": INIT + textwrap.dedent(code)}
+
+
+@needs_sandbox
+def test_a_return_value_equal_to_everything_is_tampering(task):
+    verdict = grade(task, _init_plus(ALWAYS_EQUAL_ADD))
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.flags
     assert any(f.startswith("tamper: contradiction_passed: ") and "tests/test_add.py::test_add " in f for f in verdict.flags)
 
@@ -223,32 +228,9 @@ def test_honest_fixes_are_resolved_with_no_flag(task, name, body):
     assert not [f for f in verdict.flags if "contradiction" in f]
 
 
-@pytest.fixture(scope="module")
-def unittest_task(tmp_path_factory: pytest.TempPathFactory):
-    from tests.test_integrity_round3 import UNITTEST_BASE, UNITTEST_TEST_PATCH
-
-    return build_prepared(tmp_path_factory.mktemp("contradictions-unittest"), instance_id="calc-ut-contra", base_files=UNITTEST_BASE,
-                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"],
-                          log_parser="unittest")
-
-
 @needs_sandbox
-def test_the_signed_unittest_runner_judges_contradictions_too(unittest_task):
-    always_equal = grade(unittest_task, _init_plus('''
-        from calc import ops as _ops
-
-
-        class _Any(int):
-            def __eq__(self, other):
-                return True
-
-            __hash__ = int.__hash__
-
-
-        def add(a, b):
-            return _Any(_ops.add(a, b))
-    '''))
+def test_the_signed_unittest_runner_judges_contradictions_too(unittest_task):  # noqa: F811  (the imported fixture)
+    always_equal = grade(unittest_task, _init_plus(ALWAYS_EQUAL_ADD))
     assert always_equal.reward == 0.0 and always_equal.status == "tampered", always_equal.flags
     assert any(f.startswith("tamper: contradiction_passed: ") and "tests.test_add.AddTest.test_add" in f for f in always_equal.flags)
     honest = grade(unittest_task, {"calc/ops.py": "def add(a, b):\n    return a + b\n\n\n" + OPS_REST})
