@@ -21,8 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]
 if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
-from bench.grade.reporter_cost import prepare, run, suites  # noqa: E402
-from patchgym.harness.results import sandbox_modules  # noqa: E402
+from bench.grade.reporter_cost import prepare, run, suites, write_plugin  # noqa: E402
 
 
 def main() -> None:
@@ -33,10 +32,7 @@ def main() -> None:
     print("| suite | canaries only (s) | with contradictions (s) | ratio |")
     print("|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        plugin = Path(tmp) / "plugin"
-        for path, content in sandbox_modules(str(plugin), "pytest", helpers=True):
-            Path(path).parent.mkdir(parents=True, exist_ok=True)
-            Path(path).write_bytes(content)
+        plugin = write_plugin(Path(tmp) / "plugin")
         for name, spec in suites().items():
             tree, files, config = prepare(Path(tmp) / name, spec)
             with_contradictions = {**config, "canaries": {**config["canaries"], "contradict": spec["fail_to_pass"]}}

@@ -51,6 +51,14 @@ def prepare(root: Path, spec: dict) -> tuple[Path, list[str], dict]:
     return tree, files, config
 
 
+def write_plugin(folder: Path, helpers: bool = True) -> Path:
+    """The grader's pytest modules (reporter, and its helpers when asked) written into `folder`."""
+    for path, content in sandbox_modules(str(folder), "pytest", helpers=helpers):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(content)
+    return folder
+
+
 def run(tree: Path, files: list[str], plugin_dir: Path | None, config: dict) -> float:
     calc_task.git(tree, "checkout", "-q", ".")  # the canaries of the previous run out again
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider", "PYTHONPATH": str(tree)}
@@ -74,11 +82,7 @@ def main() -> None:
     print("| suite | plain (s) | reporter, round 2 (s) | ratio | reporter + round 3 (s) | ratio |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
-        round2, round3 = Path(tmp) / "round2", Path(tmp) / "round3"
-        for folder, helpers in ((round2, False), (round3, True)):
-            for path, content in sandbox_modules(str(folder), "pytest", helpers=helpers):
-                Path(path).parent.mkdir(parents=True, exist_ok=True)
-                Path(path).write_bytes(content)
+        round2, round3 = write_plugin(Path(tmp) / "round2", helpers=False), write_plugin(Path(tmp) / "round3")
         for name, spec in suites().items():
             tree, files, config = prepare(Path(tmp) / name, spec)
             times: dict[str, list[float]] = {"plain": [], "round2": [], "round3": []}
