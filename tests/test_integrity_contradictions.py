@@ -72,6 +72,88 @@ def test_the_first_top_level_literal_expectation_is_the_target_and_nothing_that_
     assert _target("def test_a():\n    assert f()\n    if x:\n        return\n    assert g() == 2\n") == ("f()", "negate", None)
 
 
+def _targets(body: str):
+    function = ast.parse(textwrap.dedent(body)).body[0]
+    return [(ast.unparse(node), how, value) for node, how, value in contradictions.targets(function)]
+
+
+def test_a_comparison_made_through_other_machinery_gets_a_far_changed_copy_of_its_own() -> None:
+    assert _targets("def test_a():\n    assert math.isclose(f(), 0.3)\n") == [("0.3", "change_far", 0.3)]
+    assert _targets("def test_a():\n    assert f() == pytest.approx(2.5, rel=0.1)\n") == [("2.5", "change_far", 2.5)]
+    assert _targets("def test_a():\n    assert approx([1, 2]) == f()\n") == [("[1, 2]", "change_far", [1, 2])]
+    assert _targets("def test_a():\n    np.testing.assert_allclose(f(), [1.0, 2.0], rtol=1e-05)\n") == [
+        ("[1.0, 2.0]", "change_far", [1.0, 2.0])]
+    assert _targets("def test_a(self):\n    self.assertAlmostEqual(f(), 3.0, 2)\n") == [("3.0", "change_far", 3.0)]
+    # no literal expectation in a bare helper call: nothing to copy (wrapping an argument is not
+    # safe there: numpy broadcasts a scalar against a 1-tuple)
+    assert _targets("def test_a():\n    assert_frame_equal(f(), expected)\n") == []
+    # both kinds in one test: one copy each, the plain `==` first
+    assert _targets("def test_a():\n    assert_array_equal(f(), (1, 2))\n    assert g() == 'x'\n") == [
+        ("'x'", "change", "x"), ("(1, 2)", "change_far", (1, 2))]
+    # not comparisons of equality, or whose outcome is not the assertion's own: no far copy
+    for body in ("def test_a(self):\n    self.assertGreaterEqual(f(), 5)\n",
+                 "def test_a(self):\n    self.assertNotAlmostEqual(f(), 5.0)\n",
+                 "def test_a():\n    assert_array_less(f(), [5])\n",
+                 "def test_a():\n    assert not math.isclose(f(), 0.3)\n",
+                 "def test_a():\n    assert f() != approx(0.3)\n",
+                 "def test_a():\n    assert math.isclose(f(), g())\n",
+                 "def test_a():\n    assert_allclose(*pair)\n",
+                 # a tolerance the far change could still meet
+                 "def test_a():\n    assert math.isclose(f(), 5, rel_tol=1)\n",
+                 "def test_a():\n    assert f() == approx(5, abs=1e6)\n",
+                 "def test_a(self):\n    self.assertAlmostEqual(f(), 5, delta=5000)\n"):
+        assert all(how != "change_far" for _, how, _ in _targets(body)), body
+
+
+@pytest.mark.parametrize("value", [0, 0.3, -2.5, 7, 10 ** 9, 1e-12, [1.0, 2.0], (3,)], ids=repr)
+def test_a_far_change_leaves_every_plausible_tolerance_behind(value) -> None:
+    import math
+
+    for seed in range(200):
+        new = contradictions.changed(value, random.Random(seed), far=True)
+        assert new != value and type(new) is type(value)
+        if isinstance(value, (int, float)):
+            assert abs(new - value) >= 1000 * max(1, abs(value))
+            assert not math.isclose(new, value, rel_tol=0.5, abs_tol=100)
+        else:  # one element more: no elementwise comparison can match the lengths
+            assert len(new) == len(value) + 1
+
+
+@pytest.mark.parametrize("body", [
+    "def test_a():\n    assert math.isclose(f(2), 4.0)\n",
+    "def test_a():\n    assert f(2) == approx(4.0)\n",
+    "def test_a():\n    assert_close(f(2), 4)\n",
+])
+def test_a_far_copy_fails_on_the_correct_code_and_passes_when_the_machinery_passes_everything(body) -> None:
+    import math
+
+    from pytest import approx
+
+    function = ast.parse(body).body[0]
+    lines = body.splitlines()
+
+    def assert_close(a, b):
+        assert math.isclose(a, b, abs_tol=1)
+
+    honest = {"math": math, "approx": approx, "assert_close": assert_close, "f": lambda x: x * 2}
+    faked_math = type("m", (), {"isclose": staticmethod(lambda *a, **k: True)})
+    faked = dict(honest, math=faked_math, approx=lambda *a, **k: _AlwaysEqual(0), assert_close=lambda *a: None,
+                 f=lambda x: x - 2)
+    for seed in range(20):
+        node, how, value = contradictions.targets(function)[-1]
+        assert how == "change_far"
+        copy = contradictions.copy_with(lines, function, "test_b", node,
+                                        contradictions.replacement(lines, node, how, value, random.Random(seed)))
+        code = compile("\n".join(copy) + "\n", "t.py", "exec")
+        namespace = dict(honest)
+        exec(code, namespace)
+        with pytest.raises(AssertionError):
+            namespace["test_b"]()
+        namespace = dict(faked)
+        exec(code, namespace)
+        namespace["test_b"]()
+
+
 @pytest.mark.parametrize("body, good, always_equal", [
     ("def test_a():\n    assert f(2) == (\n        4)\n", lambda x: x * 2, lambda x: _AlwaysEqual(0)),
     ("def test_a():\n    assert f(2) == g(4)\n", lambda x: x * 2, lambda x: _AlwaysEqual(0)),
