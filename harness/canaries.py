@@ -130,6 +130,9 @@ class Planted(object):
         self.path, self.container, self.name = path, container, name
         self.module = None  # the dotted module name, for unittest ids
         self.contradicts = None  # for a contradiction canary, the id of the graded test it copies
+        # ... and whether that test is parametrised: then `contradicts` is its id without the
+        # parameters, and each instance of the copy is judged against the original's instance
+        self.by_param = False
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -308,23 +311,26 @@ def plant(config, testbed, log_parser):
     modules = {}
     by_file = graded_by_file(spec.get("ids") or [], log_parser, testbed, modules)
     contradict = {}  # file -> {graded name: test id} of the tests contradictions may copy
+    by_param = set()  # the ids (parameters stripped) of the parametrised ones
     for test_id in spec.get("contradict") or []:
-        if "[" not in test_id:  # parametrised: its items are not one function's
-            for rel, names in graded_by_file([test_id], log_parser, testbed).items():
-                for name in names:
-                    contradict.setdefault(rel, {})[name] = test_id
+        base = test_id.split("[", 1)[0]
+        if base != test_id:
+            by_param.add(base)
+        for rel, names in graded_by_file([test_id], log_parser, testbed).items():
+            for name in names:
+                contradict.setdefault(rel, {})[name] = base
     collecting = gc.isenabled()
     # The collector is off while the parsed trees live (they die here): why, with the measured
     # numbers, at ProtectedSources._compile in patchgym_compiled_tests.
     gc.disable()
     try:
-        return _plant_files(by_file, modules, rng, testbed, contradict)
+        return _plant_files(by_file, modules, rng, testbed, contradict, by_param)
     finally:
         if collecting:
             gc.enable()
 
 
-def _plant_files(by_file, modules, rng, testbed, contradict=None):
+def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
     planted = []
     left = _contradictions.PER_RUN
     for rel, graded in sorted(by_file.items()):
@@ -348,6 +354,7 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None):
             canary = Planted(rel, container, name)
             canary.module = modules.get(rel)
             canary.contradicts = contradicted.get((container, name))
+            canary.by_param = canary.contradicts in by_param
             planted.append(canary)
     return planted
 

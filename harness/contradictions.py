@@ -272,7 +272,7 @@ def targets(function):
     first literal expectation of a comparison made through other machinery (`_comparison_pair`),
     each to another value (the strongest: see the module docstring); else one "wrap" or "negate"
     of the first assertion (`_fallback`); [] if the body has none."""
-    if isinstance(function, ast.AsyncFunctionDef) or function.decorator_list:
+    if isinstance(function, ast.AsyncFunctionDef) or not all(_parametrizes(d) for d in function.decorator_list):
         return []
     literals = {}
     fallback = None
@@ -353,13 +353,33 @@ def _splice(lines, node, text, first_line):
     return lines[:first] + [head + text + tail] + lines[last + 1:]
 
 
+def _parametrizes(decorator):
+    """Whether a decorator is a plain `pytest.mark.parametrize(...)` (or `mark.parametrize`), whose
+    values carry no marks (`pytest.param(..., marks=xfail)` would make the copy's instance xfail,
+    not fail). A copy keeps such decorators: each of its instances copies the original's instance
+    with the same parameters (`test_x[a-b]` and `<copy>[a-b]`), and is judged against it."""
+    if not isinstance(decorator, ast.Call) or not isinstance(decorator.func, ast.Attribute):
+        return False
+    func = decorator.func
+    if func.attr != "parametrize" or not (isinstance(func.value, ast.Attribute) and func.value.attr == "mark"
+                                          or isinstance(func.value, ast.Name) and func.value.id == "mark"):
+        return False
+    for inner in ast.walk(decorator):
+        if isinstance(inner, ast.keyword) and inner.arg == "marks":
+            return False
+    return True
+
+
 def copy_with(lines, function, new_name, node, text):
-    """The source lines of `function` renamed to `new_name`, with `node` replaced by `text`."""
-    out = _splice(lines[function.lineno - 1: function.end_lineno], node, text, function.lineno)
-    renamed = re.sub(r"\bdef\s+" + re.escape(function.name) + r"\b", "def " + new_name, out[0], count=1)
-    if renamed == out[0]:
+    """The source lines of `function` (its decorators included) renamed to `new_name`, with `node`
+    replaced by `text`."""
+    first = min([function.lineno] + [d.lineno for d in function.decorator_list])
+    out = _splice(lines[first - 1: function.end_lineno], node, text, first)
+    at = function.lineno - first
+    renamed = re.sub(r"\bdef\s+" + re.escape(function.name) + r"\b", "def " + new_name, out[at], count=1)
+    if renamed == out[at]:
         return None
-    return [renamed] + out[1:]
+    return out[:at] + [renamed] + out[at + 1:]
 
 
 def plan(lines, functions, rng, name_for, limit, end_of):

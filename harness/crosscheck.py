@@ -58,6 +58,9 @@ def canary_flags(stream) -> list[str]:
         return []
     flags = []
     for number in range(stream.canary_count):
+        if number in stream.by_param:
+            flags += _instance_flags(number, stream)
+            continue
         status = stream.canaries.get(number)
         if status in ("FAILED", "ERROR"):
             continue
@@ -71,6 +74,27 @@ def canary_flags(stream) -> list[str]:
             flags.append(f"canary_not_run: canary {number} (collection errors)")
             continue
         flags.append(f"tamper: canary_did_not_fail: canary {number} {status or MISSING}")
+    return flags
+
+
+def _instance_flags(number: int, stream) -> list[str]:
+    """A contradiction of a parametrised test: each instance of the copy (`<copy>[p]`) against the
+    original's instance with the same parameters (`test_x[p]`). A copy none of whose instances was
+    reported, while instances of the original passed and nothing failed to collect, was removed."""
+    base = stream.contradicts.get(number, "")
+    instances = stream.canary_params.get(number, {})
+    flags = []
+    for param, status in sorted(instances.items()):
+        if status in ("FAILED", "ERROR"):
+            continue
+        original = f"{base}[{param}]"
+        if lookup(original, stream.tests) in PASSING:
+            flags.append(f"tamper: contradiction_passed: canary {number}[{param}], {original} with another expected value, "
+                         f"{status} while the test itself passed")
+    if not instances and stream.canaries.get(number) is None and not stream.collect_errors:
+        passed = sorted(t for t, s in stream.tests.items() if t.startswith(base + "[") and s in PASSING)
+        if passed:
+            flags.append(f"tamper: contradiction_passed: canary {number}, copying {base}, never reported while {passed[0]} passed")
     return flags
 
 

@@ -344,6 +344,7 @@ class Reporter:
             pass
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
         self._canary_items = {}  # node id -> index into _canaries
+        self._canary_params = {}  # node id -> parameter id, for an instance of a parametrised canary
         self._collected_here = False  # whether this process collected the test items itself
         self._guard = None
         self._guard_state = None
@@ -881,7 +882,11 @@ class Reporter:
         index = self._canary_index(nodeid)
         if index is not None:
             # The grader learns a canary's number and outcome, never its name.
-            self.emit("canary", n=index, status=status)
+            param = self._canary_params.get(nodeid)
+            if param is None:
+                self.emit("canary", n=index, status=status)
+            else:
+                self.emit("canary", n=index, status=status, param=param)
             return
         fields = {"id": nodeid, "status": status}
         if nodeid in self._undeclared_marks and status in ("SKIPPED", "XFAIL") and nodeid not in self._untrusted:
@@ -910,11 +915,15 @@ class Reporter:
         if index is not None or not self._canaries or self._collected_here:
             return index
         parts = nodeid.split("::")
+        name, bracket, param = parts[-1].partition("[")
+        parts[-1] = name
         for number, canary in enumerate(self._canaries):
             tail = ([canary.container] if canary.container else []) + [canary.name]
             if parts[1:] == tail and (parts[0] == canary.path or parts[0].endswith("/" + canary.path)
                                       or canary.path.endswith("/" + parts[0])):
                 self._canary_items[nodeid] = number
+                if bracket and param.endswith("]"):
+                    self._canary_params[nodeid] = param[:-1]
                 return number
         return None
 
@@ -924,15 +933,20 @@ class Reporter:
             wanted[(os.path.realpath(os.path.join(self._testbed, canary.path)), canary.container, canary.name)] = index
         names = {canary.name for canary in self._canaries}
         for item in items:
-            if getattr(item, "name", None) not in names:
+            # an instance of a parametrised copy is named `<copy>[<parameter id>]`
+            name = getattr(item, "originalname", None) or str(getattr(item, "name", "")).split("[", 1)[0]
+            if name not in names:
                 continue
             cls = getattr(item, "cls", None)
             path = getattr(item, "path", None) or getattr(item, "fspath", None)
             if path is None:
                 continue
-            key = (os.path.realpath(str(path)), cls.__name__ if cls is not None else None, getattr(item, "name", None))
+            key = (os.path.realpath(str(path)), cls.__name__ if cls is not None else None, name)
             if key in wanted:
                 self._canary_items[item.nodeid] = wanted[key]
+                callspec = getattr(item, "callspec", None)
+                if callspec is not None:
+                    self._canary_params[item.nodeid] = callspec.id
                 # A canary's failure report is never read: pytest's full one (source, traceback,
                 # assertion explanation) cost ~5 ms a canary, ~8% of a 600-test grading with 20.
                 item.repr_failure = _short_failure
@@ -1045,7 +1059,8 @@ def _claim():
     reporter.emit("start", pid=os.getpid(), python=sys.version.split()[0], pytest=pytest.__version__)
     if config.get("canaries"):
         reporter.emit("canaries", count=len(planted),
-                      contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)})
+                      contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)},
+                      by_param=[n for n, c in enumerate(planted) if getattr(c, "by_param", False)])
     for name in early:
         reporter._violation("repository_code_ran_before_the_grader", name)
     return reporter

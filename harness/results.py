@@ -98,6 +98,8 @@ class StreamResults:
     canary_count: int | None = None  # canaries the reporter planted (None: none were asked for)
     canaries: dict[int, str] = field(default_factory=dict)  # canary number -> its outcome
     contradicts: dict[int, str] = field(default_factory=dict)  # contradiction canary number -> the graded id it copies
+    by_param: set[int] = field(default_factory=set)  # those copying a parametrised test (its id without parameters)
+    canary_params: dict[int, dict[str, str]] = field(default_factory=dict)  # such a canary -> {parameter id: outcome}
     started: bool = False
     ended: bool = False
     exitstatus: int | None = None
@@ -174,11 +176,17 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             contradicts = record.get("contradicts") or {}
             if isinstance(contradicts, dict):
                 out.contradicts = {int(n): str(test_id) for n, test_id in contradicts.items() if str(n).isdigit()}
+            by_param = record.get("by_param") or []
+            if isinstance(by_param, list):
+                out.by_param = {int(n) for n in by_param if str(n).isdigit()}
         elif kind == "canary":
             number, status = int(record.get("n", -1)), str(record.get("status"))
-            previous = out.canaries.get(number)
+            outcomes = out.canaries
+            if record.get("param") is not None:  # an instance of a parametrised contradiction
+                outcomes, number = out.canary_params.setdefault(number, {}), str(record["param"])
+            previous = outcomes.get(number)
             if previous is None or status not in ("FAILED", "ERROR"):
-                out.canaries[number] = status  # reported twice: a pass anywhere stands
+                outcomes[number] = status  # reported twice: a pass anywhere stands
         elif kind == "end":
             out.ended = True
             out.exitstatus = int(record.get("exitstatus", -1))
