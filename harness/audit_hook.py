@@ -10,14 +10,16 @@ reporter signs into the result stream), by CPython audit event:
 - tracing and profiling: `sys.settrace`, `sys.setprofile` (also when a thread starts with a trace
   function from `threading.settrace` that the patch's code defined);
 - new audit hooks: `sys.addaudithook` (CPython then silently does not add the hook);
-- code objects swapped into functions: `object.__setattr__` with `__code__`;
+- code objects swapped into functions: `object.__setattr__` with `__code__`, by a frame of the
+  patch or aimed at a function of the protected files (`Guard.foreign_code_swap`);
 - the garbage collector's object walks: `gc.get_objects`, `gc.get_referrers`, `gc.get_referents`;
 - ctypes reaching into the interpreter's memory: `ctypes.cdata` (`from_address`),
   `ctypes.string_at`, `ctypes.wstring_at`, `ctypes.PyObj_FromPtr`, and `ctypes.dlsym` of the
   C API (`Py*`/`_Py*` names: `pythonapi.PyFrame_LocalsToFast`, ...);
 - loading bytecode outside the import system: `marshal.loads` / `marshal.load`;
 - writes (`open` for writing, `os.rename`, `os.remove`, `os.link`, `os.symlink`, `os.truncate`,
-  `shutil.copyfile`, ...) to the protected test files, anything under the test roots, bytecode
+  `shutil.copyfile`, ...) to the protected test files, files under the test roots that existed
+  before the run and new code files there, bytecode
   (`*.pyc`, `__pycache__/`), `*.pth`, `conftest.py`/`sitecustomize.py`/`usercustomize.py`, and new
   modules (`*.py`, `*.so`) outside the temporary directory.
 
@@ -54,6 +56,7 @@ _WATCHED = frozenset({
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini",
                           "tox.ini", "setup.cfg", "pyproject.toml", "pytest.toml", ".pytest.toml"})
+_CODE_SUFFIXES = (".py", ".so", ".pyd")
 _IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
 
 
@@ -160,6 +163,18 @@ class Guard(object):
         self.found("audit_refused", "{}{} from {}".format(event, " " + detail if detail else "", where))
         raise GradingRefusal("patchgym grading: {} is not allowed from {}".format(event, where))
 
+    def foreign_code_swap(self, function, setter):
+        """Whether a `__code__` assignment is to be judged: made by the patch's own frame, or aimed at
+        a function of the protected files (a test, a fixture). Library code setting the code of its
+        own functions while the patch imports it is not: `types.coroutine`, run at asyncio's first
+        import, sets `__code__` of asyncio's functions, and any patched module that first imports
+        asyncio (or anyio, trio, networkx's argmap) had its honest fix refused."""
+        if self.untrusted_file(setter.f_code.co_filename):
+            return True
+        code = getattr(function, "__code__", None)
+        filename = os.path.realpath(code.co_filename) if code is not None else ""
+        return filename in self.protected or filename.startswith(self.test_roots)
+
     # --- what a write may not reach ----------------------------------------------------------------
     def protected_target(self, path):
         path = _text(path)
@@ -167,13 +182,18 @@ class Guard(object):
             return False
         real = os.path.realpath(path)
         name = os.path.basename(real)
-        if real in self.protected or real.startswith(self.test_roots) or real.startswith(self.own_dir) and name != "results.jsonl":
+        if real in self.protected or real.startswith(self.own_dir) and name != "results.jsonl":
+            return True
+        if real.startswith(self.test_roots) and (_existed_before(real, self.started) or name.endswith(_CODE_SUFFIXES)):
+            # The tests' own data (a golden file rewritten to match a wrong result). A file created
+            # during the run is not: library code writing where a test tells it to (an output
+            # file under tests/) is honest, and such a file cannot be code (the rules below).
             return True
         if name.endswith((".pyc", ".pyo", ".pth")) or "/__pycache__/" in real + "/" or ".pyc." in name:
             return True
         if name in _INFRA_NAMES and real.startswith(self.testbed + "/"):
             return True
-        if name.endswith((".py", ".so", ".pyd")) and not real.startswith(self.tempdir):
+        if name.endswith(_CODE_SUFFIXES) and not real.startswith(self.tempdir):
             return True
         return False
 
@@ -200,8 +220,9 @@ class Guard(object):
                 if culprit is not None:
                     guard.refuse("writing", culprit, _text(args[0]) or "")
                 return
-            if event == "object.__setattr__" and (len(args) < 2 or args[1] != "__code__"):
-                return
+            if event == "object.__setattr__":
+                if len(args) < 2 or args[1] != "__code__" or not guard.foreign_code_swap(args[0], getframe(1)):
+                    return
             guard.event(event, args, getframe(1))
 
         return hook
@@ -272,6 +293,15 @@ class Guard(object):
             code = getattr(function, "__code__", None) or getattr(getattr(function, "__call__", None), "__code__", None)
             if code is not None and self.untrusted_file(code.co_filename):
                 self.found("changed", "{} function from {}".format(key, code.co_filename))
+
+
+def _existed_before(path, started):
+    """Whether `path` is a folder, or a file last written before `started` (as it was at base)."""
+    try:
+        status = os.stat(path)
+    except OSError:
+        return False
+    return not os.path.isfile(path) or status.st_mtime < started
 
 
 def _mtime(path):

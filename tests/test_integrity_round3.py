@@ -163,6 +163,15 @@ def test_control_fix_that_uses_threads_gc_finalizers_exec_and_warnings_gets_one(
     assert verdict.reward == 1.0, verdict.model_dump_json(indent=1)
 
 
+def test_control_fix_whose_module_first_imports_asyncio_gets_one(task):
+    # asyncio's first import runs types.coroutine, which sets __code__ of asyncio's own functions
+    # while the patched module is on the stack: refused (reward 0 for an honest fix) until the hook
+    # judged only the patch's own assignments and those aimed at test functions.
+    ops = "import asyncio\n\n\n" + FIXED_OPS.replace("def add(a, b):\n", "def add(a, b):\n    from unittest import mock  # noqa: F401\n")
+    verdict = grade(task, {"calc/ops.py": ops})
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+
+
 def test_control_unittest_gold_fix_gets_one(unittest_task):
     verdict = grade(unittest_task, {"calc/ops.py": FIXED_OPS})
     assert verdict.reward == 1.0, verdict.model_dump_json(indent=1)
