@@ -40,6 +40,9 @@ _ONLY_AST = ast.PyCF_ONLY_AST
 _walk = ast.walk
 _gc_enabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
+# Where the runners' own skip and xfail machinery lives (the frames a skip passes through on its
+# way from where it was asked for): pytest's outcomes, unittest's case module, pluggy.
+_MACHINERY = ("/_pytest/", "/pytest/", "/pluggy/", "/unittest/")
 SKIP_WORDS = ("skip", "xfail", "SkipTest", "expectedFailure", "importorskip", "skipTest", "skipIf", "skipUnless")
 
 
@@ -182,6 +185,30 @@ class ProtectedSources(object):
     def declares(self, path, words=SKIP_WORDS):
         text = self._decoded(path)
         return any(word in text for word in words)
+
+    def undeclared_site(self, frames):
+        """`frames`: (file name, line) of the code a skip or xfail came through, innermost first.
+        The first of them outside the runners' own machinery (pytest's raise functions, unittest's
+        `skipTest`) is where it was asked for. When that is a line of a protected file that asks for
+        none, it came from elsewhere: from a value whose `__bool__` or `__eq__` is `pytest.xfail`
+        (or a partial of `TestCase.skipTest`), called by the interpreter from the test's own `assert`
+        line with no frame of the patch on the way. Returns "file:line", or None."""
+        for filename, lineno in frames:
+            if not filename or filename.startswith("<") or any(part in filename for part in _MACHINERY):
+                continue
+            real = self._real(filename)
+            if real not in self.sources or self.raise_site_declares(real, lineno):
+                return None
+            return "{}:{}".format(os.path.basename(real), lineno)
+        return None
+
+    def undeclared_stack_site(self, frame):
+        """`undeclared_site` of a call stack, from `frame` outwards (a SkipTest being made)."""
+        frames = []
+        while frame is not None:
+            frames.append((frame.f_code.co_filename, frame.f_lineno))
+            frame = frame.f_back
+        return self.undeclared_site(frames)
 
     def raise_site_declares(self, path, lineno, words=SKIP_WORDS):
         """Whether the statement of the protected source at `lineno` mentions any of `words`."""

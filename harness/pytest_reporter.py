@@ -765,17 +765,12 @@ class Reporter:
         patchgym_compiled_tests): where, or None."""
         if self._sources is None:
             return None
-        try:
-            raw = excinfo.traceback[-1]._rawentry
-        except (AttributeError, IndexError):
-            return None
-        filename = raw.tb_frame.f_code.co_filename
-        real = os.path.realpath(filename) if filename and not filename.startswith("<") else filename
-        if real not in self._sources.sources:
-            return None
-        if self._sources.raise_site_declares(real, raw.tb_lineno):
-            return None
-        return "{}:{}".format(os.path.relpath(real, self._testbed), raw.tb_lineno)
+        frames = []
+        for entry in reversed(excinfo.traceback):
+            raw = getattr(entry, "_rawentry", None)
+            if raw is not None:
+                frames.append((raw.tb_frame.f_code.co_filename, raw.tb_lineno))
+        return self._sources.undeclared_site(frames)
 
     def pytest_runtest_logstart(self, nodeid, location):
         self._skip_test = {"raised": False, "origin": None}
@@ -793,6 +788,8 @@ class Reporter:
         def skip_test_init(exc, *args, **kwargs):
             reporter._skip_test["raised"] = True
             origin = reporter._untrusted_source(_stack_filenames(sys._getframe(1)))
+            if origin is None and reporter._sources is not None:
+                origin = reporter._sources.undeclared_stack_site(sys._getframe(1))
             if origin is not None:
                 reporter._skip_test["origin"] = origin
             original_init(exc, *args, **kwargs)

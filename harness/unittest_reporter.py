@@ -98,6 +98,7 @@ class _Provenance:
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self.static = {}  # test id -> (skip attribute, expected-failure attribute) when loaded
         self.skip_origin = None  # for the running test: None, or where its last SkipTest was made
+        self.sources = None  # patchgym_compiled_tests.ProtectedSources, once read
         self.skip_raised = False
 
     def untrusted_source(self, frame):
@@ -118,6 +119,8 @@ class _Provenance:
         def __init__(exc, *args, **kwargs):
             provenance.skip_raised = True
             origin = provenance.untrusted_source(sys._getframe(1))
+            if origin is None and provenance.sources is not None:
+                origin = provenance.sources.undeclared_stack_site(sys._getframe(1))
             if origin is not None:
                 provenance.skip_origin = origin
             original(exc, *args, **kwargs)
@@ -265,6 +268,7 @@ def main(argv):
     watched = _watched()
     class_keys = _class_keys()
     provenance = _Provenance(config, channel)
+    provenance.sources = sources
     provenance.watch_skips()
     if patchgym_audit_hook is not None:
         patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
