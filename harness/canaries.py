@@ -109,6 +109,31 @@ def _imported_names(tree, testbed):
     return repo, other
 
 
+def _identifiers(tree):
+    """Every name the module defines or mentions (functions, classes, methods, globals, imports,
+    attributes, arguments), none of which a canary may take: a canary named `test_data` after the
+    module's `test_data = {...}` replaced that global (every test using it failed), and one named
+    like a test method the class inherits from another module (graded, but defined elsewhere)
+    replaced that test (MISSING): both seen on real suites with honest fixes."""
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Name):
+            names.add(node.id)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, ast.Attribute):
+            names.add(node.attr)
+        elif isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.alias):
+            names.add((node.asname or node.name).split(".")[0])
+        elif isinstance(node, ast.keyword) and node.arg:
+            names.add(node.arg)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.isidentifier():
+            names.add(node.value)  # getattr(self, "test_x"), parametrize argument names, __all__
+    return names
+
+
 def _used_names(function_nodes):
     used = []
     for node in function_nodes:
@@ -202,9 +227,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             module_graded.append(parts[0])
         elif len(parts) == 2 and parts[0] in classes:
             class_graded.setdefault(parts[0], []).append(parts[1])
-    taken = set(top_functions) | set(classes)
-    for node in classes.values():
-        taken.update(n.name for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)))
+    taken = _identifiers(tree) | {part for entry in graded for part in entry.split("::")}
     pool = []
     for name in list(top_functions) + [m for ms in class_graded.values() for m in ms]:
         pool.extend(w for w in _words(name) if w not in pool)

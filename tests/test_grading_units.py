@@ -252,6 +252,28 @@ def test_canaries_are_planted_next_to_the_graded_tests_and_cannot_pass() -> None
         assert not names & {"test_add", "test_sums"} and all(n.startswith("test") for n in names)
 
 
+def test_canary_names_never_take_a_global_an_inherited_test_or_any_name_the_module_mentions() -> None:
+    # Both seen on real suites with honest fixes (canaries planted with 200 seeds each): a canary
+    # `test_data` replaced the module's `test_data = {...}` (every test using it failed), and one
+    # named like a test the class inherits from a mixin in another module replaced it (MISSING).
+    import random
+
+    from patchgym.harness import canaries
+
+    source = ("from tests import CacheTestMixin\nfrom store import save, load\n\ntest_data = {'a': 1}\n\n\n"
+              "def test_save_data():\n    assert save(test_data) == 1\n\n\n"
+              "def test_load_data():\n    assert load() == test_data\n\n\n"
+              "class LRUCacheTest(CacheTestMixin):\n    def test_lru(self):\n        assert self.update_pop_insert() == 2\n")
+    graded = ["test_save_data", "test_load_data", "LRUCacheTest::test_lru", "LRUCacheTest::test_update",
+              "LRUCacheTest::test_pop", "LRUCacheTest::test_insert"]
+    ids = {"LRUCacheTest::test_lru": "t.py::LRUCacheTest::test_lru", "test_save_data": "t.py::test_save_data"}
+    mentioned = {"test_data", "test_update", "test_pop", "test_insert", "update_pop_insert", "save", "load"}
+    for seed in range(200):
+        text, planted = canaries.plant_source(source, graded, random.Random(seed), "/nonexistent", ids, {}, 6)
+        assert planted
+        assert not {name for _, name in planted} & mentioned, planted
+
+
 def test_canaries_are_not_planted_where_the_module_declares_marks() -> None:
     import random
 
