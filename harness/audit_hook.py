@@ -296,12 +296,15 @@ class Guard(object):
 
 
 def _existed_before(path, started):
-    """Whether `path` is a folder, or a file last written before `started` (as it was at base)."""
+    """Whether `path` is a folder, or a file last written before `started` (as it was at base).
+    File times come from the kernel's coarse clock, a tick (up to ~10 ms) behind `time.time()`: a
+    file created just after the start could look older than it, so the margin (a file the tests
+    had was written when the task was prepared, long before the test command)."""
     try:
         status = os.stat(path)
     except OSError:
         return False
-    return not os.path.isfile(path) or status.st_mtime < started
+    return not os.path.isfile(path) or status.st_mtime < started - 0.05
 
 
 def _mtime(path):

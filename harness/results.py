@@ -117,13 +117,16 @@ def new_channel() -> Channel:
 
 def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
                    protected_files: list[str] | None = None, canary_ids: list[str] | None = None,
-                   test_roots: list[str] | None = None, contradict_ids: list[str] | None = None) -> str:
+                   test_roots: list[str] | None = None, contradict_ids: list[str] | None = None,
+                   graded_ids: list[str] | None = None) -> str:
     """The JSON the plugin reads from stdin. `canary_ids` (the graded test ids) asks for canaries
     next to them, from a fresh secret seed, and `contradict_ids` (the FAIL_TO_PASS ones) for
     contradiction canaries copied from them; `test_roots` are the folders writes may not reach."""
     config = {"key": channel.key.hex(), "nonce": channel.nonce, "results": channel.results_path,
               "patched_files": patched_files, "testbed": testbed, "protected_files": protected_files or [],
               "test_roots": test_roots or []}
+    if graded_ids is not None:
+        config["graded"] = list(graded_ids)
     if canary_ids:
         config["canaries"] = {"seed": secrets.randbits(64), "ids": list(canary_ids), "contradict": list(contradict_ids or [])}
     return json.dumps(config)

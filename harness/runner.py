@@ -117,7 +117,8 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         wants_canaries = canaries_apply(task) if canaries is None else canaries
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files,
                                canary_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if wants_canaries else None,
-                               test_roots=test_roots, contradict_ids=list(task.FAIL_TO_PASS) if wants_canaries else None)
+                               test_roots=test_roots, contradict_ids=list(task.FAIL_TO_PASS) if wants_canaries else None,
+                               graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
         # A command that sets PYTHONPATH itself keeps the reporter importable.
         executed = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", executed)
     begin = f"{marker} tests_begin"

@@ -853,3 +853,26 @@ def test_skiptest_called_by_the_interpreter_from_a_unittest_line(unittest_task):
     verdict = grade(unittest_task, {"calc/ops.py": _skip_through_bool('functools.partial(unittest.TestCase.skipTest, None, "x")')})
     assert_zero(verdict)
     assert verdict.tests["PASS_TO_PASS"]["tests.test_ops.OpsTest.test_sub"] == "FAILED", verdict.flags
+
+
+# --- an honest fix of library code that skips a test nobody grades ---------------------------------
+# sklearn's estimator checks skip through library code (`_maybe_skip`); a gold patch to that file made
+# every such skip `skip_from_patched_file`, and the run tampered, though no graded test was skipped.
+SKIPPING_OPS = OPS + "\n\ndef require_positive(x):\n    import pytest\n\n    if x < 0:\n        pytest.skip('negative input')\n"
+SKIPPING_BASE = dict(BASE_FILES, **{
+    "calc/ops.py": SKIPPING_OPS,
+    "tests/test_ops.py": BASE_FILES["tests/test_ops.py"] + (
+        "\n\ndef test_negative():\n    from calc.ops import require_positive\n\n    require_positive(-1)\n    assert False\n")})
+
+
+@pytest.fixture(scope="module")
+def skipping_task(tmp_path_factory: pytest.TempPathFactory):
+    return build_prepared(tmp_path_factory.mktemp("skipping"), instance_id="calc-skip", base_files=SKIPPING_BASE,
+                          gold_files={"calc/ops.py": SKIPPING_OPS.replace("return a - b  # bug: should add", "return a + b")})
+
+
+def test_control_a_fix_of_library_code_that_skips_an_ungraded_test_gets_one(skipping_task):
+    prepared, gold = skipping_task
+    verdict = grade(skipping_task, gold)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if f.startswith("tamper")], verdict.flags
