@@ -158,6 +158,8 @@ class Planted(object):
         # ... and whether that test is parametrised: then `contradicts` is its id without the
         # parameters, and each instance of the copy is judged against the original's instance
         self.by_param = False
+        self.is_twin = False  # an unchanged copy of a contradicted test (see contradictions.plan)
+        self.twin = None  # for a contradiction canary, the number of its twin
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -203,13 +205,14 @@ def _body(rng, subject, pool, indent, unittest_style):
     return [indent + "value = repr({})".format(subject), indent + "assert value in ({!r}, {!r})".format(token, other)]
 
 
-def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0):
+def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0, twins=None):
     """Canaries for one test module's source. `graded` names the graded tests in it, as `name` for
     module-level functions and `Class::name` for methods (parameters stripped). Returns the new
     source and the planted (container, name) pairs; ([], source) when nothing can be planted.
     `contradict` ({graded name: its test id}) names the tests that may get up to `limit`
     contradiction canaries (`contradictions.py`); `contradicted` receives {(container, name): id}
-    for those planted."""
+    for those planted, and `twins` {(container, name): the name of its twin} (an unchanged copy of
+    the test, planted too: neither a canary nor a contradiction, see `contradictions.plan`)."""
     if sys.version_info < (3, 8):
         return source, []
     try:
@@ -280,12 +283,17 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
                               if isinstance(n, ast.FunctionDef) and n.name == parts[1]]
         end_of = {name: node.end_lineno for name, node in classes.items()}
         end_of[None] = len(lines)
-        for after, new_lines, container, name, test_id in _contradictions.plan(
+        for after, new_lines, container, name, test_id, twin in _contradictions.plan(
                 lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of):
-            inserts.append((after, new_lines, 0 if container is None else 1))
+            if new_lines:
+                inserts.append((after, new_lines, 0 if container is None else 1))
+            if (container, twin) not in planted:
+                planted.append((container, twin))
             planted.append((container, name))
             if contradicted is not None:
                 contradicted[(container, name)] = test_id
+            if twins is not None:
+                twins[(container, name)] = twin
     if not planted:
         return source, []
     for after, new_lines, _ in sorted(inserts, key=lambda item: (-item[0], item[2])):
@@ -363,8 +371,8 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             source = data.decode(encoding)
         except (OSError, UnicodeDecodeError, LookupError):
             continue
-        contradicted = {}
-        new_source, names = plant_source(source, graded, rng, testbed, (contradict or {}).get(rel), contradicted, left)
+        contradicted, twins = {}, {}
+        new_source, names = plant_source(source, graded, rng, testbed, (contradict or {}).get(rel), contradicted, left, twins)
         left -= len(contradicted)
         if not names:
             continue
@@ -373,12 +381,18 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
                 handle.write(new_source.encode(encoding))
         except (OSError, UnicodeEncodeError):
             continue
+        twin_names = {(container, twin) for (container, _), twin in twins.items()}
+        numbers = {}
         for container, name in names:
             canary = Planted(rel, container, name)
             canary.module = modules.get(rel)
             canary.contradicts = contradicted.get((container, name))
             canary.by_param = canary.contradicts in by_param
+            canary.is_twin = (container, name) in twin_names
+            numbers[(container, name)] = len(planted)
             planted.append(canary)
+        for (container, name), twin in twins.items():
+            planted[numbers[(container, name)]].twin = numbers[(container, twin)]
     return planted
 
 

@@ -372,9 +372,11 @@ def _parametrizes(decorator):
 
 def copy_with(lines, function, new_name, node, text):
     """The source lines of `function` (its decorators included) renamed to `new_name`, with `node`
-    replaced by `text`."""
+    replaced by `text` (node None: an unchanged copy)."""
     first = min([function.lineno] + [d.lineno for d in function.decorator_list])
-    out = _splice(lines[first - 1: function.end_lineno], node, text, first)
+    out = lines[first - 1: function.end_lineno]
+    if node is not None:
+        out = _splice(out, node, text, first)
     at = function.lineno - first
     renamed = re.sub(r"\bdef\s+" + re.escape(function.name) + r"\b", "def " + new_name, out[at], count=1)
     if renamed == out[at]:
@@ -385,15 +387,24 @@ def copy_with(lines, function, new_name, node, text):
 def plan(lines, functions, rng, name_for, limit, end_of):
     """Contradictions for one file: `functions` is [(container, function node, original id)] of the
     graded tests that may be copied, `end_of` {container: its last line} (None: the module).
-    Returns [(insert after line, new lines, container, name, id)]."""
+    Returns [(insert after line, new lines, container, name, id, twin name)]: the first
+    contradiction of a test carries the lines of all of them and of their twin, the others none.
+
+    The twin is the test copied unchanged. Why: "the original passed, so the copy must fail" holds
+    only for a test that gives the same result when run again, and real tests need not (one that
+    asserts `4 not in _collected` and then fills `_collected` passes once; its negated copy then
+    passed on the gold patch of a real library, and the run was tampered). A contradiction is
+    judged only where its twin, run right before it, passed: the test is repeatable there."""
     chosen = []
     candidates = list(functions)
     rng.shuffle(candidates)
     for container, function, original in candidates:
         if len(chosen) >= min(limit, PER_FILE):
             break
+        gap = [""] if container else ["", ""]
+        block, copies = [], []
         for node, how, value in targets(function):
-            if len(chosen) >= min(limit, PER_FILE):
+            if len(chosen) + len(copies) >= min(limit, PER_FILE):
                 break
             text = replacement(lines, node, how, value, rng)
             if text is None:
@@ -402,6 +413,17 @@ def plan(lines, functions, rng, name_for, limit, end_of):
             new_lines = copy_with(lines, function, name, node, text)
             if new_lines is None:
                 continue
-            gap = [""] if container else ["", ""]
-            chosen.append((end_of[container], gap + new_lines, container, name, original))
+            block += gap + new_lines
+            copies.append(name)
+        if not copies:
+            continue
+        twin = name_for(function.name)
+        twin_lines = copy_with(lines, function, twin, None, None)
+        if twin_lines is None:
+            continue
+        # The twin first: it runs the test a second time unchanged, right before the contradictions
+        # run it a third; a contradiction is judged only where its twin passed (see `plan`).
+        block = gap + twin_lines + block
+        chosen.extend((end_of[container], block if n == 0 else [], container, name, original, twin)
+                      for n, name in enumerate(copies))
     return chosen

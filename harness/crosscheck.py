@@ -57,7 +57,10 @@ def canary_flags(stream) -> list[str]:
     if not stream.canary_count or not stream.ended:
         return []
     flags = []
+    twins = set(stream.twins.values())
     for number in range(stream.canary_count):
+        if number in twins:
+            continue  # an unchanged copy of a graded test: it may pass or fail
         if number in stream.by_param:
             flags += _instance_flags(number, stream)
             continue
@@ -66,7 +69,7 @@ def canary_flags(stream) -> list[str]:
             continue
         original = stream.contradicts.get(number)
         if original is not None:
-            if lookup(original, stream.tests) in PASSING:
+            if lookup(original, stream.tests) in PASSING and _twin_passed(stream, number):
                 flags.append(f"tamper: contradiction_passed: canary {number}, {original} with another expected value, "
                              f"{status or MISSING} while the test itself passed")
             continue
@@ -75,6 +78,17 @@ def canary_flags(stream) -> list[str]:
             continue
         flags.append(f"tamper: canary_did_not_fail: canary {number} {status or MISSING}")
     return flags
+
+
+def _twin_passed(stream, number: int, param: str | None = None) -> bool:
+    """Whether a contradiction's twin (the graded test copied unchanged, run right before it)
+    passed: only then is the test repeatable, and its copy with another expectation bound to fail.
+    A reporter that planted no twin: judged as before twins existed."""
+    twin = stream.twins.get(number)
+    if twin is None:
+        return True
+    status = stream.canaries.get(twin) if param is None else stream.canary_params.get(twin, {}).get(param)
+    return status == "PASSED"
 
 
 def _instance_flags(number: int, stream) -> list[str]:
@@ -88,10 +102,12 @@ def _instance_flags(number: int, stream) -> list[str]:
         if status in ("FAILED", "ERROR"):
             continue
         original = f"{base}[{param}]"
-        if lookup(original, stream.tests) in PASSING:
+        if lookup(original, stream.tests) in PASSING and _twin_passed(stream, number, param):
             flags.append(f"tamper: contradiction_passed: canary {number}[{param}], {original} with another expected value, "
                          f"{status} while the test itself passed")
-    if not instances and stream.canaries.get(number) is None and not stream.collect_errors:
+    twin = stream.twins.get(number)
+    twin_ran = twin is None or "PASSED" in stream.canary_params.get(twin, {}).values()
+    if not instances and stream.canaries.get(number) is None and not stream.collect_errors and twin_ran:
         passed = sorted(t for t, s in stream.tests.items() if t.startswith(base + "[") and s in PASSING)
         if passed:
             flags.append(f"tamper: contradiction_passed: canary {number}, copying {base}, never reported while {passed[0]} passed")

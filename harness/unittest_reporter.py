@@ -283,7 +283,8 @@ def main(argv):
     channel.emit("start", pid=os.getpid(), python=sys.version.split()[0], runner="unittest")
     if config.get("canaries"):
         channel.emit("canaries", count=len(planted),
-                     contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)})
+                     contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)},
+                     twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None})
     for name in early:
         channel.emit("integrity", what="repository_code_ran_before_the_grader", detail=name)
     statuses = {}

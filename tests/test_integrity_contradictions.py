@@ -361,3 +361,48 @@ def test_the_signed_unittest_runner_judges_contradictions_too(unittest_task):  #
     assert any(f.startswith("tamper: contradiction_passed: ") and "tests.test_add.AddTest.test_add" in f for f in always_equal.flags)
     honest = grade(unittest_task, {"calc/ops.py": "def add(a, b):\n    return a + b\n\n\n" + OPS_REST})
     assert honest.reward == 1.0 and honest.status == "resolved", honest.flags
+
+
+# A test that is not repeatable: it passes once, and a copy run after it sees the state it left.
+# Its negated copy passed on the gold patch of a real library (toolz) and the run was tampered;
+# the twin (the test copied unchanged, run right before the contradiction) fails there, so the
+# contradiction is not judged.
+STATEFUL_TEST = {"tests/test_add.py": (
+    "from calc import add\n\n_collected = []\n\n\n"
+    "def test_add_collects():\n    assert 5 not in _collected\n    _collected.append(add(2, 3))\n    assert 5 in _collected\n")}
+
+
+@pytest.fixture(scope="module")
+def stateful_task(tmp_path_factory: pytest.TempPathFactory):
+    return build_prepared(tmp_path_factory.mktemp("stateful"), instance_id="calc-stateful", test_patch_files=STATEFUL_TEST,
+                          fail_to_pass=["tests/test_add.py::test_add_collects"])
+
+
+@needs_sandbox
+def test_a_test_that_passes_only_once_gets_no_false_contradiction(stateful_task):
+    prepared, gold = stateful_task
+    for _ in range(3):
+        verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+        assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.flags
+        assert not [f for f in verdict.flags if f.startswith("tamper")], verdict.flags
+
+
+def test_a_contradiction_is_judged_only_where_its_twin_passed() -> None:
+    from patchgym.harness.crosscheck import canary_flags
+    from patchgym.harness.results import StreamResults
+
+    def flags(twin_status, copy_status="PASSED", param=None):
+        stream = StreamResults(tests={"t.py::test_a" + (f"[{param}]" if param else ""): "PASSED"}, canary_count=3,
+                               contradicts={1: "t.py::test_a"}, twins={1: 2}, ended=True, started=True)
+        stream.canaries[0] = "FAILED"  # the blanket canary
+        if param is None:
+            stream.canaries.update({1: copy_status, 2: twin_status})
+        else:
+            stream.by_param = {1}
+            stream.canary_params = {1: {param: copy_status}, 2: {param: twin_status}}
+        return canary_flags(stream)
+
+    for param in (None, "x-1"):
+        assert flags("PASSED", param=param) and flags("PASSED", param=param)[0].startswith("tamper: contradiction_passed")
+        assert flags("FAILED", param=param) == []  # not repeatable: not judged
+        assert flags("PASSED", "FAILED", param=param) == []  # the copy failed: as it must
