@@ -346,8 +346,10 @@ class Reporter:
         self._canary_items = {}  # node id -> index into _canaries
         self._canary_params = {}  # node id -> parameter id, for an instance of a parametrised canary
         graded = config.get("graded")
-        # the graded ids and their functions' ids (None: not told, every test counts as graded)
-        self._graded = None if graded is None else {str(g) for g in graded} | {str(g).split("[", 1)[0] for g in graded}
+        # the graded ids (None: not told, every test counts as graded), and those cut off inside their
+        # parameters (SWE-bench's `test_x[log(photon`: more `[` than `]`), which name the ids they begin
+        self._graded = None if graded is None else {str(g) for g in graded}
+        self._graded_cut = tuple(g for g in self._graded or () if g.count("[") > g.count("]"))
         self._collected_here = False  # whether this process collected the test items itself
         self._guard = None
         self._guard_state = None
@@ -895,7 +897,7 @@ class Reporter:
             fields["status"] = "FAILED"
             what, origin = self._untrusted[nodeid]
             fields["note"] = f"{status.lower()} from untrusted code ({what}: {origin})"
-            if self._graded is None or nodeid in self._graded or nodeid.split("[", 1)[0] in self._graded:
+            if self._graded is None or nodeid in self._graded or nodeid.startswith(self._graded_cut):
                 # Only a graded test's: patched library code that skips a test nobody grades is what
                 # an honest fix of that code does (sklearn's estimator checks skip through
                 # `_maybe_skip`); the graded ones would have needed it to hide a failure.

@@ -861,13 +861,18 @@ def test_skiptest_called_by_the_interpreter_from_a_unittest_line(unittest_task):
 SKIPPING_OPS = OPS + "\n\ndef require_positive(x):\n    import pytest\n\n    if x < 0:\n        pytest.skip('negative input')\n"
 SKIPPING_BASE = dict(BASE_FILES, **{
     "calc/ops.py": SKIPPING_OPS,
-    "tests/test_ops.py": BASE_FILES["tests/test_ops.py"] + (
-        "\n\ndef test_negative():\n    from calc.ops import require_positive\n\n    require_positive(-1)\n    assert False\n")})
+    "tests/test_ops.py": "import pytest\n" + BASE_FILES["tests/test_ops.py"] + (
+        "\n\n@pytest.mark.parametrize('x', [1, -1])\ndef test_sign(x):\n    from calc.ops import require_positive\n\n"
+        "    require_positive(x)\n    assert x > 0\n")})
 
 
 @pytest.fixture(scope="module")
 def skipping_task(tmp_path_factory: pytest.TempPathFactory):
+    # test_sign[1] is graded, test_sign[-1] (skipped through the patched file) is not
+    from tests.fixtures_grading.calc_task import PASS_TO_PASS
+
     return build_prepared(tmp_path_factory.mktemp("skipping"), instance_id="calc-skip", base_files=SKIPPING_BASE,
+                          pass_to_pass=[*PASS_TO_PASS, "tests/test_ops.py::test_sign[1]"],
                           gold_files={"calc/ops.py": SKIPPING_OPS.replace("return a - b  # bug: should add", "return a + b")})
 
 
