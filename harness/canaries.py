@@ -284,7 +284,8 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         end_of = {name: node.end_lineno for name, node in classes.items()}
         end_of[None] = len(lines)
         for after, new_lines, container, name, test_id, twin in _contradictions.plan(
-                lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of):
+                lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of,
+                _contradictions.known_names(tree)):
             if new_lines:
                 inserts.append((after, new_lines, 0 if container is None else 1))
             if (container, twin) not in planted:

@@ -99,10 +99,17 @@ def _other_char(ch, rng):
     return pick.upper() if ch.isupper() else pick
 
 
-def changed(value, rng, far=False):
+def changed(value, rng, far=False, near=None):
     """A value no correct result equal to `value` can also equal (see the module docstring).
     `far`: numbers move by at least 1000 times max(1, |value|), beyond any tolerance a closeness
-    check plausibly allows (`isclose(x, 0.3, abs_tol=1)`, `approx(2.0, rel=0.5)`)."""
+    check plausibly allows (`isclose(x, 0.3, abs_tol=1)`, `approx(2.0, rel=0.5)`). `near`: they
+    move by `near` times max(1, |value|), past the known tolerance of a known closeness check
+    (`_near_scale`), and a container gets its last number moved that way, not one element more."""
+    if near is not None and not isinstance(value, bool):
+        if isinstance(value, (int, float)):
+            return value + rng.choice((1.0, -1.0)) * max(1.0, abs(value)) * near
+        if isinstance(value, (tuple, list)) and value and _changeable(value[-1]) and not isinstance(value[-1], (str, bytes)):
+            return value[:-1] + type(value)((changed(value[-1], rng, near=near),))
     if far and isinstance(value, (int, float)):
         step = max(1, abs(value)) * (_FAR + (rng.random() if isinstance(value, float) else rng.randint(1, 9)))
         return value + rng.choice((1, -1)) * (type(value))(step)
@@ -239,11 +246,11 @@ def _loose(call, first_extra):
 
 
 def _approx_pair(compared, approx):
-    """(compared, the literal inside `approx(literal, ...)`) or None."""
+    """(compared, the literal inside `approx(literal, ...)`, the approx call) or None."""
     if (isinstance(approx, ast.Call) and approx.args and not isinstance(approx.args[0], ast.Starred)
             and (getattr(approx.func, "attr", None) or getattr(approx.func, "id", None)) == "approx"
             and not _loose(approx, 1)):
-        return compared, approx.args[0]
+        return compared, approx.args[0], approx
     return None
 
 
@@ -257,22 +264,79 @@ def _comparison_pair(statement):
     if isinstance(statement, ast.Assert):
         test = statement.test
         if _comparing_call(test):
-            return test.args[0], test.args[1]
+            return test.args[0], test.args[1], test
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
             return _approx_pair(test.left, test.comparators[0]) or _approx_pair(test.comparators[0], test.left)
         return None
     if isinstance(statement, ast.Expr) and _comparing_call(statement.value):
-        return statement.value.args[0], statement.value.args[1]
+        return statement.value.args[0], statement.value.args[1], statement.value
     return None
 
 
-def targets(function):
+# Libraries whose closeness checks have small, known default tolerances (math.isclose 1e-9 relative,
+# numpy's isclose/allclose 1e-5 + 1e-8, assert_allclose 1e-7, assert_almost_equal 7 decimals,
+# pytest.approx 1e-6, pandas' assert_frame_equal 1e-5). Not torch: its bfloat16 default is 1.6e-2.
+_KNOWN_ROOTS = ("math", "cmath", "numpy", "pytest", "pandas")
+_NEAR = 0.01  # a near change moves a number by 1-2% of max(1, |value|)
+_TOLERANCE_KEYWORDS = ("rel", "rtol", "rel_tol", "abs", "atol", "abs_tol", "delta")
+_DECIMAL_KEYWORDS = ("places", "decimal")
+_IGNORED_KEYWORDS = ("msg", "err_msg", "verbose", "equal_nan", "strict", "check_dtype", "check_names", "header")
+
+
+def known_names(tree):
+    """The names a module binds to those libraries (`import numpy as np`, `from math import
+    isclose`, `from pytest import approx`) and never rebinds itself."""
+    known, defined = set(), set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            known.update(a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in _KNOWN_ROOTS)
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level and node.module.split(".")[0] in _KNOWN_ROOTS:
+            known.update(a.asname or a.name for a in node.names)
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            defined.add(node.name)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            defined.add(node.id)
+    return frozenset(known - defined)
+
+
+def _near_scale(call, known):
+    """How far a number must move (as a share of max(1, |value|)) to fail `call` honestly, when
+    `call` is a known library's closeness check (`known_names`) and its tolerances are literals:
+    _NEAR, or ten times the largest tolerance given. None otherwise: a far change is made (a
+    test suite's own `assert_close` may hide any tolerance inside)."""
+    root = call.func
+    while isinstance(root, ast.Attribute):
+        root = root.value
+    if not isinstance(root, ast.Name) or root.id not in known:
+        return None
+    words = _name_words(getattr(call.func, "attr", None) or getattr(call.func, "id", ""))
+    first_extra = 1 if "approx" in words else 2
+    scale = _NEAR
+    for name, node in [(None, a) for a in call.args[first_extra:]] + [(k.arg, k.value) for k in call.keywords]:
+        if name in _IGNORED_KEYWORDS:
+            continue
+        ok, value = _literal(node)
+        if not ok or not isinstance(value, (int, float)):
+            if name is None or name in _TOLERANCE_KEYWORDS + _DECIMAL_KEYWORDS:
+                return None  # a tolerance not written as a number
+            continue
+        if name in _DECIMAL_KEYWORDS or name is None and "almost" in words:
+            tolerance = 1.5 * 10.0 ** -value
+        elif name is None or name in _TOLERANCE_KEYWORDS:
+            tolerance = abs(value)
+        else:
+            return None  # `significant=`, or a keyword this does not know
+        scale = max(scale, 10 * tolerance)
+    return scale if scale < 0.1 else None
+
+
+def targets(function, known=frozenset()):
     """[(node, how, value)]: what to change in a test function's body and how, one copy each --
     "change" the first literal expectation of a plain `==` or `assertEqual`, and "change_far" the
     first literal expectation of a comparison made through other machinery (`_comparison_pair`),
     each to another value (the strongest: see the module docstring); else one "wrap" or "negate"
     of the first assertion (`_fallback`); [] if the body has none."""
-    if isinstance(function, ast.AsyncFunctionDef) or not all(_parametrizes(d) for d in function.decorator_list):
+    if isinstance(function, ast.AsyncFunctionDef) or not all(_copyable_decorator(d) for d in function.decorator_list):
         return []
     literals = {}
     fallback = None
@@ -287,11 +351,13 @@ def targets(function):
             call = _self_call(statement, _EQUAL_METHODS)
             if call is not None and len(call.args) >= 2:
                 pair = (call.args[0], call.args[1])
-        for how, candidate in (("change_far", _comparison_pair(statement)), ("change", pair)):
+        comparison = _comparison_pair(statement)
+        for how, candidate in (("change_far", comparison and comparison[:2]), ("change", pair)):
             if candidate is not None and how not in found:
                 node, value = _expected_side(candidate, literals)
                 if node is not None:
-                    found[how] = (node, how, value)
+                    scale = _near_scale(comparison[2], known) if how == "change_far" else None
+                    found[how] = (node, how, value) if scale is None else (node, "change_near", (value, scale))
         if len(found) == 2:
             break
         if fallback is None:
@@ -313,9 +379,9 @@ def targets(function):
     return []
 
 
-def target(function):
+def target(function, known=frozenset()):
     """The first of `targets(function)`, or (None, None, None)."""
-    found = targets(function)
+    found = targets(function, known)
     return found[0] if found else (None, None, None)
 
 
@@ -330,8 +396,12 @@ def _segment(lines, node):
 
 def replacement(lines, node, how, value, rng):
     """The source that takes `node`'s place in the copy, or None."""
-    if how in ("change", "change_far"):
-        new = changed(value, rng, far=how == "change_far")
+    if how in ("change", "change_far", "change_near"):
+        if how == "change_near":
+            value, scale = value
+            new = changed(value, rng, near=scale * (1 + rng.random()))
+        else:
+            new = changed(value, rng, far=how == "change_far")
         text = repr(new)
         try:
             return text if ast.literal_eval(text) == new else None
@@ -353,16 +423,21 @@ def _splice(lines, node, text, first_line):
     return lines[:first] + [head + text + tail] + lines[last + 1:]
 
 
-def _parametrizes(decorator):
-    """Whether a decorator is a plain `pytest.mark.parametrize(...)` (or `mark.parametrize`), whose
-    values carry no marks (`pytest.param(..., marks=xfail)` would make the copy's instance xfail,
-    not fail). A copy keeps such decorators: each of its instances copies the original's instance
-    with the same parameters (`test_x[a-b]` and `<copy>[a-b]`), and is judged against it."""
-    if not isinstance(decorator, ast.Call) or not isinstance(decorator.func, ast.Attribute):
+_UNCOPYABLE_MARKS = ("skip", "skipif", "xfail")
+
+
+def _copyable_decorator(decorator):
+    """Whether a decorator is a pytest mark (`pytest.mark.X` or `mark.X`, called or not) that cannot
+    make the copy skip or xfail where the original did not: not skip, skipif or xfail, and no
+    `pytest.param(..., marks=...)` among its values. A copy keeps such decorators (a custom
+    `slowish` mark a test suite uses got a test no contradiction before); a parametrised copy's
+    instances copy the original's with the same parameters (`test_x[a-b]` and `<copy>[a-b]`), and
+    each is judged against it."""
+    func = decorator.func if isinstance(decorator, ast.Call) else decorator
+    if not isinstance(func, ast.Attribute) or func.attr in _UNCOPYABLE_MARKS:
         return False
-    func = decorator.func
-    if func.attr != "parametrize" or not (isinstance(func.value, ast.Attribute) and func.value.attr == "mark"
-                                          or isinstance(func.value, ast.Name) and func.value.id == "mark"):
+    if not (isinstance(func.value, ast.Attribute) and func.value.attr == "mark"
+            or isinstance(func.value, ast.Name) and func.value.id == "mark"):
         return False
     for inner in ast.walk(decorator):
         if isinstance(inner, ast.keyword) and inner.arg == "marks":
@@ -384,7 +459,7 @@ def copy_with(lines, function, new_name, node, text):
     return out[:at] + [renamed] + out[at + 1:]
 
 
-def plan(lines, functions, rng, name_for, limit, end_of):
+def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset()):
     """Contradictions for one file: `functions` is [(container, function node, original id)] of the
     graded tests that may be copied, `end_of` {container: its last line} (None: the module).
     Returns [(insert after line, new lines, container, name, id, twin name)]: the first
@@ -403,7 +478,7 @@ def plan(lines, functions, rng, name_for, limit, end_of):
             break
         gap = [""] if container else ["", ""]
         block, copies = [], []
-        for node, how, value in targets(function):
+        for node, how, value in targets(function, known):
             if len(chosen) + len(copies) >= min(limit, PER_FILE):
                 break
             text = replacement(lines, node, how, value, rng)

@@ -67,7 +67,9 @@ def test_the_first_top_level_literal_expectation_is_the_target_and_nothing_that_
     assert _target("def test_a():\n    pytest.skip('no')\n    assert f() == 5\n") is None
     assert _target("def test_a():\n    for i in []:\n        assert f(i) == 5\n") is None
     assert _target("@pytest.mark.xfail\ndef test_a():\n    assert f() == 5\n") is None
-    assert _target("@pytest.mark.parametrize('x', [1])\n@pytest.mark.slow\ndef test_a(x):\n    assert f(x) == 5\n") is None
+    assert _target("@pytest.mark.parametrize('x', [1])\n@pytest.mark.skipif(True, reason='x')\ndef test_a(x):\n    assert f(x) == 5\n") is None
+    assert _target("@functools.lru_cache\ndef test_a():\n    assert f() == 5\n") is None
+    assert _target("@pytest.mark.slowish\n@mark.timeout(5)\ndef test_a():\n    assert f() == 5\n") == ("5", "change", 5)
     assert _target("@pytest.mark.parametrize('x', [pytest.param(1, marks=pytest.mark.xfail)])\n"
                    "def test_a(x):\n    assert f(x) == 5\n") is None
     # parametrised only: copied with its decorators (each instance of the copy judged against the original's)
@@ -109,6 +111,33 @@ def test_a_comparison_made_through_other_machinery_gets_a_far_changed_copy_of_it
                  "def test_a():\n    assert f() == approx(5, abs=1e6)\n",
                  "def test_a(self):\n    self.assertAlmostEqual(f(), 5, delta=5000)\n"):
         assert all(how != "change_far" for _, how, _ in _targets(body)), body
+
+
+def test_a_known_librarys_closeness_check_gets_a_near_copy_past_its_tolerance() -> None:
+    tree = ast.parse("import math\nimport numpy as np\nfrom pytest import approx\nfrom mylib import isclose\n")
+    known = contradictions.known_names(tree)
+    assert known == {"math", "np", "approx"}  # `isclose` comes from the repository: its tolerance is unknown
+
+    def near(body):
+        return [(ast.unparse(n), how, value) for n, how, value in contradictions.targets(ast.parse(body).body[0], known)]
+
+    assert near("def test_a():\n    assert math.isclose(f(), 0.3)\n") == [("0.3", "change_near", (0.3, 0.01))]
+    assert near("def test_a():\n    assert f() == approx(2.0, abs=0.003)\n") == [("2.0", "change_near", (2.0, 0.03))]
+    assert near("def test_a():\n    np.testing.assert_almost_equal(f(), [1.0, 2.0], 3)\n") == [
+        ("[1.0, 2.0]", "change_near", ([1.0, 2.0], 10 * 1.5e-3))]
+    # too loose, a tolerance not written as a number, or a check whose tolerance cannot be known: far
+    for body in ("def test_a():\n    assert math.isclose(f(), 0.3, abs_tol=0.5)\n",
+                 "def test_a():\n    assert math.isclose(f(), 0.3, rel_tol=tol)\n",
+                 "def test_a():\n    assert isclose(f(), 0.3)\n",
+                 "def test_a(self):\n    self.assertAlmostEqual(f(), 0.3)\n"):
+        assert [how for _, how, _ in contradictions.targets(ast.parse(body).body[0], known)] == ["change_far"], body
+    # the near copy fails honestly and passes under a tolerance widened enough for a bug
+    import math
+
+    for seed in range(200):
+        new = contradictions.changed(0.3, random.Random(seed), near=0.01 * (1 + random.Random(seed).random()))
+        assert not math.isclose(0.3, new) and math.isclose(-0.1, new, abs_tol=10)
+        assert contradictions.changed([1.0, 2.0], random.Random(seed), near=0.01)[0] == 1.0
 
 
 @pytest.mark.parametrize("value", [0, 0.3, -2.5, 7, 10 ** 9, 1e-12, [1.0, 2.0], (3,)], ids=repr)
