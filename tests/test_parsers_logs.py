@@ -163,6 +163,29 @@ def test_failure_messages_with_brackets_are_not_folded_into_the_id(tmp_path) -> 
     assert parsed == expected, parsed
 
 
+def test_a_unittest_test_whose_subtests_failed_is_failed_though_pytest_lists_it_passed(tmp_path) -> None:
+    # pytest >= 9 prints `PASSED t::T::test_x` and a `SUBFAILED(n=1) t::T::test_x - ...` line per
+    # failing subtest: read alone, the PASSED line made the log disagree with the signed stream.
+    (tmp_path / "test_sub.py").write_text(textwrap.dedent("""\
+        import unittest
+
+
+        class T(unittest.TestCase):
+            def test_x(self):
+                for i in range(3):
+                    with self.subTest(n=i):
+                        self.assertLess(i, 1)
+
+            def test_fine(self):
+                with self.subTest(n=0):
+                    self.assertLess(0, 1)
+        """))
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "-p", "no:cacheprovider", "test_sub.py"],
+                          cwd=tmp_path, capture_output=True, text=True, env={"PATH": "/usr/bin:/bin", "PYTEST_ADDOPTS": ""})
+    assert "short test summary info" in done.stdout, done.stdout + done.stderr
+    assert parse_pytest_log(done.stdout) == {"test_sub.py::T::test_x": "FAILED", "test_sub.py::T::test_fine": "PASSED"}
+
+
 def test_pytest_verbose_lines_without_summary() -> None:
     log = "test_x.py::test_a PASSED                                   [ 50%]\ntest_x.py::test_b[1 2] FAILED   [100%]\n"
     assert parse_pytest_log(log) == {"test_x.py::test_a": "PASSED", "test_x.py::test_b[1 2]": "FAILED"}

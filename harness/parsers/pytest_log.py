@@ -5,6 +5,8 @@ hold spaces, brackets, ` - ` and escaped unicode inside their parameter part, so
 at the first space: for a parametrized id (a `[` right after the test's name) it runs to the first
 `]` followed by ` - ` at which its brackets balance, or the end of the line; any other id ends at
 the first ` - `, whatever brackets the message holds. pytest's aggregated `SKIPPED [N] file:line: reason` lines name no test and are ignored.
+A `SUBFAILED(...) node_id` line (pytest >= 9, a failing subtest) fails its test, which pytest may
+still list as PASSED.
 Verbose lines (`node_id STATUS [ 42%]`) are read too, for runs with `-v` and no summary.
 
 When one id has several statuses (a test that passed but whose teardown errored), the failing one
@@ -22,6 +24,9 @@ _STATUSES = tuple(status.value for status in TestStatus)
 _SUMMARY = re.compile(r"^(PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS) (.+)$")
 _VERBOSE = re.compile(r"^(\S.*?::.*?) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)(?: +\[ *\d+%\])?$")
 _SKIP_AGGREGATE = re.compile(r"^\[\d+\] ")
+# pytest >= 9 reports failing subtests on lines of their own (`SUBFAILED(n=1) t.py::T::test_x - msg`)
+# while a unittest test whose subtests failed still gets `PASSED t.py::T::test_x`: the test failed.
+_SUBFAILED = re.compile(r"^SUBFAILED\(.*?\) (\S[^ ]*::.+)$")
 
 
 def split_summary_rest(status: str, rest: str) -> str | None:
@@ -77,6 +82,12 @@ def parse_pytest_log(log: str) -> dict[str, str]:
             test_id = split_summary_rest(match.group(1), match.group(2))
             if test_id:
                 results[test_id] = _worse(results.get(test_id), match.group(1))
+            continue
+        match = _SUBFAILED.match(line)
+        if match:
+            test_id = split_summary_rest(TestStatus.FAILED.value, match.group(1))
+            if test_id:
+                results[test_id] = _worse(results.get(test_id), TestStatus.FAILED.value)
             continue
         match = _VERBOSE.match(line.rstrip())
         if match and not line.startswith(_STATUSES):
