@@ -42,8 +42,10 @@ import re
 import sys
 
 if __name__ == "patchgym_canaries":  # in the grading sandbox, the helpers side by side by these names
+    import patchgym_comparing_calls as _comparing_calls
     import patchgym_contradictions as _contradictions
 else:  # imported as patchgym.harness.canaries (on the host, by the tests)
+    from patchgym.harness import comparing_calls as _comparing_calls
     from patchgym.harness import contradictions as _contradictions
 
 _IDENT = re.compile(r"[A-Za-z][a-z0-9]*|[a-z0-9]+")
@@ -285,7 +287,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         end_of[None] = len(lines)
         for after, new_lines, container, name, test_id, twin in _contradictions.plan(
                 lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of,
-                _contradictions.known_names(tree)):
+                _comparing_calls.known_names(tree)):
             if new_lines:
                 inserts.append((after, new_lines, 0 if container is None else 1))
             if (container, twin) not in planted:

@@ -52,43 +52,17 @@ every contradiction (they run after their originals: the price of not disturbing
 """
 
 import ast
-import math
 import re
 import string
 
-_EQUAL_METHODS = ("assertEqual", "assertEquals")
+if __name__ == "patchgym_contradictions":  # in the grading sandbox, the helpers side by side by these names
+    import patchgym_comparing_calls as _calls
+else:  # imported as patchgym.harness.contradictions (on the host)
+    from patchgym.harness import comparing_calls as _calls
+
 _ENDS_EARLY = ("skip", "skipTest", "xfail", "importorskip", "exit")
 PER_FILE = 3  # contradictions per test file at most
 PER_RUN = 6  # and per graded run (each re-runs a graded test's statements)
-_FAR = 1000  # a closeness check's expectation moves by this many times max(1, |value|)
-# A call compares its first two arguments for equality (or closeness) when a word of its name is
-# one of these and none is of the second set: `assert_allclose`, `assertAlmostEqual`,
-# `math.isclose`, `assert_frame_equal`, `np.array_equiv`; not `assertNotEqual`, `assertLessEqual`.
-_COMPARING_WORDS = frozenset(("equal", "equals", "close", "isclose", "allclose", "equiv"))
-_NOT_COMPARING_WORDS = frozenset(("not", "less", "greater", "unequal"))
-
-
-def _literal(node):
-    """(True, value) if `node` is a literal this module can change, else (False, None)."""
-    try:
-        value = ast.literal_eval(node)
-    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-        return False, None
-    return _changeable(value), value
-
-
-def _changeable(value):
-    if isinstance(value, bool) or value is None:
-        return False
-    if isinstance(value, float):
-        return math.isfinite(value)
-    if isinstance(value, (int, str, bytes)):
-        return True
-    if isinstance(value, (tuple, list)):
-        return all(_changeable(v) or isinstance(v, (bool, type(None))) for v in value)
-    if isinstance(value, dict):
-        return all(isinstance(k, (int, str)) and not isinstance(k, bool) for k in value)
-    return False
 
 
 def _other_char(ch, rng):
@@ -108,10 +82,10 @@ def changed(value, rng, far=False, near=None):
     if near is not None and not isinstance(value, bool):
         if isinstance(value, (int, float)):
             return value + rng.choice((1.0, -1.0)) * max(1.0, abs(value)) * near
-        if isinstance(value, (tuple, list)) and value and _changeable(value[-1]) and not isinstance(value[-1], (str, bytes)):
+        if isinstance(value, (tuple, list)) and value and _calls.changeable(value[-1]) and not isinstance(value[-1], (str, bytes)):
             return value[:-1] + type(value)((changed(value[-1], rng, near=near),))
     if far and isinstance(value, (int, float)):
-        step = max(1, abs(value)) * (_FAR + (rng.random() if isinstance(value, float) else rng.randint(1, 9)))
+        step = max(1, abs(value)) * (_calls.FAR + (rng.random() if isinstance(value, float) else rng.randint(1, 9)))
         return value + rng.choice((1, -1)) * (type(value))(step)
     if isinstance(value, int):
         return value + rng.choice((1, -1)) * (rng.randint(1, 9) + abs(value) // 2)
@@ -127,7 +101,7 @@ def changed(value, rng, far=False, near=None):
     if isinstance(value, bytes):
         return changed(value.decode("latin-1"), rng).encode("latin-1")
     if isinstance(value, (tuple, list)):
-        extra = changed(value[-1], rng, far) if value and _changeable(value[-1]) else rng.randint(1, 9)
+        extra = changed(value[-1], rng, far) if value and _calls.changeable(value[-1]) else rng.randint(1, 9)
         return value + type(value)((extra,))
     if isinstance(value, dict):
         new = dict(value)
@@ -185,7 +159,7 @@ def _statements(body):
 def _transparent(expression):
     node = expression.func if isinstance(expression, ast.Call) else expression
     name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else ""
-    return bool(name) and not _name_words(name) & _SWALLOWING_WORDS
+    return bool(name) and not _calls.name_words(name) & _SWALLOWING_WORDS
 
 
 def _non_empty_literal(node):
@@ -200,27 +174,20 @@ def _stores(statement, name):
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in _walk_own(statement))
 
 
-# Calls that build the expected value from their first argument, injectively: a comparing call's
-# expectation is often `np.array([4, 6])`, not a literal (a no-op assert_array_equal got reward 1 on
-# such a test). Not Decimal: a changed string is no number, and the copy would fail for that.
-_CONSTRUCTORS = frozenset(("array", "asarray", "tensor", "Series", "DataFrame", "Index", "list", "tuple",
-                           "OrderedDict", "Fraction", "matrix"))
-
-
 def _expected_side(pair, literals, constructed=False):
     """The node of a (left, right) pair to change and its value: a literal side, or a name bound
-    to a literal (or, with `constructed`, the literal first argument of a `_CONSTRUCTORS` call),
+    to a literal (or, with `constructed`, the literal first argument of a `_calls.CONSTRUCTORS` call),
     while the other side is not a literal itself."""
     for mine, other in ((pair[1], pair[0]), (pair[0], pair[1])):
-        ok, value = _literal(mine)
+        ok, value = _calls.literal(mine)
         if not ok and isinstance(mine, ast.Name) and mine.id in literals:
             ok, value = True, literals[mine.id]
         if (not ok and constructed and isinstance(mine, ast.Call) and mine.args
                 and not isinstance(mine.args[0], ast.Starred)
-                and (getattr(mine.func, "attr", None) or getattr(mine.func, "id", None)) in _CONSTRUCTORS):
-            ok, value = _literal(mine.args[0])
+                and (getattr(mine.func, "attr", None) or getattr(mine.func, "id", None)) in _calls.CONSTRUCTORS):
+            ok, value = _calls.literal(mine.args[0])
             mine = mine.args[0]
-        if ok and not _literal(other)[0] and not isinstance(other, ast.Constant):
+        if ok and not _calls.literal(other)[0] and not isinstance(other, ast.Constant):
             return mine, value
     return None, None
 
@@ -248,133 +215,13 @@ def _fallback(statement):
             if not isinstance(test.comparators[0], ast.Constant) and not isinstance(test.left, ast.Constant):
                 return test.comparators[0], "wrap"
         return test, "negate"
-    call = _self_call(statement, _EQUAL_METHODS)
+    call = _self_call(statement, _calls.EQUAL_METHODS)
     if call is not None and len(call.args) >= 2 and not any(isinstance(a, ast.Constant) for a in call.args[:2]):
         return call.args[1], "wrap"
     call = _self_call(statement, _TRUTH_METHODS)
     if call is not None:
         return call.args[0], "negate"
     return None
-
-
-def _name_words(name):
-    """`assertAlmostEqual` -> {assert, almost, equal}; `assert_allclose` -> {assert, allclose}."""
-    return {w.lower() for w in re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z0-9]+", name)}
-
-
-def _comparing_call(node):
-    """Whether `node` is a call that compares its first two positional arguments for equality or
-    closeness (see _COMPARING_WORDS), with no starred argument among them."""
-    if not isinstance(node, ast.Call) or len(node.args) < 2 or any(isinstance(a, ast.Starred) for a in node.args[:2]):
-        return False
-    func = node.func
-    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-    if name in _EQUAL_METHODS and isinstance(func, ast.Attribute):
-        return False  # self.assertEqual: the plain pair of `target`
-    words = _name_words(name)
-    return bool(words & _COMPARING_WORDS) and not words & _NOT_COMPARING_WORDS and not _loose(node, 2)
-
-
-_RELATIVE_TOLERANCES = ("rel", "rtol", "rel_tol")
-
-
-def _loose(call, first_extra):
-    """Whether the call's other arguments (from position `first_extra`, and its keywords) hold a
-    literal tolerance a far-changed expectation could still meet: an absolute one of _FAR or more,
-    a relative one of 0.5 or more (`isclose(x, 5, rel_tol=1)` holds for 5005)."""
-    extras = [(None, a) for a in call.args[first_extra:]] + [(k.arg, k.value) for k in call.keywords]
-    for name, node in extras:
-        ok, value = _literal(node)
-        if not ok or not isinstance(value, (int, float)):
-            continue
-        if abs(value) >= _FAR or name in _RELATIVE_TOLERANCES and abs(value) >= 0.5:
-            return True
-    return False
-
-
-def _approx_pair(compared, approx):
-    """(compared, the literal inside `approx(literal, ...)`, the approx call) or None."""
-    if (isinstance(approx, ast.Call) and approx.args and not isinstance(approx.args[0], ast.Starred)
-            and (getattr(approx.func, "attr", None) or getattr(approx.func, "id", None)) == "approx"
-            and not _loose(approx, 1)):
-        return compared, approx.args[0], approx
-    return None
-
-
-def _comparison_pair(statement):
-    """(X, E) of an assertion made through comparison machinery other than `==` on plain values,
-    whose outcome is the assertion's own: `assert isclose(X, E)`, `assert X == approx(E)`, a bare
-    `assert_allclose(X, E)` / `self.assertAlmostEqual(X, E)` / `np.testing.assert_equal(X, E)`.
-    Copies with E changed catch code that replaces that machinery (a `math.isclose`, pytest's
-    approx `__eq__` or numpy's assert_allclose that passes everything): the blanket canaries never
-    call it. None if the statement is none of these."""
-    if isinstance(statement, ast.Assert):
-        test = statement.test
-        if _comparing_call(test):
-            return test.args[0], test.args[1], test
-        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-            return _approx_pair(test.left, test.comparators[0]) or _approx_pair(test.comparators[0], test.left)
-        return None
-    if isinstance(statement, ast.Expr) and _comparing_call(statement.value):
-        return statement.value.args[0], statement.value.args[1], statement.value
-    return None
-
-
-# Libraries whose closeness checks have small, known default tolerances (math.isclose 1e-9 relative,
-# numpy's isclose/allclose 1e-5 + 1e-8, assert_allclose 1e-7, assert_almost_equal 7 decimals,
-# pytest.approx 1e-6, pandas' assert_frame_equal 1e-5). Not torch: its bfloat16 default is 1.6e-2.
-_KNOWN_ROOTS = ("math", "cmath", "numpy", "pytest", "pandas")
-_NEAR = 0.01  # a near change moves a number by 1-2% of max(1, |value|)
-_TOLERANCE_KEYWORDS = ("rel", "rtol", "rel_tol", "abs", "atol", "abs_tol", "delta")
-_DECIMAL_KEYWORDS = ("places", "decimal")
-_IGNORED_KEYWORDS = ("msg", "err_msg", "verbose", "equal_nan", "strict", "check_dtype", "check_names", "header")
-
-
-def known_names(tree):
-    """The names a module binds to those libraries (`import numpy as np`, `from math import
-    isclose`, `from pytest import approx`) and never rebinds itself."""
-    known, defined = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            known.update(a.asname or a.name.split(".")[0] for a in node.names if a.name.split(".")[0] in _KNOWN_ROOTS)
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level and node.module.split(".")[0] in _KNOWN_ROOTS:
-            known.update(a.asname or a.name for a in node.names)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            defined.add(node.name)
-        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
-            defined.add(node.id)
-    return frozenset(known - defined)
-
-
-def _near_scale(call, known):
-    """How far a number must move (as a share of max(1, |value|)) to fail `call` honestly, when
-    `call` is a known library's closeness check (`known_names`) and its tolerances are literals:
-    _NEAR, or ten times the largest tolerance given. None otherwise: a far change is made (a
-    test suite's own `assert_close` may hide any tolerance inside)."""
-    root = call.func
-    while isinstance(root, ast.Attribute):
-        root = root.value
-    if not isinstance(root, ast.Name) or root.id not in known:
-        return None
-    words = _name_words(getattr(call.func, "attr", None) or getattr(call.func, "id", ""))
-    first_extra = 1 if "approx" in words else 2
-    scale = _NEAR
-    for name, node in [(None, a) for a in call.args[first_extra:]] + [(k.arg, k.value) for k in call.keywords]:
-        if name in _IGNORED_KEYWORDS:
-            continue
-        ok, value = _literal(node)
-        if not ok or not isinstance(value, (int, float)):
-            if name is None or name in _TOLERANCE_KEYWORDS + _DECIMAL_KEYWORDS:
-                return None  # a tolerance not written as a number
-            continue
-        if name in _DECIMAL_KEYWORDS or name is None and "almost" in words:
-            tolerance = 1.5 * 10.0 ** -value
-        elif name is None or name in _TOLERANCE_KEYWORDS:
-            tolerance = abs(value)
-        else:
-            return None  # `significant=`, or a keyword this does not know
-        scale = max(scale, 10 * tolerance)
-    return scale if scale < 0.1 else None
 
 
 def targets(function, known=frozenset()):
@@ -395,15 +242,15 @@ def targets(function, known=frozenset()):
             if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
                 pair = (test.left, test.comparators[0])
         else:
-            call = _self_call(statement, _EQUAL_METHODS)
+            call = _self_call(statement, _calls.EQUAL_METHODS)
             if call is not None and len(call.args) >= 2:
                 pair = (call.args[0], call.args[1])
-        comparison = _comparison_pair(statement)
+        comparison = _calls.comparison_pair(statement)
         for how, candidate in (("change_far", comparison and comparison[:2]), ("change", pair)):
             if candidate is not None and how not in found:
                 node, value = _expected_side(candidate, literals, constructed=how == "change_far")
                 if node is not None:
-                    scale = _near_scale(comparison[2], known) if how == "change_far" else None
+                    scale = _calls.near_scale(comparison[2], known) if how == "change_far" else None
                     found[how] = (node, how, value) if scale is None else (node, "change_near", (value, scale))
         if len(found) == 2:
             break
@@ -416,7 +263,7 @@ def targets(function, known=frozenset()):
                 del literals[name]
         if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)):
-            ok, value = _literal(statement.value)
+            ok, value = _calls.literal(statement.value)
             if ok:
                 literals[statement.targets[0].id] = value
     if found:

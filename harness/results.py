@@ -39,7 +39,8 @@ SIGNED_STREAM = ("patchgym_signed_stream", Path(__file__).with_name("signed_stre
 HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
            ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")),
-           ("patchgym_contradictions", Path(__file__).with_name("contradictions.py")))
+           ("patchgym_contradictions", Path(__file__).with_name("contradictions.py")),
+           ("patchgym_comparing_calls", Path(__file__).with_name("comparing_calls.py")))
 
 
 def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) -> list[tuple[str, bytes]]:

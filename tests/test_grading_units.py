@@ -196,10 +196,11 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     imports = {alias.name.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.Import) for alias in node.names}
     imports |= {node.module.split(".")[0] for node in ast.walk(tree) if isinstance(node, ast.ImportFrom) and node.module}
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
-    assert imports <= {"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
+    assert imports <= ({"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
                        "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
                        "patchgym_compiled_tests", "patchgym_signed_stream", "_hashlib", "inspect", "gc",
-                       "patchgym_contradictions", "math", "string"} | ({"patchgym"} if source_name == "canaries.py" else set())
+                       "patchgym_contradictions", "patchgym_comparing_calls", "math", "string"}
+                      | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py") else set()))
     if source_name == "canaries.py":  # the package import is the host's branch only (`__name__` decides)
         assert 'if __name__ == "patchgym_canaries":' in source
     assert "from __future__ import annotations" not in source

@@ -15,7 +15,7 @@ import textwrap
 
 import pytest
 
-from patchgym.harness import canaries, contradictions
+from patchgym.harness import canaries, comparing_calls, contradictions
 from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
@@ -118,7 +118,7 @@ def test_a_comparison_made_through_other_machinery_gets_a_far_changed_copy_of_it
 
 def test_a_known_librarys_closeness_check_gets_a_near_copy_past_its_tolerance() -> None:
     tree = ast.parse("import math\nimport numpy as np\nfrom pytest import approx\nfrom mylib import isclose\n")
-    known = contradictions.known_names(tree)
+    known = comparing_calls.known_names(tree)
     assert known == {"math", "np", "approx"}  # `isclose` comes from the repository: its tolerance is unknown
 
     def near(body):
