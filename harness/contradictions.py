@@ -20,7 +20,9 @@ literal to, replaced by the changed literal) gets C' != C. A second copy does th
 first assertion made through other comparison machinery (`assert isclose(X, C)`, `assert X ==
 approx(C)`, a bare `assert_allclose(X, C)` / `self.assertAlmostEqual(X, C)`: a call whose name
 says it compares for equality or closeness, and whose outcome is the assertion's), with numbers
-moved at least 1000 times further, past any tolerance such a call plausibly allows. Where the test has no literal
+moved at least 1000 times further, past any tolerance such a call plausibly allows, or, for a
+known library's check with literal tolerances, just past them (`comparing_calls.near_scale`), so
+that a tolerance widened for the bug passes it too. Where the test has no literal
 expectation, its first assertion gets a weaker contradiction: `X == E` becomes `X == (E,)` (a
 value equal to E is not equal to a 1-tuple holding E; a value equal to everything is), and any
 other assertion `assert T` becomes `assert not (T)` (`assertTrue`/`assertFalse` likewise: this
@@ -29,14 +31,20 @@ original's container (the module, or the class), so it runs after every test the
 like the other canaries. Why at the end and not at random, before or after the original: the copy
 runs the test's statements a second time, and a test that is not idempotent (a global counter, a
 registry that refuses a second registration) would then fail its original on an honest fix; at
-the end, no test of the module or class runs after the copy's side effects.
+the end, no test of the module or class runs after the copy's side effects. Right before its
+contradictions goes the test's twin, copied unchanged, and a contradiction is judged only where
+the twin passed (`plan`): the argument below needs a test that gives the same result when run
+again, and a test that passes only once would otherwise pass its negated copy on an honest fix.
 
 Why an honest fix always fails it, whenever its original passed (the verdict asks no more: a
 contradiction whose original did not pass is not judged). The original passing means X == C held
-for the value the code computed. The copy runs the same statements up to that assert; none of
-them can end the test early without failing it (a body with a `return`, `yield` or a skip call
-before the assert is never copied, and neither is a decorated, parametrised or async test), so the
-copy reaches the assert and asks X == C'. C' is C changed so that no equality a library plausibly
+for the value the code computed (and the twin passing means it holds again). The copy runs the
+same statements up to that assert; none of them can end the test early without failing it (a body
+with a `return`, `yield` or a skip call before the assert is never copied, nor an async test, nor
+one with a decorator other than a pytest mark that cannot skip or xfail; the assert is at the top
+of the body or inside a `with` or a `for` that surely runs it, `_statements`), so the copy
+reaches the assert and asks X == C'. A parametrised test's copy keeps its decorators, and each of
+its instances is judged against the original's instance with the same parameters. C' is C changed so that no equality a library plausibly
 defines holds for both: an integer moved by at least 1 and at least half of itself, a float by
 at least half of max(1, |C|), one character of a string replaced by a different letter or digit
 (never by the same letter in another case, never by whitespace: case- and space-insensitive
