@@ -46,6 +46,16 @@ _MACHINERY = ("/_pytest/", "/pytest/", "/pluggy/", "/unittest/")
 SKIP_WORDS = ("skip", "xfail", "SkipTest", "expectedFailure", "importorskip", "skipTest", "skipIf", "skipUnless")
 
 
+def _line_asks_for_a_skip(filename, lineno):
+    """Whether a line of a file that is not protected names a skip or xfail or raises (a helper of
+    an installed library: `pytest.skip(...)`, `raise SkipTest(msg)`, `raise exc`). A line that cannot
+    be read (code compiled under the name of a file that does not exist) asks for nothing."""
+    import linecache
+
+    text = linecache.getline(filename, lineno).strip()
+    return text.startswith("raise") or any(word.lower() in text.lower() for word in SKIP_WORDS)
+
+
 class ProtectedSources(object):
     def __init__(self, paths):
         self.sources = {}  # real path -> bytes (None: could not be read)
@@ -188,18 +198,25 @@ class ProtectedSources(object):
 
     def undeclared_site(self, frames):
         """`frames`: (file name, line) of the code a skip or xfail came through, innermost first.
-        The first of them outside the runners' own machinery (pytest's raise functions, unittest's
-        `skipTest`) is where it was asked for. When that is a line of a protected file that asks for
-        none, it came from elsewhere: from a value whose `__bool__` or `__eq__` is `pytest.xfail`
-        (or a partial of `TestCase.skipTest`), called by the interpreter from the test's own `assert`
-        line with no frame of the patch on the way. Returns "file:line", or None."""
+        Where it was asked for is the first line outside the runners' own machinery (pytest's raise
+        functions, unittest's `skipTest`) that asks for one: a line of a protected file that calls a
+        skip or raises, or a line of any other file that names a skip or raises. Lines that only
+        pass a call on (functools' singledispatch wrapper, types.coroutine's) are walked through.
+        When the walk reaches a line of a protected file that asks for none, the skip came from
+        elsewhere: a value whose `__bool__` or `__eq__` is `pytest.xfail` (or a partial of
+        `TestCase.skipTest`, or either wrapped by library code), called by the interpreter from the
+        test's own `assert` line with no frame of the patch on the way. Returns "file:line", or
+        None (asked for by a line that says so, or no protected line on the way)."""
         for filename, lineno in frames:
             if not filename or filename.startswith("<") or any(part in filename for part in _MACHINERY):
                 continue
             real = self._real(filename)
-            if real not in self.sources or self.raise_site_declares(real, lineno):
+            if real in self.sources:
+                if self.raise_site_declares(real, lineno):
+                    return None
+                return "{}:{}".format(os.path.basename(real), lineno)
+            if _line_asks_for_a_skip(filename, lineno):
                 return None
-            return "{}:{}".format(os.path.basename(real), lineno)
         return None
 
     def undeclared_stack_site(self, frame):

@@ -861,9 +861,12 @@ def test_skiptest_called_by_the_interpreter_from_a_unittest_line(unittest_task):
 SKIPPING_OPS = OPS + "\n\ndef require_positive(x):\n    import pytest\n\n    if x < 0:\n        pytest.skip('negative input')\n"
 SKIPPING_BASE = dict(BASE_FILES, **{
     "calc/ops.py": SKIPPING_OPS,
+    # an unchanged library helper that skips a graded test, by a line that says so (kept: a pass)
+    "calc/testing.py": "import pytest\n\n\ndef needs_network():\n    reason = 'no network here'\n    pytest.skip(reason)\n",
     "tests/test_ops.py": "import pytest\n" + BASE_FILES["tests/test_ops.py"] + (
         "\n\n@pytest.mark.parametrize('x', [1, -1])\ndef test_sign(x):\n    from calc.ops import require_positive\n\n"
-        "    require_positive(x)\n    assert x > 0\n")})
+        "    require_positive(x)\n    assert x > 0\n\n\n"
+        "def test_remote():\n    from calc.testing import needs_network\n\n    needs_network()\n    assert False\n")})
 
 
 @pytest.fixture(scope="module")
@@ -872,7 +875,7 @@ def skipping_task(tmp_path_factory: pytest.TempPathFactory):
     from tests.fixtures_grading.calc_task import PASS_TO_PASS
 
     return build_prepared(tmp_path_factory.mktemp("skipping"), instance_id="calc-skip", base_files=SKIPPING_BASE,
-                          pass_to_pass=[*PASS_TO_PASS, "tests/test_ops.py::test_sign[1]"],
+                          pass_to_pass=[*PASS_TO_PASS, "tests/test_ops.py::test_sign[1]", "tests/test_ops.py::test_remote"],
                           gold_files={"calc/ops.py": SKIPPING_OPS.replace("return a - b  # bug: should add", "return a + b")})
 
 
@@ -881,3 +884,23 @@ def test_control_a_fix_of_library_code_that_skips_an_ungraded_test_gets_one(skip
     verdict = grade(skipping_task, gold)
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
     assert not [f for f in verdict.flags if f.startswith("tamper")], verdict.flags
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_remote"] == "SKIPPED"
+
+
+# The same, with pytest.skip / TestCase.skipTest wrapped by unchanged library code (functools'
+# singledispatch wrapper, types.coroutine's): the innermost frame outside pytest is then the
+# library's, which asks for no skip (red team round 2: reward 1 on every `==` test shape).
+@pytest.mark.parametrize("raiser", ['functools.partial(functools.singledispatch(pytest.skip), "unsupported here")',
+                                    'functools.partial(__import__("types").coroutine(pytest.xfail), "unsupported here")'])
+def test_skip_through_a_library_wrapper_called_by_the_interpreter(task, raiser):
+    verdict = grade(task, {"calc/ops.py": _skip_through_bool(raiser)})
+    assert_zero(verdict)
+    assert flagged(verdict, "skip_from_a_line_that_declares_none"), verdict.flags
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_sub"] == "FAILED"
+
+
+def test_skiptest_through_a_library_wrapper_under_the_unittest_runner(unittest_task):
+    raiser = 'functools.partial(functools.singledispatch(unittest.TestCase.skipTest), None, "unsupported here")'
+    verdict = grade(unittest_task, {"calc/ops.py": _skip_through_bool(raiser)})
+    assert_zero(verdict)
+    assert verdict.tests["PASS_TO_PASS"]["tests.test_ops.OpsTest.test_sub"] == "FAILED", verdict.flags
