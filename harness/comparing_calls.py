@@ -52,11 +52,23 @@ def changeable(value):
     return False
 
 
-# Calls that build the expected value from their first argument, injectively: a comparing call's
-# expectation is often `np.array([4, 6])`, not a literal (a no-op assert_array_equal got reward 1 on
-# such a test). Not Decimal: a changed string is no number, and the copy would fail for that.
-CONSTRUCTORS = frozenset(("array", "asarray", "tensor", "Series", "DataFrame", "Index", "list", "tuple",
-                           "OrderedDict", "Fraction", "matrix"))
+# Calls that build the expected value from their first argument, injectively: an expectation is
+# often `np.array([4, 6])`, `Point(4, 6)` or `Decimal('2.5')`, not a literal (a no-op
+# assert_array_equal, a `Point.__eq__` that checks the type only, a value equal to everything but
+# tuples: each got reward 1 in a red-team run where only the literal-free "wrap" copy was made).
+# Classes (a capitalised name) and these lower-case builders; not functions in general (`abs(-3)`
+# equals `abs(3)`, `len('ab')` equals `len('aq')`).
+CONSTRUCTORS = frozenset(("array", "asarray", "tensor", "list", "tuple", "matrix"))
+
+
+def constructor_literal(call):
+    """(the literal first argument, its value) of a constructor call, or None."""
+    func = call.func
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+    if not call.args or isinstance(call.args[0], ast.Starred) or not (name in CONSTRUCTORS or name[:1].isupper()):
+        return None
+    ok, value = literal(call.args[0])
+    return (call.args[0], value) if ok else None
 
 
 def name_words(name):

@@ -81,38 +81,47 @@ def _other_char(ch, rng):
     return pick.upper() if ch.isupper() else pick
 
 
-def changed(value, rng, far=False, near=None):
+def changed(value, rng, far=False, near=None, digits=False):
     """A value no correct result equal to `value` can also equal (see the module docstring).
     `far`: numbers move by at least 1000 times max(1, |value|), beyond any tolerance a closeness
     check plausibly allows (`isclose(x, 0.3, abs_tol=1)`, `approx(2.0, rel=0.5)`). `near`: they
     move by `near` times max(1, |value|), past the known tolerance of a known closeness check
-    (`_near_scale`), and a container gets its last number moved that way, not one element more."""
-    if near is not None and not isinstance(value, bool):
-        if isinstance(value, (int, float)):
-            return value + rng.choice((1.0, -1.0)) * max(1.0, abs(value)) * near
-        if isinstance(value, (tuple, list)) and value and _calls.changeable(value[-1]) and not isinstance(value[-1], (str, bytes)):
-            return value[:-1] + type(value)((changed(value[-1], rng, near=near),))
-    if far and isinstance(value, (int, float)):
-        step = max(1, abs(value)) * (_calls.FAR + (rng.random() if isinstance(value, float) else rng.randint(1, 9)))
-        return value + rng.choice((1, -1)) * (type(value))(step)
-    if isinstance(value, int):
-        return value + rng.choice((1, -1)) * (rng.randint(1, 9) + abs(value) // 2)
-    if isinstance(value, float):
-        return value + rng.choice((1.0, -1.0)) * max(1.0, abs(value)) * (0.5 + rng.random())
+    (`comparing_calls.near_scale`). `digits`: a string with digits gets a digit changed (it is
+    a constructor's argument, `Decimal('2.5')`: a letter would make it no number at all). A
+    container gets its last changeable element changed, not one element more: an element whose
+    `__eq__` answers yes to everything passes such a copy, while a longer container fails on its
+    length alone, whatever its elements do (red team round 2)."""
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        sign = rng.choice((1, -1))
+        if near is not None:
+            return value + sign * max(1.0, abs(value)) * near
+        if far:
+            step = max(1, abs(value)) * (_calls.FAR + (rng.random() if isinstance(value, float) else rng.randint(1, 9)))
+            return value + sign * (type(value))(step)
+        if isinstance(value, int):
+            return value + sign * (rng.randint(1, 9) + abs(value) // 2)
+        return value + sign * max(1.0, abs(value)) * (0.5 + rng.random())
     if isinstance(value, str):
         if not value:
             return rng.choice(string.ascii_lowercase)
-        i = rng.randrange(len(value))
+        places = [i for i, ch in enumerate(value) if ch.isdigit()] if digits else []
+        i = rng.choice(places) if places else rng.randrange(len(value))
         if not value[i].isalnum():
             return value[:i] + rng.choice(string.ascii_lowercase) + value[i:]
         return value[:i] + _other_char(value[i], rng) + value[i + 1:]
     if isinstance(value, bytes):
-        return changed(value.decode("latin-1"), rng).encode("latin-1")
+        return changed(value.decode("latin-1"), rng, digits=digits).encode("latin-1")
     if isinstance(value, (tuple, list)):
-        extra = changed(value[-1], rng, far) if value and _calls.changeable(value[-1]) else rng.randint(1, 9)
-        return value + type(value)((extra,))
+        for i in range(len(value) - 1, -1, -1):
+            if _calls.changeable(value[i]):
+                return value[:i] + type(value)((changed(value[i], rng, far, near, digits),)) + value[i + 1:]
+        return value + type(value)((rng.randint(1, 9),))
     if isinstance(value, dict):
         new = dict(value)
+        for key in reversed(list(value)):
+            if _calls.changeable(value[key]):
+                new[key] = changed(value[key], rng, far, near, digits)
+                return new
         key = "{}{}".format(rng.choice(string.ascii_lowercase), rng.randrange(10 ** 6))
         while key in new:
             key += rng.choice(string.ascii_lowercase)
@@ -182,22 +191,23 @@ def _stores(statement, name):
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in _walk_own(statement))
 
 
-def _expected_side(pair, literals, constructed=False):
-    """The node of a (left, right) pair to change and its value: a literal side, or a name bound
-    to a literal (or, with `constructed`, the literal first argument of a `_calls.CONSTRUCTORS` call),
-    while the other side is not a literal itself."""
+def _expected_side(pair, literals):
+    """(node, value, in a constructor) of a (left, right) pair to change: a literal side, a name
+    bound to a literal, or the literal first argument of a constructor (`comparing_calls.
+    constructor_literal`: `Point(4, 6)`, `Decimal('2.5')`, `np.array([4, 6])`), while the other
+    side is not a literal itself. (None, None, False) if there is none."""
     for mine, other in ((pair[1], pair[0]), (pair[0], pair[1])):
         ok, value = _calls.literal(mine)
+        inside = False
         if not ok and isinstance(mine, ast.Name) and mine.id in literals:
             ok, value = True, literals[mine.id]
-        if (not ok and constructed and isinstance(mine, ast.Call) and mine.args
-                and not isinstance(mine.args[0], ast.Starred)
-                and (getattr(mine.func, "attr", None) or getattr(mine.func, "id", None)) in _calls.CONSTRUCTORS):
-            ok, value = _calls.literal(mine.args[0])
-            mine = mine.args[0]
+        if not ok and isinstance(mine, ast.Call):
+            found = _calls.constructor_literal(mine)
+            if found is not None:
+                (mine, value), ok, inside = found, True, True
         if ok and not _calls.literal(other)[0] and not isinstance(other, ast.Constant):
-            return mine, value
-    return None, None
+            return mine, value, inside
+    return None, None, False
 
 
 _TRUTH_METHODS = ("assertTrue", "assertFalse")
@@ -254,12 +264,18 @@ def targets(function, known=frozenset()):
             if call is not None and len(call.args) >= 2:
                 pair = (call.args[0], call.args[1])
         comparison = _calls.comparison_pair(statement)
-        for how, candidate in (("change_far", comparison and comparison[:2]), ("change", pair)):
-            if candidate is not None and how not in found:
-                node, value = _expected_side(candidate, literals, constructed=how == "change_far")
-                if node is not None:
-                    scale = _calls.near_scale(comparison[2], known) if how == "change_far" else None
-                    found[how] = (node, how, value) if scale is None else (node, "change_near", (value, scale))
+        for kind, candidate in (("change_far", comparison and comparison[:2]), ("change", pair)):
+            if candidate is not None and kind not in found:
+                node, value, inside = _expected_side(candidate, literals)
+                if node is None:
+                    continue
+                scale = _calls.near_scale(comparison[2], known) if kind == "change_far" else None
+                if scale is not None:
+                    found[kind] = (node, "change_near", (value, scale))
+                elif inside and kind == "change":  # a digit of a string changed: `Decimal('2.5')` stays a number
+                    found[kind] = (node, "change_in_call", value)
+                else:
+                    found[kind] = (node, kind, value)
         if len(found) == 2:
             break
         if fallback is None:
@@ -298,19 +314,21 @@ def _segment(lines, node):
 
 def replacement(lines, node, how, value, rng):
     """The source that takes `node`'s place in the copy, or None."""
-    if how in ("change", "change_far", "change_near"):
+    if how in ("change", "change_in_call", "change_far", "change_near"):
         if how == "change_near":
             value, scale = value
             new = changed(value, rng, near=scale * (1 + rng.random()))
         else:
-            new = changed(value, rng, far=how == "change_far")
+            new = changed(value, rng, far=how == "change_far", digits=how == "change_in_call")
         text = repr(new)
         try:
             return text if ast.literal_eval(text) == new else None
         except (ValueError, SyntaxError):
             return None
     if how == "wrap":
-        return "(" + _segment(lines, node) + ",)"
+        # Either wrapper, at random: a value equal to everything but tuples (red team round 2) must
+        # guess which, and no value that equals E honestly equals a 1-tuple holding E or a bare object.
+        return "(" + _segment(lines, node) + ",)" if rng.random() < 0.5 else "object()"
     if how == "negate":
         return "not (" + _segment(lines, node) + ")"
     return None

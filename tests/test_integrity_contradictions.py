@@ -80,6 +80,14 @@ def test_the_first_top_level_literal_expectation_is_the_target_and_nothing_that_
     assert _target("def test_a():\n    assert f()\n    if x:\n        return\n    assert g() == 2\n") == ("f()", "negate", None)
 
 
+def test_a_constructors_string_gets_a_digit_changed_so_it_stays_a_number() -> None:
+    from decimal import Decimal
+
+    for seed in range(200):
+        new = contradictions.changed("2.50", random.Random(seed), digits=True)
+        assert Decimal(new) != Decimal("2.50")
+
+
 def _targets(body: str):
     function = ast.parse(textwrap.dedent(body)).body[0]
     return [(ast.unparse(node), how, value) for node, how, value in contradictions.targets(function)]
@@ -97,7 +105,9 @@ def test_a_comparison_made_through_other_machinery_gets_a_far_changed_copy_of_it
     assert _targets("def test_a():\n    assert_frame_equal(f(), expected)\n") == []
     # an expectation built by a constructor from a literal: the literal is changed
     assert _targets("def test_a():\n    npt.assert_array_equal(f(), np.array([4, 6]))\n") == [("[4, 6]", "change_far", [4, 6])]
-    assert _targets("def test_a():\n    assert f() == Decimal('1.5')\n") == [("Decimal('1.5')", "wrap", None)]
+    assert _targets("def test_a():\n    assert f() == Decimal('1.5')\n") == [("'1.5'", "change_in_call", "1.5")]
+    assert _targets("def test_a():\n    assert move(p) == Point(4, 6)\n") == [("4", "change_in_call", 4)]
+    assert _targets("def test_a():\n    assert f(-3) == abs(-3)\n") == [("abs(-3)", "wrap", None)]  # not a constructor
     # both kinds in one test: one copy each, the plain `==` first
     assert _targets("def test_a():\n    assert_array_equal(f(), (1, 2))\n    assert g() == 'x'\n") == [
         ("'x'", "change", "x"), ("(1, 2)", "change_far", (1, 2))]
@@ -153,8 +163,9 @@ def test_a_far_change_leaves_every_plausible_tolerance_behind(value) -> None:
         if isinstance(value, (int, float)):
             assert abs(new - value) >= 1000 * max(1, abs(value))
             assert not math.isclose(new, value, rel_tol=0.5, abs_tol=100)
-        else:  # one element more: no elementwise comparison can match the lengths
-            assert len(new) == len(value) + 1
+        else:  # its last element moved as far (an always-equal element would pass one element more)
+            assert len(new) == len(value) and new[:-1] == value[:-1]
+            assert abs(new[-1] - value[-1]) >= 1000 * max(1, abs(value[-1]))
 
 
 @pytest.mark.parametrize("body", [
@@ -198,6 +209,12 @@ def test_a_far_copy_fails_on_the_correct_code_and_passes_when_the_machinery_pass
     ("def test_a():\n    assert f(2) != 5\n", lambda x: x * 2, None),
     ("def test_a():\n    assert not f(0)\n", lambda x: x * 2, None),
     ("def test_a():\n    for x in [1, 2]:\n        assert f(x) == 2 * x\n", lambda x: x * 2, lambda x: _AlwaysEqual(0)),
+    # elements equal to everything inside a right-sized container (red team round 2)
+    ("def test_a():\n    assert f(2) == [4, 5]\n", lambda x: [x * 2, x * 2 + 1], lambda x: [_AlwaysEqual(0), _AlwaysEqual(0)]),
+    ("def test_a():\n    assert f(2) == {'a': 4}\n", lambda x: {"a": x * 2}, lambda x: {"a": _AlwaysEqual(0)}),
+    # a constructor's argument, through a type whose equality looks at the type only
+    ("def test_a():\n    assert f(2) == Fraction(4, 1)\n", lambda x: __import__("fractions").Fraction(x * 2),
+     lambda x: type("Any", (), {"__eq__": lambda s, o: True})()),
     ("def test_a():\n    with memoryview(b'x'):\n        assert f(2) == 4\n", lambda x: x * 2, lambda x: _AlwaysEqual(0)),
 ])
 def test_every_kind_of_copy_fails_on_the_correct_code_and_passes_on_a_value_equal_to_everything(body, good, always_equal) -> None:
@@ -211,7 +228,7 @@ def test_every_kind_of_copy_fails_on_the_correct_code_and_passes_on_a_value_equa
         for f, fails in ((good, True), (always_equal, False)):
             if f is None:
                 continue
-            namespace = {"f": f, "g": lambda x: x}
+            namespace = {"f": f, "g": lambda x: x, "Fraction": __import__("fractions").Fraction}
             exec(code, namespace)
             if fails:
                 with pytest.raises(AssertionError):
@@ -287,7 +304,7 @@ def test_a_parametrised_test_is_copied_with_its_decorators_and_every_instance_fa
         (container, name), = contradicted
         copy = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
         assert [ast.unparse(d) for d in copy.decorator_list] == ["pytest.mark.parametrize('a, b, expected', [(1, 2, 3), (2, 2, 4)])"]
-        assert ast.unparse(copy.body[0]) == "assert add(a, b) == (expected,)"
+        assert ast.unparse(copy.body[0]) in ("assert add(a, b) == (expected,)", "assert add(a, b) == object()")
 
 
 # -- through the real grader ------------------------------------------------------------------
@@ -457,3 +474,33 @@ def test_asserts_in_bodies_that_surely_run_once_are_targets_too() -> None:
                  "def test_a():\n    for a in [1, 2]:\n        if a == 1:\n            continue\n        assert f(a) == 5\n",
                  "def test_a():\n    if x:\n        assert f() == 5\n"):
         assert _target(body) is None, body
+
+
+def test_a_value_equal_to_everything_but_tuples_cannot_know_which_wrapper_it_meets() -> None:
+    class _NotTuple(int):
+        def __eq__(self, other):
+            return not isinstance(other, tuple)
+
+        __hash__ = int.__hash__
+
+    body = "def test_a():\n    expected = g(4)\n    assert f(2) == expected\n"
+    function = ast.parse(body).body[0]
+    lines = body.splitlines()
+    caught = 0
+    for seed in range(40):
+        node, how, value = contradictions.target(function)
+        copy = contradictions.copy_with(lines, function, "test_b", node,
+                                        contradictions.replacement(lines, node, how, value, random.Random(seed)))
+        code = compile("\n".join(copy) + "\n", "t.py", "exec")
+        namespace = {"f": lambda x: x * 2, "g": lambda x: x}
+        exec(code, namespace)
+        with pytest.raises(AssertionError):
+            namespace["test_b"]()  # the correct code fails every copy
+        namespace = {"f": lambda x: _NotTuple(0), "g": lambda x: x}
+        exec(code, namespace)
+        try:
+            namespace["test_b"]()
+            caught += 1
+        except AssertionError:
+            pass
+    assert 10 <= caught <= 30  # about half the copies pass for it: any one of them is tampering
