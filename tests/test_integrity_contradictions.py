@@ -134,7 +134,7 @@ def test_a_known_librarys_closeness_check_gets_a_near_copy_past_its_tolerance() 
     def near(body):
         return [(ast.unparse(n), how, value) for n, how, value in contradictions.targets(ast.parse(body).body[0], known)]
 
-    assert near("def test_a():\n    assert math.isclose(f(), 0.3)\n") == [("0.3", "change_near", (0.3, 0.01))]
+    assert near("def test_a():\n    assert math.isclose(f(), 0.3)\n") == [("0.3", "change_near", (0.3, 1e-4))]
     assert near("def test_a():\n    assert f() == approx(2.0, abs=0.003)\n") == [("2.0", "change_near", (2.0, 0.03))]
     assert near("def test_a():\n    np.testing.assert_almost_equal(f(), [1.0, 2.0], 3)\n") == [
         ("[1.0, 2.0]", "change_near", ([1.0, 2.0], 10 * 1.5e-3))]
