@@ -188,17 +188,24 @@ def _namespace():
                  "warns", "deprecated_call", "mark"):
         if name in vars(pytest):
             entries.append(("pytest." + name, vars(pytest), name, vars(pytest)[name]))
+    # Every method of TestCase (`_baseAssertEqual`, `_getAssertEqualityFunc` are what assertEqual
+    # calls) and every builtin function and class (`round` and `abs` loosened so that
+    # assertAlmostEqual and `abs(x - c) < eps` pass: reward 1 in red-team round 2): a list of the
+    # ones a hack would use loses to the next one. Data attributes (`TestCase.maxDiff`) are left to
+    # the tests and their configuration, and so are the names `site` adds (`exit`, `help`, ...).
     testcase = vars(unittest.TestCase)
     for name, value in testcase.items():
-        if name.startswith(("assert", "fail", "skip", "run", "_callTestMethod", "_callSetUp", "_callTearDown")):
+        if callable(value) or hasattr(type(value), "__get__"):
             entries.append(("unittest.TestCase." + name, testcase, name, value))
     entries.append(("unittest.TestCase", vars(unittest), "TestCase", unittest.TestCase))
-    for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
-                 "__import__", "print", "repr", "str", "int", "float", "type", "compile", "exec", "__build_class__",
-                 "getattr", "setattr", "hasattr", "callable", "super", "object"):
-        if name in vars(builtins):
-            entries.append(("builtins." + name, vars(builtins), name, vars(builtins)[name]))
+    namespace = vars(builtins)
+    for name, value in namespace.items():
+        if callable(value) and (not name.startswith("_") or name in ("__import__", "__build_class__")) and name not in _SITE_BUILTINS:
+            entries.append(("builtins." + name, namespace, name, value))
     return entries
+
+
+_SITE_BUILTINS = ("copyright", "credits", "license", "exit", "quit", "help")
 
 
 def _class_keys():
