@@ -54,11 +54,11 @@ def _watched():
             entries.append(("unittest.{}.{}".format(cls.__name__, name), namespace, name, value))
     for name in ("TestCase", "TestResult", "TextTestResult", "TextTestRunner", "TestSuite"):
         entries.append(("unittest." + name, vars(unittest), name, getattr(unittest, name)))
-    for name in ("AssertionError", "Exception", "BaseException", "isinstance", "len", "all", "any", "bool",
-                 "__import__", "print", "repr", "str", "int", "float", "type", "__build_class__", "getattr",
-                 "setattr", "super", "object", "compile", "exec"):
-        if name in vars(builtins):
-            entries.append(("builtins." + name, vars(builtins), name, vars(builtins)[name]))
+    # every builtin function and class, as the pytest reporter watches them (why: there)
+    for name, value in vars(builtins).items():
+        if callable(value) and (not name.startswith("_") or name in ("__import__", "__build_class__")) and name not in (
+                "copyright", "credits", "license", "exit", "quit", "help"):
+            entries.append(("builtins." + name, vars(builtins), name, value))
     return entries
 
 
