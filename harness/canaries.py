@@ -68,20 +68,32 @@ def _words(name):
 
 
 def _declares_skip_or_xfail(node):
-    """Whether a module or class body (or a class's decorators) declares skips/xfails for all of it."""
-    targets = []
+    """Whether a module or class body (or a class's decorators) declares skips/xfails for all of it,
+    or marks that a canary (a plain test with no arguments) could not take (parametrize). Other
+    marks (`pytestmark = pytest.mark.filterwarnings(...)`, a class's `usefixtures`) do not: a
+    module with such a `pytestmark` had no canaries at all (red team round 2)."""
     if isinstance(node, ast.ClassDef):
-        if node.decorator_list:
-            return True  # unittest.skip*/expectedFailure, pytest.mark.*: its tests' outcomes are not their own
+        if not all(_contradictions.copyable_decorator(d, parametrize=False) for d in node.decorator_list):
+            return True  # unittest.skip*/expectedFailure, skip/xfail marks: its tests' outcomes are not their own
         if node.bases and not all(isinstance(b, (ast.Name, ast.Attribute)) for b in node.bases):
             return True
     for statement in node.body:
         if isinstance(statement, (ast.Assign, ast.AnnAssign)):
             names = statement.targets if isinstance(statement, ast.Assign) else [statement.target]
             for target in names:
-                if isinstance(target, ast.Name) and target.id in ("pytestmark", "__test__", "__unittest_skip__"):
-                    targets.append(target.id)
-    return bool(targets)
+                if not isinstance(target, ast.Name):
+                    continue
+                if target.id in ("__test__", "__unittest_skip__"):
+                    return True
+                if target.id == "pytestmark" and not _harmless_marks(statement.value):
+                    return True
+    return False
+
+
+def _harmless_marks(value):
+    """Whether a `pytestmark` value is marks that cannot skip, xfail or parametrize."""
+    marks = value.elts if isinstance(value, (ast.List, ast.Tuple)) else [value]
+    return value is not None and all(_contradictions.copyable_decorator(m, parametrize=False) for m in marks)
 
 
 def _imported_names(tree, testbed):

@@ -248,7 +248,7 @@ def targets(function, known=frozenset()):
     first literal expectation of a comparison made through other machinery (`_comparison_pair`),
     each to another value (the strongest: see the module docstring); else one "wrap" or "negate"
     of the first assertion (`_fallback`); [] if the body has none."""
-    if isinstance(function, ast.AsyncFunctionDef) or not all(_copyable_decorator(d) for d in function.decorator_list):
+    if isinstance(function, ast.AsyncFunctionDef) or not all(copyable_decorator(d) for d in function.decorator_list):
         return []
     literals = {}
     fallback = None
@@ -346,15 +346,19 @@ def _splice(lines, node, text, first_line):
 _UNCOPYABLE_MARKS = ("skip", "skipif", "xfail")
 
 
-def _copyable_decorator(decorator):
+def copyable_decorator(decorator, parametrize=True):
     """Whether a decorator is a pytest mark (`pytest.mark.X` or `mark.X`, called or not) that cannot
     make the copy skip or xfail where the original did not: not skip, skipif or xfail, and no
-    `pytest.param(..., marks=...)` among its values. A copy keeps such decorators (a custom
-    `slowish` mark a test suite uses got a test no contradiction before); a parametrised copy's
+    `pytest.param(..., marks=...)` among its values (nor parametrize, unless `parametrize`); or
+    `mock.patch(...)` / `patch.object(...)` (it hands the copy the same arguments and undoes
+    itself). A copy keeps such decorators (a custom `slowish` mark, a `mock.patch`: tests the red
+    team's always-equal value passed with no contradiction before); a parametrised copy's
     instances copy the original's with the same parameters (`test_x[a-b]` and `<copy>[a-b]`), and
     each is judged against it."""
     func = decorator.func if isinstance(decorator, ast.Call) else decorator
-    if not isinstance(func, ast.Attribute) or func.attr in _UNCOPYABLE_MARKS:
+    if isinstance(decorator, ast.Call) and _is_mock_patch(func):
+        return True
+    if not isinstance(func, ast.Attribute) or func.attr in _UNCOPYABLE_MARKS or func.attr == "parametrize" and not parametrize:
         return False
     if not (isinstance(func.value, ast.Attribute) and func.value.attr == "mark"
             or isinstance(func.value, ast.Name) and func.value.id == "mark"):
@@ -363,6 +367,12 @@ def _copyable_decorator(decorator):
         if isinstance(inner, ast.keyword) and inner.arg == "marks":
             return False
     return True
+
+
+def _is_mock_patch(func):
+    if isinstance(func, ast.Attribute) and func.attr in ("object", "dict", "multiple"):
+        func = func.value
+    return isinstance(func, ast.Name) and func.id == "patch" or isinstance(func, ast.Attribute) and func.attr == "patch"
 
 
 def copy_with(lines, function, new_name, node, text):

@@ -199,7 +199,7 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     assert imports <= ({"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
                        "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
                        "patchgym_compiled_tests", "patchgym_signed_stream", "_hashlib", "inspect", "gc",
-                       "patchgym_contradictions", "patchgym_comparing_calls", "math", "string"}
+                       "patchgym_contradictions", "patchgym_comparing_calls", "math", "string", "linecache"}
                       | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py") else set()))
     if source_name == "canaries.py":  # the package import is the host's branch only (`__name__` decides)
         assert 'if __name__ == "patchgym_canaries":' in source
@@ -280,8 +280,18 @@ def test_canaries_are_not_planted_where_the_module_declares_marks() -> None:
 
     from patchgym.harness import canaries
 
-    source = "import pytest\n\npytestmark = pytest.mark.xfail\n\n\ndef test_a():\n    assert 0\n"
-    assert canaries.plant_source(source, ["test_a"], random.Random(0))[1] == []
+    for marks in ("pytest.mark.xfail", "[pytest.mark.slow, pytest.mark.skipif(True, reason='x')]",
+                  "pytest.mark.parametrize('x', [1])", "some_marks()"):
+        source = f"import pytest\n\npytestmark = {marks}\n\n\ndef test_a():\n    assert 0\n"
+        assert canaries.plant_source(source, ["test_a"], random.Random(0))[1] == [], marks
+    # marks that cannot skip, xfail or parametrize do not stop canaries (a filterwarnings pytestmark did)
+    for marks in ("pytest.mark.filterwarnings('ignore')", "[pytest.mark.slow, pytest.mark.timeout(5)]"):
+        source = f"import pytest\n\npytestmark = {marks}\n\n\ndef test_a():\n    assert 0\n"
+        assert canaries.plant_source(source, ["test_a"], random.Random(0))[1], marks
+    source = ("import pytest\n\n\n@pytest.mark.usefixtures('db')\nclass TestA:\n    def test_a(self):\n        assert 0\n\n\n"
+              "@pytest.mark.skipif(True, reason='x')\nclass TestB:\n    def test_b(self):\n        assert 0\n")
+    planted = canaries.plant_source(source, ["TestA::test_a", "TestB::test_b"], random.Random(0))[1]
+    assert {container for container, _ in planted} == {"TestA"}
 
 
 def test_new_modules_that_shadow_installed_packages_are_removed(tmp_path) -> None:

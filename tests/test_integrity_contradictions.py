@@ -70,6 +70,7 @@ def test_the_first_top_level_literal_expectation_is_the_target_and_nothing_that_
     assert _target("@pytest.mark.parametrize('x', [1])\n@pytest.mark.skipif(True, reason='x')\ndef test_a(x):\n    assert f(x) == 5\n") is None
     assert _target("@functools.lru_cache\ndef test_a():\n    assert f() == 5\n") is None
     assert _target("@pytest.mark.slowish\n@mark.timeout(5)\ndef test_a():\n    assert f() == 5\n") == ("5", "change", 5)
+    assert _target("@mock.patch('os.getcwd')\n@patch.object(A, 'b')\ndef test_a(m1, m2):\n    assert f() == 5\n") == ("5", "change", 5)
     assert _target("@pytest.mark.parametrize('x', [pytest.param(1, marks=pytest.mark.xfail)])\n"
                    "def test_a(x):\n    assert f(x) == 5\n") is None
     # parametrised only: copied with its decorators (each instance of the copy judged against the original's)
