@@ -174,6 +174,7 @@ class Planted(object):
         self.by_param = False
         self.is_twin = False  # an unchanged copy of a contradicted test (see contradictions.plan)
         self.twin = None  # for a contradiction canary, the number of its twin
+        self.exact = False  # ... and whether its expectation is a changed value (contradictions.plan)
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -225,8 +226,9 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
     source and the planted (container, name) pairs; ([], source) when nothing can be planted.
     `contradict` ({graded name: its test id}) names the tests that may get up to `limit`
     contradiction canaries (`contradictions.py`); `contradicted` receives {(container, name): id}
-    for those planted, and `twins` {(container, name): the name of its twin} (an unchanged copy of
-    the test, planted too: neither a canary nor a contradiction, see `contradictions.plan`)."""
+    for those planted, and `twins` {(container, name): (the name of its twin, exact)} (the twin is
+    an unchanged copy of the test, planted too: neither a canary nor a contradiction; `exact`: see
+    `contradictions.plan`)."""
     if sys.version_info < (3, 8):
         return source, []
     try:
@@ -297,7 +299,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
                               if isinstance(n, ast.FunctionDef) and n.name == parts[1]]
         end_of = {name: node.end_lineno for name, node in classes.items()}
         end_of[None] = len(lines)
-        for after, new_lines, container, name, test_id, twin in _contradictions.plan(
+        for after, new_lines, container, name, test_id, twin, exact in _contradictions.plan(
                 lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of,
                 _comparing_calls.known_names(tree)):
             if new_lines:
@@ -308,7 +310,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             if contradicted is not None:
                 contradicted[(container, name)] = test_id
             if twins is not None:
-                twins[(container, name)] = twin
+                twins[(container, name)] = (twin, exact)
     if not planted:
         return source, []
     for after, new_lines, _ in sorted(inserts, key=lambda item: (-item[0], item[2])):
@@ -396,7 +398,7 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
                 handle.write(new_source.encode(encoding))
         except (OSError, UnicodeEncodeError):
             continue
-        twin_names = {(container, twin) for (container, _), twin in twins.items()}
+        twin_names = {(container, twin) for (container, _), (twin, _) in twins.items()}
         numbers = {}
         for container, name in names:
             canary = Planted(rel, container, name)
@@ -406,8 +408,9 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             canary.is_twin = (container, name) in twin_names
             numbers[(container, name)] = len(planted)
             planted.append(canary)
-        for (container, name), twin in twins.items():
+        for (container, name), (twin, exact) in twins.items():
             planted[numbers[(container, name)]].twin = numbers[(container, twin)]
+            planted[numbers[(container, name)]].exact = exact
     return planted
 
 

@@ -98,8 +98,8 @@ def changed(value, rng, far=False, near=None, digits=False):
         if far:
             step = max(1, abs(value)) * (_calls.FAR + (rng.random() if isinstance(value, float) else rng.randint(1, 9)))
             return value + sign * (type(value))(step)
-        if isinstance(value, int):
-            return value + sign * (rng.randint(1, 9) + abs(value) // 2)
+        if isinstance(value, int):  # by hundreds: a rerun of a test that counts does not reach it
+            return value + sign * (100 * rng.randint(1, 9) + rng.randint(0, 99) + abs(value) // 2)
         return value + sign * max(1.0, abs(value)) * (0.5 + rng.random())
     if isinstance(value, str):
         if not value:
@@ -392,14 +392,19 @@ def copy_with(lines, function, new_name, node, text):
 def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset()):
     """Contradictions for one file: `functions` is [(container, function node, original id)] of the
     graded tests that may be copied, `end_of` {container: its last line} (None: the module).
-    Returns [(insert after line, new lines, container, name, id, twin name)]: the first
-    contradiction of a test carries the lines of all of them and of their twin, the others none.
+    Returns [(insert after line, new lines, container, name, id, twin name, exact)]: the first
+    contradiction of a test carries the lines of all of them and of their twin, the others none;
+    `exact` says that its expectation is a changed value (not a wrapped or negated assertion).
 
     The twin is the test copied unchanged. Why: "the original passed, so the copy must fail" holds
     only for a test that gives the same result when run again, and real tests need not (one that
     asserts `4 not in _collected` and then fills `_collected` passes once; its negated copy then
     passed on the gold patch of a real library, and the run was tampered). A contradiction is
-    judged only where its twin, run right before it, passed: the test is repeatable there."""
+    judged where its twin, run right before it, passed: the test is repeatable there. Where the twin
+    did not pass, an `exact` contradiction that passed is still judged: a changed literal (a random
+    value, far from the original) that a rerun of a drifting test happens to produce is not to be
+    expected, while code that lies on the first call only and answers honestly on the twin's second
+    (red team round 2: keyed by the assert line, or by a call count) would pass it on the third."""
     chosen = []
     candidates = list(functions)
     rng.shuffle(candidates)
@@ -419,7 +424,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset()):
             if new_lines is None:
                 continue
             block += gap + new_lines
-            copies.append(name)
+            copies.append((name, how not in ("wrap", "negate")))
         if not copies:
             continue
         twin = name_for(function.name)
@@ -429,6 +434,6 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset()):
         # The twin first: it runs the test a second time unchanged, right before the contradictions
         # run it a third; a contradiction is judged only where its twin passed (see `plan`).
         block = gap + twin_lines + block
-        chosen.extend((end_of[container], block if n == 0 else [], container, name, original, twin)
-                      for n, name in enumerate(copies))
+        chosen.extend((end_of[container], block if n == 0 else [], container, name, original, twin, exact)
+                      for n, (name, exact) in enumerate(copies))
     return chosen

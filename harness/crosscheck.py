@@ -81,11 +81,13 @@ def canary_flags(stream) -> list[str]:
 
 
 def _twin_passed(stream, number: int, param: str | None = None) -> bool:
-    """Whether a contradiction's twin (the graded test copied unchanged, run right before it)
-    passed: only then is the test repeatable, and its copy with another expectation bound to fail.
-    A reporter that planted no twin: judged as before twins existed."""
+    """Whether a contradiction that passed is to be judged: its twin (the graded test copied
+    unchanged, run right before it) passed, so the test is repeatable and the copy with another
+    expectation bound to fail; or the copy's expectation is a changed value (`exact`), which no
+    honest rerun produces whatever its twin did (see contradictions.plan). A reporter that planted
+    no twin: judged as before twins existed."""
     twin = stream.twins.get(number)
-    if twin is None:
+    if twin is None or number in stream.exact:
         return True
     status = stream.canaries.get(twin) if param is None else stream.canary_params.get(twin, {}).get(param)
     return status == "PASSED"

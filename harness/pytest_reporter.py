@@ -1074,7 +1074,8 @@ def _claim():
         reporter.emit("canaries", count=len(planted),
                       contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)},
                       by_param=[n for n, c in enumerate(planted) if getattr(c, "by_param", False)],
-                      twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None})
+                      twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None},
+                      exact=[n for n, c in enumerate(planted) if getattr(c, "exact", False)])
     for name in early:
         reporter._violation("repository_code_ran_before_the_grader", name)
     return reporter

@@ -101,6 +101,7 @@ class StreamResults:
     contradicts: dict[int, str] = field(default_factory=dict)  # contradiction canary number -> the graded id it copies
     by_param: set[int] = field(default_factory=set)  # those copying a parametrised test (its id without parameters)
     twins: dict[int, int] = field(default_factory=dict)  # contradiction canary number -> its twin's (an unchanged copy)
+    exact: set[int] = field(default_factory=set)  # contradictions whose expectation is a changed value
     canary_params: dict[int, dict[str, str]] = field(default_factory=dict)  # such a canary -> {parameter id: outcome}
     started: bool = False
     ended: bool = False
@@ -184,6 +185,9 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             twins = record.get("twins") or {}
             if isinstance(twins, dict):
                 out.twins = {int(n): int(t) for n, t in twins.items() if str(n).isdigit() and str(t).isdigit()}
+            exact = record.get("exact") or []
+            if isinstance(exact, list):
+                out.exact = {int(n) for n in exact if str(n).isdigit()}
             by_param = record.get("by_param") or []
             if isinstance(by_param, list):
                 out.by_param = {int(n) for n in by_param if str(n).isdigit()}

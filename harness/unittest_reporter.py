@@ -284,7 +284,8 @@ def main(argv):
     if config.get("canaries"):
         channel.emit("canaries", count=len(planted),
                      contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)},
-                     twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None})
+                     twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None},
+                     exact=[n for n, c in enumerate(planted) if getattr(c, "exact", False)])
     for name in early:
         channel.emit("integrity", what="repository_code_ran_before_the_grader", detail=name)
     statuses = {}
