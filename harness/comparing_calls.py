@@ -192,3 +192,22 @@ def near_scale(call, known):
             return None  # `significant=`, or a keyword this does not know
         scale = max(scale, 10 * tolerance)
     return scale if scale < 0.1 else None
+
+
+def equality_helpers(tree):
+    """Module-level functions of a test module whose body is `assert a == b` on their first two
+    parameters (`def check(result, expected): assert result == expected`): a call of one compares
+    exactly like `==`, and a test asserting only through it got no copy before (red team round 2)."""
+    found = set()
+    for node in tree.body:
+        if not isinstance(node, ast.FunctionDef) or node.decorator_list or len(node.args.args) < 2:
+            continue
+        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+        if len(body) != 1 or not isinstance(body[0], ast.Assert):
+            continue
+        test = body[0].test
+        params = {node.args.args[0].arg, node.args.args[1].arg}
+        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
+                and {getattr(test.left, "id", None), getattr(test.comparators[0], "id", None)} == params):
+            found.add(node.name)
+    return frozenset(found)

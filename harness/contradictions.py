@@ -242,7 +242,15 @@ def _fallback(statement):
     return None
 
 
-def targets(function, known=frozenset()):
+def _helper_call(statement, helpers):
+    """The call if `statement` is `helper(X, E, ...)` of one of the module's equality helpers."""
+    if (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and isinstance(statement.value.func, ast.Name)
+            and statement.value.func.id in helpers and not any(isinstance(a, ast.Starred) for a in statement.value.args[:2])):
+        return statement.value
+    return None
+
+
+def targets(function, known=frozenset(), helpers=frozenset()):
     """[(node, how, value)]: what to change in a test function's body and how, one copy each --
     "change" the first literal expectation of a plain `==` or `assertEqual`, and "change_far" the
     first literal expectation of a comparison made through other machinery (`_comparison_pair`),
@@ -260,7 +268,7 @@ def targets(function, known=frozenset()):
             if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
                 pair = (test.left, test.comparators[0])
         else:
-            call = _self_call(statement, _calls.EQUAL_METHODS)
+            call = _self_call(statement, _calls.EQUAL_METHODS) or _helper_call(statement, helpers)
             if call is not None and len(call.args) >= 2:
                 pair = (call.args[0], call.args[1])
         comparison = _calls.comparison_pair(statement)
@@ -297,9 +305,9 @@ def targets(function, known=frozenset()):
     return []
 
 
-def target(function, known=frozenset()):
+def target(function, known=frozenset(), helpers=frozenset()):
     """The first of `targets(function)`, or (None, None, None)."""
-    found = targets(function, known)
+    found = targets(function, known, helpers)
     return found[0] if found else (None, None, None)
 
 
@@ -389,7 +397,7 @@ def copy_with(lines, function, new_name, node, text):
     return out[:at] + [renamed] + out[at + 1:]
 
 
-def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset()):
+def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), helpers=frozenset()):
     """Contradictions for one file: `functions` is [(container, function node, original id)] of the
     graded tests that may be copied, `end_of` {container: its last line} (None: the module).
     Returns [(insert after line, new lines, container, name, id, twin name, exact)]: the first
@@ -413,7 +421,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset()):
             break
         gap = [""] if container else ["", ""]
         block, copies = [], []
-        for node, how, value in targets(function, known):
+        for node, how, value in targets(function, known, helpers):
             if len(chosen) + len(copies) >= min(limit, PER_FILE):
                 break
             text = replacement(lines, node, how, value, rng)

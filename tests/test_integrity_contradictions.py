@@ -462,6 +462,17 @@ def test_a_contradiction_is_judged_only_where_its_twin_passed() -> None:
         assert flags("PASSED", "FAILED", param=param) == []  # the copy failed: as it must
 
 
+def test_a_call_of_the_modules_own_equality_helper_is_a_plain_comparison() -> None:
+    tree = ast.parse('def check(result, expected):\n    """Doc."""\n    assert result == expected\n\n\n'
+                     "def check_loose(result, expected):\n    assert abs(result - expected) < 1\n\n\n"
+                     "def test_a():\n    check(f(2), 4)\n\n\ndef test_b():\n    check_loose(f(2), 4)\n")
+    helpers = comparing_calls.equality_helpers(tree)
+    assert helpers == {"check"}
+    assert [(ast.unparse(n), how, v) for n, how, v in contradictions.targets(tree.body[2], frozenset(), helpers)] == [
+        ("4", "change", 4)]
+    assert contradictions.targets(tree.body[3], frozenset(), helpers) == []
+
+
 def test_asserts_in_bodies_that_surely_run_once_are_targets_too() -> None:
     # An always-equal value got reward 1 on a test whose assert sat in a `with` or a `for` (red team).
     assert _target("def test_a():\n    with open('x') as h:\n        assert f(h) == 5\n") == ("5", "change", 5)
