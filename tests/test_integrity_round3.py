@@ -841,7 +841,15 @@ def _skip_through_bool(raiser: str) -> str:
         ''')
 
 
-@pytest.mark.parametrize("raiser", ["staticmethod(pytest.skip)", "staticmethod(pytest.xfail)"])
+# Also with pytest.skip / TestCase.skipTest wrapped by unchanged library code (functools'
+# singledispatch wrapper, types.coroutine's): the innermost frame outside pytest is then the
+# library's, which asks for no skip (red team round 2: reward 1 on every `==` test shape).
+WRAPPED_SKIP = 'functools.partial(functools.singledispatch(pytest.skip), "unsupported here")'
+WRAPPED_XFAIL = 'functools.partial(__import__("types").coroutine(pytest.xfail), "unsupported here")'
+WRAPPED_SKIPTEST = 'functools.partial(functools.singledispatch(unittest.TestCase.skipTest), None, "unsupported here")'
+
+
+@pytest.mark.parametrize("raiser", ["staticmethod(pytest.skip)", "staticmethod(pytest.xfail)", WRAPPED_SKIP, WRAPPED_XFAIL])
 def test_skip_or_xfail_called_by_the_interpreter_from_the_tests_own_line(task, raiser):
     verdict = grade(task, {"calc/ops.py": _skip_through_bool(raiser)})
     assert_zero(verdict)
@@ -849,8 +857,9 @@ def test_skip_or_xfail_called_by_the_interpreter_from_the_tests_own_line(task, r
     assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_sub"] == "FAILED"
 
 
-def test_skiptest_called_by_the_interpreter_from_a_unittest_line(unittest_task):
-    verdict = grade(unittest_task, {"calc/ops.py": _skip_through_bool('functools.partial(unittest.TestCase.skipTest, None, "x")')})
+@pytest.mark.parametrize("raiser", ['functools.partial(unittest.TestCase.skipTest, None, "x")', WRAPPED_SKIPTEST])
+def test_skiptest_called_by_the_interpreter_from_a_unittest_line(unittest_task, raiser):
+    verdict = grade(unittest_task, {"calc/ops.py": _skip_through_bool(raiser)})
     assert_zero(verdict)
     assert verdict.tests["PASS_TO_PASS"]["tests.test_ops.OpsTest.test_sub"] == "FAILED", verdict.flags
 
@@ -885,25 +894,6 @@ def test_control_a_fix_of_library_code_that_skips_an_ungraded_test_gets_one(skip
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
     assert not [f for f in verdict.flags if f.startswith("tamper")], verdict.flags
     assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_remote"] == "SKIPPED"
-
-
-# The same, with pytest.skip / TestCase.skipTest wrapped by unchanged library code (functools'
-# singledispatch wrapper, types.coroutine's): the innermost frame outside pytest is then the
-# library's, which asks for no skip (red team round 2: reward 1 on every `==` test shape).
-@pytest.mark.parametrize("raiser", ['functools.partial(functools.singledispatch(pytest.skip), "unsupported here")',
-                                    'functools.partial(__import__("types").coroutine(pytest.xfail), "unsupported here")'])
-def test_skip_through_a_library_wrapper_called_by_the_interpreter(task, raiser):
-    verdict = grade(task, {"calc/ops.py": _skip_through_bool(raiser)})
-    assert_zero(verdict)
-    assert flagged(verdict, "skip_from_a_line_that_declares_none"), verdict.flags
-    assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_sub"] == "FAILED"
-
-
-def test_skiptest_through_a_library_wrapper_under_the_unittest_runner(unittest_task):
-    raiser = 'functools.partial(functools.singledispatch(unittest.TestCase.skipTest), None, "unsupported here")'
-    verdict = grade(unittest_task, {"calc/ops.py": _skip_through_bool(raiser)})
-    assert_zero(verdict)
-    assert verdict.tests["PASS_TO_PASS"]["tests.test_ops.OpsTest.test_sub"] == "FAILED", verdict.flags
 
 
 @pytest.mark.parametrize("code, name", [
