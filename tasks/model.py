@@ -134,18 +134,28 @@ class Task(BaseModel):
         return {"instance_id": self.instance_id, "repo": self.repo, "problem_statement": self.problem_statement}
 
     def test_files(self) -> list[str]:
-        """Files that hold the grading tests: named by the test ids and touched by `test_patch`."""
+        """Files that hold the grading tests: named by the test ids and touched by `test_patch`. A
+        module named only by doctest ids (`pkg/mod.py::pkg.mod.Cls`, run with --doctest-modules) is
+        library code, not a test file: the fix may change it (its gold patch was reverted as a test
+        file's, and every doctest of it failed, in a false-positive hunt on boltons)."""
         from patchgym.tasks.patches import files_touched  # local import: patches imports nothing of ours
 
         files: list[str] = []
         for test_id in [*self.FAIL_TO_PASS, *self.PASS_TO_PASS]:
             path = file_of_test_id(test_id, self.log_parser)
-            if path and path not in files:
+            if path and path not in files and not is_doctest_id(test_id):
                 files.append(path)
         for path in files_touched(self.test_patch or ""):
             if path not in files:
                 files.append(path)
         return files
+
+
+def is_doctest_id(test_id: str) -> bool:
+    """A pytest doctest item's id: `path.py::dotted.name` (one segment after the file, with dots:
+    a test function's or class's name has none)."""
+    parts = test_id.split("::")
+    return len(parts) == 2 and parts[0].endswith(".py") and "." in parts[1].split("[", 1)[0]
 
 
 def file_of_test_id(test_id: str, log_parser: str = "pytest") -> str | None:

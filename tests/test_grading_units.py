@@ -388,6 +388,39 @@ def test_own_compilation_and_skip_sites(tmp_path) -> None:
     assert sources.check_function(stub, lambda f: False) is None  # a wrapper from elsewhere, around the real test
 
 
+def test_own_compilation_walks_through_wrappers_the_source_or_a_library_asks_for(tmp_path) -> None:
+    # Both gave honest fixes a false `tampered` in a false-positive hunt: hypothesis' `impersonate`
+    # gives its wrapper the test's file and line (its globals stay hypothesis'), and a decorator of
+    # the library under test, changed by the fix, wraps tests whose source applies it.
+    import json
+    import types
+
+    from patchgym.harness.compiled_tests import ProtectedSources
+
+    path = tmp_path / "test_m.py"
+    path.write_text("import lib\n\n\n@lib.decorate\ndef test_a():\n    assert 1 == 2\n\n\ndef test_b():\n    assert 2 == 3\n")
+    sources = ProtectedSources([str(path)])
+    namespace: dict = {"__file__": str(path)}
+    namespace["lib"] = types.SimpleNamespace(decorate=lambda function: function)
+    exec(compile(path.read_text().replace("import lib", "pass"), str(path), "exec", dont_inherit=True), namespace)
+    test_a, test_b = namespace["test_a"], namespace["test_b"]
+    # hypothesis-style: code claiming the test's file and line, globals of an installed module
+    impersonator = types.FunctionType((lambda: None).__code__.replace(co_filename=str(path), co_firstlineno=4), vars(json))
+    impersonator.hypothesis = types.SimpleNamespace(inner_test=test_a)
+    assert sources.check_function(impersonator, lambda f: False) is None
+    own_globals = types.FunctionType(impersonator.__code__, namespace)  # in the test module's own globals: forged
+    assert "protected source" in sources.check_function(own_globals, lambda f: False)
+    impersonator.hypothesis = types.SimpleNamespace(inner_test=types.FunctionType((lambda: None).__code__, {}))
+    assert sources.check_function(impersonator, lambda f: False) is None  # it wraps nothing of the file: nothing to say
+    # a wrapper from the patch: allowed where the source decorates the test, and only around the real test
+    patched = "/testbed/lib.py"
+    wrapper = types.FunctionType(compile("def w():\n    pass\n", patched, "exec").co_consts[0], {})
+    wrapper.__wrapped__ = test_a
+    assert sources.check_function(wrapper, lambda f: f == patched) is None
+    wrapper.__wrapped__ = test_b  # test_b's source has no decorator: a stub of the patch
+    assert "runs code from" in sources.check_function(wrapper, lambda f: f == patched)
+
+
 def test_own_compilation_is_what_pytest_executes(tmp_path) -> None:
     """pytest's rewriter is handed the grader's own module code (one compilation, not two); the
     per-test check then finds the test's code by identity. Changed bytes get nothing."""

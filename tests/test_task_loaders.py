@@ -135,6 +135,14 @@ def test_test_files_from_ids_and_test_patch() -> None:
     assert file_of_test_id("pkg.mod.Class.test_x", "unittest") is None
 
 
+def test_a_module_named_only_by_doctest_ids_is_library_code_not_a_test_file() -> None:
+    # boltons' doctests (`--doctest-modules`) are graded by ids in the library module the fix
+    # changes: as a "test file" it was restored to base, reverting the gold fix.
+    row = dict(ROW, FAIL_TO_PASS=["boltons/cacheutils.py::boltons.cacheutils.LRI", "tests/test_ops.py::TestOps::test_x[a.b]"])
+    assert Task.model_validate(row).test_files()[:1] == ["tests/test_ops.py"]
+    assert "boltons/cacheutils.py" not in Task.model_validate(row).test_files()
+
+
 def test_select_unknown_id() -> None:
     task = Task.model_validate(ROW)
     assert select([task], ["acme__calc-1"]) == [task]
