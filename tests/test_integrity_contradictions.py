@@ -552,3 +552,23 @@ def test_a_value_that_lies_once_per_assert_line_is_tampering(task):
     verdict = grade(task, _init_plus(LINE_KEYED_ADD))
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.flags
     assert any(f.startswith("tamper: contradiction_passed: ") for f in verdict.flags), verdict.flags
+
+
+@pytest.fixture(scope="module")
+def reordered_stateful_task(tmp_path_factory: pytest.TempPathFactory):
+    """The stateful task with a conftest that runs the tests in reverse (as pytest-randomly may)."""
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC_BASE
+
+    base = dict(CALC_BASE, **{"tests/conftest.py": CALC_BASE["tests/conftest.py"]
+                              + "\n\ndef pytest_collection_modifyitems(items):\n    items.reverse()\n"})
+    return build_prepared(tmp_path_factory.mktemp("reordered"), instance_id="calc-reordered", base_files=base,
+                          test_patch_files=STATEFUL_TEST, fail_to_pass=["tests/test_add.py::test_add_collects"])
+
+
+@needs_sandbox
+def test_copies_run_after_their_originals_whatever_order_the_suite_chooses(reordered_stateful_task):
+    # Reversed, the twin and the copies ran before the test they copy, which then failed (gold
+    # unresolved under pytest-randomly in a false-positive hunt): they are moved last.
+    prepared, gold = reordered_stateful_task
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.flags
