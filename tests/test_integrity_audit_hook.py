@@ -50,6 +50,9 @@ HONEST = [
     "import asyncio; from unittest import mock",
     # an output file a test asks the library to write under tests/ (new: not the tests' data)
     "open(TESTS + '/out.txt', 'w').write('x'); open(TESTS + '/out.txt', 'a').write('y'); os.remove(TESTS + '/out.txt')",
+    # bytecode and .pth files copied or compiled into the temporary directory (outside the testbed)
+    "import tempfile, py_compile; d = tempfile.mkdtemp(); open(d + '/a.pth', 'w').close(); "
+    "py_compile.compile(TMP + '/data.txt', cfile=d + '/__pycache__/m.cpython-311.pyc', doraise=False)",
 ]
 
 SCRIPT = textwrap.dedent("""\
