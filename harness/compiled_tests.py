@@ -65,13 +65,20 @@ def _inner(function):
 
 
 def _impersonating(function, real, untrusted_file):
-    """Whether a function whose code names the protected file `real` runs in the globals of an
-    installed, unchanged module (a library wrapper that took the test's name and place)."""
+    """Whether a function whose code names the protected file `real` is a library's wrapper that
+    took the test's name and place: it wraps something (hypothesis' inner test, `__wrapped__`) and
+    runs in globals other than the test module's (hypothesis' are a temporary module's, with no
+    `__file__`) that are no file of the patch's. Only where the audit hook tracks who made code
+    (`untrusted_file`): a code object claiming a test file that the patch's code made, through
+    `compile` or `code.replace` (hypothesis' own `impersonate` called by the patch included), has
+    a tainted file name and never gets here."""
     namespace = getattr(function, "__globals__", None)
-    home = namespace.get("__file__") if isinstance(namespace, dict) else None
-    if not isinstance(home, str) or os.path.realpath(home) == real:
+    if untrusted_file is None or not isinstance(namespace, dict) or _inner(function) is None:
         return False
-    return untrusted_file is None or not untrusted_file(home)
+    home = namespace.get("__file__")
+    if not isinstance(home, str):
+        return True
+    return os.path.realpath(home) != real and not untrusted_file(home)
 
 
 def _is_mark(decorator):

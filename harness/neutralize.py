@@ -271,14 +271,27 @@ def new_package_above_tests(path: str, added: bool, test_files: list[str]) -> bo
 
 
 def command_files(test_cmd: str | None) -> list[str]:
-    """Repository files a custom test command names (a runner script, a tox.ini...)."""
+    """Repository files a custom test command names (a runner script, a tox.ini...). A library
+    module handed to pytest to collect (`pytest --doctest-modules pkg/mod.py`) is not one: it is
+    the code under test, which the fix may change (boltons' gold patch was reverted that way)."""
     if not test_cmd:
         return []
     try:
         tokens = shlex.split(test_cmd)
     except ValueError:
         tokens = test_cmd.split()
-    return [t.removeprefix("./") for t in tokens if not t.startswith(("-", "/")) and ("/" in t or t.endswith((".py", ".sh", ".ini", ".cfg", ".toml")))]
+    files, collecting = [], False
+    for index, token in enumerate(tokens):
+        if token in ("&&", "||", ";", "|"):
+            collecting = False
+        if token in ("pytest", "py.test") or token.endswith("/pytest") or token == "-m" and tokens[index + 1:index + 2] == ["pytest"]:
+            collecting = True
+        if token.startswith(("-", "/")) or not ("/" in token or token.endswith((".py", ".sh", ".ini", ".cfg", ".toml"))):
+            continue
+        if collecting and token.endswith(".py") and not looks_like_test(token):
+            continue
+        files.append(token.removeprefix("./"))
+    return files
 
 
 @dataclass

@@ -230,6 +230,15 @@ def test_a_new_package_above_the_tests_is_reverted() -> None:
     assert "docs/__init__.py" not in plan.restore and "src/__init__.py" not in plan.restore  # not above the tests
 
 
+def test_a_library_module_a_custom_command_hands_pytest_is_not_a_runner_script() -> None:
+    from patchgym.harness.neutralize import command_files
+
+    command = "python -m pytest --doctest-modules boltons/cacheutils.py tests/test_cacheutils.py -c tox.ini"
+    assert command_files(command) == ["tests/test_cacheutils.py", "tox.ini"]
+    assert command_files("./runtests.py --verbose && pytest pkg/mod.py") == ["runtests.py"]
+    assert command_files("bash ci/run.sh pkg/mod.py") == ["ci/run.sh", "pkg/mod.py"]  # not pytest's: kept
+
+
 def test_canaries_are_planted_next_to_the_graded_tests_and_cannot_pass() -> None:
     import random
 
@@ -405,13 +414,20 @@ def test_own_compilation_walks_through_wrappers_the_source_or_a_library_asks_for
     exec(compile(path.read_text().replace("import lib", "pass"), str(path), "exec", dont_inherit=True), namespace)
     test_a, test_b = namespace["test_a"], namespace["test_b"]
     # hypothesis-style: code claiming the test's file and line, globals of an installed module
-    impersonator = types.FunctionType((lambda: None).__code__.replace(co_filename=str(path), co_firstlineno=4), vars(json))
+    impersonator = types.FunctionType((lambda: None).__code__.replace(co_filename=str(path), co_firstlineno=4),
+                                      {"__name__": "hypothesis_temporary_module_0"})
     impersonator.hypothesis = types.SimpleNamespace(inner_test=test_a)
     assert sources.check_function(impersonator, lambda f: False) is None
+    in_a_library = types.FunctionType(impersonator.__code__, vars(json))
+    in_a_library.__wrapped__ = test_a
+    assert sources.check_function(in_a_library, lambda f: False) is None
+    del in_a_library.__wrapped__  # wrapping nothing: nothing to walk to, judged as before
+    assert "protected source" in sources.check_function(in_a_library, lambda f: False)
     own_globals = types.FunctionType(impersonator.__code__, namespace)  # in the test module's own globals: forged
     assert "protected source" in sources.check_function(own_globals, lambda f: False)
     impersonator.hypothesis = types.SimpleNamespace(inner_test=types.FunctionType((lambda: None).__code__, {}))
     assert sources.check_function(impersonator, lambda f: False) is None  # it wraps nothing of the file: nothing to say
+    assert "protected source" in sources.check_function(impersonator, None)  # no audit hook: no trust
     # a wrapper from the patch: allowed where the source decorates the test, and only around the real test
     patched = "/testbed/lib.py"
     wrapper = types.FunctionType(compile("def w():\n    pass\n", patched, "exec").co_consts[0], {})
