@@ -560,9 +560,11 @@ class Reporter:
         importer whenever it is imported, and every honest fix of six.py was tampered (a
         false-positive hunt). What a hook serves in place of a test file, the own compilation and
         the canaries judge too."""
+        names = {os.path.basename(path) for path in self._protected}
         for module in list(sys.modules.values()):
             filename = getattr(module, "__file__", None)
-            if not isinstance(filename, str) or os.path.realpath(filename) not in self._protected:
+            # by name first: a realpath for each of ~400 modules cost 17 ms a call
+            if not isinstance(filename, str) or os.path.basename(filename) not in names or os.path.realpath(filename) not in self._protected:
                 continue
             spec = getattr(module, "__spec__", None)
             for loader in {id(x): x for x in (getattr(module, "__loader__", None), getattr(spec, "loader", None)) if x}.values():
