@@ -127,12 +127,14 @@ class Guard(object):
         if "/_pytest/" in real or "/pluggy/" in real:
             return False
         try:
-            mtime = os.stat(real).st_mtime
+            status = os.stat(real)
         except OSError:
             return False
         # Written after the reporter started: created or rewritten by code of this run (the tree
-        # was prepared before the test command began, so nothing honest is that new).
-        return mtime >= self.started
+        # was prepared before the test command began, so nothing honest is that new). The inode's
+        # change time too: `os.utime` sets the modification time back, not that (red team round 3
+        # served a forged test module from a /tmp file dated 2020 that way).
+        return max(status.st_mtime, status.st_ctime) >= self.started
 
     def culprit(self, frame):
         """The first frame's file on the stack that is the patch's code, or None."""
@@ -307,7 +309,7 @@ def _existed_before(path, started):
         status = os.stat(path)
     except OSError:
         return False
-    return not os.path.isfile(path) or status.st_mtime < started - 0.05
+    return not os.path.isfile(path) or max(status.st_mtime, status.st_ctime) < started - 0.05
 
 
 def _mtime(path):
