@@ -590,3 +590,33 @@ def test_background_removal_removes_in_order_and_reports_failures_at_drain() -> 
     with pytest.raises(SandboxError, match="d: engine refused"):
         remover.drain()
     remover.drain()  # reported once
+
+
+def test_a_same_size_edit_in_the_second_of_the_checkout_is_in_the_diff(tmp_path: Path) -> None:
+    # git judges an index entry by size and whole-second times unless the file is as new as the
+    # index ("racily clean"). The scratch index was a copy dated now, so an edit of the same size
+    # made in the second of the snapshot's checkout was skipped: an empty diff, reward 0 for a real
+    # fix (the toy episode under load). The copy keeps the index's time now.
+    import time
+
+    for _ in range(5):
+        repo = tmp_path / f"r{_}"
+        repo.mkdir()
+        env = {**os.environ, "GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@t", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@t"}
+        source = repo / "calc.py"
+        source.write_text("def add(a, b):\n    return a - b\n")
+        second = int(time.time()) - 100
+        os.utime(source, (second, second))
+        for args in (["init", "-q"], ["add", "calc.py"], ["commit", "-qm", "base"]):
+            subprocess.run(["git", "-C", str(repo), *args], check=True, env=env, capture_output=True)
+        base = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        os.utime(repo / ".git" / "index", (second, second))  # written in the second of the checkout
+        entry_ctime = os.stat(source).st_ctime
+        source.write_text("def add(a, b):\n    return a + b\n")  # same size, same inode
+        os.utime(source, (second, second))
+        if int(os.stat(source).st_ctime) != int(entry_ctime):
+            continue  # a second boundary fell between: stat differs anyway, try again
+        diff = gitdiff.diff_worktree(repo, str(repo), base, tmp_path)
+        assert "+    return a + b" in diff, diff
+        return
+    pytest.skip("could not make the edit within the checkout's second")

@@ -134,7 +134,12 @@ def diff_worktree(
         (scratch / "objects").mkdir()
         pristine_index = git_dir / "index"
         if pristine_index.is_file():
-            shutil.copyfile(pristine_index, scratch / "index")
+            # With its modification time (copy2): git re-reads an entry whose file is as new as the
+            # index ("racily clean"), and judges the rest by size and whole-second times (no
+            # USE_NSEC in Debian's git). A copy dated now hid a same-size edit made in the second
+            # the snapshot was checked out: an empty diff for a real fix, reward 0 (1 in ~20
+            # episodes of the toy task under load, right after its preparation).
+            shutil.copy2(pristine_index, scratch / "index")
         extra: dict[str, object] = {}
         if confined is None:
             env = git_env(git_dir, work_tree, scratch)
