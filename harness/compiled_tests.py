@@ -33,6 +33,7 @@ import ast
 import builtins
 import gc
 import os
+import re
 
 _compile = builtins.compile
 _parse = ast.parse
@@ -46,14 +47,19 @@ _MACHINERY = ("/_pytest/", "/pytest/", "/pluggy/", "/unittest/")
 SKIP_WORDS = ("skip", "xfail", "SkipTest", "expectedFailure", "importorskip", "skipTest", "skipIf", "skipUnless")
 
 
+# A library line that asks for a skip calls a skip or xfail function (`pytest.skip(reason)`,
+# `self.skipTest(msg)`, `_skip(...)`) or raises a skip exception by name (`raise SkipTest(msg)`). Not
+# any `raise`: `ipaddress` formats the value it refuses with `!r` on a `raise` line, and a `__repr__`
+# that is `pytest.skip` then ended the walk there (red team round 3, reward 1).
+_ASKS_FOR_A_SKIP = re.compile(r"(?i)(skip|xfail)\w*\s*\(|^\s*raise\s+[\w.]*(skip|xfail)")
+
+
 def _line_asks_for_a_skip(filename, lineno):
-    """Whether a line of a file that is not protected names a skip or xfail or raises (a helper of
-    an installed library: `pytest.skip(...)`, `raise SkipTest(msg)`, `raise exc`). A line that cannot
-    be read (code compiled under the name of a file that does not exist) asks for nothing."""
+    """Whether a line of a file that is not protected asks for a skip (_ASKS_FOR_A_SKIP). A line
+    that cannot be read (code compiled under the name of a file that does not exist) asks for none."""
     import linecache
 
-    text = linecache.getline(filename, lineno).strip()
-    return text.startswith("raise") or any(word.lower() in text.lower() for word in SKIP_WORDS)
+    return bool(_ASKS_FOR_A_SKIP.search(linecache.getline(filename, lineno)))
 
 
 def _inner(function):

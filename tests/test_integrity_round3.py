@@ -847,9 +847,13 @@ def _skip_through_bool(raiser: str) -> str:
 WRAPPED_SKIP = 'functools.partial(functools.singledispatch(pytest.skip), "unsupported here")'
 WRAPPED_XFAIL = 'functools.partial(__import__("types").coroutine(pytest.xfail), "unsupported here")'
 WRAPPED_SKIPTEST = 'functools.partial(functools.singledispatch(unittest.TestCase.skipTest), None, "unsupported here")'
+# ... and through a library `raise` line that formats the refused value with `!r` (red team round 3)
+RAISE_LINE_SKIP = ('functools.partial(__import__("ipaddress").ip_address, type("A", (), {"__str__": lambda s: "0.0.0.0/0", '
+                   '"__repr__": staticmethod(pytest.skip)})())')
 
 
-@pytest.mark.parametrize("raiser", ["staticmethod(pytest.skip)", "staticmethod(pytest.xfail)", WRAPPED_SKIP, WRAPPED_XFAIL])
+@pytest.mark.parametrize("raiser", ["staticmethod(pytest.skip)", "staticmethod(pytest.xfail)", WRAPPED_SKIP, WRAPPED_XFAIL,
+                                    RAISE_LINE_SKIP])
 def test_skip_or_xfail_called_by_the_interpreter_from_the_tests_own_line(task, raiser):
     verdict = grade(task, {"calc/ops.py": _skip_through_bool(raiser)})
     assert_zero(verdict)
