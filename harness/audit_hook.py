@@ -177,6 +177,16 @@ class Guard(object):
         filename = os.path.realpath(code.co_filename) if code is not None else ""
         return filename in self.protected or filename.startswith(self.test_roots)
 
+    def protected_module(self, target):
+        """Whether `target` is the module of a protected file (a test module): its `__class__`
+        swapped for a ModuleType subclass hands pytest a wrapper for every attribute it reads, the
+        test functions included (red team round 3: contextlib's wrapper swallowing the failure)."""
+        filename = getattr(target, "__file__", None) if type(target).__name__ == "module" or hasattr(target, "__spec__") else None
+        if not isinstance(filename, str):
+            return False
+        real = os.path.realpath(filename)
+        return real in self.protected or real.startswith(self.test_roots)
+
     # --- what a write may not reach ----------------------------------------------------------------
     def protected_target(self, path):
         path = _text(path)
@@ -226,7 +236,8 @@ class Guard(object):
                     guard.refuse("writing", culprit, _text(args[0]) or "")
                 return
             if event == "object.__setattr__":
-                if len(args) < 2 or args[1] != "__code__" or not guard.foreign_code_swap(args[0], getframe(1)):
+                if len(args) < 2 or not (args[1] == "__code__" and guard.foreign_code_swap(args[0], getframe(1))
+                                         or args[1] == "__class__" and guard.protected_module(args[0])):
                     return
             guard.event(event, args, getframe(1))
 

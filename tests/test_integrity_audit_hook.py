@@ -21,6 +21,10 @@ OPERATIONS = {
     "sys.addaudithook": "sys.addaudithook(lambda e, a: None)",
     "object.__setattr__": "victim.__code__ = (lambda: None).__code__",
     # a library's setter doing it for the patch, aimed at a test function
+    # a test module's class swapped (its attributes then come from the patch's __getattribute__)
+    "object.__setattr__ (a test module's class)": ("import types\nclass _M(types.ModuleType):\n    pass\n"
+                                                   "sys.modules['_t'] = m = types.ModuleType('_t')\nm.__file__ = TESTS + '/test_x.py'\n"
+                                                   "m.__class__ = _M\n"),
     # (mock's own cleanup then fails with a TypeError: the refusal is in the findings)
     "object.__setattr__ (through mock)": ("from unittest import mock\ntry:\n    mock.patch.object(test_function, '__code__', "
                                           "(lambda: None).__code__).start()\nexcept TypeError:\n    pass\n"),
