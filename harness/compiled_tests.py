@@ -34,6 +34,7 @@ import builtins
 import gc
 import os
 import re
+import sys
 
 _compile = builtins.compile
 _parse = ast.parse
@@ -85,6 +86,30 @@ def _impersonating(function, real, untrusted_file):
     if not isinstance(home, str):
         return True
     return os.path.realpath(home) != real and not untrusted_file(home)
+
+
+_ASYNC = 0x80 | 0x100 | 0x200  # CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+
+
+def _root_name(decorator):
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        node = node.value if isinstance(node, ast.Attribute) else node.func
+    return node.id if isinstance(node, ast.Name) else None
+
+
+def _imported_modules(tree):
+    """{name bound at module level: the modules it may name} from the module's imports
+    (`import a.b as c` -> c: a.b; `from a import b` -> b: a.b, a)."""
+    out = {}
+    for node in getattr(tree, "body", ()):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                out[alias.asname or alias.name.split(".")[0]] = [alias.name if alias.asname else alias.name.split(".")[0]]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                out[alias.asname or alias.name] = [node.module + "." + alias.name, node.module]
+    return out
 
 
 def _is_mark(decorator):
@@ -202,14 +227,18 @@ class ProtectedSources(object):
         """None if `function` runs code compiled from a protected source (or nothing ties it to
         one); otherwise what is wrong with it.
 
-        Two kinds of wrapper are walked through to the test they wrap (`__wrapped__`, or
-        hypothesis' `.hypothesis.inner_test`), not judged themselves: a library's wrapper whose
-        code claims the test's file and line while its globals are the library's own (hypothesis'
-        `impersonate` does this to every `@given` test), and a wrapper from code of the patch when
-        the protected source itself decorates the test with something other than a mark (the
-        library under test provides the decorator, and the fix changed it: boltons' funcutils). A
-        false `tampered` on honest fixes came from each in a false-positive hunt."""
-        seen = 0
+        Wrappers are walked through to the test they wrap (`__wrapped__`, or hypothesis'
+        `.hypothesis.inner_test`) only where the protected source asks for one: a decorator other
+        than a mark on the test or its class (`@given`, `@mock.patch`, a decorator of the library
+        under test). A wrapper nothing in the source asks for is the run's: contextlib's, handed
+        to pytest by a test module whose class the patch swapped, swallowed every failure (red
+        team round 3). A wrapper whose code is the patch's is walked through only where the
+        source's decorator comes from a module the patch changed (boltons' funcutils, changed by
+        the fix); a patch that replaced `mock.patch` with its own wrapper got reward 1 before. A
+        library's wrapper whose code claims the test's file and line from other globals is
+        hypothesis' `impersonate` (a false `tampered` on every `@given` test before). Coroutine
+        tests are left to their plugins (pytest-asyncio wraps them itself)."""
+        seen = layers = 0
         current = function
         while current is not None and seen < 20:
             seen += 1
@@ -218,42 +247,71 @@ class ProtectedSources(object):
             if code is not None:
                 filename = code.co_filename
                 if untrusted_file is not None and untrusted_file(filename):
-                    if self._decorated_in_source(current, untrusted_file):
-                        current = _inner(current)
+                    if self._asked_for(current, untrusted_file, patched=True):
+                        current, layers = _inner(current), layers + 1
                         continue
                     return "runs code from {}".format(filename)
-                key = (id(code), rewrite is not None)
-                if self._verified.get(key) is code:
-                    return None
                 real = self._real(filename)
                 if real in self.sources:
-                    if self._matches(real, code, rewrite):
-                        self._verified[key] = code
+                    if self._verified.get((id(code), rewrite is not None)) is code or self._matches(real, code, rewrite):
+                        self._verified[(id(code), rewrite is not None)] = code
+                        if layers and not code.co_flags & _ASYNC and self._declared_decorators(real, code) is False:
+                            return "{} is wrapped by code its protected source does not ask for".format(code.co_name)
                         return None
                     if _impersonating(current, real, untrusted_file):
-                        current = _inner(current)
+                        current, layers = _inner(current), layers + 1
                         continue
                     if not self.expected_code(real, code.co_name, code.co_firstlineno, rewrite):
                         return "{} has code the protected source does not define ({} at line {})".format(
                             code.co_name, os.path.basename(real), code.co_firstlineno)
                     return "the code of {} is not what the protected source compiles to".format(code.co_name)
-            current = _inner(current)
+            inner = _inner(current)
+            layers += inner is not None
+            current = inner
         return None
 
-    def _decorated_in_source(self, wrapper, untrusted_file):
-        """Whether the function a wrapper of the patch's wraps is defined in a protected file with a
-        decorator that is not a pytest mark (so that the source asks for a wrapper there)."""
+    def _definition(self, real, code):
+        """(the test's FunctionDef, its enclosing ClassDef or None) in the protected source."""
+        tree = self._tree(real)
+        for owner in [tree] + [n for n in (_walk(tree) if tree is not None else ()) if isinstance(n, ast.ClassDef)]:
+            for node in getattr(owner, "body", ()):
+                if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
+                        and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list]):
+                    return node, owner if isinstance(owner, ast.ClassDef) else None
+        return None, None
+
+    def _declared_decorators(self, real, code):
+        """The non-mark decorators the source puts on the test and its class; None if the test's
+        definition is not found (nothing to say), False if there are none."""
+        node, owner = self._definition(real, code)
+        if node is None:
+            return None
+        found = [d for d in node.decorator_list + (owner.decorator_list if owner is not None else []) if not _is_mark(d)]
+        return found or False
+
+    def _asked_for(self, wrapper, untrusted_file, patched):
+        """Whether the test a wrapper of the patch's wraps has, in its protected source, a decorator
+        (on it or its class) whose name the module imports from a module the patch changed, or one
+        the test module defines itself (boltons' tests wrap with their own `_passthrough`, built on
+        the library's `wraps`, which the fix changed)."""
         inner, hops = _inner(wrapper), 0
         while inner is not None and hops < 20:
             hops += 1
             code = getattr(getattr(inner, "__func__", inner), "__code__", None)
             real = self._real(code.co_filename) if code is not None else None
             if real in self.sources and not untrusted_file(code.co_filename):
+                decorators = self._declared_decorators(real, code) or []
                 tree = self._tree(real)
-                for node in _walk(tree) if tree is not None else ():
-                    if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
-                            and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list]):
-                        return any(not _is_mark(d) for d in node.decorator_list)
+                imports = _imported_modules(tree)
+                own = {n.name for n in getattr(tree, "body", ()) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
+                if any(_root_name(d) in own for d in decorators):
+                    return True  # the test module's own decorator, built on the library's (`wraps`)
+                for decorator in decorators:
+                    for module in imports.get(_root_name(decorator), ()):
+                        loaded = sys.modules.get(module)
+                        filename = getattr(loaded, "__file__", None)
+                        if isinstance(filename, str) and untrusted_file(filename) == patched:
+                            return True
                 return False
             inner = _inner(inner)
         return False

@@ -394,7 +394,9 @@ def test_own_compilation_and_skip_sites(tmp_path) -> None:
     stub = types.FunctionType((lambda: None).__code__, {})
     stub.__wrapped__ = namespace["test_c"]
     assert "runs code from" in sources.check_function(stub, lambda f: f == __file__)  # a stub from the patch
-    assert sources.check_function(stub, lambda f: False) is None  # a wrapper from elsewhere, around the real test
+    # a wrapper from elsewhere around the real test, which its source does not decorate: the run's
+    # (contextlib's, handed to pytest through a swapped module class, swallowed every failure)
+    assert "does not ask for" in sources.check_function(stub, lambda f: False)
 
 
 def test_own_compilation_walks_through_wrappers_the_source_or_a_library_asks_for(tmp_path) -> None:
@@ -428,13 +430,27 @@ def test_own_compilation_walks_through_wrappers_the_source_or_a_library_asks_for
     impersonator.hypothesis = types.SimpleNamespace(inner_test=types.FunctionType((lambda: None).__code__, {}))
     assert sources.check_function(impersonator, lambda f: False) is None  # it wraps nothing of the file: nothing to say
     assert "protected source" in sources.check_function(impersonator, None)  # no audit hook: no trust
-    # a wrapper from the patch: allowed where the source decorates the test, and only around the real test
+    # a wrapper from the patch: allowed where the source decorates the test with a decorator of a module
+    # the patch changed, and only around the real test
     patched = "/testbed/lib.py"
+    import sys
+
+    sys.modules["lib"] = types.SimpleNamespace(__file__=patched)
     wrapper = types.FunctionType(compile("def w():\n    pass\n", patched, "exec").co_consts[0], {})
     wrapper.__wrapped__ = test_a
     assert sources.check_function(wrapper, lambda f: f == patched) is None
     wrapper.__wrapped__ = test_b  # test_b's source has no decorator: a stub of the patch
     assert "runs code from" in sources.check_function(wrapper, lambda f: f == patched)
+    wrapper.__wrapped__ = test_a
+    sys.modules["lib"] = types.SimpleNamespace(__file__="/usr/lib/python3/unittest/mock.py")  # a library the patch did not change
+    assert "runs code from" in sources.check_function(wrapper, lambda f: f == patched)
+    del sys.modules["lib"]
+    # a library's wrapper where the source asks for one is walked through; where it does not, it is the run's
+    library_wrapper = types.FunctionType((lambda: None).__code__, {})
+    library_wrapper.__wrapped__ = test_a
+    assert sources.check_function(library_wrapper, lambda f: False) is None
+    library_wrapper.__wrapped__ = test_b
+    assert "does not ask for" in sources.check_function(library_wrapper, lambda f: False)
 
 
 def test_own_compilation_is_what_pytest_executes(tmp_path) -> None:

@@ -974,3 +974,57 @@ def test_a_test_module_served_from_a_backdated_copy_in_tmp(task):
     broken_sub = FIXED_OPS.replace("def sub(a, b):\n    return a - b", "def sub(a, b):\n    return 0")
     verdict = grade(task, {"calc/__init__.py": INIT + "\n" + FORGED_FROM_TMP, "calc/ops.py": broken_sub})
     assert_zero(verdict)
+
+
+# `unittest.mock.patch` replaced by the patch's own, whose decorator returns a stub that never runs
+# the test: the source does decorate the test, so the own compilation walked through the patch's
+# wrapper to the real test (red team round 3, reward 1). A wrapper of the patch's is walked through
+# only where the source's decorator comes from a module the patch changed; mock is not one.
+MOCKED_TEST = {"tests/test_add.py": (
+    "from unittest import mock\n\nfrom calc import add\n\n\n"
+    "@mock.patch('os.getcwd', return_value='/x')\ndef test_add(getcwd):\n    assert add(2, 3) == 5\n")}
+MOCK_PATCH_HIJACK = textwrap.dedent('''\
+    import functools as _ft
+    from unittest import mock as _mock
+
+    _orig_patch = _mock.patch
+    _seen = set()
+
+
+    def _patch(*args, **kwargs):
+        real = _orig_patch(*args, **kwargs)
+
+        def decorate(fn):
+            wrapped = real(fn)
+            key = fn.__code__.co_names
+            if key in _seen:  # the copies after the first (twin, contradictions) run honestly
+                return wrapped
+            _seen.add(key)
+
+            @_ft.wraps(wrapped)
+            def run(*a, **k):
+                return None
+
+            return run
+
+        return decorate
+
+
+    for _name in ("object", "dict", "multiple", "stopall", "TEST_PREFIX"):
+        if hasattr(_orig_patch, _name):
+            setattr(_patch, _name, getattr(_orig_patch, _name))
+    _mock.patch = _patch
+    ''')
+
+
+@pytest.fixture(scope="module")
+def mocked_task(tmp_path_factory: pytest.TempPathFactory):
+    return build_prepared(tmp_path_factory.mktemp("mocked"), instance_id="calc-mocked", test_patch_files=MOCKED_TEST,
+                          fail_to_pass=["tests/test_add.py::test_add"])
+
+
+def test_mock_patch_replaced_by_a_decorator_that_never_runs_the_test(mocked_task):
+    verdict = grade(mocked_task, {"calc/__init__.py": INIT + "\n" + MOCK_PATCH_HIJACK})
+    assert_zero(verdict)
+    honest = grade(mocked_task, {"calc/ops.py": FIXED_OPS})
+    assert honest.reward == 1.0 and honest.status == "resolved", honest.flags
