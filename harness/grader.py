@@ -168,7 +168,7 @@ class _Grading:
             wall = time.time()
             run = run_tests(sandbox, self.task, grading_command(self.task), patched_files=patched,
                             protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task),
-                            timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots())
+                            timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests())
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
             self.durations["apply"] = round(max(0.0, split - wall), 4)
             self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
@@ -190,7 +190,7 @@ class _Grading:
         present = set(parse_tree_output(marker, result.output).present)
         run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None),
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
-                        timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots())
+                        timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests())
         self._timed("tests", started)
         return self._finish(run)
 
@@ -205,6 +205,11 @@ class _Grading:
             return list(check.added)
         absent = [p for p in check.files if not os.path.lexists(os.path.join(repo, p))]
         return list(dict.fromkeys([*check.added, *absent]))
+
+    def _doctests(self) -> dict[str, list[list[str]]]:
+        from patchgym.harness.doctest_examples import graded_doctest_examples
+
+        return graded_doctest_examples(self.task, self.prepared.repo_dir) if self.task.log_parser == "pytest" else {}
 
     def _test_roots(self) -> list[str]:
         """The folders that hold the grading tests (what code under test may not write into)."""

@@ -357,6 +357,7 @@ class Reporter:
         # parameters (SWE-bench's `test_x[log(photon`: more `[` than `]`), which name the ids they begin
         self._graded = None if graded is None else {str(g) for g in graded}
         self._graded_cut = tuple(g for g in self._graded or () if g.count("[") > g.count("]"))
+        self._doctests = config.get("doctests") or {}
         self._collected_here = False  # whether this process collected the test items itself
         self._guard = None
         self._guard_state = None
@@ -749,6 +750,18 @@ class Reporter:
         self.check_stack("pytest_runtest_call")
         self.check_dispatch(item)
         self._check_item_code(item)
+        self._check_doctest(item)
+
+    def _check_doctest(self, item):
+        """A graded doctest's examples must be the task's (harness/doctest_examples.py): its module is
+        library code the fix may change, but a patch that rewrote an expected output passed it."""
+        expected = self._doctests.get(item.nodeid)
+        dtest = getattr(item, "dtest", None)
+        if expected is None or dtest is None:
+            return
+        examples = [[example.source, example.want] for example in getattr(dtest, "examples", [])]
+        if examples != expected:
+            self._untrusted[item.nodeid] = ("doctest_changed", "its examples are not the task's")
 
     def _rewriter(self, config):
         if self._rewrite is None and _rewrite_asserts is not None:

@@ -121,7 +121,7 @@ def new_channel() -> Channel:
 def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
                    protected_files: list[str] | None = None, canary_ids: list[str] | None = None,
                    test_roots: list[str] | None = None, contradict_ids: list[str] | None = None,
-                   graded_ids: list[str] | None = None) -> str:
+                   graded_ids: list[str] | None = None, doctests: dict[str, list[list[str]]] | None = None) -> str:
     """The JSON the plugin reads from stdin. `canary_ids` (the graded test ids) asks for canaries
     next to them, from a fresh secret seed, and `contradict_ids` (the FAIL_TO_PASS ones) for
     contradiction canaries copied from them; `test_roots` are the folders writes may not reach."""
@@ -130,6 +130,8 @@ def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
               "test_roots": test_roots or []}
     if graded_ids is not None:
         config["graded"] = list(graded_ids)
+    if doctests:
+        config["doctests"] = doctests  # graded doctest id -> its examples [source, want] (doctest_examples.py)
     if canary_ids:
         config["canaries"] = {"seed": secrets.randbits(64), "ids": list(canary_ids), "contradict": list(contradict_ids or [])}
     return json.dumps(config)

@@ -94,7 +94,7 @@ def canaries_apply(task: Task) -> bool:
 def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float,
               protected_files: list[str] | None = None, prelude: str | None = None, marker: str = "",
               executed: str | None = None, test_roots: list[str] | None = None,
-              canaries: bool | None = None) -> GradingRun:
+              canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line."""
@@ -118,7 +118,7 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files,
                                canary_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if wants_canaries else None,
                                test_roots=test_roots, contradict_ids=list(task.FAIL_TO_PASS) if wants_canaries else None,
-                               graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
+                               graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], doctests=doctests)
         # A command that sets PYTHONPATH itself keeps the reporter importable.
         executed = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", executed)
     begin = f"{marker} tests_begin"

@@ -1,0 +1,88 @@
+"""The examples of graded doctests, as the task's tests define them, for the reporter to hold the run to.
+
+A doctest id (`pkg/mod.py::pkg.mod.Cls.method`, run with `--doctest-modules`) lives in library code
+that the fix may change, so its file is not restored like a test file (tasks/model.py). But its
+examples are the test: a patch that rewrote `>>> add(2, 3)` / `5` into `-1` passed it with the bug
+(red team round 3, reward 1). So the grader reads the examples of each graded doctest from the module
+as the gold patch leaves it (the base file when the gold patch does not touch it), and the reporter
+fails a doctest whose examples (source and expected output) differ from those.
+
+What is compared: `doctest.DocTestParser` examples of the docstring of the object the id names (the
+module's own docstring for an id that is the module's name). Prose around the examples is free. An
+object that cannot be found, or a file that does not parse, gives no expectation (the doctest is
+judged as before).
+"""
+
+from __future__ import annotations
+
+import ast
+import doctest
+import functools
+import subprocess
+import tempfile
+from pathlib import Path
+
+from patchgym.tasks.model import Task, is_doctest_id
+from patchgym.tasks.patches import files_touched
+
+
+def graded_doctest_examples(task: Task, repo_dir: Path) -> dict[str, list[list[str]]]:
+    """{graded doctest id: [[source, want], ...]} for the task's graded doctest ids."""
+    out: dict[str, list[list[str]]] = {}
+    for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]:
+        if not is_doctest_id(test_id):
+            continue
+        path, name = test_id.split("::", 1)
+        source = _module_as_gold_leaves_it(str(repo_dir), path, task.patch or "")
+        examples = _examples(source, name.split("[", 1)[0], path[:-3].replace("/", ".")) if source is not None else None
+        if examples is not None:
+            out[test_id] = examples
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _module_as_gold_leaves_it(repo_dir: str, path: str, gold: str) -> str | None:
+    base = Path(repo_dir) / path
+    try:
+        text = base.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    if path not in files_touched(gold):
+        return text
+    with tempfile.TemporaryDirectory(prefix="pg-doctest-") as tmp:
+        target = Path(tmp) / path
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(text, encoding="utf-8")
+        done = subprocess.run(["git", "apply", f"--include={path}", "-"], cwd=tmp, input=gold.encode(),
+                              capture_output=True, timeout=60)
+        if done.returncode != 0:
+            return None
+        return target.read_text(encoding="utf-8")
+
+
+def _examples(source: str, name: str, module: str) -> list[list[str]] | None:
+    """The examples of the docstring of `name` (`pkg.mod.Cls.method`) in the module `source`
+    (whose file is `module`, dotted: `src.pkg.mod`)."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    docstrings = {"": ast.get_docstring(tree, clean=False)}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in getattr(node, "body", []):
+            if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                qualname = f"{prefix}.{child.name}" if prefix else child.name
+                docstrings[qualname] = ast.get_docstring(child, clean=False)
+                if isinstance(child, ast.ClassDef):
+                    visit(child, qualname)
+
+    visit(tree, "")
+    parser = doctest.DocTestParser()
+    for qualname in sorted((q for q in docstrings if q), key=len, reverse=True):
+        if name.endswith("." + qualname):
+            docstring = docstrings[qualname]
+            return None if docstring is None else [[e.source, e.want] for e in parser.get_examples(docstring)]
+    if module.endswith(name) and docstrings[""] is not None:  # the id names the module itself
+        return [[e.source, e.want] for e in parser.get_examples(docstrings[""])]
+    return None
