@@ -130,6 +130,34 @@ def changed(value, rng, far=False, near=None, digits=False):
     raise TypeError("not changeable: {!r}".format(type(value)))
 
 
+def changed_every(container, rng):
+    """`container` (a tuple or list) with every changeable element changed, none of them into an
+    element of the original (`X in C` held; no new element may equal X); None if that fails."""
+    out = []
+    for element in container:
+        if not _calls.changeable(element):
+            return None
+        for _ in range(10):
+            new = changed(element, rng, far=isinstance(element, (int, float)))
+            if new not in container:
+                break
+        else:
+            return None
+        out.append(new)
+    return type(container)(out)
+
+
+def _membership(test):
+    """`X in C`: C a literal tuple or list of changeable elements, X no literal. Its copy with every
+    element of C changed fails honestly; a value equal to everything passes it (negating it, the
+    only copy before, is failed by such a value as by an honest one: red team round 2)."""
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.In)
+            and isinstance(test.comparators[0], (ast.Tuple, ast.List)) and test.comparators[0].elts):
+        return False
+    ok, _ = _calls.literal(test.comparators[0])
+    return ok and not _calls.literal(test.left)[0] and not isinstance(test.left, ast.Constant)
+
+
 def _walk_own(node):
     """ast.walk that does not enter nested functions, lambdas or classes."""
     todo = [node]
@@ -271,6 +299,8 @@ def targets(function, known=frozenset(), helpers=frozenset()):
             call = _self_call(statement, _calls.EQUAL_METHODS) or _helper_call(statement, helpers)
             if call is not None and len(call.args) >= 2:
                 pair = (call.args[0], call.args[1])
+        if "change" not in found and isinstance(statement, ast.Assert) and _membership(statement.test):
+            found["change"] = (statement.test.comparators[0], "change_all", _calls.literal(statement.test.comparators[0])[1])
         comparison = _calls.comparison_pair(statement)
         for kind, candidate in (("change_far", comparison and comparison[:2]), ("change", pair)):
             if candidate is not None and kind not in found:
@@ -300,6 +330,9 @@ def targets(function, known=frozenset(), helpers=frozenset()):
                 literals[statement.targets[0].id] = value
     if found:
         return [found[how] for how in ("change", "change_far") if how in found]
+    if fallback is not None and fallback[1] == "wrap":
+        # Both wrappers: a value equal to everything but tuples passed the tuple one (red team round 2)
+        return [(fallback[0], "wrap", None), (fallback[0], "wrap_object", None)]
     if fallback is not None:
         return [(fallback[0], fallback[1], None)]
     return []
@@ -322,6 +355,9 @@ def _segment(lines, node):
 
 def replacement(lines, node, how, value, rng):
     """The source that takes `node`'s place in the copy, or None."""
+    if how == "change_all":
+        new = changed_every(value, rng)
+        return None if new is None else repr(new)
     if how in ("change", "change_in_call", "change_far", "change_near"):
         if how == "change_near":
             value, scale = value
@@ -333,10 +369,10 @@ def replacement(lines, node, how, value, rng):
             return text if ast.literal_eval(text) == new else None
         except (ValueError, SyntaxError):
             return None
-    if how == "wrap":
-        # Either wrapper, at random: a value equal to everything but tuples (red team round 2) must
-        # guess which, and no value that equals E honestly equals a 1-tuple holding E or a bare object.
-        return "(" + _segment(lines, node) + ",)" if rng.random() < 0.5 else "object()"
+    if how == "wrap":  # no value that equals E honestly equals a 1-tuple holding E, nor a bare object
+        return "(" + _segment(lines, node) + ",)"
+    if how == "wrap_object":
+        return "object()"
     if how == "negate":
         return "not (" + _segment(lines, node) + ")"
     return None
@@ -432,7 +468,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             if new_lines is None:
                 continue
             block += gap + new_lines
-            copies.append((name, how not in ("wrap", "negate")))
+            copies.append((name, how not in ("wrap", "wrap_object", "negate")))
         if not copies:
             continue
         twin = name_for(function.name)

@@ -108,7 +108,7 @@ def test_a_comparison_made_through_other_machinery_gets_a_far_changed_copy_of_it
     assert _targets("def test_a():\n    npt.assert_array_equal(f(), np.array([4, 6]))\n") == [("[4, 6]", "change_far", [4, 6])]
     assert _targets("def test_a():\n    assert f() == Decimal('1.5')\n") == [("'1.5'", "change_in_call", "1.5")]
     assert _targets("def test_a():\n    assert move(p) == Point(4, 6)\n") == [("4", "change_in_call", 4)]
-    assert _targets("def test_a():\n    assert f(-3) == abs(-3)\n") == [("abs(-3)", "wrap", None)]  # not a constructor
+    assert _targets("def test_a():\n    assert f(-3) == abs(-3)\n")[0] == ("abs(-3)", "wrap", None)  # not a constructor
     # both kinds in one test: one copy each, the plain `==` first
     assert _targets("def test_a():\n    assert_array_equal(f(), (1, 2))\n    assert g() == 'x'\n") == [
         ("'x'", "change", "x"), ("(1, 2)", "change_far", (1, 2))]
@@ -302,10 +302,14 @@ def test_a_parametrised_test_is_copied_with_its_decorators_and_every_instance_fa
         contradicted: dict = {}
         text, planted = canaries.plant_source(PARAMETRISED, ["test_add", "test_other"], random.Random(seed), "/nonexistent",
                                               ids, contradicted, 6)
-        (container, name), = contradicted
-        copy = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
-        assert [ast.unparse(d) for d in copy.decorator_list] == ["pytest.mark.parametrize('a, b, expected', [(1, 2, 3), (2, 2, 4)])"]
-        assert ast.unparse(copy.body[0]) in ("assert add(a, b) == (expected,)", "assert add(a, b) == object()")
+        assert len(contradicted) == 2  # the tuple wrapper and the object one
+        bodies = set()
+        for container, name in contradicted:
+            copy = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
+            assert [ast.unparse(d) for d in copy.decorator_list] == [
+                "pytest.mark.parametrize('a, b, expected', [(1, 2, 3), (2, 2, 4)])"]
+            bodies.add(ast.unparse(copy.body[0]))
+        assert bodies == {"assert add(a, b) == (expected,)", "assert add(a, b) == object()"}
 
 
 # -- through the real grader ------------------------------------------------------------------
@@ -490,7 +494,7 @@ def test_asserts_in_bodies_that_surely_run_once_are_targets_too() -> None:
         assert _target(body) is None, body
 
 
-def test_a_value_equal_to_everything_but_tuples_cannot_know_which_wrapper_it_meets() -> None:
+def test_a_value_equal_to_everything_but_tuples_meets_both_wrappers() -> None:
     class _NotTuple(int):
         def __eq__(self, other):
             return not isinstance(other, tuple)
@@ -500,11 +504,12 @@ def test_a_value_equal_to_everything_but_tuples_cannot_know_which_wrapper_it_mee
     body = "def test_a():\n    expected = g(4)\n    assert f(2) == expected\n"
     function = ast.parse(body).body[0]
     lines = body.splitlines()
-    caught = 0
-    for seed in range(40):
-        node, how, value = contradictions.target(function)
+    found = contradictions.targets(function)
+    assert [how for _, how, _ in found] == ["wrap", "wrap_object"]
+    passed = []
+    for node, how, value in found:
         copy = contradictions.copy_with(lines, function, "test_b", node,
-                                        contradictions.replacement(lines, node, how, value, random.Random(seed)))
+                                        contradictions.replacement(lines, node, how, value, random.Random(0)))
         code = compile("\n".join(copy) + "\n", "t.py", "exec")
         namespace = {"f": lambda x: x * 2, "g": lambda x: x}
         exec(code, namespace)
@@ -514,10 +519,34 @@ def test_a_value_equal_to_everything_but_tuples_cannot_know_which_wrapper_it_mee
         exec(code, namespace)
         try:
             namespace["test_b"]()
-            caught += 1
+            passed.append(how)
         except AssertionError:
             pass
-    assert 10 <= caught <= 30  # about half the copies pass for it: any one of them is tampering
+    assert passed == ["wrap_object"]  # one of the two copies passes for it: tampering
+
+
+def test_a_membership_in_a_literal_gets_every_element_changed() -> None:
+    # `assert add(2, 3) in (5,)`: negated before, which a value equal to everything fails like an
+    # honest one (red team round 2). Now every element changes, never into another of them.
+    body = "def test_a():\n    assert f(2) in (4, 'x', 'y')\n"
+    function = ast.parse(body).body[0]
+    lines = body.splitlines()
+    (node, how, value), = contradictions.targets(function)
+    assert how == "change_all" and value == (4, "x", "y")
+    for seed in range(50):
+        text = contradictions.replacement(lines, node, how, value, random.Random(seed))
+        new = ast.literal_eval(text)
+        assert not set(new) & set(value) and len(new) == 3
+        copy = contradictions.copy_with(lines, function, "test_b", node, text)
+        code = compile("\n".join(copy) + "\n", "t.py", "exec")
+        for f, fails in ((lambda x: x * 2, True), (lambda x: _AlwaysEqual(0), False)):
+            namespace = {"f": f}
+            exec(code, namespace)
+            if fails:
+                with pytest.raises(AssertionError):
+                    namespace["test_b"]()
+            else:
+                namespace["test_b"]()
 
 
 # Lying on the first call only, honestly after: the twin (a second run) fails, so a contradiction
