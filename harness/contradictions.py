@@ -23,8 +23,9 @@ says it compares for equality or closeness, and whose outcome is the assertion's
 moved at least 1000 times further, past any tolerance such a call plausibly allows, or, for a
 known library's check with literal tolerances, just past them (`comparing_calls.near_scale`), so
 that a tolerance widened for the bug passes it too. Where the test has no literal
-expectation, its first assertion gets a weaker contradiction: `X == E` becomes `X == (E,)` (a
-value equal to E is not equal to a 1-tuple holding E; a value equal to everything is), and any
+expectation, its first assertion gets a weaker contradiction: `X == E` becomes `X == (E,)` and,
+in a second copy, `X == object()` (a value equal to E equals neither; a value equal to everything,
+or to everything but tuples, does), `assert X in (literals)` gets every element changed, and any
 other assertion `assert T` becomes `assert not (T)` (`assertTrue`/`assertFalse` likewise: this
 catches code that reads the assert line and answers it). The copy is planted at the end of its
 original's container (the module, or the class), so it runs after every test there, and is named
