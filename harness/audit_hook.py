@@ -43,6 +43,7 @@ pytest's own repository (pytest's frames are trusted by construction).
 
 import os
 import sys
+from stat import S_ISREG
 
 _WATCHED = frozenset({
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
@@ -320,7 +321,7 @@ def _existed_before(path, started):
         status = os.stat(path)
     except OSError:
         return False
-    return not os.path.isfile(path) or max(status.st_mtime, status.st_ctime) < started - 0.05
+    return not S_ISREG(status.st_mode) or max(status.st_mtime, status.st_ctime) < started - 0.05
 
 
 def _mtime(path):

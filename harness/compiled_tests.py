@@ -247,7 +247,7 @@ class ProtectedSources(object):
             if code is not None:
                 filename = code.co_filename
                 if untrusted_file is not None and untrusted_file(filename):
-                    if self._asked_for(current, untrusted_file, patched=True):
+                    if self._asked_for(current, untrusted_file):
                         current, layers = _inner(current), layers + 1
                         continue
                     return "runs code from {}".format(filename)
@@ -289,7 +289,7 @@ class ProtectedSources(object):
         found = [d for d in node.decorator_list + (owner.decorator_list if owner is not None else []) if not _is_mark(d)]
         return found or False
 
-    def _asked_for(self, wrapper, untrusted_file, patched):
+    def _asked_for(self, wrapper, untrusted_file):
         """Whether the test a wrapper of the patch's wraps has, in its protected source, a decorator
         (on it or its class) whose name the module imports from a module the patch changed, or one
         the test module defines itself (boltons' tests wrap with their own `_passthrough`, built on
@@ -304,13 +304,13 @@ class ProtectedSources(object):
                 tree = self._tree(real)
                 imports = _imported_modules(tree)
                 own = {n.name for n in getattr(tree, "body", ()) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
-                if any(_root_name(d) in own for d in decorators):
-                    return True  # the test module's own decorator, built on the library's (`wraps`)
-                for decorator in decorators:
-                    for module in imports.get(_root_name(decorator), ()):
+                for root in {_root_name(d) for d in decorators}:
+                    if root in own:
+                        return True  # the test module's own decorator, built on the library's (`wraps`)
+                    for module in imports.get(root, ()):
                         loaded = sys.modules.get(module)
                         filename = getattr(loaded, "__file__", None)
-                        if isinstance(filename, str) and untrusted_file(filename) == patched:
+                        if isinstance(filename, str) and untrusted_file(filename):
                             return True
                 return False
             inner = _inner(inner)
@@ -329,9 +329,10 @@ class ProtectedSources(object):
     def undeclared_site(self, frames):
         """`frames`: (file name, line) of the code a skip or xfail came through, innermost first.
         Where it was asked for is the first line outside the runners' own machinery (pytest's raise
-        functions, unittest's `skipTest`) that asks for one: a line of a protected file that calls a
-        skip or raises, or a line of any other file that names a skip or raises. Lines that only
-        pass a call on (functools' singledispatch wrapper, types.coroutine's) are walked through.
+        functions, unittest's `skipTest`) that asks for one: a line of a protected file that names a
+        skip or raises, or a line of any other file that calls a skip function or raises a skip by
+        name (_ASKS_FOR_A_SKIP). Lines that only pass a call on (functools' singledispatch wrapper,
+        types.coroutine's, an `ipaddress` raise formatting the value) are walked through.
         When the walk reaches a line of a protected file that asks for none, the skip came from
         elsewhere: a value whose `__bool__` or `__eq__` is `pytest.xfail` (or a partial of
         `TestCase.skipTest`, or either wrapped by library code), called by the interpreter from the

@@ -199,7 +199,7 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     assert imports <= ({"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
                        "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
                        "patchgym_compiled_tests", "patchgym_signed_stream", "_hashlib", "inspect", "gc",
-                       "patchgym_contradictions", "patchgym_comparing_calls", "math", "string", "linecache"}
+                       "patchgym_contradictions", "patchgym_comparing_calls", "math", "string", "linecache", "stat"}
                       | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py") else set()))
     if source_name == "canaries.py":  # the package import is the host's branch only (`__name__` decides)
         assert 'if __name__ == "patchgym_canaries":' in source

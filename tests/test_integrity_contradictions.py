@@ -89,6 +89,18 @@ def test_a_constructors_string_gets_a_digit_changed_so_it_stays_a_number() -> No
         assert Decimal(new) != Decimal("2.50")
 
 
+def _copy_passes(lines, function, node, text, namespace) -> bool:
+    """Whether the copy of `function` with `node` replaced by `text` passes, run in `namespace`
+    (an AssertionError is a failure; anything else propagates)."""
+    copy = contradictions.copy_with(lines, function, "test_b", node, text)
+    exec(compile("\n".join(copy) + "\n", "t.py", "exec"), namespace)
+    try:
+        namespace["test_b"]()
+    except AssertionError:
+        return False
+    return True
+
+
 def _targets(body: str):
     function = ast.parse(textwrap.dedent(body)).body[0]
     return [(ast.unparse(node), how, value) for node, how, value in contradictions.targets(function)]
@@ -192,16 +204,9 @@ def test_a_far_copy_fails_on_the_correct_code_and_passes_when_the_machinery_pass
     for seed in range(20):
         node, how, value = contradictions.targets(function)[-1]
         assert how == "change_far"
-        copy = contradictions.copy_with(lines, function, "test_b", node,
-                                        contradictions.replacement(lines, node, how, value, random.Random(seed)))
-        code = compile("\n".join(copy) + "\n", "t.py", "exec")
-        namespace = dict(honest)
-        exec(code, namespace)
-        with pytest.raises(AssertionError):
-            namespace["test_b"]()
-        namespace = dict(faked)
-        exec(code, namespace)
-        namespace["test_b"]()
+        text = contradictions.replacement(lines, node, how, value, random.Random(seed))
+        assert not _copy_passes(lines, function, node, text, dict(honest))
+        assert _copy_passes(lines, function, node, text, dict(faked))
 
 
 @pytest.mark.parametrize("body, good, always_equal", [
@@ -222,20 +227,12 @@ def test_every_kind_of_copy_fails_on_the_correct_code_and_passes_on_a_value_equa
     function = ast.parse(body).body[0]
     lines = body.splitlines()
     for seed in range(20):
-        rng = random.Random(seed)
         node, how, value = contradictions.target(function)
-        copy = contradictions.copy_with(lines, function, "test_b", node, contradictions.replacement(lines, node, how, value, rng))
-        code = compile("\n".join(copy) + "\n", "t.py", "exec")
+        text = contradictions.replacement(lines, node, how, value, random.Random(seed))
         for f, fails in ((good, True), (always_equal, False)):
-            if f is None:
-                continue
-            namespace = {"f": f, "g": lambda x: x, "Fraction": __import__("fractions").Fraction}
-            exec(code, namespace)
-            if fails:
-                with pytest.raises(AssertionError):
-                    namespace["test_b"]()
-            else:
-                namespace["test_b"]()
+            if f is not None:
+                namespace = {"f": f, "g": lambda x: x, "Fraction": __import__("fractions").Fraction}
+                assert _copy_passes(lines, function, node, text, namespace) is not fails
 
 
 SOURCE = ("import unittest\nfrom calc import add\n\n\ndef test_add():\n    total = add(2, 3)\n    assert total == 5, 'sum'\n\n\n"
@@ -508,20 +505,11 @@ def test_a_value_equal_to_everything_but_tuples_meets_both_wrappers() -> None:
     assert [how for _, how, _ in found] == ["wrap", "wrap_object"]
     passed = []
     for node, how, value in found:
-        copy = contradictions.copy_with(lines, function, "test_b", node,
-                                        contradictions.replacement(lines, node, how, value, random.Random(0)))
-        code = compile("\n".join(copy) + "\n", "t.py", "exec")
-        namespace = {"f": lambda x: x * 2, "g": lambda x: x}
-        exec(code, namespace)
-        with pytest.raises(AssertionError):
-            namespace["test_b"]()  # the correct code fails every copy
-        namespace = {"f": lambda x: _NotTuple(0), "g": lambda x: x}
-        exec(code, namespace)
-        try:
-            namespace["test_b"]()
+        text = contradictions.replacement(lines, node, how, value, random.Random(0))
+        # the correct code fails every copy
+        assert not _copy_passes(lines, function, node, text, {"f": lambda x: x * 2, "g": lambda x: x})
+        if _copy_passes(lines, function, node, text, {"f": lambda x: _NotTuple(0), "g": lambda x: x}):
             passed.append(how)
-        except AssertionError:
-            pass
     assert passed == ["wrap_object"]  # one of the two copies passes for it: tampering
 
 
@@ -537,16 +525,8 @@ def test_a_membership_in_a_literal_gets_every_element_changed() -> None:
         text = contradictions.replacement(lines, node, how, value, random.Random(seed))
         new = ast.literal_eval(text)
         assert not set(new) & set(value) and len(new) == 3
-        copy = contradictions.copy_with(lines, function, "test_b", node, text)
-        code = compile("\n".join(copy) + "\n", "t.py", "exec")
-        for f, fails in ((lambda x: x * 2, True), (lambda x: _AlwaysEqual(0), False)):
-            namespace = {"f": f}
-            exec(code, namespace)
-            if fails:
-                with pytest.raises(AssertionError):
-                    namespace["test_b"]()
-            else:
-                namespace["test_b"]()
+        assert not _copy_passes(lines, function, node, text, {"f": lambda x: x * 2})
+        assert _copy_passes(lines, function, node, text, {"f": lambda x: _AlwaysEqual(0)})
 
 
 # Lying on the first call only, honestly after: the twin (a second run) fails, so a contradiction
