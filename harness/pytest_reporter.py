@@ -31,7 +31,6 @@ and pluggy 0.13 or later (no annotations, no newer syntax).
 """
 
 import builtins
-import hashlib
 import importlib.util
 import json
 import operator
@@ -218,7 +217,7 @@ def _class_keys():
         module = sys.modules.get(module_name)
         if module is not None and isinstance(getattr(module, name, None), type):
             classes.append(getattr(module, name))
-    return [(cls, frozenset(vars(cls))) for cls in classes]
+    return [[cls, frozenset(vars(cls)), len(vars(cls))] for cls in classes]  # class, names, count now
 
 
 def _short_failure(excinfo, style=None):
@@ -242,11 +241,22 @@ def _changed_code(entries):
 
 
 def _changed_keys(entries, thorough=True):
-    """Classes whose attributes were added or removed. Between tests only the number of attributes
-    is compared (a per-test full comparison of pytest's large class dicts cost ~5% of a grading);
-    after each module is collected and at the end, the names."""
-    return ["{}.{} (attributes added or removed)".format(cls.__module__, cls.__qualname__)
-            for cls, keys in entries if (thorough or len(vars(cls)) != len(keys)) and _keys_changed(cls, keys)]
+    """Classes whose attributes were added or removed since the snapshot. Between tests only the
+    number of attributes is compared (a per-test full comparison of pytest's large class dicts cost
+    ~5% of a grading); after each module is collected and at the end, the names. A harmless
+    addition (see `_keys_changed`) updates the entry's count, never its names, so the count matches
+    again at the next test and the thorough check still judges the name. Why: pytest sets a flag on
+    `Function` at its first test, and every later test then compared the whole dict."""
+    changed = []
+    for entry in entries:
+        cls, keys, count = entry
+        if not thorough and len(vars(cls)) == count:
+            continue
+        if _keys_changed(cls, keys):
+            changed.append("{}.{} (attributes added or removed)".format(cls.__module__, cls.__qualname__))
+        else:
+            entry[2] = len(vars(cls))
+    return changed
 
 
 def _keys_changed(cls, keys):
@@ -289,10 +299,12 @@ def _bytecode_of(path, since):
     return found
 
 
-def _digest(path):
+def _contents(path):
+    """The file's bytes (None if unreadable), kept whole to be compared later: test files are small,
+    and a hash would need hashlib, whose import loads OpenSSL (~3.5 ms a grading)."""
     try:
         with open(path, "rb") as handle:
-            return hashlib.sha256(handle.read()).hexdigest()
+            return handle.read()
     except OSError:
         return None
 
@@ -337,7 +349,7 @@ class Reporter:
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self._patched_cache = {}
         self._started = time.time()
-        self._protected = self._hash_protected(config.get("protected_files", []))
+        self._protected = self._read_protected(config.get("protected_files", []))
         self._sources = None  # patchgym_compiled_tests.ProtectedSources: the grader's own compilation
         self._rewrite = None
         self._config = None  # the session's pytest config (set when the reporter is registered)
@@ -384,7 +396,11 @@ class Reporter:
         self._namespace_watch = _Watched(self._namespace)
         self._reported_violations: set[str] = set()
         self._frame_verdicts = {}  # code file name -> whether it is the patch's (see _patch_frame)
-        self._clean_frames = set()  # live frames whose whole outward stack was walked clean
+        # Live frames whose whole outward stack was walked clean (see _patch_frame): the session's
+        # (seen in two tests in a row) and this test's; the previous test's, to tell the two apart.
+        self._clean_frames = set()
+        self._test_frames = set()
+        self._previous_frames = set()
         self._impls = None  # outcome hook -> its implementations when collection finished
         if self._guard is not None:
             self._guard.emit = self._violation
@@ -530,8 +546,8 @@ class Reporter:
         for name in self._namespace_watch.changed():
             self._violation("replaced", name)
 
-    def _hash_protected(self, test_files):
-        """Hashes of the grading test files and the conftest.py files above them, taken before any
+    def _read_protected(self, test_files):
+        """The bytes of the grading test files and the conftest.py files above them, read before any
         code under test has run: code that rewrites them on disk later is caught."""
         paths = set()
         for rel in test_files:
@@ -543,13 +559,13 @@ class Reporter:
                 if folder == self._testbed:
                     break
                 folder = os.path.dirname(folder)
-        return {path: _digest(path) for path in sorted(paths)}
+        return {path: _contents(path) for path in sorted(paths)}
 
     def check_protected(self, only=None):
         for path, expected in self._protected.items():
             if only is not None and path != only:
                 continue
-            if _digest(path) != expected:
+            if _contents(path) != expected:
                 self._violation("test_file_changed_during_run", os.path.relpath(path, self._testbed))
             for planted in _bytecode_of(path, self._started - 1):
                 self._violation("bytecode_written_during_run", os.path.relpath(planted, self._testbed))
@@ -605,12 +621,23 @@ class Reporter:
         session's outer frames (main, the run-test loop, ...) stay the same from test to test, so
         each check walks only the few frames of this dispatch (generator frames are re-parented
         when resumed, so they are walked every time). Why: a whole walk is ~40 frames, and three
-        a test came to ~4% of the medium suite's graded time."""
+        a test came to ~4% of the medium suite's graded time. Only frames still live a test later
+        are kept for the session; this test's are let go when it ends. Why: keeping every walked
+        frame (up to 512, with their locals: call infos, reports, tracebacks) promoted all of it
+        into the old generations and cost ~20 ms of the medium suite's 600-test run in extra full
+        collections (measured with the check on and off: +36 ms kept, +16 ms let go)."""
         verdicts = self._frame_verdicts
         clean = self._clean_frames
+        this_test = self._test_frames
+        previous = self._previous_frames
         walked = []
         while frame is not None:
-            if frame in clean:
+            if frame in clean or frame in this_test:
+                break
+            if frame in previous:  # still live a test later: the session's
+                if len(clean) > 256:  # bounded: it holds the frames alive
+                    clean.clear()
+                clean.add(frame)
                 break
             walked.append(frame)
             filename = frame.f_code.co_filename
@@ -625,10 +652,14 @@ class Reporter:
             if bad:
                 return filename
             frame = frame.f_back
-        if len(clean) > 512:  # it holds the frames alive: bounded
-            clean.clear()
-        clean.update(f for f in walked if not f.f_code.co_flags & _RESUMABLE)
+        if len(this_test) > 512:  # a runner that never ends a test (no logfinish): bounded too
+            this_test.clear()
+        this_test.update(f for f in walked if not f.f_code.co_flags & _RESUMABLE)
         return None
+
+    def _end_test_frames(self):
+        self._previous_frames = self._test_frames
+        self._test_frames = set()
 
     def check_stack(self, hook):
         culprit = self._patch_frame(sys._getframe(2))
@@ -700,22 +731,47 @@ class Reporter:
     if _NEW_STYLE_WRAPPERS:
         @pytest.hookimpl(wrapper=True, tryfirst=True)
         def pytest_runtest_makereport(self, item, call):
+            brief = False
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
-            report = yield
+                brief = self._brief_canary_failure(item, call)
+            try:
+                report = yield
+            finally:
+                if brief:
+                    vars(item).pop("repr_failure", None)
             self._judge_report(item, call, report)
             return report
     else:
         @pytest.hookimpl(hookwrapper=True, tryfirst=True)
         def pytest_runtest_makereport(self, item, call):
+            brief = False
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
+                brief = self._brief_canary_failure(item, call)
             outcome = yield
+            if brief:
+                vars(item).pop("repr_failure", None)
             try:
                 report = outcome.get_result()
             except BaseException:  # noqa: B036  another hook failed: pytest reports that itself
                 report = None
             self._judge_report(item, call, report)
+
+    def _brief_canary_failure(self, item, call):
+        """A canary (or contradiction copy) that failed, as it must, is reported with a one-line
+        failure instead of pytest's traceback: the grader reads its outcome, never its text. The
+        item's `repr_failure` is replaced for this one report only, after its test has run and
+        before any other code runs again, so no test can see the difference. Why: pytest's long
+        failure report (source of every frame, the assertion's explanation, the FAILURES section)
+        cost ~2.5 ms a failing test, ~50 ms of the medium suite's 20 canaries."""
+        if call.excinfo is None or item.nodeid not in self._canary_items:
+            return False
+        if call.excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
+            return False
+        typename = call.excinfo.typename
+        item.repr_failure = lambda excinfo, *args, **kwargs: "{}: a canary of the grader's, failing as it must".format(typename)
+        return True
 
     def _judge_report(self, item, call, report):
         excinfo = call.excinfo
@@ -907,6 +963,7 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid, location):
+        self._end_test_frames()
         self._emit_test(nodeid, self._phases.pop(nodeid, {}))
 
     def _emit_test(self, nodeid, phases):

@@ -6,30 +6,39 @@ before any code of the repository runs. One record per line:
     <payload: JSON, keys sorted, ASCII>\\t<HMAC-SHA256 over "nonce\\nseq\\npayload", hex>\\n
 
 Everything it serialises, signs and writes with is taken when this module is imported: a C JSON
-encoder (`json.encoder.c_make_encoder` over `encode_basestring_ascii`), OpenSSL's HMAC object
-(`_hashlib.hmac_new`: a built-in type, its `copy`/`update`/`hexdigest` cannot be replaced) and
-`os.write`. Why: once imported, the repository's code may replace `json.dumps`, `JSONEncoder`'s
-methods, `hmac.HMAC.copy` or `os.write` (module attributes, methods of Python classes); a writer
-that looked them up at each record would sign what they return. Measured: a package `__init__`
-that replaced `json.dumps` made the stream report its failing tests as PASSED, and only the log
-cross-check caught it (tests/test_integrity_round3.py has the attack). Where the C pieces are
-missing (another interpreter or build), a small encoder and HMAC of this module's own, over
-functions taken at import, stand in.
+encoder (`json.encoder.c_make_encoder` over `encode_basestring_ascii`), the interpreter's built-in
+SHA-256 type (`_sha2.sha256`, `_sha256.sha256` before 3.12: a built-in type, its
+`copy`/`update`/`digest` cannot be replaced), over which HMAC (RFC 2104) is computed with no class
+of this module's in between, and `os.write`. Why: once imported, the repository's code may replace
+`json.dumps`, `JSONEncoder`'s methods, `hmac.HMAC.copy` or `os.write` (module attributes, methods
+of Python classes); a writer that looked them up at each record would sign what they return.
+Measured: a package `__init__` that replaced `json.dumps` made the stream report its failing tests
+as PASSED, and only the log cross-check caught it (tests/test_integrity_round3.py has the attack).
+Why not OpenSSL's HMAC (`_hashlib.hmac_new`, also a built-in type): importing `_hashlib` loads
+OpenSSL, ~3.5 ms of every grading whose repository never imports hashlib. Where the C encoder is
+missing (another interpreter or build), a small encoder of this module's own, over functions taken
+at import, stands in; where no built-in SHA-256 module exists, hashlib's.
 
 Standard library only, Python >= 3.6 syntax (it runs on the task's interpreter).
 """
 
-import hashlib
 import json.encoder
 import os
 
-try:
-    from _hashlib import hmac_new as _C_HMAC
-except ImportError:  # Python < 3.9, or no OpenSSL
-    _C_HMAC = None
+
+def _builtin_sha256():
+    for name in ("_sha2", "_sha256"):
+        try:
+            return getattr(__import__(name), "sha256")
+        except (ImportError, AttributeError):
+            continue
+    import hashlib
+    return hashlib.sha256
+
+
 _C_ENCODER = getattr(json.encoder, "c_make_encoder", None)
 _QUOTE = getattr(json.encoder, "encode_basestring_ascii", None) or json.encoder.py_encode_basestring_ascii
-_SHA256 = hashlib.sha256
+_SHA256 = _builtin_sha256()
 _WRITE = os.write
 _CLOSE = os.close
 _JOIN = "".join
@@ -81,44 +90,20 @@ def _make_encode():
 _ENCODE = _make_encode()
 
 
-class _Hmac(object):
-    """HMAC-SHA256 over hashlib's built-in hash objects (RFC 2104), where OpenSSL's HMAC is absent."""
-
-    def __init__(self, key=None, inner=None, outer=None):
-        if key is not None:
-            if len(key) > 64:
-                key = _SHA256(key).digest()
-            key = key + b"\x00" * (64 - len(key))
-            inner, outer = _SHA256(bytes(b ^ 0x36 for b in key)), _SHA256(bytes(b ^ 0x5C for b in key))
-        self._inner, self._outer = inner, outer
-
-    def copy(self):
-        return _Hmac(inner=self._inner.copy(), outer=self._outer.copy())
-
-    def update(self, data):
-        self._inner.update(data)
-
-    def hexdigest(self):
-        outer = self._outer.copy()
-        outer.update(self._inner.digest())
-        return outer.hexdigest()
-
-
-def _new_mac(key):
-    if _C_HMAC is not None:
-        try:
-            return _C_HMAC(key, digestmod="sha256")
-        except Exception:  # noqa: BLE001  a build whose OpenSSL refuses it
-            pass
-    return _Hmac(key)
+def _keyed(key):
+    """The two keyed SHA-256 states of HMAC (RFC 2104): inner and outer."""
+    if len(key) > 64:
+        key = _SHA256(key).digest()
+    key = key + b"\x00" * (64 - len(key))
+    return _SHA256(bytes(b ^ 0x36 for b in key)), _SHA256(bytes(b ^ 0x5C for b in key))
 
 
 class SignedStream(object):
-    """Appends signed records to the results file open at `fd`. Keeps only the keyed HMAC state,
+    """Appends signed records to the results file open at `fd`. Keeps only the keyed HMAC states,
     never the key; `disown()` (a forked child) stops writing."""
 
     def __init__(self, key, nonce, fd):
-        self._mac = _new_mac(key)
+        self._inner, self._outer = _keyed(key)
         self._nonce = nonce
         self._fd = fd
         self._seq = 0
@@ -129,13 +114,15 @@ class SignedStream(object):
         record["seq"] = self._seq
         record["kind"] = kind
         payload = _ENCODE(record)
-        mac = self._mac.copy()
-        mac.update(_SIGNED(self._nonce, self._seq, payload).encode())
+        inner = self._inner.copy()
+        inner.update(_SIGNED(self._nonce, self._seq, payload).encode())
+        outer = self._outer.copy()
+        outer.update(inner.digest())
         self._seq += 1
         if self._fd is None:
             return
         try:
-            _WRITE(self._fd, _LINE(payload, mac.hexdigest()).encode())
+            _WRITE(self._fd, _LINE(payload, outer.hexdigest()).encode())
         except OSError:
             pass
 

@@ -198,7 +198,7 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     assert not any(isinstance(node, ast.NamedExpr) for node in ast.walk(tree))
     assert imports <= ({"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
                        "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
-                       "patchgym_compiled_tests", "patchgym_signed_stream", "_hashlib", "inspect", "gc",
+                       "patchgym_compiled_tests", "patchgym_signed_stream", "_hashlib", "_sha2", "_sha256", "inspect", "gc",
                        "patchgym_contradictions", "patchgym_comparing_calls", "math", "string", "linecache", "stat"}
                       | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py") else set()))
     if source_name == "canaries.py":  # the package import is the host's branch only (`__name__` decides)
@@ -500,7 +500,7 @@ def test_the_graders_sandbox_modules_load_from_their_bytecode(tmp_path) -> None:
 def test_signed_stream_writes_what_json_and_hmac_give_and_ignores_their_later_replacement(tmp_path) -> None:
     """Each record is `payload<TAB>HMAC(nonce, seq, payload)`, with payload what json.dumps(sort_keys=True,
     ensure_ascii=True) gives; json.dumps, hmac.HMAC and os.write replaced after import change nothing
-    it writes. The fallbacks (no C encoder, no OpenSSL HMAC) write the same bytes."""
+    it writes. The fallbacks (no C encoder, hashlib's SHA-256) write the same bytes; OpenSSL is not loaded."""
     import hashlib
     import hmac
     import importlib.util
@@ -542,10 +542,17 @@ def test_signed_stream_writes_what_json_and_hmac_give_and_ignores_their_later_re
 
     assert write_all(load("pg_stream_c"), tmp_path / "c.jsonl", replace=True) == expected
     fallback = load("pg_stream_py")
-    fallback._ENCODE, fallback._C_HMAC = fallback._py_encode, None
+    fallback._ENCODE, fallback._SHA256 = fallback._py_encode, hashlib.sha256
     assert write_all(fallback, tmp_path / "py.jsonl", replace=True) == expected
     with pytest.raises(TypeError, match="cannot encode a bytes"):
         fallback._py_encode({"x": b"raw"})
+    import subprocess
+    import sys
+
+    loads = ("import importlib.util, sys; spec = importlib.util.spec_from_file_location('s', sys.argv[1]); "
+             "spec.loader.exec_module(importlib.util.module_from_spec(spec)); print(sorted(m for m in sys.modules if 'hashlib' in m))")
+    done = subprocess.run([sys.executable, "-c", loads, str(SIGNED_STREAM[1])], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == "[]"  # neither hashlib nor OpenSSL's _hashlib
 
 
 def test_tree_script_lists_every_path_the_apply_wrote(tmp_path) -> None:
@@ -595,3 +602,39 @@ def test_rename_and_copy_targets_count_as_created_paths() -> None:
     assert set(check.added) == {"pprint.py", "json.py"}
     plain = check_patch(_diff("calc/ops.py"))
     assert plain.ok and plain.added == []
+
+
+def test_a_failing_canary_is_reported_in_one_line_and_a_failing_graded_test_in_full(tmp_path) -> None:
+    """pytest's long failure report cost ~2.5 ms a failing test, and every canary fails: a canary's is
+    one line. A graded test that fails keeps pytest's whole report (source, assertion explained)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from patchgym.harness.results import PLUGIN_MODULE, sandbox_modules
+
+    plugin, tree = tmp_path / "plugin", tmp_path / "tree"
+    for path, content in sandbox_modules(str(plugin), "pytest"):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(content)
+    (tree / "calc").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "calc" / "__init__.py").write_text("def add(a, b):\n    return a - b\n")
+    (tree / "tests" / "test_add.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+                                                "def test_zero():\n    assert add(0, 0) == 0\n")
+    ids = ["tests/test_add.py::test_add", "tests/test_add.py::test_zero"]
+    config = {"key": "00" * 32, "nonce": "n", "results": str(tmp_path / "results.jsonl"), "patched_files": [],
+              "testbed": str(tree), "protected_files": ["tests/test_add.py"], "test_roots": ["tests"],
+              "canaries": {"seed": 3, "ids": ids}}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATCHGYM_REPORTER": "1", "PYTHONPATH": f"{plugin}:{tree}",
+           "PYTEST_ADDOPTS": f"-p no:cacheprovider -p {PLUGIN_MODULE}"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "tests/test_add.py"], cwd=tree, env=env,
+                          input=json.dumps(config), capture_output=True, text=True)
+    failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED ")]
+    canaries = [line for line in failed if "::test_add " not in line and not line.endswith("::test_add")]
+    assert canaries and all("AssertionError: a canary of the" in line for line in canaries), done.stdout[-3000:]
+    assert any("::test_add" in line for line in failed), done.stdout[-3000:]
+    assert ">       assert add(2, 3) == 5" in done.stdout  # the graded failure, in full
+    assert done.stdout.count(">       assert") == 1  # and no canary's source
