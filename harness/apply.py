@@ -7,7 +7,7 @@
    actually changed (tracked files that differ from base_commit, and files outside git's view --
    new, ignored or untracked -- created or rewritten since before the first attempt), so the
    grader can refuse a patch whose headers name other paths than the ones git or patch wrote
-   (`changed`, paths hex-encoded so no name can break the line);
+   (`changed`, a path hex-encoded unless it is plain, so no name can break the line);
 2. restores the files the neutralisation plan names to base_commit (deletes those absent at base);
 3. applies `test_patch` (`git apply`, then `patch --fuzz=5`);
 4. lists which of the candidate test files exist.
@@ -81,12 +81,15 @@ _NEW_LINES = "LC_ALL=C awk -F '\\t' 'FILENAME == ARGV[1] {seen[$0]; next} !($0 i
 
 
 def _list_changed(marker: str, base: str, snapshot: str) -> str:
-    """Bash that prints `<marker> changed <hex path>` for each path the apply changed: tracked paths
-    that differ from base (git's view, so `git reset --hard` between attempts is not a change), and
-    untracked paths (ignored ones included: a .gitignore cannot hide them) that are new or rewritten
-    since the snapshot taken before the first attempt."""
+    """Bash that prints `<marker> changed <hex path>` (`changed_plain <path>` for a plain one) for each
+    path the apply changed: tracked paths that differ from base (git's view, so `git reset --hard`
+    between attempts is not a change), and untracked paths (ignored ones included: a .gitignore
+    cannot hide them) that are new or rewritten since the snapshot taken before the first attempt."""
     q = shlex.quote
-    emit = f"printf '%s changed %s\\n' '{marker}' \"$(printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n')\""
+    # A plain name (letters, digits, `._/+-`: every path of nearly every patch) goes as it is; any
+    # other is hex-encoded. Why: `od` and `tr` in a subshell cost ~2 ms a path in the sandbox.
+    emit = (f"if [[ $p =~ ^[A-Za-z0-9._/+-]+$ ]]; then printf '%s changed_plain %s\\n' '{marker}' \"$p\"; "
+            f"else printf '%s changed %s\\n' '{marker}' \"$(printf '%s' \"$p\" | od -An -v -tx1 | tr -d ' \\n')\"; fi")
     # The tracked paths git listed are remembered (`__pg_listed`), so the untracked check skips them:
     # one `git ls-files` less per file the patch edits (~1.5 ms each in the sandbox).
     return "\n".join([
@@ -119,6 +122,10 @@ def parse_tree_output(marker: str, output: str) -> TreeResult:
             result.present.add(rest)
         elif what == "changed_listed":
             result.changed = result.changed if result.changed is not None else set()
+        elif what == "changed_plain":
+            if result.changed is None:
+                result.changed = set()
+            result.changed.add(rest)
         elif what == "changed":
             if result.changed is None:
                 result.changed = set()
