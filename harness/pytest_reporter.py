@@ -7,8 +7,8 @@ or test module (so before any code under test) is imported, and then:
 
 1. reads its configuration from stdin (fd 0, then at EOF for every later reader): an HMAC key, a
    nonce, where to write results, and the files the graded patch changed. The key never passes
-   through the environment, argv, or a file the tests could read; only an HMAC object keyed with it
-   is kept.
+   through the environment, argv, or a file the tests could read; only the HMAC states keyed with
+   it are kept.
 2. opens the results file and writes JSON lines, each signed with HMAC-SHA256 over the nonce, a
    sequence number and the record: `start`, one `test` record per test (all phases folded into one
    status), `collect` records for collection errors, `integrity` records, and `end` with pytest's
