@@ -31,7 +31,9 @@ reporter's own folder), or a name that code of the patch compiled or constructed
 compilation of the protected files, called from its own folder, taints nothing). Unchanged library
 code, the test files, conftests and pytest itself are not, so an honest library calling
 `gc.collect()`, starting threads, or using ctypes for its own work is not affected; only the
-operations above are refused, and only with the patch's code on the stack.
+operations above are refused, and only with the patch's code on the stack. The walk for a refusal
+ends at the import system: an unchanged module's own code, run while the patch's import loads it
+(dill's module-level `ctypes.pythonapi` lookups), is that module's.
 
 Also here: `imported_repository_modules()`, the proof that the reporter was loaded before any
 repository code ran (a module under the testbed already in `sys.modules`).
@@ -137,12 +139,18 @@ class Guard(object):
         # served a forged test module from a /tmp file dated 2020 that way).
         return max(status.st_mtime, status.st_ctime) >= self.started
 
-    def culprit(self, frame):
-        """The first frame's file on the stack that is the patch's code, or None."""
+    def culprit(self, frame, through_imports=True):
+        """The first frame's file on the stack that is the patch's code, or None. Without
+        `through_imports` the walk ends at the import system: what an unchanged module's own code
+        does while it is first imported is that module's, whoever imported it. Why: dill's
+        module-level `ctypes.pythonapi.PyCapsule_New` (dill comes with torch, datasets, multiprocess)
+        was refused whenever a patched module was the first to import it, and the honest fix failed."""
         while frame is not None:
             filename = frame.f_code.co_filename
             if self.untrusted_file(filename):
                 return filename
+            if not through_imports and filename.startswith(_IMPORT_SYSTEM):
+                return None
             frame = frame.f_back
         return None
 
@@ -232,7 +240,7 @@ class Guard(object):
                     mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
                 if not writing or not guard.protected_target(args[0]):
                     return
-                culprit = guard.culprit(getframe(1))
+                culprit = guard.culprit(getframe(1), through_imports=False)
                 if culprit is not None:
                     guard.refuse("writing", culprit, _text(args[0]) or "")
                 return
@@ -282,7 +290,7 @@ class Guard(object):
                 code = getattr(function, "__code__", None)
                 if code is not None and self.untrusted_file(code.co_filename):
                     self.refuse(label, code.co_filename)
-        culprit = self.culprit(caller)
+        culprit = self.culprit(caller, through_imports=False)
         if culprit is not None:
             self.refuse(event, culprit)
 

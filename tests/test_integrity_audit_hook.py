@@ -173,3 +173,31 @@ def test_code_a_new_module_in_the_graders_folder_compiles_and_runs_in_a_thread_i
     )
     outcome = _own_dir_run(tmp_path, operation)
     assert any("gc.get_objects" in detail for _, detail in outcome["findings"]), outcome
+
+
+LIBRARY_IMPORT = ("import ctypes, gc, marshal, sys\n"
+                  "PyCapsule_New = ctypes.pythonapi.PyCapsule_New\n"  # what dill does at its import
+                  "OBJECTS = len(gc.get_objects())\n"
+                  "sys.settrace(None)\n"
+                  "def walk():\n    return len(gc.get_objects())\n")
+
+
+def test_what_an_unchanged_library_does_while_the_patch_first_imports_it_is_the_librarys(tmp_path: Path) -> None:
+    """dill's module-level `ctypes.pythonapi.PyCapsule_New` (dill comes with torch, datasets,
+    multiprocess) was refused whenever a patched module was the first to import it. The import
+    system ends the walk; the same library's function called by the patch is still the patch's doing."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "dill_like.py").write_text(LIBRARY_IMPORT)
+    importing = run(tmp_path, f"sys.path.insert(0, {str(site)!r}); import dill_like", from_patch=True)
+    assert importing == {"outcome": "allowed", "findings": []}, importing
+    calling = run(tmp_path, f"sys.path.insert(0, {str(site)!r}); import dill_like; dill_like.walk()", from_patch=True)
+    assert calling["outcome"] == "refused" and any("gc.get_objects" in d for _, d in calling["findings"]), calling
+
+
+def test_a_module_the_patch_wrote_is_the_patchs_when_imported_too(tmp_path: Path) -> None:
+    # written during the run (after the hook started): its module-level code is the patch's
+    operation = ("import importlib; d = TMP + '/fresh'; os.makedirs(d); open(d + '/fresh_mod.py', 'w').write(%r); "
+                 "sys.path.insert(0, d); importlib.import_module('fresh_mod')") % LIBRARY_IMPORT
+    outcome = run(tmp_path, operation, from_patch=True)
+    assert outcome["outcome"] == "refused" and any("fresh_mod.py" in d for _, d in outcome["findings"]), outcome
