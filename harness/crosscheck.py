@@ -5,7 +5,12 @@ For pytest tasks, and unittest tasks run by the signed unittest runner, the sign
 must verify (signed, complete, `start` to `end`) and report no tampering. The log parser's reading
 of the same run and the process exit code must agree with it:
 - a graded test the log shows passing but the stream does not (or the reverse) is a disagreement;
-  a test absent from the log is not, when the log was cut or the command prints no summary;
+  so is a graded test the stream reports passing and the log does not show at all, for the
+  grader's own command (pytest with `-rA`, the signed unittest runner at verbosity 2: both list
+  every test) when the log was not cut. Why: code that points every pipe of the process at
+  /dev/null leaves an empty log, and a log with nothing in it disagreed with nothing (red team
+  round 4: that plus a rewritten stream got reward 1). Under a custom `test_cmd`, or a cut log,
+  an absent test is no disagreement;
 - for a direct pytest command, the process must not exit 0 when pytest's own exit status was not 0
   (code that forges a clean exit after a failed session).
 Any problem or disagreement makes the run not resolved and is named in the flags
@@ -139,10 +144,15 @@ def decide(task: Task, run: GradingRun) -> Outcome:
     for test_id, note in stream.notes.items():
         flags.append(f"note: {test_id}: {note}")
 
+    # The grader's own command lists every test it ran; a cut log or a custom command may not.
+    complete_log = (not task.test_cmd and stream.ended and run.result.truncated_bytes == 0
+                    and is_direct_runner(run.command))
     for group in (F2P, P2P):
         for test_id, status in tests[group].items():
             in_log = lookup(test_id, log_statuses)
             if in_log == MISSING:
+                if complete_log and status in PASSING:
+                    flags.append(f"log_disagrees: {test_id}: not in the log, stream {status}")
                 continue
             if (in_log in PASSING) != (status in PASSING):
                 flags.append(f"log_disagrees: {test_id}: log {in_log}, stream {status}")

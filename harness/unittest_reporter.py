@@ -62,6 +62,18 @@ def _watched():
     return entries
 
 
+def _own_state(result_class):
+    """This module's globals and the dicts of its classes (the result class included), as entries
+    like `_watched`'s: the runner is `__main__`, reachable by code under test."""
+    entries = []
+    for label, namespace in [("patchgym_unittest_reporter", globals())] + [
+            (cls.__name__, vars(cls)) for cls in (_Channel, _Provenance, _Fixed, result_class)]:
+        for name, value in list(namespace.items()):
+            if not (name.startswith("__") and name.endswith("__")):  # `__spec__`, `__doc__`, ...: not code
+                entries.append(("{}.{}".format(label, name), namespace, name, value))
+    return entries
+
+
 def _class_keys():
     """Attribute names of unittest's classes: an added `__init_subclass__` is no identity change."""
     return [(cls, frozenset(vars(cls))) for cls in (unittest.TestCase, unittest.TestSuite, unittest.TestResult,
@@ -168,6 +180,36 @@ def _flatten(suite):
             yield test
 
 
+class _Fixed(object):
+    """A method that an attribute of the instance cannot shadow: a data descriptor (it defines
+    `__set__`), which Python looks up before the instance's `__dict__`. Why: unittest calls
+    `result.addFailure(...)` by attribute, and code under test that reached the result through its
+    caller's `self._outcome.result` set `addFailure` on the object to call `addSuccess` (red team
+    round 4: reward 1, no name of the grader's needed)."""
+
+    def __init__(self, function):
+        self.function = function
+
+    def __get__(self, obj, owner=None):
+        return self if obj is None else _BOUND(self.function, obj)
+
+    def __set__(self, obj, value):
+        raise AttributeError("the grader's result methods cannot be replaced")
+
+    def __delete__(self, obj):
+        raise AttributeError("the grader's result methods cannot be deleted")
+
+
+_BOUND = type(_Fixed(None).__init__)  # types.MethodType, without importing types
+
+
+def _shadowed(result):
+    """Names of the result's methods that its instance dict holds (written around the descriptor)."""
+    own = vars(result)
+    return sorted(name for name in own if isinstance(vars(type(result)).get(name), _Fixed)
+                  or callable(own[name]) and callable(getattr(type(result), name, None)))
+
+
 def _result_class(statuses, provenance, canaries=None, code_check=None):
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
     code_problems = {}  # test id -> why the code about to run is not the protected source's
@@ -232,6 +274,14 @@ def _result_class(statuses, provenance, canaries=None, code_check=None):
                 else:
                     statuses[test.id()] = "FAILED"
 
+        def stopTest(self, test):
+            super(SignedResult, self).stopTest(test)
+            for name in _shadowed(self):
+                provenance.report(test, "result_method_shadowed", name)
+
+    for name in ("startTest", "stopTest", "addSuccess", "addFailure", "addError", "addSkip", "addExpectedFailure",
+                 "addUnexpectedSuccess", "addSubTest"):
+        setattr(SignedResult, name, _Fixed(vars(SignedResult)[name]))
     return SignedResult
 
 
@@ -290,6 +340,19 @@ def main(argv):
         channel.emit("integrity", what="repository_code_ran_before_the_grader", detail=name)
     statuses = {}
     canaries = {c.unittest_id(): {"n": n, "status": None} for n, c in enumerate(planted)}
+    code_check = None
+    if sources is not None:
+        untrusted = guard.untrusted_file if guard is not None else None
+
+        def code_check(function):
+            return sources.check_function(function, untrusted) if function is not None else None
+    # Made before any test module is imported (so before any code under test runs): this module
+    # is `__main__`, whose globals code under test can reach, and a `_result_class` replaced there
+    # after the import had handed failing tests to addSuccess (red team round 4, reward 1). The
+    # module's globals and its classes are also compared at the end.
+    result_class = _result_class(statuses, provenance, canaries, code_check)
+    runner_class = unittest.TextTestRunner
+    watched += _own_state(result_class)
     # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
     suite = unittest.TestSuite()
     for name in list(argv) + list(canaries):
@@ -298,15 +361,10 @@ def main(argv):
         if any(type(t).__name__ in ("_FailedTest", "ModuleImportFailure") for t in _flatten(part)):
             channel.emit("collect", id=name, status="ERROR")
         suite.addTest(part)
-    code_check = None
-    if sources is not None:
-        untrusted = guard.untrusted_file if guard is not None else None
-
-        def code_check(function):
-            return sources.check_function(function, untrusted) if function is not None else None
-    runner = unittest.TextTestRunner(stream=sys.stderr, verbosity=2,
-                                     resultclass=_result_class(statuses, provenance, canaries, code_check))
+    runner = runner_class(stream=sys.stderr, verbosity=2, resultclass=result_class)
     result = runner.run(suite)
+    for name in _shadowed(result):
+        channel.emit("integrity", what="result_method_shadowed", detail=name)
     if guard is not None:
         guard.check_state(guard_state)
         guard.active = False

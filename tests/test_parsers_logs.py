@@ -163,6 +163,29 @@ def test_failure_messages_with_brackets_are_not_folded_into_the_id(tmp_path) -> 
     assert parsed == expected, parsed
 
 
+PASSING_IDS = textwrap.dedent("""\
+    import pytest
+
+    @pytest.mark.parametrize("x", ["  caf\\u00e9 [x] - y", "a [b", "c] - d", "[ - ]", "x - ", " - [", "]]] - [[[", "a::b", ""])
+    def test_q(x):
+        assert True
+    """)
+
+
+def test_every_passing_id_is_read_whole_whatever_brackets_and_dashes_it_holds(tmp_path) -> None:
+    # A PASSED line has no message: its id is the rest of the line. An id with unbalanced brackets and
+    # ` - ` (`test_lower[  caf\xe9 [x] - y -cafe-x-y]`) was cut at the dash, so the test was missing
+    # from the log -- which the cross-check now holds against the run (a blinded log).
+    (tmp_path / "test_ids.py").write_text(PASSING_IDS)
+    run = [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "test_ids.py"]
+    env = {"PATH": "/usr/bin:/bin", "PYTEST_ADDOPTS": ""}
+    done = subprocess.run(run + ["-rA"], cwd=tmp_path, capture_output=True, text=True, env=env)
+    ids = subprocess.run(run + ["--collect-only", "-q"], cwd=tmp_path, capture_output=True, text=True, env=env).stdout
+    ids = [line for line in ids.splitlines() if "::" in line]
+    assert len(ids) == 9, ids
+    assert parse_pytest_log(done.stdout) == {test_id: "PASSED" for test_id in ids}
+
+
 def test_a_unittest_test_whose_subtests_failed_is_failed_though_pytest_lists_it_passed(tmp_path) -> None:
     # pytest >= 9 prints `PASSED t::T::test_x` and a `SUBFAILED(n=1) t::T::test_x - ...` line per
     # failing subtest: read alone, the PASSED line made the log disagree with the signed stream.

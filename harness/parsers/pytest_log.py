@@ -1,6 +1,7 @@
 """The `pytest` log parser: reads the `-rA` short test summary and `-v` progress lines.
 
-Summary lines are `STATUS node_id` (for FAILED and ERROR: `STATUS node_id - message`). Node ids may
+Summary lines are `STATUS node_id` (for FAILED and ERROR: `STATUS node_id - message`; a PASSED line
+never has a message, so its id is the rest of the line, unbalanced brackets and all). Node ids may
 hold spaces, brackets, ` - ` and escaped unicode inside their parameter part, so the id is not cut
 at the first space: for a parametrized id (a `[` right after the test's name) it runs to the first
 `]` followed by ` - ` at which its brackets balance, or the end of the line; any other id ends at
@@ -40,6 +41,8 @@ def split_summary_rest(status: str, rest: str) -> str | None:
     rest = rest.rstrip()
     if status == TestStatus.SKIPPED.value and _SKIP_AGGREGATE.match(rest):
         return None
+    if status == TestStatus.PASSED.value:  # pytest prints no message after a passed test's id
+        return rest or None
     if " - " not in rest:
         return rest or None
     first_dash = rest.find(" - ")
