@@ -341,6 +341,48 @@ class _Watched(object):
         return _changed(self.entries)
 
 
+_GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
+                   "patchgym_contradictions", "patchgym_comparing_calls")
+
+
+def _bind_methods(obj):
+    """Bind every method of `obj`'s class onto `obj` itself (None: nothing to bind)."""
+    if obj is None:
+        return
+    for cls in reversed(type(obj).__mro__[:-1]):
+        for name, value in list(vars(cls).items()):
+            if not (name.startswith("__") and name.endswith("__")) and type(value).__name__ == "function":
+                setattr(obj, name, value.__get__(obj, type(obj)))
+
+
+def _own_state(reporter):
+    """Entries like `_machinery`'s for the grader's own code in the sandbox: the globals of its
+    modules (this one's as they are when it claims the run), the dicts of the classes they define,
+    and the methods bound onto the reporter's objects."""
+    namespaces = [(__name__, globals())]
+    for name in _GRADER_MODULES:
+        module = sys.modules.get(name)
+        if module is not None:
+            namespaces.append((name, vars(module)))
+    for label, namespace in list(namespaces):
+        for value in list(namespace.values()):
+            if isinstance(value, type) and getattr(value, "__module__", None) == label:
+                namespaces.append(("{}.{}".format(label, value.__name__), vars(value)))
+    entries = []
+    for label, namespace in namespaces:
+        for name, value in list(namespace.items()):
+            if not (name.startswith("__") and name.endswith("__")) and name != "_pending":
+                entries.append(("{}.{}".format(label, name), namespace, name, value))
+    for obj in (reporter, reporter._stream, reporter._guard, reporter._sources):
+        if obj is None:
+            continue
+        own = vars(obj)
+        for name, value in list(own.items()):
+            if getattr(value, "__self__", None) is obj and type(value).__name__ == "method":
+                entries.append(("{}.{} (bound)".format(type(obj).__name__, name), own, name, value))
+    return entries
+
+
 class Reporter:
     """The per-session reporter, registered on the outermost pytest config only."""
 
@@ -404,6 +446,15 @@ class Reporter:
         self._previous_frames = set()
         self._impls = None  # outcome hook -> its implementations when collection finished
         self._impl_watch = ((), ())  # those implementations and their functions as registered
+        # The grader's own objects call their methods from their instances, not from their classes:
+        # a class of the grader's modules is a `sys.modules` lookup away from the repository's code,
+        # and `SignedStream.emit` or `Reporter._emit_test` replaced there had signed forged statuses
+        # (red team round 4). What is on the instances, the classes and the modules is compared after
+        # each module is collected and at the end (`_own_state`).
+        self._send = stream.emit
+        for obj in (self, stream, self._guard, self._sources):
+            _bind_methods(obj)
+        self._own_watch = _Watched(_own_state(self))
         if self._guard is not None:
             self._guard.emit = self._violation
         if hasattr(os, "register_at_fork"):
@@ -416,7 +467,7 @@ class Reporter:
     # --- the signed channel (patchgym_signed_stream: what it encodes, signs and writes with was
     # taken at its import, before any code of the repository ran) ----------------------------------
     def emit(self, kind, **fields):
-        self._stream.emit(kind, fields)
+        self._send(kind, fields)
 
     # --- tamper checks ------------------------------------------------------------------------
     def _violation(self, what, detail):
@@ -536,6 +587,9 @@ class Reporter:
     def check_machinery(self, thorough=False):
         for name in self._machinery_watch.changed():
             self._violation("replaced", name)
+        if thorough:
+            for name in self._own_watch.changed():
+                self._violation("replaced", name)
         for name in _changed_keys(self._class_keys, thorough):
             self._violation("replaced", name)
         if thorough:  # a __code__ swap is refused by the audit hook as it happens; this is the backstop

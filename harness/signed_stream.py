@@ -108,21 +108,24 @@ class SignedStream(object):
         self._fd = fd
         self._seq = 0
 
-    def emit(self, kind, fields):
+    def emit(self, kind, fields, _encode=_ENCODE, _signed=_SIGNED, _line=_LINE, _write=_WRITE):
+        # What it encodes and writes with is bound as defaults when the class is made, not looked up
+        # in this module's globals at each record: those are a dict the repository's code can write
+        # (`_ENCODE` replaced there had turned integrity records into harmless ones).
         record = {}
         record.update(fields)
         record["seq"] = self._seq
         record["kind"] = kind
-        payload = _ENCODE(record)
+        payload = _encode(record)
         inner = self._inner.copy()
-        inner.update(_SIGNED(self._nonce, self._seq, payload).encode())
+        inner.update(_signed(self._nonce, self._seq, payload).encode())
         outer = self._outer.copy()
         outer.update(inner.digest())
         self._seq += 1
         if self._fd is None:
             return
         try:
-            _WRITE(self._fd, _LINE(payload, outer.hexdigest()).encode())
+            _write(self._fd, _line(payload, outer.hexdigest()).encode())
         except OSError:
             pass
 

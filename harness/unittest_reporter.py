@@ -62,6 +62,14 @@ def _watched():
     return entries
 
 
+def _bind_methods(obj):
+    """Every method of `obj`'s class bound onto `obj`: its class, a global of `__main__`, is within
+    reach of code under test, and a method replaced there must not change what the object does."""
+    for name, value in list(vars(type(obj)).items()):
+        if not (name.startswith("__") and name.endswith("__")) and type(value).__name__ == "function":
+            setattr(obj, name, value.__get__(obj, type(obj)))
+
+
 def _own_state(result_class):
     """This module's globals and the dicts of its classes (the result class included), as entries
     like `_watched`'s: the runner is `__main__`, reachable by code under test."""
@@ -319,6 +327,8 @@ def main(argv):
     class_keys = _class_keys()
     provenance = _Provenance(config, channel)
     provenance.sources = sources
+    for obj in (channel, channel._stream, provenance):
+        _bind_methods(obj)
     provenance.watch_skips()
     if patchgym_audit_hook is not None:
         patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}

@@ -638,3 +638,61 @@ def test_a_failing_canary_is_reported_in_one_line_and_a_failing_graded_test_in_f
     assert any("::test_add" in line for line in failed), done.stdout[-3000:]
     assert ">       assert add(2, 3) == 5" in done.stdout  # the graded failure, in full
     assert done.stdout.count(">       assert") == 1  # and no canary's source
+
+
+GRADER_STATE_REWRITE = '''
+import sys
+_ss = sys.modules["patchgym_signed_stream"]
+_orig = _ss.SignedStream.emit
+def _emit(self, kind, fields, *args, **kwargs):
+    if kind == "integrity":
+        return None
+    if kind == "test":
+        fields = dict(fields, status="PASSED")
+    return _orig(self, kind, fields, *args, **kwargs)
+_ss.SignedStream.emit = _emit
+_encode = _ss._ENCODE
+_ss._ENCODE = lambda record: _encode(dict(record, status="PASSED") if record.get("kind") == "test" else record)
+_core = sys.modules["patchgym_grading_reporter_core"]
+_emit_test = _core.Reporter._emit_test
+_core.Reporter._emit_test = lambda self, nodeid, phases: _emit_test(self, nodeid, {"call": "PASSED"})
+_core.Reporter._violation = lambda self, what, detail: None
+_core.Reporter.check_machinery = lambda self, thorough=False: None
+'''
+
+
+def test_the_graders_classes_and_module_globals_rewritten_through_sys_modules_change_nothing_it_signs(tmp_path) -> None:
+    """Red team round 4 replaced `SignedStream.emit` and `Reporter._emit_test` through `sys.modules`,
+    and the grader's own HMAC signed forged statuses. The objects now call the methods bound onto
+    them when the run was claimed, the stream writes with what it was given as defaults at import,
+    and the replacements are reported (`replaced`) after collection and at the end."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from patchgym.harness.results import PLUGIN_MODULE, Channel, read_stream, sandbox_modules
+
+    plugin, tree = tmp_path / "plugin", tmp_path / "tree"
+    for path, content in sandbox_modules(str(plugin), "pytest"):
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_bytes(content)
+    (tree / "calc").mkdir(parents=True)
+    (tree / "tests").mkdir()
+    (tree / "calc" / "__init__.py").write_text("def add(a, b):\n    return a - b\n" + GRADER_STATE_REWRITE)
+    (tree / "tests" / "test_add.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
+    key = bytes(range(32))
+    config = {"key": key.hex(), "nonce": "n", "results": str(plugin / "results.jsonl"), "patched_files": ["calc/__init__.py"],
+              "testbed": str(tree), "protected_files": ["tests/test_add.py"], "test_roots": ["tests"]}
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATCHGYM_REPORTER": "1", "PYTHONPATH": f"{plugin}:{tree}",
+           "PYTEST_ADDOPTS": f"-p no:cacheprovider -p {PLUGIN_MODULE}"}
+    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "tests/test_add.py"], cwd=tree, env=env,
+                          input=json.dumps(config), capture_output=True, text=True)
+    assert "FAILED tests/test_add.py::test_add" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
+    stream = read_stream(Channel(key=key, nonce="n", workdir=str(plugin)), (plugin / "results.jsonl").read_bytes())
+    assert stream.trustworthy, stream.problems
+    assert stream.tests == {"tests/test_add.py::test_add": "FAILED"}, stream.tests
+    replaced = " ".join(stream.integrity)
+    for name in ("SignedStream.emit", "patchgym_signed_stream._ENCODE", "Reporter._emit_test", "Reporter.check_machinery"):
+        assert name in replaced, stream.integrity
