@@ -56,6 +56,7 @@ _WATCHED = frozenset({
     "shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.rmtree", "sys.monitoring.register_callback",
     "sys._settraceallthreads", "sys._setprofileallthreads",
 })
+_gettrace, _getprofile = sys.gettrace, sys.getprofile  # taken at import: a test may replace them
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini",
                           "tox.ini", "setup.cfg", "pyproject.toml", "pytest.toml", ".pytest.toml"})
@@ -103,6 +104,7 @@ class Guard(object):
         self.emit = None
         self._cache = {}
         self.active = True
+        self.machinery = machinery_dirs()
 
     # --- whose code is on the stack ------------------------------------------------------------
     def untrusted_file(self, filename):
@@ -121,13 +123,16 @@ class Guard(object):
         if not filename or filename.startswith("<"):
             return False
         real = os.path.realpath(filename)
+        if real.startswith(self.machinery):
+            # pytest and pluggy as this process imported them: the test machinery, trusted even where
+            # the patch changed it (a fix to pytest's or pluggy's own repository: every hook call runs
+            # through pluggy's `_manager.py`, and an honest fix of it was tampered)
+            return False
         if real in self.patched:
             return True
         if real.startswith(self.own_dir):
             return self.own_files.get(real) != _mtime(real)  # not one of the grader's files as installed
         if real in self.protected or real.startswith(self.test_roots):
-            return False
-        if "/_pytest/" in real or "/pluggy/" in real:
             return False
         try:
             status = os.stat(real)
@@ -139,17 +144,18 @@ class Guard(object):
         # served a forged test module from a /tmp file dated 2020 that way).
         return max(status.st_mtime, status.st_ctime) >= self.started
 
-    def culprit(self, frame, through_imports=True):
-        """The first frame's file on the stack that is the patch's code, or None. Without
-        `through_imports` the walk ends at the import system: what an unchanged module's own code
-        does while it is first imported is that module's, whoever imported it. Why: dill's
-        module-level `ctypes.pythonapi.PyCapsule_New` (dill comes with torch, datasets, multiprocess)
-        was refused whenever a patched module was the first to import it, and the honest fix failed."""
+    def culprit(self, frame):
+        """The first frame's file on the stack that is the patch's code, or None. The walk ends at
+        the import system: what an unchanged module's own code does while it is first imported is
+        that module's, whoever imported it. Why: dill's module-level `ctypes.pythonapi.PyCapsule_New`
+        (dill comes with torch, datasets, multiprocess) was refused whenever a patched module was
+        the first to import it, and pytest's rewriter compiling a module the patch imported tainted
+        that module (typeguard): both failed honest fixes."""
         while frame is not None:
             filename = frame.f_code.co_filename
             if self.untrusted_file(filename):
                 return filename
-            if not through_imports and filename.startswith(_IMPORT_SYSTEM):
+            if filename.startswith(_IMPORT_SYSTEM):
                 return None
             frame = frame.f_back
         return None
@@ -240,7 +246,7 @@ class Guard(object):
                     mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
                 if not writing or not guard.protected_target(args[0]):
                     return
-                culprit = guard.culprit(getframe(1), through_imports=False)
+                culprit = guard.culprit(getframe(1))
                 if culprit is not None:
                     guard.refuse("writing", culprit, _text(args[0]) or "")
                 return
@@ -256,10 +262,13 @@ class Guard(object):
         """A watched event other than `open` (`caller`: the frame that raised it)."""
         if event in ("compile", "exec", "code.__new__"):
             filename = caller.f_code.co_filename
-            if filename.startswith(_IMPORT_SYSTEM) or "/_pytest/" in filename:
+            if filename.startswith(_IMPORT_SYSTEM) or os.path.realpath(filename).startswith(self.machinery):
                 return
             if event == "compile" and os.path.realpath(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
+            # Up to the import system only: pytest's rewriter compiling (through `ast.parse`) a
+            # module that the patch's code imports is not the patch compiling it (typeguard: its
+            # unchanged modules were tainted that way, and its honest fix tampered).
             culprit = self.culprit(caller)
             if culprit is None:
                 return
@@ -290,7 +299,7 @@ class Guard(object):
                 code = getattr(function, "__code__", None)
                 if code is not None and self.untrusted_file(code.co_filename):
                     self.refuse(label, code.co_filename)
-        culprit = self.culprit(caller, through_imports=False)
+        culprit = self.culprit(caller)
         if culprit is not None:
             self.refuse(event, culprit)
 
@@ -299,7 +308,7 @@ class Guard(object):
         threading = sys.modules.get("threading")
         return {"pycache_prefix": getattr(sys, "pycache_prefix", None),
                 "dont_write_bytecode": sys.dont_write_bytecode,
-                "trace": sys.gettrace(), "profile": sys.getprofile(),
+                "trace": _gettrace(), "profile": _getprofile(),
                 "thread_trace": getattr(threading, "_trace_hook", None) if threading else None,
                 "thread_profile": getattr(threading, "_profile_hook", None) if threading else None}
 
@@ -353,6 +362,19 @@ def _now():
     import time
 
     return time.time()
+
+
+def machinery_dirs():
+    """The folders of pytest, `_pytest` and pluggy as this process imported them (real paths, with a
+    trailing slash): the test machinery, never the patch's code. Not any folder so named: a patch
+    could create `pkg/_pytest/` of its own, but not make the running pytest import from it (a
+    shadowing module at the root is deleted before the run)."""
+    found = []
+    for name in ("_pytest", "pluggy", "pytest"):
+        filename = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(filename, str):
+            found.append(os.path.dirname(os.path.realpath(filename)).rstrip("/") + "/")
+    return tuple(found)
 
 
 def imported_repository_modules(testbed, own_dir, patched=None):

@@ -220,6 +220,14 @@ def _body(rng, subject, pool, indent, unittest_style):
     return [indent + "value = repr({})".format(subject), indent + "assert value in ({!r}, {!r})".format(token, other)]
 
 
+def _runs_run_test(node):
+    """Whether a class defines `runTest`: unittest (and pytest's unittest support) run it only in a
+    class with no `test*` method, so a canary or a copy planted there would never run, or would stop
+    `runTest` from running (pyparsing's `Test07_...::runTest`: a false `tampered` in a
+    false-positive hunt). Such a class gets neither."""
+    return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "runTest" for n in node.body)
+
+
 def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0, twins=None):
     """Canaries for one test module's source. `graded` names the graded tests in it, as `name` for
     module-level functions and `Class::name` for methods (parameters stripped). Returns the new
@@ -279,6 +287,8 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         node = classes[class_name]
         if module_level_marks or _declares_skip_or_xfail(node) or node.body[0].lineno == node.lineno:
             continue
+        if _runs_run_test(node):
+            continue
         is_testcase = any("TestCase" in ast.dump(b) for b in node.bases) or unittest_module and bool(node.bases)
         indent = _indent_of(lines, node)
         method_nodes = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name in methods]
@@ -294,7 +304,8 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             parts = entry.split("::")
             if len(parts) == 1 and parts[0] in top_functions:
                 functions.append((None, top_functions[parts[0]], test_id))
-            elif len(parts) == 2 and parts[0] in classes and not _declares_skip_or_xfail(classes[parts[0]]):
+            elif len(parts) == 2 and parts[0] in classes and not _declares_skip_or_xfail(classes[parts[0]]) \
+                    and not _runs_run_test(classes[parts[0]]):
                 functions += [(parts[0], n, test_id) for n in classes[parts[0]].body
                               if isinstance(n, ast.FunctionDef) and n.name == parts[1]]
         end_of = {name: node.end_lineno for name, node in classes.items()}

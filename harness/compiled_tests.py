@@ -98,6 +98,47 @@ def _root_name(decorator):
     return node.id if isinstance(node, ast.Name) else None
 
 
+def _defining_files(decorator, namespace):
+    """The files that define what a decorator expression names in a module's `namespace`: for
+    `a.b.deco` each module on the way and the file of `deco`'s code or module. Looked up in the
+    namespaces' dicts only, so nothing of the repository runs (no `__getattr__`, no property).
+    Why: freezegun's `freeze_time` lives in the changed `freezegun/api.py` and is imported from the
+    unchanged `freezegun/__init__.py`; judged by the latter, every honest fix's decorated test was
+    tampered (a false-positive hunt)."""
+    node = decorator.func if isinstance(decorator, ast.Call) else decorator
+    names = []
+    while isinstance(node, (ast.Attribute, ast.Call)):
+        if isinstance(node, ast.Attribute):
+            names.append(node.attr)
+            node = node.value
+        else:
+            node = node.func
+    if not isinstance(node, ast.Name) or not isinstance(namespace, dict):
+        return []
+    obj, files = namespace.get(node.id), []
+    for name in [None] + names[::-1]:
+        if name is not None:
+            holder = vars(obj) if type(obj).__name__ == "module" or isinstance(obj, type) else {}
+            obj = holder.get(name) if isinstance(holder, (dict, type(vars(type)))) else None
+        if obj is None:
+            break
+        if type(obj).__name__ == "module":
+            files.append(getattr(obj, "__file__", None))
+            continue
+        function = obj.func if type(obj).__name__ == "partial" else obj
+        if type(function).__name__ == "method":
+            function = function.__func__
+        if type(function).__name__ == "function":
+            files.append(function.__code__.co_filename)
+            module_name = function.__module__
+        else:
+            owner = obj if isinstance(obj, type) else type(obj)
+            module_name = vars(owner).get("__module__")
+        module = sys.modules.get(module_name) if isinstance(module_name, str) else None
+        files.append(getattr(module, "__file__", None))
+    return [f for f in files if isinstance(f, str)]
+
+
 def _imported_modules(tree):
     """{name bound at module level: the modules it may name} from the module's imports
     (`import a.b as c` -> c: a.b; `from a import b` -> b: a.b, a)."""
@@ -312,6 +353,10 @@ class ProtectedSources(object):
                         filename = getattr(loaded, "__file__", None)
                         if isinstance(filename, str) and untrusted_file(filename):
                             return True
+                namespace = getattr(getattr(inner, "__func__", inner), "__globals__", None) or {}
+                for decorator in decorators:
+                    if any(untrusted_file(f) for f in _defining_files(decorator, namespace)):
+                        return True  # defined in a changed module, imported through an unchanged one
                 return False
             inner = _inner(inner)
         return False

@@ -26,6 +26,10 @@ import sys
 import unittest
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
+# Taken at import: a test may delete or replace `sys._getframe` while it runs (attrs'
+# `monkeypatch.delattr(sys, "_getframe")`, loguru's set to None), and the grader's checks that
+# looked it up then crashed pytest, failing an honest fix (a false-positive hunt).
+_getframe = sys._getframe
 _MISSING = object()
 _OWN_DIR = os.path.dirname(os.path.abspath(__file__))
 
@@ -138,9 +142,9 @@ class _Provenance:
 
         def __init__(exc, *args, **kwargs):
             provenance.skip_raised = True
-            origin = provenance.untrusted_source(sys._getframe(1))
+            origin = provenance.untrusted_source(_getframe(1))
             if origin is None and provenance.sources is not None:
-                origin = provenance.sources.undeclared_stack_site(sys._getframe(1))
+                origin = provenance.sources.undeclared_stack_site(_getframe(1))
             if origin is not None:
                 provenance.skip_origin = origin
             original(exc, *args, **kwargs)

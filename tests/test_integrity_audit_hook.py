@@ -201,3 +201,51 @@ def test_a_module_the_patch_wrote_is_the_patchs_when_imported_too(tmp_path: Path
                  "sys.path.insert(0, d); importlib.import_module('fresh_mod')") % LIBRARY_IMPORT
     outcome = run(tmp_path, operation, from_patch=True)
     assert outcome["outcome"] == "refused" and any("fresh_mod.py" in d for _, d in outcome["findings"]), outcome
+
+
+def test_pytest_and_pluggy_as_imported_are_never_the_patchs_code_even_where_it_changed_them(tmp_path: Path) -> None:
+    """A fix to pluggy's own repository changes `_manager.py`, through which every hook call runs:
+    judged as the patch's, every honest fix there was tampered (a false-positive hunt). Only the
+    folders pytest and pluggy were imported from count, not any folder so named."""
+    import _pytest.runner
+    import pluggy._manager
+
+    machinery = [str(Path(pluggy._manager.__file__).resolve()), str(Path(_pytest.runner.__file__).resolve())]
+    fake = tmp_path / "pkg" / "pluggy" / "evil.py"
+    fake.parent.mkdir(parents=True)
+    fake.write_text("x = 1\n")
+    guard = audit_hook.Guard(str(tmp_path), set(machinery) | {str(fake)}, set(), [str(tmp_path / "tests")], str(tmp_path / "own"))
+    assert not any(guard.untrusted_file(path) for path in machinery)
+    assert guard.untrusted_file(str(fake))  # a patched file in a folder merely named `pluggy`
+
+
+def test_a_module_loaded_by_an_unchanged_importer_that_parses_it_is_not_tainted(tmp_path: Path) -> None:
+    """pytest's rewriter compiles a module the patch's code imports through `ast.parse`: the compile
+    event's caller is `ast.py`, and the walk went on to the patched importer and tainted the module
+    (typeguard's unchanged modules: its honest fix tampered). The walk ends at the import system."""
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "target_mod.py").write_text("VALUE = 1\n")
+    (site / "parsing_loader.py").write_text(textwrap.dedent("""\
+        import ast, importlib.abc, importlib.util, sys
+
+        class Loader(importlib.abc.Loader):
+            def create_module(self, spec):
+                return None
+
+            def exec_module(self, module):
+                source = open(module.__spec__.origin).read()
+                exec(compile(ast.parse(source), module.__spec__.origin, "exec"), module.__dict__)
+
+        class Finder(importlib.abc.MetaPathFinder):
+            def find_spec(self, name, path, target=None):
+                if name != "target_mod":
+                    return None
+                return importlib.util.spec_from_file_location(name, __file__.replace("parsing_loader", name), loader=Loader())
+
+        sys.meta_path.insert(0, Finder())
+        """))
+    target = str(site / "target_mod.py")
+    operation = (f"sys.path.insert(0, {str(site)!r}); import parsing_loader, target_mod; "
+                 f"assert {target!r} not in guard.tainted, guard.tainted")
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
