@@ -11,7 +11,8 @@ reporter signs into the result stream), by CPython audit event:
   function from `threading.settrace` that the patch's code defined);
 - new audit hooks: `sys.addaudithook` (CPython then silently does not add the hook);
 - code objects swapped into functions: `object.__setattr__` with `__code__`, by a frame of the
-  patch or aimed at a function of the protected files (`Guard.foreign_code_swap`);
+  patch or aimed at a function of the protected files (`Guard.foreign_code_swap`); the defaults of
+  the grader's own functions (`__defaults__`, `__kwdefaults__`);
 - the garbage collector's object walks: `gc.get_objects`, `gc.get_referrers`, `gc.get_referents`;
 - ctypes reaching into the interpreter's memory: `ctypes.cdata` (`from_address`),
   `ctypes.string_at`, `ctypes.wstring_at`, `ctypes.PyObj_FromPtr`, and `ctypes.dlsym` of the
@@ -192,6 +193,13 @@ class Guard(object):
         filename = os.path.realpath(code.co_filename) if code is not None else ""
         return filename in self.protected or filename.startswith(self.test_roots)
 
+    def own_function(self, function):
+        """Whether `function` is the grader's own (its defaults are what the signed stream writes with:
+        `SignedStream.emit`'s encoder replaced through `__defaults__` signed forged statuses, red team
+        round 5)."""
+        code = getattr(function, "__code__", None)
+        return code is not None and os.path.realpath(code.co_filename).startswith(self.own_dir)
+
     def protected_module(self, target):
         """Whether `target` is the module of a protected file (a test module): its `__class__`
         swapped for a ModuleType subclass hands pytest a wrapper for every attribute it reads, the
@@ -252,7 +260,8 @@ class Guard(object):
                 return
             if event == "object.__setattr__":
                 if len(args) < 2 or not (args[1] == "__code__" and guard.foreign_code_swap(args[0], getframe(1))
-                                         or args[1] == "__class__" and guard.protected_module(args[0])):
+                                         or args[1] == "__class__" and guard.protected_module(args[0])
+                                         or args[1] in ("__defaults__", "__kwdefaults__") and guard.own_function(args[0])):
                     return
             guard.event(event, args, getframe(1))
 

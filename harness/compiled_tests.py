@@ -98,13 +98,15 @@ def _root_name(decorator):
     return node.id if isinstance(node, ast.Name) else None
 
 
-def _defining_files(decorator, namespace):
+def _defining_files(decorator, namespace, packages):
     """The files that define what a decorator expression names in a module's `namespace`: for
-    `a.b.deco` each module on the way and the file of `deco`'s code or module. Looked up in the
-    namespaces' dicts only, so nothing of the repository runs (no `__getattr__`, no property).
-    Why: freezegun's `freeze_time` lives in the changed `freezegun/api.py` and is imported from the
-    unchanged `freezegun/__init__.py`; judged by the latter, every honest fix's decorated test was
-    tampered (a false-positive hunt)."""
+    `a.b.deco` each module on the way and the file of `deco`'s code or module, counted only where
+    that module belongs to one of `packages` (the top-level packages the name was imported from:
+    an object the patch put into `unittest.mock` is not unittest's). Looked up in the namespaces'
+    dicts only, so nothing of the repository runs (no `__getattr__`, no property). Why: freezegun's
+    `freeze_time` lives in the changed `freezegun/api.py` and is imported from the unchanged
+    `freezegun/__init__.py`; judged by the latter, every honest fix's decorated test was tampered
+    (a false-positive hunt)."""
     node = decorator.func if isinstance(decorator, ast.Call) else decorator
     names = []
     while isinstance(node, (ast.Attribute, ast.Call)):
@@ -123,19 +125,21 @@ def _defining_files(decorator, namespace):
         if obj is None:
             break
         if type(obj).__name__ == "module":
-            files.append(getattr(obj, "__file__", None))
+            if str(getattr(obj, "__name__", "")).split(".")[0] in packages:
+                files.append(getattr(obj, "__file__", None))
             continue
         function = obj.func if type(obj).__name__ == "partial" else obj
         if type(function).__name__ == "method":
             function = function.__func__
         if type(function).__name__ == "function":
-            files.append(function.__code__.co_filename)
-            module_name = function.__module__
+            module_name, code_file = function.__module__, function.__code__.co_filename
         else:
             owner = obj if isinstance(obj, type) else type(obj)
-            module_name = vars(owner).get("__module__")
-        module = sys.modules.get(module_name) if isinstance(module_name, str) else None
-        files.append(getattr(module, "__file__", None))
+            module_name, code_file = vars(owner).get("__module__"), None
+        if not isinstance(module_name, str) or module_name.split(".")[0] not in packages:
+            break
+        module = sys.modules.get(module_name)
+        files += [code_file, getattr(module, "__file__", None)]
     return [f for f in files if isinstance(f, str)]
 
 
@@ -355,7 +359,8 @@ class ProtectedSources(object):
                             return True
                 namespace = getattr(getattr(inner, "__func__", inner), "__globals__", None) or {}
                 for decorator in decorators:
-                    if any(untrusted_file(f) for f in _defining_files(decorator, namespace)):
+                    packages = {m.split(".")[0] for m in imports.get(_root_name(decorator), ())}
+                    if any(untrusted_file(f) for f in _defining_files(decorator, namespace, packages)):
                         return True  # defined in a changed module, imported through an unchanged one
                 return False
             inner = _inner(inner)

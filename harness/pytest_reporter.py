@@ -220,10 +220,6 @@ def _class_keys():
     return [[cls, frozenset(vars(cls)), len(vars(cls))] for cls in classes]  # class, names, count now
 
 
-def _short_failure(excinfo, style=None):
-    return "{}: {}".format(excinfo.typename, str(excinfo.value).split("\n", 1)[0][:200])
-
-
 def _code_snapshot(entries):
     """(label, function, its code) for the functions among snapshotted entries: a code object
     swapped into one of them keeps its identity, so the identity checks alone cannot see it."""
@@ -378,14 +374,17 @@ def _own_state(reporter):
         module = sys.modules.get(name)
         if module is not None:
             namespaces.append((name, vars(module)))
+    modules = len(namespaces)
     for label, namespace in list(namespaces):
         for value in list(namespace.values()):
             if isinstance(value, type) and getattr(value, "__module__", None) == label:
                 namespaces.append(("{}.{}".format(label, value.__name__), vars(value)))
     entries = []
-    for label, namespace in namespaces:
+    for index, (label, namespace) in enumerate(namespaces):
         for name, value in list(namespace.items()):
-            if not (name.startswith("__") and name.endswith("__")) and name != "_pending":
+            # a module's dunders (`__spec__`, ...) are no code; a class's (`__get__`, `__call__`) can be
+            dunder = name.startswith("__") and name.endswith("__")
+            if (not dunder or index >= modules) and name != "_pending":
                 entries.append(("{}.{}".format(label, name), namespace, name, value))
     for obj in (reporter, reporter._stream, reporter._guard, reporter._sources):
         if obj is None:
@@ -405,7 +404,7 @@ class Reporter:
         self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self._patched_cache = {}
-        self._machinery = _machinery_dirs()
+        self._machinery_dirs = _machinery_dirs()
         self._started = time.time()
         self._protected = self._read_protected(config.get("protected_files", []))
         self._sources = None  # patchgym_compiled_tests.ProtectedSources: the grader's own compilation
@@ -500,7 +499,7 @@ class Reporter:
         patched = self._patched_cache.get(filename)
         if patched is None:
             real = os.path.realpath(filename)
-            patched = self._patched_cache[filename] = real in self._patched and not real.startswith(self._machinery)
+            patched = self._patched_cache[filename] = real in self._patched and not real.startswith(self._machinery_dirs)
         return patched
 
     def _untrusted_source(self, filenames):
@@ -961,7 +960,7 @@ class Reporter:
         return self._sources.undeclared_site(frames)
 
     def pytest_runtest_logstart(self, nodeid, location):
-        self._skip_test = {"raised": False, "origin": None}
+        self._skip_test = {"raised": False, "origin": None, "returned": None}
 
     def _watch_unittest(self):
         """unittest.TestCase tests run through unittest's own machinery, whose skips and expected
@@ -983,6 +982,19 @@ class Reporter:
             original_init(exc, *args, **kwargs)
 
         unittest.SkipTest.__init__ = skip_test_init
+        original_call = vars(unittest.TestCase).get("_callTestMethod")
+        if original_call is not None:  # Python >= 3.8
+            def call_test_method(testcase, method):
+                # Whether the test method returned: unittest swallows its private `_ShouldStop`
+                # and still counts the test a success (red team round 5: raised from the library
+                # for the graded tests only, reward 1).
+                reporter._skip_test["returned"] = False
+                result = original_call(testcase, method)
+                reporter._skip_test["returned"] = True
+                return result
+
+            call_test_method.__wrapped__ = original_call
+            unittest.TestCase._callTestMethod = call_test_method
         try:
             from _pytest.unittest import TestCaseFunction
         except ImportError:
@@ -1008,6 +1020,8 @@ class Reporter:
         def on_success(item, testcase):
             if static(item)[1] is False and getattr(getattr(testcase, "_outcome", None), "expectedFailure", None):
                 return ("xfail_from_patched_code", "a failure swallowed as expected in a test not marked expectedFailure")
+            if self._skip_test.get("returned") is False:
+                return ("test_method_did_not_return", "a success whose test method never returned (unittest's _ShouldStop)")
             return None
 
         def on_expected_failure(item, testcase):
@@ -1163,9 +1177,10 @@ class Reporter:
                 callspec = getattr(item, "callspec", None)
                 if callspec is not None:
                     self._canary_params[item.nodeid] = callspec.id
-                # A canary's failure report is never read: pytest's full one (source, traceback,
-                # assertion explanation) cost ~5 ms a canary, ~8% of a 600-test grading with 20.
-                item.repr_failure = _short_failure
+                # Nothing is left on the item: an attribute of its own (`repr_failure`, set here
+                # before) told code that found the item up its stack which tests were the grader's
+                # (red team round 5: equal-to-everything everywhere else, reward 1). A canary's
+                # failure is made brief per report instead (_brief_canary_failure).
 
     def _find_undeclared_marks(self, items):
         """skip/skipif/xfail marks on a test of a protected file whose source (and whose protected

@@ -74,15 +74,42 @@ def _bind_methods(obj):
             setattr(obj, name, value.__get__(obj, type(obj)))
 
 
+def _watch_test_method_returns():
+    """{"returned": whether the running test's method returned} (None before any call): unittest
+    swallows its private `_ShouldStop` and still counts the test a success (red team round 5:
+    raised from the library for the graded tests only, reward 1). Installed before the TestCase
+    snapshot, so replacing the wrapper is `replaced`."""
+    state = {"returned": None}
+    original = vars(unittest.TestCase).get("_callTestMethod")
+    if original is None:  # Python < 3.8
+        return state
+
+    def call_test_method(testcase, method):
+        state["returned"] = False
+        result = original(testcase, method)
+        state["returned"] = True
+        return result
+
+    call_test_method.__wrapped__ = original
+    unittest.TestCase._callTestMethod = call_test_method
+    return state
+
+
 def _own_state(result_class):
     """This module's globals and the dicts of its classes (the result class included), as entries
     like `_watched`'s: the runner is `__main__`, reachable by code under test."""
     entries = []
     for label, namespace in [("patchgym_unittest_reporter", globals())] + [
             (cls.__name__, vars(cls)) for cls in (_Channel, _Provenance, _Fixed, result_class)]:
+        is_class = label != "patchgym_unittest_reporter"
         for name, value in list(namespace.items()):
-            if not (name.startswith("__") and name.endswith("__")):  # `__spec__`, `__doc__`, ...: not code
+            # a module's `__spec__`, `__doc__`, ...: not code; a class's `__get__` is (red team round 5
+            # rewrote `_Fixed.__get__` to hand addSuccess out as addFailure)
+            if is_class or not (name.startswith("__") and name.endswith("__")):
                 entries.append(("{}.{}".format(label, name), namespace, name, value))
+    for name, descriptor in list(vars(result_class).items()):
+        if isinstance(descriptor, _Fixed):  # and the function each method descriptor holds
+            entries.append(("{}.{}.function".format(result_class.__name__, name), vars(descriptor), "function", descriptor.function))
     return entries
 
 
@@ -222,7 +249,7 @@ def _shadowed(result):
                   or callable(own[name]) and callable(getattr(type(result), name, None)))
 
 
-def _result_class(statuses, provenance, canaries=None, code_check=None):
+def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None):
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
     code_problems = {}  # test id -> why the code about to run is not the protected source's
 
@@ -247,6 +274,8 @@ def _result_class(statuses, provenance, canaries=None, code_check=None):
     class SignedResult(unittest.TextTestResult):
         def startTest(self, test):
             provenance.start()
+            if returned is not None:
+                returned["returned"] = None
             if code_check is not None:
                 problem = code_check(getattr(test, getattr(test, "_testMethodName", ""), None))
                 if problem is not None:
@@ -255,6 +284,10 @@ def _result_class(statuses, provenance, canaries=None, code_check=None):
 
         def addSuccess(self, test):
             super(SignedResult, self).addSuccess(test)
+            if returned is not None and returned["returned"] is False and test.id() not in canaries:
+                provenance.report(test, "test_method_did_not_return", "unittest's _ShouldStop")
+                record(test, "FAILED")
+                return
             record(test, "PASSED")
 
         def addFailure(self, test, err):
@@ -298,6 +331,12 @@ def _result_class(statuses, provenance, canaries=None, code_check=None):
 
 
 def main(argv):
+    # The graded ids leave `sys.argv` before any test module is imported: code under test that
+    # found its caller's id there told the graded tests from the canaries and copies (loaded from
+    # another list) and failed only the latter honestly (red team round 5, reward 1). The log goes
+    # to the stderr of now, not to one the repository's code puts in its place.
+    argv, sys.argv[1:] = list(argv), []
+    log_stream = sys.stderr
     config = _read_config()
     if not config:
         sys.stderr.write("patchgym_unittest_reporter: no grading configuration on stdin\n")
@@ -327,6 +366,7 @@ def main(argv):
                 os.path.realpath(os.path.join(testbed, rel)) for rel in patchgym_canaries.graded_by_file(argv, "unittest", testbed)))
     except ImportError:
         pass
+    returned = _watch_test_method_returns()
     watched = _watched()
     class_keys = _class_keys()
     provenance = _Provenance(config, channel)
@@ -364,7 +404,7 @@ def main(argv):
     # is `__main__`, whose globals code under test can reach, and a `_result_class` replaced there
     # after the import had handed failing tests to addSuccess (red team round 4, reward 1). The
     # module's globals and its classes are also compared at the end.
-    result_class = _result_class(statuses, provenance, canaries, code_check)
+    result_class = _result_class(statuses, provenance, canaries, code_check, returned)
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
     # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
@@ -375,7 +415,7 @@ def main(argv):
         if any(type(t).__name__ in ("_FailedTest", "ModuleImportFailure") for t in _flatten(part)):
             channel.emit("collect", id=name, status="ERROR")
         suite.addTest(part)
-    runner = runner_class(stream=sys.stderr, verbosity=2, resultclass=result_class)
+    runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
     result = runner.run(suite)
     for name in _shadowed(result):
         channel.emit("integrity", what="result_method_shadowed", detail=name)
@@ -396,7 +436,7 @@ def main(argv):
             channel.emit("integrity", what="replaced", detail="unittest.{} (attributes added or removed)".format(cls.__name__))
     exitstatus = 0 if result.wasSuccessful() else 1
     channel.emit("end", exitstatus=exitstatus, testsrun=result.testsRun)
-    sys.stderr.flush()
+    log_stream.flush()
     return exitstatus
 
 
