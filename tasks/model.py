@@ -159,11 +159,21 @@ def is_doctest_id(test_id: str) -> bool:
 
 
 def file_of_test_id(test_id: str, log_parser: str = "pytest") -> str | None:
-    """The file a test id lives in: `tests/test_x.py::T::t[p]` -> `tests/test_x.py`.
+    """The file a test id lives in: `tests/test_x.py::T::t[p]` -> `tests/test_x.py`; for a text
+    file's doctests, `docs/usage.md::usage.md` -> `docs/usage.md`.
 
     unittest ids (`pkg.module.Class.test`) name a module, not a file; `None` is returned for them.
     """
     if log_parser == "pytest" or "::" in test_id:
-        head = test_id.split("::", 1)[0].strip()
-        return head if head.endswith(".py") else None
+        head, _, rest = test_id.partition("::")
+        head = head.strip()
+        if head.endswith(".py"):
+            return head
+        # a text file's doctests (`--doctest-glob`): `docs/usage.md::usage.md`, the item named after
+        # the file. Left out of the command before, so such a graded test never ran (voluptuous).
+        if head.endswith(_DOCTEST_TEXT_SUFFIXES) and rest == head.rsplit("/", 1)[-1]:
+            return head
     return None
+
+
+_DOCTEST_TEXT_SUFFIXES = (".txt", ".rst", ".md")
