@@ -6,7 +6,7 @@ must verify (signed, complete, `start` to `end`) and report no tampering. The lo
 of the same run and the process exit code must agree with it:
 - a graded test the log shows passing but the stream does not (or the reverse) is a disagreement;
   so is a graded test the stream reports passing and the log does not show at all, for the
-  grader's own command (pytest with `-rA`, the signed unittest runner at verbosity 2: both list
+  grader's own command (pytest with a PASSED line per test, the signed unittest runner at verbosity 2: both list
   every test) when the log was not cut. Why: code that points every pipe of the process at
   /dev/null leaves an empty log, and a log with nothing in it disagreed with nothing (red team
   round 4: that plus a rewritten stream got reward 1). Under a custom `test_cmd`, or a cut log,

@@ -251,7 +251,9 @@ def test_unittest_library_code_that_turns_the_failure_into_an_expected_failure(u
     verdict = grade(unittest_task, {"calc/ops.py": ops})
     assert_zero(verdict)
     assert verdict.tests["FAIL_TO_PASS"]["tests.test_add.AddTest.test_add"] == "FAILED"
-    assert any(flag.startswith("tamper: xfail_from_patched_code") for flag in verdict.flags), verdict.flags
+    # unittest counts it a success: the test method raised (the failure swallowed as expected)
+    assert any(flag.startswith(("tamper: xfail_from_patched_code", "tamper: test_method_did_not_return"))
+               for flag in verdict.flags), verdict.flags
 
 
 @pytest.mark.parametrize("breaking", [

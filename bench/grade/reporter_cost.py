@@ -29,6 +29,7 @@ if str(ROOT) not in sys.path:
 
 from bench.grade.run import medium_suite  # noqa: E402
 from patchgym.harness.results import PLUGIN_MODULE, sandbox_modules  # noqa: E402
+from patchgym.harness.runner import SUMMARY_FLAGS  # noqa: E402
 from tests.fixtures_grading import calc_task  # noqa: E402
 
 
@@ -68,7 +69,7 @@ def run(tree: Path, files: list[str], plugin_dir: Path | None, config: dict) -> 
                    PYTEST_ADDOPTS=f"-p no:cacheprovider -p {PLUGIN_MODULE}")
         stdin = json.dumps(config).encode()
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    subprocess.run([sys.executable, "-m", "pytest", "-rA", *files], cwd=tree, env=env, input=stdin,
+    subprocess.run([sys.executable, "-m", "pytest", SUMMARY_FLAGS, *files], cwd=tree, env=env, input=stdin,
                    capture_output=True)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime

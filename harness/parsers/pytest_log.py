@@ -1,4 +1,4 @@
-"""The `pytest` log parser: reads the `-rA` short test summary and `-v` progress lines.
+"""The `pytest` log parser: reads the short test summary (`-rA`, or the grader's `-rfEsxXp`) and `-v` progress lines.
 
 Summary lines are `STATUS node_id` (for FAILED and ERROR: `STATUS node_id - message`; a PASSED line
 never has a message, so its id is the rest of the line, unbalanced brackets and all). Node ids may
