@@ -341,16 +341,6 @@ class _Watched(object):
         return _changed(self.entries)
 
 
-def _machinery_dirs():
-    """The folders of pytest, `_pytest` and pluggy as imported (patchgym_audit_hook.machinery_dirs)."""
-    found = []
-    for name in ("_pytest", "pluggy", "pytest"):
-        filename = getattr(sys.modules.get(name), "__file__", None)
-        if isinstance(filename, str):
-            found.append(os.path.dirname(os.path.realpath(filename)).rstrip("/") + "/")
-    return tuple(found)
-
-
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls")
 
@@ -404,7 +394,8 @@ class Reporter:
         self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self._patched_cache = {}
-        self._machinery_dirs = _machinery_dirs()
+        # pytest's and pluggy's folders as imported (patchgym_audit_hook.machinery_dirs): never the patch's
+        self._machinery_dirs = guard_module.machinery_dirs() if guard_module is not None else ()
         self._started = time.time()
         self._protected = self._read_protected(config.get("protected_files", []))
         self._sources = None  # patchgym_compiled_tests.ProtectedSources: the grader's own compilation

@@ -604,9 +604,10 @@ def test_rename_and_copy_targets_count_as_created_paths() -> None:
     assert plain.ok and plain.added == []
 
 
-def test_a_failing_canary_is_reported_in_one_line_and_a_failing_graded_test_in_full(tmp_path) -> None:
-    """pytest's long failure report cost ~2.5 ms a failing test, and every canary fails: a canary's is
-    one line. A graded test that fails keeps pytest's whole report (source, assertion explained)."""
+def run_reporter_directly(tmp_path, init: str, tests: str, config: dict):
+    """pytest over `tests/test_add.py` of a `calc` package (its `__init__.py` is `init`) with the
+    grader's reporter loaded as in a grading, outside any sandbox; `config` adds to the reporter's.
+    Returns (the completed process, the folder holding the reporter and its results file)."""
     import json
     import os
     import subprocess
@@ -621,17 +622,24 @@ def test_a_failing_canary_is_reported_in_one_line_and_a_failing_graded_test_in_f
         Path(path).write_bytes(content)
     (tree / "calc").mkdir(parents=True)
     (tree / "tests").mkdir()
-    (tree / "calc" / "__init__.py").write_text("def add(a, b):\n    return a - b\n")
-    (tree / "tests" / "test_add.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
-                                                "def test_zero():\n    assert add(0, 0) == 0\n")
-    ids = ["tests/test_add.py::test_add", "tests/test_add.py::test_zero"]
-    config = {"key": "00" * 32, "nonce": "n", "results": str(tmp_path / "results.jsonl"), "patched_files": [],
-              "testbed": str(tree), "protected_files": ["tests/test_add.py"], "test_roots": ["tests"],
-              "canaries": {"seed": 3, "ids": ids}}
+    (tree / "calc" / "__init__.py").write_text(init)
+    (tree / "tests" / "test_add.py").write_text(tests)
+    config = {"key": "00" * 32, "nonce": "n", "results": str(plugin / "results.jsonl"), "patched_files": [],
+              "testbed": str(tree), "protected_files": ["tests/test_add.py"], "test_roots": ["tests"], **config}
     env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATCHGYM_REPORTER": "1", "PYTHONPATH": f"{plugin}:{tree}",
            "PYTEST_ADDOPTS": f"-p no:cacheprovider -p {PLUGIN_MODULE}"}
     done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "tests/test_add.py"], cwd=tree, env=env,
                           input=json.dumps(config), capture_output=True, text=True)
+    return done, plugin
+
+
+def test_a_failing_canary_is_reported_in_one_line_and_a_failing_graded_test_in_full(tmp_path) -> None:
+    """Every canary fails, and its report is never read: one line. A graded test that fails keeps
+    pytest's whole report (source, assertion explained)."""
+    ids = ["tests/test_add.py::test_add", "tests/test_add.py::test_zero"]
+    done, _ = run_reporter_directly(tmp_path, "def add(a, b):\n    return a - b\n",
+                                    "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+                                    "def test_zero():\n    assert add(0, 0) == 0\n", {"canaries": {"seed": 3, "ids": ids}})
     failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED ")]
     canaries = [line for line in failed if "::test_add " not in line and not line.endswith("::test_add")]
     assert canaries and all("AssertionError: a canary of the" in line for line in canaries), done.stdout[-3000:]
@@ -666,29 +674,12 @@ def test_the_graders_classes_and_module_globals_rewritten_through_sys_modules_ch
     and the grader's own HMAC signed forged statuses. The objects now call the methods bound onto
     them when the run was claimed, the stream writes with what it was given as defaults at import,
     and the replacements are reported (`replaced`) after collection and at the end."""
-    import json
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
+    from patchgym.harness.results import Channel, read_stream
 
-    from patchgym.harness.results import PLUGIN_MODULE, Channel, read_stream, sandbox_modules
-
-    plugin, tree = tmp_path / "plugin", tmp_path / "tree"
-    for path, content in sandbox_modules(str(plugin), "pytest"):
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        Path(path).write_bytes(content)
-    (tree / "calc").mkdir(parents=True)
-    (tree / "tests").mkdir()
-    (tree / "calc" / "__init__.py").write_text("def add(a, b):\n    return a - b\n" + GRADER_STATE_REWRITE)
-    (tree / "tests" / "test_add.py").write_text("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n")
     key = bytes(range(32))
-    config = {"key": key.hex(), "nonce": "n", "results": str(plugin / "results.jsonl"), "patched_files": ["calc/__init__.py"],
-              "testbed": str(tree), "protected_files": ["tests/test_add.py"], "test_roots": ["tests"]}
-    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PATCHGYM_REPORTER": "1", "PYTHONPATH": f"{plugin}:{tree}",
-           "PYTEST_ADDOPTS": f"-p no:cacheprovider -p {PLUGIN_MODULE}"}
-    done = subprocess.run([sys.executable, "-m", "pytest", "-rA", "tests/test_add.py"], cwd=tree, env=env,
-                          input=json.dumps(config), capture_output=True, text=True)
+    done, plugin = run_reporter_directly(tmp_path, "def add(a, b):\n    return a - b\n" + GRADER_STATE_REWRITE,
+                                         "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+                                         {"key": key.hex(), "patched_files": ["calc/__init__.py"]})
     assert "FAILED tests/test_add.py::test_add" in done.stdout, done.stdout[-3000:] + done.stderr[-3000:]
     stream = read_stream(Channel(key=key, nonce="n", workdir=str(plugin)), (plugin / "results.jsonl").read_bytes())
     assert stream.trustworthy, stream.problems

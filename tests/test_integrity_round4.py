@@ -14,6 +14,7 @@ Every one must get reward 0; the gold fix still gets 1 on both runners. Also her
 false-positive hunt found tampered on real libraries (a test deleting `sys._getframe`, a decorator
 re-exported by an unchanged package `__init__`, a graded unittest `runTest`).
 """
+# ruff: noqa: F811  (the `task` and `unittest_task` fixtures are round 3's, imported: pytest passes them by name)
 
 from __future__ import annotations
 
@@ -24,25 +25,12 @@ import pytest
 from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
-from tests.test_integrity_round3 import UNITTEST_BASE, UNITTEST_TEST_PATCH
+from tests.test_integrity_round3 import UNITTEST_BASE, UNITTEST_TEST_PATCH, task, unittest_task  # noqa: F401 (fixtures)
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
 
 INIT = BASE_FILES["calc/__init__.py"]
-
-
-@pytest.fixture(scope="module")
-def task(tmp_path_factory: pytest.TempPathFactory):
-    return build_prepared(tmp_path_factory.mktemp("round4"))
-
-
-@pytest.fixture(scope="module")
-def unittest_task(tmp_path_factory: pytest.TempPathFactory):
-    return build_prepared(tmp_path_factory.mktemp("round4-unittest"), instance_id="calc-ut-r4", base_files=UNITTEST_BASE,
-                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"],
-                          log_parser="unittest")
 
 
 def grade(task, files):
