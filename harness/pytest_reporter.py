@@ -845,11 +845,12 @@ class Reporter:
 
     def _brief_canary_failure(self, item, call):
         """A canary (or contradiction copy) that failed, as it must, is reported with a one-line
-        failure instead of pytest's traceback: the grader reads its outcome, never its text. The
-        item's `repr_failure` is replaced for this one report only, after its test has run and
-        before any other code runs again, so no test can see the difference. Why: pytest's long
-        failure report (source of every frame, the assertion's explanation, the FAILURES section)
-        cost ~2.5 ms a failing test, ~50 ms of the medium suite's 20 canaries."""
+        failure instead of pytest's traceback: the grader reads its outcome, never its text, and
+        pytest's long report (source of every frame, the assertion explained) cost ~2.5 ms a failing
+        test. The item's `repr_failure` is replaced for this one report only, after its test has run
+        and before any code of the repository runs again. Why not at collection, as before: an
+        attribute of its own on every canary's item told code that found the item up its stack
+        which tests were the grader's (red team round 5, reward 1)."""
         if call.excinfo is None or item.nodeid not in self._canary_items:
             return False
         if call.excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception)):
