@@ -279,8 +279,9 @@ def test_contradictions_fail_on_the_fix_and_pass_on_a_value_equal_to_everything(
         copy = next(name for container, name in contradicted if container is None)
         assert order.index(copy) > max(order.index(n) for n in ("test_add", "test_other"))
         cls = next(n for n in tree.body if isinstance(n, ast.ClassDef))
-        method = next(name for container, name in contradicted if container == "AddTest")
-        assert cls.body[-1].name == method or method in [n.name for n in cls.body[-2:]]
+        methods = [n.name for n in cls.body]
+        copies = [name for container, name in contradicted if container == "AddTest"]
+        assert copies and min(methods.index(c) for c in copies) > methods.index("test_sums")  # after the originals
     # the budget: none when the run has no contradictions left
     contradicted = {}
     canaries.plant_source(SOURCE, ["test_add"], random.Random(0), "/nonexistent", ids, contradicted, 0)
@@ -299,14 +300,15 @@ def test_a_parametrised_test_is_copied_with_its_decorators_and_every_instance_fa
         contradicted: dict = {}
         text, planted = canaries.plant_source(PARAMETRISED, ["test_add", "test_other"], random.Random(seed), "/nonexistent",
                                               ids, contradicted, 6)
-        assert len(contradicted) == 2  # the tuple wrapper and the object one
+        assert len(contradicted) == 3  # the tuple wrapper, the object one, the expectation shifted by one
         bodies = set()
         for container, name in contradicted:
             copy = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
             assert [ast.unparse(d) for d in copy.decorator_list] == [
                 "pytest.mark.parametrize('a, b, expected', [(1, 2, 3), (2, 2, 4)])"]
             bodies.add(ast.unparse(copy.body[0]))
-        assert bodies == {"assert add(a, b) == (expected,)", "assert add(a, b) == object()"}
+        assert bodies - {"assert add(a, b) == expected + 1", "assert add(a, b) == expected - 1"} == {
+            "assert add(a, b) == (expected,)", "assert add(a, b) == object()"} and len(bodies) == 3
 
 
 # -- through the real grader ------------------------------------------------------------------
@@ -470,7 +472,7 @@ def test_a_call_of_the_modules_own_equality_helper_is_a_plain_comparison() -> No
     helpers = comparing_calls.equality_helpers(tree)
     assert helpers == {"check"}
     assert [(ast.unparse(n), how, v) for n, how, v in contradictions.targets(tree.body[2], frozenset(), helpers)] == [
-        ("4", "change", 4)]
+        ("4", "change", 4), ("4", "change_adjacent", 4)]
     assert contradictions.targets(tree.body[3], frozenset(), helpers) == []
 
 
@@ -502,7 +504,7 @@ def test_a_value_equal_to_everything_but_tuples_meets_both_wrappers() -> None:
     function = ast.parse(body).body[0]
     lines = body.splitlines()
     found = contradictions.targets(function)
-    assert [how for _, how, _ in found] == ["wrap", "wrap_object"]
+    assert [how for _, how, _ in found] == ["wrap", "wrap_object", "shift"]
     passed = []
     for node, how, value in found:
         text = contradictions.replacement(lines, node, how, value, random.Random(0))
@@ -510,7 +512,7 @@ def test_a_value_equal_to_everything_but_tuples_meets_both_wrappers() -> None:
         assert not _copy_passes(lines, function, node, text, {"f": lambda x: x * 2, "g": lambda x: x})
         if _copy_passes(lines, function, node, text, {"f": lambda x: _NotTuple(0), "g": lambda x: x}):
             passed.append(how)
-    assert passed == ["wrap_object"]  # one of the two copies passes for it: tampering
+    assert passed == ["wrap_object", "shift"]  # copies pass for it: tampering
 
 
 def test_a_membership_in_a_literal_gets_every_element_changed() -> None:
@@ -581,3 +583,41 @@ def test_copies_run_after_their_originals_whatever_order_the_suite_chooses(reord
     prepared, gold = reordered_stateful_task
     verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.flags
+
+
+class _Window(int):
+    """Equal to every int within 50 of its own value: the buggy -1 then equals 5, never 107."""
+
+    def __eq__(self, other):
+        return isinstance(other, (int, float)) and abs(other - int(self)) <= 50
+
+    __hash__ = int.__hash__
+
+
+class _AnyInt(int):
+    """Equal to every int, and to nothing else (not the tuple or object wrappers)."""
+
+    def __eq__(self, other):
+        return type(other) is int
+
+    __hash__ = int.__hash__
+
+
+@pytest.mark.parametrize("kind", [_Window, _AnyInt])
+def test_a_result_equal_to_nearby_or_to_all_ints_meets_a_copy_one_step_away(kind) -> None:
+    """Red team round 6 (reward 1): a result type whose `__eq__` accepts a window around the buggy
+    value, every small int, or every int, passed every copy's far value or wrapper and failed them
+    honestly. A literal expectation also gets a copy at C+1 or C-1, an expectation without one a copy
+    shifted by one (`E + 1`): no int equals both."""
+    for body in ("def test_a():\n    assert f(2) == 5\n", "def test_a():\n    expected = g(5)\n    assert f(2) == expected\n"):
+        function = ast.parse(body).body[0]
+        lines = body.splitlines()
+        found = contradictions.targets(function)
+        passed = []
+        for seed in range(4):
+            for node, how, value in found:
+                text = contradictions.replacement(lines, node, how, value, random.Random(seed))
+                assert not _copy_passes(lines, function, node, text, {"f": lambda x: x + 3, "g": lambda x: x})  # the fix
+                if _copy_passes(lines, function, node, text, {"f": lambda x: kind(x - 3), "g": lambda x: x}):
+                    passed.append(how)
+        assert set(passed) & {"change_adjacent", "shift"}, (body, passed)
