@@ -22,10 +22,14 @@ approx(C)`, a bare `assert_allclose(X, C)` / `self.assertAlmostEqual(X, C)`: a c
 says it compares for equality or closeness, and whose outcome is the assertion's), with numbers
 moved at least 1000 times further, past any tolerance such a call plausibly allows, or, for a
 known library's check with literal tolerances, just past them (`comparing_calls.near_scale`), so
-that a tolerance widened for the bug passes it too. Where the test has no literal
+that a tolerance widened for the bug passes it too. An int literal C also gets a copy one step
+away, C+1 or C-1: a result type equal to every int near the buggy value, or to every small int,
+passes it and no int equals both (red team round 6). Where the test has no literal
 expectation, its first assertion gets a weaker contradiction: `X == E` becomes `X == (E,)` and,
 in a second copy, `X == object()` (a value equal to E equals neither; a value equal to everything,
-or to everything but tuples, does), `assert X in (literals)` gets every element changed, and any
+or to everything but tuples, does), and in a third `X == (E) + 1` or `- 1` (a value equal to every
+int does; anything but a number raises there, so the copy fails honestly), `assert X in
+(literals)` gets every element changed, and any
 other assertion `assert T` becomes `assert not (T)` (`assertTrue`/`assertFalse` likewise: this
 catches code that reads the assert line and answers it). The copy is planted at the end of its
 original's container (the module, or the class), so it runs after every test there, and is named
