@@ -337,15 +337,11 @@ def targets(function, known=frozenset(), helpers=frozenset()):
         chosen = [found[how] for how in ("change", "change_far") if how in found]
         node, how, value = found.get("change", (None, None, None))
         if how == "change" and isinstance(value, int) and not isinstance(value, bool):
-            # And one step away: a result type equal to every int within 50 of the buggy value, or
-            # to every small int, or to every int above it, passed the far copy and failed honestly
-            # (red team round 6); no int equals both C and C+1.
-            chosen.insert(1, (node, "change_adjacent", value))
+            chosen.insert(1, (node, "change_adjacent", value))  # one step away: see the module docstring
         return chosen
     if fallback is not None and fallback[1] == "wrap":
-        # Both wrappers: a value equal to everything but tuples passed the tuple one (red team round 2);
-        # and the expectation shifted by one: a value equal to every int (or to every number near
-        # it) fails both wrappers honestly (red team round 6), and no number equals both E and E+1.
+        # Both wrappers (a value equal to everything but tuples passed the tuple one: red team round
+        # 2) and the shift by one (a value equal to every int fails both wrappers: round 6)
         return [(fallback[0], "wrap", None), (fallback[0], "wrap_object", None), (fallback[0], "shift", None)]
     if fallback is not None:
         return [(fallback[0], fallback[1], None)]
