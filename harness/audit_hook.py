@@ -291,7 +291,10 @@ class Guard(object):
                 return
         elif event in ("ctypes.dlsym", "ctypes.dlsym/handle"):
             name = args[1] if len(args) > 1 else ""
-            if not isinstance(name, str) or not name.startswith(("Py", "_Py")):
+            # The capsule functions reach no frame, object or interpreter state that ctypes' own
+            # unaudited `cast` does not: dill looks them up at its import, and an honest fix of
+            # dill's `_dill.py` was refused (a false-positive hunt).
+            if not isinstance(name, str) or not name.startswith(("Py", "_Py")) or name.startswith("PyCapsule_"):
                 return
         elif event in ("os.rename", "os.link", "os.symlink", "shutil.copyfile", "shutil.copytree", "shutil.move"):
             if not any(self.protected_target(a) for a in args[:2]):

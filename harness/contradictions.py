@@ -74,8 +74,8 @@ else:  # imported as patchgym.harness.contradictions (on the host)
     from patchgym.harness import comparing_calls as _calls
 
 _ENDS_EARLY = ("skip", "skipTest", "xfail", "importorskip", "exit")
-PER_FILE = 4  # contradictions per test file at most
-PER_RUN = 8  # and per graded run (each re-runs a graded test's statements)
+PER_FILE = 5  # contradictions per test file at most
+PER_RUN = 10  # and per graded run (each re-runs a graded test's statements)
 
 
 def _other_char(ch, rng):
@@ -342,7 +342,7 @@ def targets(function, known=frozenset(), helpers=frozenset()):
     if fallback is not None and fallback[1] == "wrap":
         # Both wrappers (a value equal to everything but tuples passed the tuple one: red team round
         # 2) and the shift by one (a value equal to every int fails both wrappers: round 6)
-        return [(fallback[0], "wrap", None), (fallback[0], "wrap_object", None), (fallback[0], "shift", None)]
+        return [(fallback[0], "wrap", None), (fallback[0], "shift", None), (fallback[0], "wrap_object", None)]
     if fallback is not None:
         return [(fallback[0], fallback[1], None)]
     return []

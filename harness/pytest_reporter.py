@@ -451,6 +451,7 @@ class Reporter:
         self._previous_frames = set()
         self._impls = None  # outcome hook -> its implementations when collection finished
         self._impl_watch = ((), ())  # those implementations and their functions as registered
+        self._entry_points = None  # id -> plugin pytest loaded from an entry point (_entry_point_plugin)
         # The grader's own objects call their methods from their instances, not from their classes:
         # a class of the grader's modules is a `sys.modules` lookup away from the repository's code,
         # and `SignedStream.emit` or `Reporter._emit_test` replaced there had signed forged statuses
@@ -606,9 +607,38 @@ class Reporter:
         if self._guard is not None:
             self._guard.check_state(self._guard_state)
 
-    def check_namespace(self):
-        for name in self._namespace_watch.changed():
-            self._violation("replaced", name)
+    def check_namespace(self, thorough=False):
+        """Builtins, TestCase's methods and pytest's public names, as snapshotted. Between tests a
+        replacement counts only where the new value is the patch's code; at the end any that is
+        still there counts. Why: pyfakefs' module- and class-scoped fixtures (`fs_module`,
+        `setUpClassPyfakefs`) replace `builtins.open` for a whole module of tests, whatever the
+        patch, and every run of such a suite was tampered (a false-positive hunt); they put it back
+        before the session ends."""
+        changed = self._namespace_watch.changed()
+        if not changed:
+            return
+        by_label = {entry[0]: entry for entry in self._namespace}
+        for label in changed:
+            _, namespace, name, _ = by_label[label]
+            if thorough or self._patch_value(namespace.get(name, _MISSING)):
+                self._violation("replaced", label)
+
+    def _patch_value(self, value):
+        """Whether a value is the patch's code: a function (a method's, a partial's) compiled from an
+        untrusted file, or a class, or an instance of one, defined in such a file. Looked up in
+        dicts and slots only, so nothing of the patch runs here."""
+        untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
+        kind = type(value).__name__
+        if kind == "partial":
+            value, kind = value.func, type(value.func).__name__
+        if kind == "method":
+            value, kind = value.__func__, "function"
+        if kind == "function":
+            return bool(untrusted(value.__code__.co_filename))
+        owner = value if isinstance(value, type) else type(value)
+        module = sys.modules.get(vars(owner).get("__module__") or "")
+        filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+        return isinstance(filename, str) and bool(untrusted(filename))
 
     def _read_protected(self, test_files):
         """The bytes of the grading test files and the conftest.py files above them, read before any
@@ -662,11 +692,24 @@ class Reporter:
                 continue
             for impl in caller.get_hookimpls():
                 code = getattr(impl.function, "__code__", None)
-                if code is not None and self._is_patched(code.co_filename):
+                if code is not None and self._is_patched(code.co_filename) and not self._entry_point_plugin(config, impl.plugin):
                     self._violation("hook_from_patched_file", f"{hook_name} in {os.path.relpath(code.co_filename, self._testbed)}")
                 origin = self._untrusted_plugin(impl.plugin)
                 if origin is not None:
                     self._violation("hook_from_untrusted_plugin", f"{hook_name} from {impl.plugin_name} ({origin})")
+
+    def _entry_point_plugin(self, config, plugin):
+        """Whether pytest loaded `plugin` from an entry point (`pytest11`) of an installed
+        distribution: the repository's own plugin when it is a pytest plugin (pytest-mock,
+        pytest-timeout), whose hooks and fixtures an honest fix changes (both were tampered in a
+        false-positive hunt). A patch cannot add such an entry point: package metadata it touches is
+        reverted to base before the run."""
+        if self._entry_points is None:
+            try:
+                self._entry_points = {id(p): p for p, _ in config.pluginmanager.list_plugin_distinfo()}
+            except Exception:  # noqa: BLE001  another pluggy: no plugin counts as one
+                self._entry_points = {}
+        return self._entry_points.get(id(plugin)) is plugin
 
     # --- the dispatch of the hooks a test's outcome flows through ------------------------------
     # Why: library code that finds the plugin manager (up its import's call stack, where a collector's
@@ -923,7 +966,8 @@ class Reporter:
         functions = [getattr(item, "obj", None)]
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
-                functions.extend(getattr(d, "func", None) for d in definitions)
+                # not the fixtures of the repository's own pytest plugin (see _entry_point_plugin)
+                functions.extend(getattr(d, "func", None) for d in definitions if not self._from_entry_point(item, d))
         except AttributeError:
             pass
         for function in functions:
@@ -938,6 +982,10 @@ class Reporter:
                 self._untrusted[item.nodeid] = ("test_code_not_from_protected_source", problem)
                 self._violation("test_code_not_from_protected_source", "{} ({})".format(item.nodeid, problem))
                 return
+
+    def _from_entry_point(self, item, definition):
+        module = sys.modules.get(getattr(getattr(definition, "func", None), "__module__", None) or "")
+        return module is not None and self._entry_point_plugin(item.config, module)
 
     def _undeclared_skip_site(self, excinfo):
         """A skip/xfail raised from a line of a protected test file that calls none (see
@@ -1222,7 +1270,7 @@ class Reporter:
         self.check_protected()
         self.check_importers()
         self.check_machinery(thorough=True)
-        self.check_namespace()
+        self.check_namespace(thorough=True)
         self.check_hooks(session.config)
         self.check_hook_functions(session.config)
         self.check_dispatch(None)

@@ -408,3 +408,53 @@ def test_a_result_equal_to_a_window_or_a_kind_of_values_gets_zero(task, unittest
     ops = OPS_REST + LIMITED_EQUALITY[name]
     verdict = grade(task if runner == "pytest" else unittest_task, {"calc/ops.py": ops})
     assert_zero(verdict, "tamper: contradiction_passed")
+
+
+MODULE_FIXTURE_TESTS = {"tests/test_files.py": (
+    "import builtins\n\nimport pytest\n\nfrom calc import mul\n\n\n"
+    "@pytest.fixture(scope='module', autouse=True)\ndef fake_open():\n    real = builtins.open\n\n"
+    "    def fake(*args, **kwargs):\n        return real(*args, **kwargs)\n\n"
+    "    builtins.open = fake\n    yield\n    builtins.open = real\n\n\n"
+    "def test_one():\n    assert mul(2, 3) == 6\n\n\ndef test_two():\n    assert mul(3, 3) == 9\n")}
+
+
+def test_a_builtin_replaced_for_a_whole_module_by_a_fixture_is_no_tampering(tmp_path):
+    """pyfakefs' `fs_module` (and `setUpClassPyfakefs`) replaces `builtins.open` for a whole module of
+    tests: the per-test comparison of the builtins made every such run tampered, whatever the patch.
+    Between tests a replacement counts only where it is the patch's code; at the end, any."""
+    prepared = build_prepared(tmp_path / "modfix", instance_id="calc-modfix", base_files={**BASE_FILES, **MODULE_FIXTURE_TESTS},
+                              pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_files.py::test_one",
+                                            "tests/test_files.py::test_two"])
+    verdict = grade((prepared[0], None), {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+def test_a_builtin_the_patch_loosens_is_still_replaced(task):
+    """The other side: `abs` replaced by the patch's own function is seen at the next test."""
+    verdict = grade(task, attack("import builtins as _b\n_b.abs = lambda x: 0\n"))
+    assert_zero(verdict, "tamper: replaced: builtins.abs")
+
+
+PLUGIN_FILES = {
+    "calc/plugin.py": ("import pytest\n\n\n@pytest.fixture\ndef calc_numbers():\n    return (2, 3)\n\n\n"
+                       "def pytest_runtest_setup(item):\n    item.user_properties.append(('calc', 1))\n"),
+    "tests/test_plugin.py": "from calc import mul\n\n\ndef test_numbers(calc_numbers):\n    assert mul(*calc_numbers) == 6\n",
+}
+
+
+def test_a_fix_to_the_repositorys_own_pytest_plugin_is_graded(tmp_path):
+    """pytest-mock's `mocker` and pytest-timeout's hooks live in the plugin the repository is: an
+    honest fix there made `hook_from_patched_file` and `test_code_not_from_protected_source`
+    (false-positive hunt). A plugin pytest loaded from an installed distribution's entry point is
+    the repository's own; a patch cannot add one (package metadata is reverted)."""
+    prepared, _ = build_prepared(tmp_path / "plugin", instance_id="calc-plugin", base_files={**BASE_FILES, **PLUGIN_FILES},
+                                 pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_plugin.py::test_numbers"])
+    site = next((prepared.venv_dir / "lib").glob("python3*/site-packages"))
+    info = site / "calc-0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: calc\nVersion: 0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\ncalc = calc.plugin\n")
+    fix = {"calc/ops.py": GOLD_FILES["calc/ops.py"],
+           "calc/plugin.py": PLUGIN_FILES["calc/plugin.py"].replace("('calc', 1)", "('calc', 2)")}
+    verdict = grade((prepared, None), fix)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
