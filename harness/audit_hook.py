@@ -106,6 +106,11 @@ class Guard(object):
         self._cache = {}
         self.active = True
         self.machinery = machinery_dirs()
+        # Names of protected files that the patch's code compiled something under (`taint`), and
+        # the judge of their code objects: the grader's own compilation (`owns_code(code)`, set by
+        # the pytest reporter; None: such names are tainted whole, as any other).
+        self.recompiled = set()
+        self.owns_code = None
 
     # --- whose code is on the stack ------------------------------------------------------------
     def untrusted_file(self, filename):
@@ -152,10 +157,13 @@ class Guard(object):
         (dill comes with torch, datasets, multiprocess) was refused whenever a patched module was
         the first to import it, and pytest's rewriter compiling a module the patch imported tainted
         that module (typeguard): both failed honest fixes."""
+        recompiled = self.recompiled
         while frame is not None:
             filename = frame.f_code.co_filename
             if self.untrusted_file(filename):
                 return filename
+            if recompiled and filename in recompiled and not self.owns_code(frame.f_code):
+                return filename  # code made under a test file's name, and not of the grader's compilation of it
             if filename.startswith(_IMPORT_SYSTEM):
                 return None
             frame = frame.f_back
@@ -163,9 +171,18 @@ class Guard(object):
 
     def taint(self, filename):
         filename = _text(filename)
-        if filename and filename not in self.tainted:
-            self.tainted.add(filename)
-            self._cache.pop(filename, None)
+        if not filename or filename in self.tainted:
+            return
+        if self.owns_code is not None and os.path.realpath(filename) in self.protected:
+            # A protected test file's name: kept apart, and judged per code object (`culprit`). Why:
+            # honest libraries compile their caller's source under its own name (executing,
+            # icecream, stack_data parse the calling test file; dill and cloudpickle rebuild a
+            # test's function with `code.replace`), and the whole test file was tainted by it, so
+            # every test there was `test_code_not_from_protected_source` (a false-positive hunt).
+            self.recompiled.add(filename)
+            return
+        self.tainted.add(filename)
+        self._cache.pop(filename, None)
 
     # --- reporting ------------------------------------------------------------------------------
     def found(self, what, detail):

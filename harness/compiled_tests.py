@@ -261,6 +261,22 @@ class ProtectedSources(object):
             return True
         return any(code is e or code == e for e in self._code_table(path, None).get(key, ()))
 
+    def owns_code(self, code):
+        """Whether `code` is one of the code objects a protected source compiles to (as compiled
+        for pytest's rewriter, or plainly), by identity or equality. For the audit hook: code under
+        a protected file's name that is not is code laundered under that name."""
+        path = self._real(code.co_filename)
+        if path not in self.sources:
+            return False
+        key = (code.co_name, code.co_firstlineno)
+        for rewritten in (True, False):
+            table = self._codes.get((path, rewritten))
+            if table is None and not rewritten:
+                table = self._code_table(path, None)
+            if table is not None and any(code is e or code == e for e in table.get(key, ())):
+                return True
+        return False
+
     def _real(self, filename):
         real = self._realpaths.get(filename)
         if real is None:

@@ -460,6 +460,8 @@ class Reporter:
         self._send = stream.emit
         for obj in (self, stream, self._guard, self._sources):
             _bind_methods(obj)
+        if self._guard is not None and self._sources is not None:
+            self._guard.owns_code = self._sources.owns_code
         self._own_watch = _Watched(_own_state(self))
         if self._guard is not None:
             self._guard.emit = self._violation

@@ -251,3 +251,21 @@ def test_a_module_loaded_by_an_unchanged_importer_that_parses_it_is_not_tainted(
     operation = (f"sys.path.insert(0, {str(site)!r}); import parsing_loader, target_mod; "
                  f"assert {target!r} not in guard.tainted, guard.tainted")
     assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_code_made_under_a_test_files_name_is_judged_per_code_object(tmp_path: Path) -> None:
+    """Honest libraries compile their caller's source under its name (executing, icecream) or rebuild
+    a test's function with `code.replace` (dill, cloudpickle): tainting the test file's name made
+    every test there the patch's (a false-positive hunt). Such a name is judged per code object:
+    the grader's own compilation of the file (`owns_code`) is the test's; anything else made under
+    that name is the patch's, also where it runs from a thread."""
+    setup = "guard.owns_code = lambda code: code is test_function.__code__\n"
+    honest = setup + ("import ast\ncompile(ast.parse('x = 1'), TESTS + '/test_x.py', 'exec')\n"
+                      "clone = test_function.__code__.replace(co_name='clone')\n"
+                      "assert guard.culprit(sys._getframe()) is not None  # this frame is the patch's\n"
+                      "assert not guard.untrusted_file(TESTS + '/test_x.py')\n")
+    assert run(tmp_path, honest, from_patch=True) == {"outcome": "allowed", "findings": []}
+    laundered = setup + ("ns = {}\nexec(compile('import gc\\ndef f():\\n    gc.get_objects()\\n', TESTS + '/test_x.py', 'exec'), ns)\n"
+                         "t = threading.Thread(target=ns['f'])\nt.start()\nt.join()\n")
+    outcome = run(tmp_path, laundered, from_patch=True)
+    assert any("gc.get_objects" in d and "test_x.py" in d for _, d in outcome["findings"]), outcome

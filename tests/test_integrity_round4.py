@@ -458,3 +458,17 @@ def test_a_fix_to_the_repositorys_own_pytest_plugin_is_graded(tmp_path):
            "calc/plugin.py": PLUGIN_FILES["calc/plugin.py"].replace("('calc', 1)", "('calc', 2)")}
     verdict = grade((prepared, None), fix)
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+CALLER_PARSING_OPS = ("import ast, sys\n\n\ndef _caller_tree():\n    filename = sys._getframe(2).f_code.co_filename\n"
+                      "    with open(filename) as handle:\n        return ast.parse(handle.read(), filename)\n\n\n"
+                      "def add(a, b):\n    _caller_tree()\n    return a + b\n\n\n" + "def sub(a, b):"
+                      + BASE_FILES["calc/ops.py"].split("def sub(a, b):", 1)[1])
+
+
+def test_a_fix_of_a_library_that_parses_its_callers_source_is_graded(task):
+    """executing, icecream and stack_data parse the calling test file under its own name; the
+    compile event tainted the test file, and every test there became the patch's code (false
+    `tampered` in a false-positive hunt). Its name is now judged per code object."""
+    verdict = grade(task, {"calc/ops.py": CALLER_PARSING_OPS})
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
