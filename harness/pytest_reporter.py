@@ -986,8 +986,14 @@ class Reporter:
                 return
 
     def _from_entry_point(self, item, definition):
-        module = sys.modules.get(getattr(getattr(definition, "func", None), "__module__", None) or "")
-        return module is not None and self._entry_point_plugin(item.config, module)
+        """Whether a fixture is defined in the package of a plugin pytest loaded from an entry point:
+        pytest-mock's `mocker` lives in `pytest_mock/plugin.py`, its entry point names the package."""
+        name = getattr(getattr(definition, "func", None), "__module__", None)
+        if not isinstance(name, str):
+            return False
+        self._entry_point_plugin(item.config, None)  # the entry points, once
+        packages = {str(getattr(p, "__name__", "")).split(".")[0] for p in self._entry_points.values()}
+        return name.split(".")[0] in packages - {""}
 
     def _undeclared_skip_site(self, excinfo):
         """A skip/xfail raised from a line of a protected test file that calls none (see

@@ -442,18 +442,22 @@ PLUGIN_FILES = {
 }
 
 
-def test_a_fix_to_the_repositorys_own_pytest_plugin_is_graded(tmp_path):
+@pytest.mark.parametrize("entry_point", ["calc.plugin", "calc"])  # the module itself, or its package (pytest-mock's)
+def test_a_fix_to_the_repositorys_own_pytest_plugin_is_graded(tmp_path, entry_point):
     """pytest-mock's `mocker` and pytest-timeout's hooks live in the plugin the repository is: an
     honest fix there made `hook_from_patched_file` and `test_code_not_from_protected_source`
     (false-positive hunt). A plugin pytest loaded from an installed distribution's entry point is
     the repository's own; a patch cannot add one (package metadata is reverted)."""
-    prepared, _ = build_prepared(tmp_path / "plugin", instance_id="calc-plugin", base_files={**BASE_FILES, **PLUGIN_FILES},
+    files = {**BASE_FILES, **PLUGIN_FILES}
+    if entry_point == "calc":
+        files["calc/__init__.py"] += "from calc.plugin import calc_numbers, pytest_runtest_setup  # noqa: F401\n"
+    prepared, _ = build_prepared(tmp_path / "plugin", instance_id="calc-plugin", base_files=files,
                                  pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_plugin.py::test_numbers"])
     site = next((prepared.venv_dir / "lib").glob("python3*/site-packages"))
     info = site / "calc-0.dist-info"
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: calc\nVersion: 0\n")
-    (info / "entry_points.txt").write_text("[pytest11]\ncalc = calc.plugin\n")
+    (info / "entry_points.txt").write_text(f"[pytest11]\ncalc = {entry_point}\n")
     fix = {"calc/ops.py": GOLD_FILES["calc/ops.py"],
            "calc/plugin.py": PLUGIN_FILES["calc/plugin.py"].replace("('calc', 1)", "('calc', 2)")}
     verdict = grade((prepared, None), fix)
