@@ -104,6 +104,7 @@ class Guard(object):
         self.findings = []
         self.emit = None
         self._cache = {}
+        self._reals = {}  # code file name -> its real path (`real`)
         self.active = True
         self.machinery = machinery_dirs()
         # Names of protected files that the patch's code compiled something under (`taint`), and
@@ -113,13 +114,23 @@ class Guard(object):
         self.owns_code = None
 
     # --- whose code is on the stack ------------------------------------------------------------
+    def real(self, filename):
+        """`os.path.realpath(filename)`, kept per name: the compile and exec events of a run ask
+        hundreds of times about a few dozen code file names, at ~25 us a realpath here."""
+        real = self._reals.get(filename)
+        if real is None:
+            real = os.path.realpath(filename)
+            if len(self._reals) < 100000:
+                self._reals[filename] = real
+        return real
+
     def untrusted_file(self, filename):
         cached = self._cache.get(filename)
         if cached is not None:
             return cached
         verdict = self._classify(filename)
         # A grader file's verdict is looked up every time: it turns untrusted if the file changes.
-        if len(self._cache) < 100000 and not os.path.realpath(filename).startswith(self.own_dir):
+        if len(self._cache) < 100000 and not self.real(filename).startswith(self.own_dir):
             self._cache[filename] = verdict
         return verdict
 
@@ -128,7 +139,7 @@ class Guard(object):
             return True
         if not filename or filename.startswith("<"):
             return False
-        real = os.path.realpath(filename)
+        real = self.real(filename)
         if real.startswith(self.machinery):
             # pytest and pluggy as this process imported them: the test machinery, trusted even where
             # the patch changed it (a fix to pytest's or pluggy's own repository: every hook call runs
@@ -288,9 +299,9 @@ class Guard(object):
         """A watched event other than `open` (`caller`: the frame that raised it)."""
         if event in ("compile", "exec", "code.__new__"):
             filename = caller.f_code.co_filename
-            if filename.startswith(_IMPORT_SYSTEM) or os.path.realpath(filename).startswith(self.machinery):
+            if filename.startswith(_IMPORT_SYSTEM) or self.real(filename).startswith(self.machinery):
                 return
-            if event == "compile" and os.path.realpath(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
+            if event == "compile" and self.real(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
             # Up to the import system only: pytest's rewriter compiling (through `ast.parse`) a
             # module that the patch's code imports is not the patch compiling it (typeguard: its

@@ -120,8 +120,7 @@ def _defining_files(decorator, namespace, packages):
     obj, files = namespace.get(node.id), []
     for name in [None] + names[::-1]:
         if name is not None:
-            holder = vars(obj) if type(obj).__name__ == "module" or isinstance(obj, type) else {}
-            obj = holder.get(name) if isinstance(holder, (dict, type(vars(type)))) else None
+            obj = (vars(obj) if type(obj).__name__ == "module" or isinstance(obj, type) else {}).get(name)
         if obj is None:
             break
         if type(obj).__name__ == "module":
@@ -268,14 +267,9 @@ class ProtectedSources(object):
         path = self._real(code.co_filename)
         if path not in self.sources:
             return False
-        key = (code.co_name, code.co_firstlineno)
-        for rewritten in (True, False):
-            table = self._codes.get((path, rewritten))
-            if table is None and not rewritten:
-                table = self._code_table(path, None)
-            if table is not None and any(code is e or code == e for e in table.get(key, ())):
-                return True
-        return False
+        # the rewritten table only where pytest's import made it (its rewriter is not at hand here)
+        rewritten = self._codes.get((path, True), {}).get((code.co_name, code.co_firstlineno), ())
+        return any(code is e or code == e for e in rewritten) or self._matches(path, code, None)
 
     def _real(self, filename):
         real = self._realpaths.get(filename)

@@ -306,7 +306,8 @@ def _contents(path):
 
 
 def _changed(entries):
-    return [label for label, namespace, name, value in entries if namespace.get(name, _MISSING) is not value]
+    """The entries whose namespace no longer holds their value."""
+    return [entry for entry in entries if entry[1].get(entry[2], _MISSING) is not entry[3]]
 
 
 # Taken at import, before any code of the repository runs: the per-test identity check must not
@@ -332,13 +333,16 @@ class _Watched(object):
         self._names = tuple(name for _, _, name, _ in entries)
         self._values = tuple(value for _, _, _, value in entries)
 
-    def changed(self):
+    def changed_entries(self):
         try:
             if _ALL(_MAP(_IS, _MAP(_GETITEM, self._namespaces, self._names), self._values)):
                 return ()
         except KeyError:  # a name deleted
             pass
         return _changed(self.entries)
+
+    def changed(self):
+        return [label for label, _, _, _ in self.changed_entries()]
 
 
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
@@ -451,7 +455,8 @@ class Reporter:
         self._previous_frames = set()
         self._impls = None  # outcome hook -> its implementations when collection finished
         self._impl_watch = ((), ())  # those implementations and their functions as registered
-        self._entry_points = None  # id -> plugin pytest loaded from an entry point (_entry_point_plugin)
+        self._entry_points = None  # id -> plugin pytest loaded from an entry point (_entry_point_plugins)
+        self._entry_point_packages = frozenset()  # their top-level packages
         # The grader's own objects call their methods from their instances, not from their classes:
         # a class of the grader's modules is a `sys.modules` lookup away from the repository's code,
         # and `SignedStream.emit` or `Reporter._emit_test` replaced there had signed forged statuses
@@ -616,12 +621,7 @@ class Reporter:
         `setUpClassPyfakefs`) replace `builtins.open` for a whole module of tests, whatever the
         patch, and every run of such a suite was tampered (a false-positive hunt); they put it back
         before the session ends."""
-        changed = self._namespace_watch.changed()
-        if not changed:
-            return
-        by_label = {entry[0]: entry for entry in self._namespace}
-        for label in changed:
-            _, namespace, name, _ = by_label[label]
+        for label, namespace, name, _ in self._namespace_watch.changed_entries():
             if thorough or self._patch_value(namespace.get(name, _MISSING)):
                 self._violation("replaced", label)
 
@@ -706,12 +706,18 @@ class Reporter:
         pytest-timeout), whose hooks and fixtures an honest fix changes (both were tampered in a
         false-positive hunt). A patch cannot add such an entry point: package metadata it touches is
         reverted to base before the run."""
+        return self._entry_point_plugins(config).get(id(plugin)) is plugin
+
+    def _entry_point_plugins(self, config):
+        """{id: plugin} of the plugins pytest loaded from entry points, read once."""
         if self._entry_points is None:
             try:
                 self._entry_points = {id(p): p for p, _ in config.pluginmanager.list_plugin_distinfo()}
             except Exception:  # noqa: BLE001  another pluggy: no plugin counts as one
                 self._entry_points = {}
-        return self._entry_points.get(id(plugin)) is plugin
+            self._entry_point_packages = {str(getattr(p, "__name__", "")).split(".")[0]
+                                          for p in self._entry_points.values()} - {""}
+        return self._entry_points
 
     # --- the dispatch of the hooks a test's outcome flows through ------------------------------
     # Why: library code that finds the plugin manager (up its import's call stack, where a collector's
@@ -991,9 +997,8 @@ class Reporter:
         name = getattr(getattr(definition, "func", None), "__module__", None)
         if not isinstance(name, str):
             return False
-        self._entry_point_plugin(item.config, None)  # the entry points, once
-        packages = {str(getattr(p, "__name__", "")).split(".")[0] for p in self._entry_points.values()}
-        return name.split(".")[0] in packages - {""}
+        self._entry_point_plugins(item.config)
+        return name.split(".")[0] in self._entry_point_packages
 
     def _undeclared_skip_site(self, excinfo):
         """A skip/xfail raised from a line of a protected test file that calls none (see
