@@ -31,6 +31,7 @@ and pluggy 0.13 or later (no annotations, no newer syntax).
 """
 
 import builtins
+import gc
 import importlib.util
 import json
 import operator
@@ -754,8 +755,10 @@ class Reporter:
                     clean.clear()
                 clean.add(frame)
                 break
-            walked.append(frame)
-            filename = frame.f_code.co_filename
+            code = frame.f_code  # once: each `f_code` read is an audit event (a Python call into the hook)
+            if not code.co_flags & _RESUMABLE:
+                walked.append(frame)
+            filename = code.co_filename
             bad = verdicts.get(filename)
             if bad is None:
                 if self._guard is not None:
@@ -769,7 +772,7 @@ class Reporter:
             frame = frame.f_back
         if len(this_test) > 512:  # a runner that never ends a test (no logfinish): bounded too
             this_test.clear()
-        this_test.update(f for f in walked if not f.f_code.co_flags & _RESUMABLE)
+        this_test.update(walked)
         return None
 
     def _end_test_frames(self):
@@ -1375,7 +1378,24 @@ def _claim():
     return reporter
 
 
+def _freeze_startup_objects():
+    """Move every object alive now (the interpreter's, pytest's, the grader's: nothing of the
+    repository has run yet) into the garbage collector's permanent generation, so that no later
+    collection walks them again. Why: a pytest run spends much of its time in the collector (each
+    full collection walks all of pytest; pytest's unraisable-exception plugin collects five times
+    at the end), and the grader's own snapshots made each walk longer: medium bench suite, 45 ms of
+    collection a graded run against 41 ms plain, 13 ms with this; small suite 28 ms against 26,
+    1 ms with this. What the tests can see: objects made before this point are left out of
+    `gc.get_objects()` and `gc.get_referrers()`; every object the repository and its tests make is
+    walked, listed and collected as before (tests/test_grading_units.py)."""
+    freeze = getattr(gc, "freeze", None)  # Python >= 3.7
+    if freeze is not None:
+        freeze()
+
+
 _pending = _claim()
+if _pending is not None:  # the process that reports (a child's pytest, at stdin's EOF, does not)
+    _freeze_startup_objects()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -20,6 +20,7 @@ Runs on the task's interpreter: written for Python >= 3.6 (no annotations, no ne
 """
 
 import builtins
+import gc
 import json
 import os
 import sys
@@ -407,6 +408,11 @@ def main(argv):
     result_class = _result_class(statuses, provenance, canaries, code_check, returned)
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
+    # The objects alive now (nothing of the repository has run yet) are moved out of the collector's
+    # walks, as in the pytest reporter (`_freeze_startup_objects` there says what tests can see).
+    freeze = getattr(gc, "freeze", None)
+    if freeze is not None:
+        freeze()
     # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
     suite = unittest.TestSuite()
     for name in list(argv) + list(canaries):
