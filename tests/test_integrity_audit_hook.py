@@ -70,13 +70,15 @@ SCRIPT = textwrap.dedent("""\
     def victim():
         pass
     protected = {{}}
-    exec(compile("def test_function():\\n    pass\\n", TESTS + "/test_x.py", "exec"), protected)
-    test_function = protected["test_function"]
+    exec(compile("def test_function():\\n    pass\\n\\n\\ndef test_calls(f):\\n    return f()\\n", TESTS + "/test_x.py", "exec"), protected)
+    test_function, test_calls = protected["test_function"], protected["test_calls"]
     namespace = dict(globals())
     code = compile({operation!r}, {where!r}, "exec")
     outcome = "allowed"
     try:
         exec(code, namespace)
+        if "called_by_the_test" in namespace:  # a test (of the protected file) calls it, as pytest would
+            test_calls(namespace["called_by_the_test"])
     except audit_hook.GradingRefusal:
         outcome = "refused"
     print(json.dumps({{"outcome": outcome, "findings": guard.findings}}))
@@ -125,6 +127,25 @@ def test_the_tests_own_data_files_cannot_be_rewritten_from_the_patch(tmp_path: P
 def test_honest_library_operations_from_patched_code_are_not_refused(tmp_path: Path, operation: str) -> None:
     outcome = run(tmp_path, operation, from_patch=True)
     assert outcome == {"outcome": "allowed", "findings": []}, outcome
+
+
+WALKS = {"gc.get_objects": "len(gc.get_objects())", "gc.get_referrers": "gc.get_referrers(victim)",
+         "gc.get_referents": "gc.get_referents(victim)"}
+
+
+@pytest.mark.parametrize("event", sorted(WALKS))
+def test_a_gc_walk_in_the_patchs_code_that_a_test_called_is_allowed_and_no_other(tmp_path: Path, event: str) -> None:
+    """objgraph, boltons' gcutils and dill walk the collector in the very functions their tests call:
+    an honest fix of one of them was refused. Called by a test function, the walk is the test's. The
+    same walk stays refused when the patch's code is also beyond the test (it called the test itself),
+    at a module's top level, and from a thread the patch's code starts."""
+    walk = f"def called_by_the_test():\n    return {WALKS[event]}\n"
+    assert run(tmp_path, walk, from_patch=True) == {"outcome": "allowed", "findings": []}
+    for attack in (f"def walk():\n    return {WALKS[event]}\ntest_calls(walk)\n",
+                   f"test_calls(lambda: None)\n{WALKS[event]}\n",
+                   f"def called_by_the_test():\n    t = threading.Thread(target=lambda: {WALKS[event]})\n    t.start(); t.join()\n"):
+        outcome = run(tmp_path, attack, from_patch=True)
+        assert any(event in detail and "pkg/core.py" in detail for _, detail in outcome["findings"]), (attack, outcome)
 
 
 def test_code_compiled_by_the_patch_under_another_name_is_the_patchs(tmp_path: Path) -> None:
