@@ -1387,7 +1387,7 @@ def _freeze_startup_objects():
     collection a graded run against 41 ms plain, 13 ms with this; small suite 28 ms against 26,
     1 ms with this. What the tests can see: objects made before this point are left out of
     `gc.get_objects()` and `gc.get_referrers()`; every object the repository and its tests make is
-    walked, listed and collected as before (tests/test_grading_units.py)."""
+    walked, listed and collected as before (tests/test_integrity_round4.py)."""
     freeze = getattr(gc, "freeze", None)  # Python >= 3.7
     if freeze is not None:
         freeze()

@@ -268,11 +268,27 @@ GC_WALKING_LIBRARY = {
 }
 
 
-def test_an_honest_fix_of_a_function_that_walks_the_garbage_collector_is_graded(tmp_path):
+GC_WALKING_UNITTEST = {
+    "calc/objcount.py": GC_WALKING_LIBRARY["calc/objcount.py"],
+    "tests/test_count.py": ("import unittest\n\nfrom calc.objcount import count\n\n\nclass Marker:\n    pass\n\n\n"
+                            "class CountTest(unittest.TestCase):\n    def test_count(self):\n"
+                            "        keep = [Marker() for _ in range(3)]\n        self.assertEqual(count('Marker'), 3)\n"),
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_an_honest_fix_of_a_function_that_walks_the_garbage_collector_is_graded(tmp_path, runner):
     """objgraph's `count`, boltons' `gcutils.get_all`, dill: the fixed function itself walks the
     collector, and the walk was refused (tampered). A test calls it, so the walk is the test's."""
-    prepared = build_prepared(tmp_path / "gcwalk", instance_id="calc-gcwalk", base_files={**BASE_FILES, **GC_WALKING_LIBRARY},
-                              fail_to_pass=["tests/test_count.py::test_count"], pass_to_pass=["tests/test_ops.py::test_sub"])
+    if runner == "pytest":
+        prepared = build_prepared(tmp_path / "gcwalk", instance_id="calc-gcwalk", base_files={**BASE_FILES, **GC_WALKING_LIBRARY},
+                                  fail_to_pass=["tests/test_count.py::test_count"], pass_to_pass=["tests/test_ops.py::test_sub"])
+    else:
+        prepared = build_prepared(tmp_path / "gcwalk-ut", instance_id="calc-gcwalk-ut",
+                                  base_files={**UNITTEST_BASE, **GC_WALKING_UNITTEST}, test_patch_files=UNITTEST_TEST_PATCH,
+                                  fail_to_pass=["tests.test_count.CountTest.test_count"],
+                                  pass_to_pass=["tests.test_ops.OpsTest.test_sub"],
+                                  log_parser="unittest")
     fixed = GC_WALKING_LIBRARY["calc/objcount.py"].replace(" + 1  # bug", "")
     verdict = grade((prepared[0], None), {"calc/objcount.py": fixed})
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
