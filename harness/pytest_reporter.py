@@ -432,6 +432,7 @@ class Reporter:
             if self._guard is not None:
                 self._guard_state = self._guard.snapshot()
         self._phases = {}  # node id -> {phase: status}
+        self._rerun = set()  # node ids whose attempt ended in a rerun (pytest-rerunfailures): nothing to emit for it
         self._untrusted = {}  # node id -> (violation, where) for a skip/xfail that came from the patch
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
         self._trusted_marks = []  # marks added during the run by code that is not the patch's
@@ -1101,6 +1102,7 @@ class Reporter:
             self.check_stack("pytest_runtest_logreport")
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
             self._phases.pop(report.nodeid, None)
+            self._rerun.add(report.nodeid)
             return
         phases = self._phases.get(report.nodeid)
         if phases is None:
@@ -1129,7 +1131,16 @@ class Reporter:
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid, location):
         self._end_test_frames()
-        self._emit_test(nodeid, self._phases.pop(nodeid, {}))
+        phases = self._phases.pop(nodeid, {})
+        if nodeid in self._rerun:
+            # pytest-rerunfailures ends each attempt with a logfinish; an attempt that ended in a rerun
+            # has no status of its own (an ERROR was emitted for it, and the worse outcome stood:
+            # a flaky test that passed on its rerun was graded ERROR, fpG's probe). The next attempt
+            # records its phases afresh; if none comes, the test has no record and does not pass.
+            self._rerun.discard(nodeid)
+            if not phases:
+                return
+        self._emit_test(nodeid, phases)
 
     def _emit_test(self, nodeid, phases):
         status = phases.get("setup") or phases.get("call") or "ERROR"

@@ -296,6 +296,46 @@ def test_an_honest_fix_of_a_function_that_walks_the_garbage_collector_is_graded(
     assert unfixed.status == "unresolved" and not unfixed.flags, unfixed.model_dump_json(indent=1)
 
 
+RERUN_CONFTEST = (
+    "import pytest\nfrom _pytest.runner import runtestprotocol\n\n\n"
+    "@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_protocol(item, nextitem):\n"
+    "    # what pytest-rerunfailures does for a flaky test: a failed attempt is reported as `rerun`,\n"
+    "    # each attempt ends with its own logfinish\n"
+    "    if item.get_closest_marker('flaky') is None:\n        return None\n"
+    "    for attempt in range(3):\n"
+    "        item.ihook.pytest_runtest_logstart(nodeid=item.nodeid, location=item.location)\n"
+    "        reports = runtestprotocol(item, nextitem=nextitem, log=False)\n"
+    "        again = attempt < 2 and any(r.failed for r in reports)\n"
+    "        for report in reports:\n"
+    "            if again and report.failed:\n                report.outcome = 'rerun'\n"
+    "            item.ihook.pytest_runtest_logreport(report=report)\n"
+    "        item.ihook.pytest_runtest_logfinish(nodeid=item.nodeid, location=item.location)\n"
+    "        if not again:\n            break\n"
+    "    return True\n")
+RERUN_TESTS = {
+    "tests/conftest.py": RERUN_CONFTEST,
+    "pyproject.toml": "[tool.pytest.ini_options]\nmarkers = [\"flaky: rerun on failure\"]\n",
+    "tests/test_flaky.py": ("import pytest\n\nfrom calc import mul\n\nCALLS = []\n\n\n@pytest.mark.flaky\n"
+                            "def test_passes_on_its_rerun():\n    CALLS.append(1)\n    assert len(CALLS) > 1 and mul(2, 3) == 6\n\n\n"
+                            "@pytest.mark.flaky\ndef test_never_passes():\n    assert mul(2, 3) == 7\n"),
+}
+
+
+def test_a_flaky_test_that_passes_on_its_rerun_passes(tmp_path):
+    """pytest-rerunfailures ends every attempt with a logfinish: the failed attempt's was emitted as
+    ERROR, the worse outcome stood, and the honest fix was unresolved (fpG). A test that fails every
+    attempt still fails."""
+    prepared = build_prepared(tmp_path / "rerun", instance_id="calc-rerun", base_files={**BASE_FILES, **RERUN_TESTS},
+                              pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_flaky.py::test_passes_on_its_rerun"])
+    verdict = grade((prepared[0], None), {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+    prepared = build_prepared(tmp_path / "rerun-never", instance_id="calc-rerun-never", base_files={**BASE_FILES, **RERUN_TESTS},
+                              pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_flaky.py::test_never_passes"])
+    verdict = grade((prepared[0], None), {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
+    assert verdict.status == "unresolved", verdict.model_dump_json(indent=1)
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_flaky.py::test_never_passes"] != "PASSED", verdict.model_dump_json(indent=1)
+
+
 REEXPORTED = {
     "calc/__init__.py": "from calc.api import passthrough\nfrom calc.ops import add, mul, sub\n",
     "calc/api.py": ("import functools\n\n\ndef passthrough(test):\n    @functools.wraps(test)\n"
