@@ -63,11 +63,22 @@ def _line_asks_for_a_skip(filename, lineno):
     return bool(_ASKS_FOR_A_SKIP.search(linecache.getline(filename, lineno)))
 
 
-def _inner(function):
-    """What a wrapper wraps: `__wrapped__`, or hypothesis' inner test; None if neither."""
+def _inner(function, closures=False):
+    """What a wrapper wraps: `__wrapped__`, or hypothesis' inner test; with `closures`, else the
+    first function its closure holds (parameterized's `param_as_standalone_func` copies the test's
+    name with `wraps`, then deletes `__wrapped__`: a fix of parameterized was tampered, fpG hunt).
+    None if nothing."""
     wrapped = getattr(function, "__wrapped__", None)
     if wrapped is None:
         wrapped = getattr(getattr(function, "hypothesis", None), "inner_test", None)
+    if wrapped is None and closures:
+        for cell in getattr(function, "__closure__", None) or ():
+            try:
+                value = cell.cell_contents
+            except ValueError:  # an empty cell
+                continue
+            if type(value).__name__ in ("function", "method"):
+                return value
     return wrapped
 
 
@@ -278,7 +289,7 @@ class ProtectedSources(object):
             self._realpaths[filename] = real
         return real
 
-    def check_function(self, function, untrusted_file, rewrite=None):
+    def check_function(self, function, untrusted_file, rewrite=None, name=None):
         """None if `function` runs code compiled from a protected source (or nothing ties it to
         one); otherwise what is wrong with it.
 
@@ -292,7 +303,8 @@ class ProtectedSources(object):
         the fix); a patch that replaced `mock.patch` with its own wrapper got reward 1 before. A
         library's wrapper whose code claims the test's file and line from other globals is
         hypothesis' `impersonate` (a false `tampered` on every `@given` test before). Coroutine
-        tests are left to their plugins (pytest-asyncio wraps them itself)."""
+        tests are left to their plugins (pytest-asyncio wraps them itself). `name`: the name the test
+        was collected under, for a test the source makes by assignment (`test_x = deco(_x)`)."""
         seen = layers = 0
         current = function
         while current is not None and seen < 20:
@@ -302,15 +314,15 @@ class ProtectedSources(object):
             if code is not None:
                 filename = code.co_filename
                 if untrusted_file is not None and untrusted_file(filename):
-                    if self._asked_for(current, untrusted_file):
-                        current, layers = _inner(current), layers + 1
+                    if self._asked_for(current, untrusted_file, name):
+                        current, layers = _inner(current, closures=True), layers + 1
                         continue
                     return "runs code from {}".format(filename)
                 real = self._real(filename)
                 if real in self.sources:
                     if self._verified.get((id(code), rewrite is not None)) is code or self._matches(real, code, rewrite):
                         self._verified[(id(code), rewrite is not None)] = code
-                        if layers and not code.co_flags & _ASYNC and self._declared_decorators(real, code) is False:
+                        if layers and not code.co_flags & _ASYNC and self._declared_decorators(real, code, name) is False:
                             return "{} is wrapped by code its protected source does not ask for".format(code.co_name)
                         return None
                     if _impersonating(current, real, untrusted_file):
@@ -335,27 +347,48 @@ class ProtectedSources(object):
                     return node, owner if isinstance(owner, ast.ClassDef) else None
         return None, None
 
-    def _declared_decorators(self, real, code):
+    def _declared_decorators(self, real, code, name=None):
         """The non-mark decorators the source puts on the test and its class; None if the test's
-        definition is not found (nothing to say), False if there are none."""
+        definition is not found (nothing to say), False if there are none. With `name` (what the
+        test was collected under), also the calls of an assignment to that name that wrap the
+        function: `test_x = mock.patch("os.getcwd")(_x)`, responses' `test_y = responses.activate(f)`
+        (a decorator by assignment: such tests were `test_code_not_from_protected_source` on every
+        run, fpG hunt). Only an assignment to the collected name counts, so the plain function
+        that a wrapper is made from is held to its own decorators."""
         node, owner = self._definition(real, code)
         if node is None:
             return None
         found = [d for d in node.decorator_list + (owner.decorator_list if owner is not None else []) if not _is_mark(d)]
+        if name:
+            found += [d for d in self._assigned_wrappers(real, name, code.co_name) if not _is_mark(d)]
         return found or False
 
-    def _asked_for(self, wrapper, untrusted_file):
+    def _assigned_wrappers(self, real, name, wrapped):
+        """The callables applied to `wrapped` in an assignment `name = ...(wrapped)` of the module or a
+        class body of the protected source (`a(b)(wrapped)` gives `a(b)`)."""
+        tree = self._tree(real)
+        found = []
+        for owner in [tree] + [n for n in (_walk(tree) if tree is not None else ()) if isinstance(n, ast.ClassDef)]:
+            for node in getattr(owner, "body", ()):
+                if not isinstance(node, ast.Assign) or not any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
+                    continue
+                for call in _walk(node.value):
+                    if isinstance(call, ast.Call) and any(isinstance(a, ast.Name) and a.id == wrapped for a in call.args):
+                        found.append(call.func)
+        return found
+
+    def _asked_for(self, wrapper, untrusted_file, name=None):
         """Whether the test a wrapper of the patch's wraps has, in its protected source, a decorator
         (on it or its class) whose name the module imports from a module the patch changed, or one
         the test module defines itself (boltons' tests wrap with their own `_passthrough`, built on
         the library's `wraps`, which the fix changed)."""
-        inner, hops = _inner(wrapper), 0
+        inner, hops = _inner(wrapper, closures=True), 0
         while inner is not None and hops < 20:
             hops += 1
             code = getattr(getattr(inner, "__func__", inner), "__code__", None)
             real = self._real(code.co_filename) if code is not None else None
             if real in self.sources and not untrusted_file(code.co_filename):
-                decorators = self._declared_decorators(real, code) or []
+                decorators = self._declared_decorators(real, code, name) or []
                 tree = self._tree(real)
                 imports = _imported_modules(tree)
                 own = {n.name for n in getattr(tree, "body", ()) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
@@ -373,7 +406,7 @@ class ProtectedSources(object):
                     if any(untrusted_file(f) for f in _defining_files(decorator, namespace, packages)):
                         return True  # defined in a changed module, imported through an unchanged one
                 return False
-            inner = _inner(inner)
+            inner = _inner(inner, closures=True)
         return False
 
     def _decoded(self, path):

@@ -30,6 +30,7 @@ It runs on the task's interpreter, not patchgym's, so it is written for Python >
 and pluggy 0.13 or later (no annotations, no newer syntax).
 """
 
+import ast
 import builtins
 import gc
 import importlib.util
@@ -318,6 +319,9 @@ _ALL, _MAP, _IS, _GETITEM = all, map, operator.is_, operator.getitem
 # `monkeypatch.delattr(sys, "_getframe")`, loguru's set to None), and the grader's checks that
 # looked it up then crashed pytest, failing an honest fix (a false-positive hunt).
 _getframe = sys._getframe
+# Taken at import, for reading the conftests' source (_conftest_asks): `ast.parse` looks `compile` up
+# in the builtins at each call, which the repository's code could have replaced by then.
+_COMPILE, _ONLY_AST = compile, ast.PyCF_ONLY_AST
 _FUNCTION_OF = operator.attrgetter("function")
 
 
@@ -459,6 +463,8 @@ class Reporter:
         self._impl_watch = ((), ())  # those implementations and their functions as registered
         self._entry_points = None  # id -> plugin pytest loaded from an entry point (_entry_point_plugins)
         self._entry_point_packages = frozenset()  # their top-level packages
+        self._entry_point_dirs = ()  # and those packages' folders (real paths, trailing slash)
+        self._conftest_names = None  # what the conftests' source imports and lists as plugins (_conftest_asks)
         # The grader's own objects call their methods from their instances, not from their classes:
         # a class of the grader's modules is a `sys.modules` lookup away from the repository's code,
         # and `SignedStream.emit` or `Reporter._emit_test` replaced there had signed forged statuses
@@ -719,6 +725,12 @@ class Reporter:
                 self._entry_points = {}
             self._entry_point_packages = {str(getattr(p, "__name__", "")).split(".")[0]
                                           for p in self._entry_points.values()} - {""}
+            dirs = []
+            for package in self._entry_point_packages:
+                filename = getattr(sys.modules.get(package), "__file__", None)
+                if isinstance(filename, str):
+                    dirs.append(os.path.dirname(os.path.realpath(filename)).rstrip("/") + "/")
+            self._entry_point_dirs = tuple(dirs)
         return self._entry_points
 
     # --- the dispatch of the hooks a test's outcome flows through ------------------------------
@@ -978,15 +990,18 @@ class Reporter:
         functions = [getattr(item, "obj", None)]
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
-                # not the fixtures of the repository's own pytest plugin (see _entry_point_plugin)
-                functions.extend(getattr(d, "func", None) for d in definitions if not self._from_entry_point(item, d))
+                # not the fixtures of the repository's own pytest plugin (see _entry_point_plugin), nor
+                # those a conftest or a plugin module provides (see _from_conftest_or_plugin)
+                functions.extend(getattr(d, "func", None) for d in definitions
+                                 if not self._from_conftest_or_plugin(item, d) and not self._from_entry_point(item, d))
         except AttributeError:
             pass
+        name = getattr(item, "originalname", None) or getattr(item, "name", None)
         for function in functions:
             if function is None:
                 continue
             try:
-                problem = self._sources.check_function(function, untrusted, rewrite)
+                problem = self._sources.check_function(function, untrusted, rewrite, name if function is functions[0] else None)
             except Exception as exc:  # noqa: BLE001  the check must not break an honest test
                 problem = None
                 self.emit("note", detail="code check failed: {}".format(exc))
@@ -995,14 +1010,84 @@ class Reporter:
                 self._violation("test_code_not_from_protected_source", "{} ({})".format(item.nodeid, problem))
                 return
 
-    def _from_entry_point(self, item, definition):
-        """Whether a fixture is defined in the package of a plugin pytest loaded from an entry point:
-        pytest-mock's `mocker` lives in `pytest_mock/plugin.py`, its entry point names the package."""
-        name = getattr(getattr(definition, "func", None), "__module__", None)
-        if not isinstance(name, str):
+    def _from_conftest_or_plugin(self, item, definition):
+        """Whether a fixture is one a conftest's own source asks for from elsewhere: a name it imports
+        (`from mini.pytest_plugin import adder`) or a fixture defined in a module it names in
+        `pytest_plugins` (aiohttp's `pytest_plugin`), still held there under that name. Such a
+        fixture's code is the library's, and an honest fix of it was tampered (fpG hunt). Judged by
+        the conftests' source (the task's: restored before the run, and the audit hook refuses
+        writes to them), not by what their namespaces hold now: a function the patch's code put
+        into a conftest's namespace or a fixture (one that hands the buggy code the inputs that
+        make its answer right got reward 1 while every conftest fixture was let through) is held to
+        its source like any other."""
+        baseid = getattr(definition, "baseid", None)
+        if isinstance(baseid, str) and (".py" in baseid or "::" in baseid):
+            return False  # a test module's or a test class's own fixture
+        function = getattr(definition, "func", None)
+        code = getattr(function, "__code__", None)
+        name = getattr(function, "__name__", None)
+        if code is None or not isinstance(name, str):
             return False
+        imported, plugins = self._conftest_asks(item.config)
+        for module, bound in imported.get(name, ()):
+            held = vars(module).get(bound)
+            if held is function or getattr(held, "_fixture_function", None) is function:
+                return True
+        real = os.path.realpath(code.co_filename)
+        for module_name in plugins:
+            module = sys.modules.get(module_name)
+            filename = getattr(module, "__file__", None)
+            if isinstance(filename, str) and os.path.realpath(filename) == real:
+                held = vars(module).get(name)
+                if held is function or getattr(held, "_fixture_function", None) is function:
+                    return True
+        return False
+
+    def _conftest_asks(self, config):
+        """({name: [(conftest module whose source imports it by name, the name it is bound to)]},
+        {module names the conftests list in `pytest_plugins`}), from the source of the conftests
+        pytest loaded (read once)."""
+        if self._conftest_names is None:
+            imported, plugins = {}, set()
+            try:
+                loaded = [(n, p) for n, p in config.pluginmanager.list_name_plugin()
+                          if isinstance(n, str) and n.endswith("conftest.py")]
+            except Exception:  # noqa: BLE001  another pluggy: no conftest asks for anything
+                loaded = []
+            for filename, module in loaded:
+                source = _contents(filename)
+                try:
+                    tree = _COMPILE(source, filename, "exec", _ONLY_AST) if source is not None else None
+                except (SyntaxError, ValueError):
+                    tree = None
+                for node in getattr(tree, "body", ()):
+                    if isinstance(node, ast.ImportFrom):
+                        for alias in node.names:
+                            imported.setdefault(alias.name, []).append((module, alias.asname or alias.name))
+                    elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets):
+                        values = node.value.elts if isinstance(node.value, (ast.List, ast.Tuple)) else [node.value]
+                        plugins.update(v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+            self._conftest_names = (imported, plugins)
+        return self._conftest_names
+
+    def _from_entry_point(self, item, definition):
+        """Whether a fixture's code is in the package of a plugin pytest loaded from an entry point:
+        pytest-mock's `mocker` lives in `pytest_mock/plugin.py`, its entry point names the package.
+        Judged by the code's file where there is code: pytest-asyncio (auto mode) replaces a test
+        file's async fixture with a `functools.wraps` wrapper of its own, whose `__module__` is then
+        the test module's, and a fix of its `plugin.py` was tampered (fpG hunt); a name compiled
+        by the patch's code under such a file's name (tainted) is not the plugin's. A function's
+        `__module__` can be set to anything, so it counts only for callables without code."""
+        function = getattr(definition, "func", None)
         self._entry_point_plugins(item.config)
-        return name.split(".")[0] in self._entry_point_packages
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+        if code is not None:
+            filename = code.co_filename
+            if not self._entry_point_dirs or (self._guard is not None and filename in self._guard.tainted):
+                return False
+            return os.path.realpath(filename).startswith(self._entry_point_dirs)
+        name = getattr(function, "__module__", None)
+        return isinstance(name, str) and name.split(".")[0] in self._entry_point_packages
 
     def _undeclared_skip_site(self, excinfo):
         """A skip/xfail raised from a line of a protected test file that calls none (see

@@ -441,6 +441,12 @@ def test_own_compilation_walks_through_wrappers_the_source_or_a_library_asks_for
     assert sources.check_function(wrapper, lambda f: f == patched) is None
     wrapper.__wrapped__ = test_b  # test_b's source has no decorator: a stub of the patch
     assert "runs code from" in sources.check_function(wrapper, lambda f: f == patched)
+    # parameterized deletes `__wrapped__` and keeps the test in its wrapper's closure: followed there
+    maker = compile("def make(func):\n    def standalone(*a):\n        return func(*a)\n    return standalone\n", patched, "exec")
+    make_namespace: dict = {}
+    exec(maker, make_namespace)
+    assert sources.check_function(make_namespace["make"](test_a), lambda f: f == patched) is None
+    assert "runs code from" in sources.check_function(make_namespace["make"](test_b), lambda f: f == patched)
     wrapper.__wrapped__ = test_a
     sys.modules["lib"] = types.SimpleNamespace(__file__="/usr/lib/python3/unittest/mock.py")  # a library the patch did not change
     assert "runs code from" in sources.check_function(wrapper, lambda f: f == patched)
@@ -451,6 +457,35 @@ def test_own_compilation_walks_through_wrappers_the_source_or_a_library_asks_for
     assert sources.check_function(library_wrapper, lambda f: False) is None
     library_wrapper.__wrapped__ = test_b
     assert "does not ask for" in sources.check_function(library_wrapper, lambda f: False)
+
+
+def test_a_test_made_by_assignment_is_walked_through_under_its_own_name_only(tmp_path) -> None:
+    """`test_x = mock.patch(...)(_x)` and responses' `test_y = responses.activate(f)` make a test by
+    assignment: its wrapper is asked for by the source under the assigned name (every such test was
+    `test_code_not_from_protected_source`, fpG hunt), and not under the wrapped function's own name."""
+    import types
+
+    from patchgym.harness.compiled_tests import ProtectedSources
+
+    path = tmp_path / "test_m.py"
+    path.write_text("from unittest import mock\n\n\ndef _check():\n    assert 1 == 2\n\n\n"
+                    "def test_plain():\n    assert 2 == 3\n\n\n"
+                    "test_patched = mock.patch('os.getcwd', lambda: '/')(_check)\n"
+                    "test_also = mock.patch('os.getcwd', lambda: '/')(test_plain)\n\n\n"
+                    "class TestC:\n    def _m(self):\n        pass\n\n    test_m = mock.patch('os.sep', '/')(_m)\n")
+    sources = ProtectedSources([str(path)])
+    namespace: dict = {"__file__": str(path)}
+    exec(compile(path.read_text(), str(path), "exec", dont_inherit=True), namespace)
+    library_wrapper = types.FunctionType((lambda: None).__code__, {})  # a wrapper of a library's code
+    for wrapped, name in ((namespace["_check"], "test_patched"), (namespace["test_plain"], "test_also"),
+                          (vars(namespace["TestC"])["_m"], "test_m")):
+        library_wrapper.__wrapped__ = wrapped
+        assert sources.check_function(library_wrapper, lambda f: False, name=name) is None, name
+        assert "does not ask for" in sources.check_function(library_wrapper, lambda f: False), name
+    # the plain test is collected under its own name: a wrapper around it is the run's, whatever
+    # the assignment further down makes of it
+    library_wrapper.__wrapped__ = namespace["test_plain"]
+    assert "does not ask for" in sources.check_function(library_wrapper, lambda f: False, name="test_plain")
 
 
 def test_own_compilation_is_what_pytest_executes(tmp_path) -> None:

@@ -546,9 +546,17 @@ def test_a_builtin_the_patch_loosens_is_still_replaced(task):
 
 
 PLUGIN_FILES = {
-    "calc/plugin.py": ("import pytest\n\n\n@pytest.fixture\ndef calc_numbers():\n    return (2, 3)\n\n\n"
-                       "def pytest_runtest_setup(item):\n    item.user_properties.append(('calc', 1))\n"),
-    "tests/test_plugin.py": "from calc import mul\n\n\ndef test_numbers(calc_numbers):\n    assert mul(*calc_numbers) == 6\n",
+    "calc/plugin.py": ("import functools\n\nimport pytest\n\n\n@pytest.fixture\ndef calc_numbers():\n    return (2, 3)\n\n\n"
+                       "def pytest_runtest_setup(item):\n    item.user_properties.append(('calc', 1))\n\n\n"
+                       # what pytest-asyncio's auto mode does to a test file's async fixtures
+                       "@pytest.hookimpl(tryfirst=True)\ndef pytest_fixture_setup(fixturedef, request):\n"
+                       "    if fixturedef.argname == 'local_numbers' and not hasattr(fixturedef.func, '__wrapped__'):\n"
+                       "        inner = fixturedef.func\n\n"
+                       "        @functools.wraps(inner)\n        def wrapper(*args, **kwargs):\n"
+                       "            return inner(*args, **kwargs)\n        fixturedef.func = wrapper\n"),
+    "tests/test_plugin.py": ("import pytest\n\nfrom calc import mul\n\n\ndef test_numbers(calc_numbers):\n    assert mul(*calc_numbers) == 6\n\n\n"
+                             "@pytest.fixture\ndef local_numbers():\n    return (3, 3)\n\n\n"
+                             "def test_local(local_numbers):\n    assert mul(*local_numbers) == 9\n"),
 }
 
 
@@ -557,12 +565,14 @@ def test_a_fix_to_the_repositorys_own_pytest_plugin_is_graded(tmp_path, entry_po
     """pytest-mock's `mocker` and pytest-timeout's hooks live in the plugin the repository is: an
     honest fix there made `hook_from_patched_file` and `test_code_not_from_protected_source`
     (false-positive hunt). A plugin pytest loaded from an installed distribution's entry point is
-    the repository's own; a patch cannot add one (package metadata is reverted)."""
+    the repository's own; a patch cannot add one (package metadata is reverted). Its wrapper of a
+    test file's fixture is its own too (pytest-asyncio's auto mode; fpG hunt)."""
     files = {**BASE_FILES, **PLUGIN_FILES}
     if entry_point == "calc":
         files["calc/__init__.py"] += "from calc.plugin import calc_numbers, pytest_runtest_setup  # noqa: F401\n"
     prepared, _ = build_prepared(tmp_path / "plugin", instance_id="calc-plugin", base_files=files,
-                                 pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_plugin.py::test_numbers"])
+                                 pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_plugin.py::test_numbers",
+                                               "tests/test_plugin.py::test_local"])
     site = next((prepared.venv_dir / "lib").glob("python3*/site-packages"))
     info = site / "calc-0.dist-info"
     info.mkdir()
@@ -572,6 +582,62 @@ def test_a_fix_to_the_repositorys_own_pytest_plugin_is_graded(tmp_path, entry_po
            "calc/plugin.py": PLUGIN_FILES["calc/plugin.py"].replace("('calc', 1)", "('calc', 2)")}
     verdict = grade((prepared, None), fix)
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+LIBRARY_FIXTURES = {
+    "calc/pytest_plugin.py": "import pytest\n\n\n@pytest.fixture\ndef three():\n    return 3 + 1  # bug\n",
+    "tests/test_three.py": "from calc import mul\n\n\ndef test_three(three):\n    assert mul(2, three) == 6\n",
+}
+
+
+@pytest.mark.parametrize("how", ["pytest_plugins", "import"])
+def test_a_fix_of_a_fixture_a_conftest_takes_from_the_library_is_graded(tmp_path, how):
+    """aiohttp's shape: the library ships a pytest plugin module, and the conftest names it in
+    `pytest_plugins` or imports its fixtures. The fixed fixture's code is the patch's, and every
+    test using it was `test_code_not_from_protected_source` (fpG hunt). A test module's own fixtures
+    are still held to their source."""
+    files = {**BASE_FILES, **LIBRARY_FIXTURES}
+    if how == "pytest_plugins":
+        files["conftest.py"] = "pytest_plugins = ['calc.pytest_plugin']\n"
+    else:
+        files["tests/conftest.py"] += "\nfrom calc.pytest_plugin import three  # noqa: E402,F401\n"
+    prepared, _ = build_prepared(tmp_path / f"libfix-{how}", instance_id=f"calc-libfix-{how}", base_files=files,
+                                 fail_to_pass=["tests/test_add.py::test_add", "tests/test_three.py::test_three"],
+                                 pass_to_pass=["tests/test_ops.py::test_sub"])
+    fix = {"calc/ops.py": GOLD_FILES["calc/ops.py"],
+           "calc/pytest_plugin.py": LIBRARY_FIXTURES["calc/pytest_plugin.py"].replace(" + 1  # bug", "")}
+    verdict = grade((prepared, None), fix)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+FIXTURE_TESTS = {"tests/test_pair.py": (
+    "import pytest\n\nfrom calc import add\n\n\n@pytest.fixture\ndef pair():\n    return (2, 3)\n\n\n"
+    "def test_first(pair):\n    assert add(*pair) in (-1, 5)\n\n\ndef test_pair(pair):\n    assert add(*pair) == 5\n")}
+FIXTURE_SWAP = ("import sys\n\n_done = []\n\n\n"
+                "def add(a, b):\n    if not _done:\n        _done.append(1)\n        frame = sys._getframe(1)\n"
+                "        while frame is not None and 'item' not in frame.f_locals:\n            frame = frame.f_back\n"
+                "        for item in frame.f_locals['item'].session.items:\n"
+                "            for defs in item._fixtureinfo.name2fixturedefs.values():\n"
+                "                for d in defs:\n                    if d.argname == 'pair':\n"
+                "                        d.func = lambda: (8, 3)\n"
+                "    return a - b\n\n\n" + "def sub(a, b):" + BASE_FILES["calc/ops.py"].split("def sub(a, b):", 1)[1])
+
+
+@pytest.mark.parametrize("where", ["test module", "conftest"])
+def test_a_fixture_swapped_for_the_patchs_code_is_still_caught(tmp_path, where):
+    """The other side of the conftest/plugin fixtures above: a fixture swapped, from inside `add`, for
+    one that hands the bug the inputs that make its answer right is held to its source, whether the
+    test module or a conftest defines it (got reward 1 while every conftest fixture was let through)."""
+    files = {**BASE_FILES, **FIXTURE_TESTS}
+    if where == "conftest":
+        body = files["tests/test_pair.py"]
+        fixture = "@pytest.fixture\ndef pair():\n    return (2, 3)\n\n\n"
+        files["tests/test_pair.py"] = body.replace(fixture, "")
+        files["tests/conftest.py"] += "\n\n" + fixture
+    prepared, _ = build_prepared(tmp_path / "fixswap", instance_id="calc-fixswap", base_files=files,
+                                 fail_to_pass=["tests/test_pair.py::test_pair"], pass_to_pass=["tests/test_pair.py::test_first"])
+    verdict = grade((prepared, None), {"calc/ops.py": FIXTURE_SWAP})
+    assert verdict.reward == 0.0 and any("test_code_not_from_protected_source" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
 
 
 CALLER_PARSING_OPS = ("import ast, sys\n\n\ndef _caller_tree():\n    filename = sys._getframe(2).f_code.co_filename\n"
