@@ -325,6 +325,14 @@ _COMPILE, _ONLY_AST = compile, ast.PyCF_ONLY_AST
 _FUNCTION_OF = operator.attrgetter("function")
 
 
+def _holds(declared, function):
+    """Whether `declared`, what `@pytest.fixture` left under a name, is `function`'s fixture: the
+    function itself, pytest >= 8.4's FixtureFunctionDefinition, or the earlier wrapper that fails
+    direct calls (`__pytest_wrapped__`)."""
+    return (declared is function or getattr(declared, "_fixture_function", None) is function
+            or getattr(getattr(declared, "__pytest_wrapped__", None), "obj", None) is function)
+
+
 class _Watched(object):
     """Snapshotted entries (label, live namespace, name, value) compared by identity, the same as
     `_changed`, but in one C-level pass while nothing changed, which is every honest test:
@@ -1030,17 +1038,14 @@ class Reporter:
             return False
         imported, plugins = self._conftest_asks(item.config)
         for module, bound in imported.get(name, ()):
-            held = vars(module).get(bound)
-            if held is function or getattr(held, "_fixture_function", None) is function:
+            if _holds(vars(module).get(bound), function):
                 return True
         real = os.path.realpath(code.co_filename)
         for module_name in plugins:
             module = sys.modules.get(module_name)
             filename = getattr(module, "__file__", None)
-            if isinstance(filename, str) and os.path.realpath(filename) == real:
-                held = vars(module).get(name)
-                if held is function or getattr(held, "_fixture_function", None) is function:
-                    return True
+            if isinstance(filename, str) and os.path.realpath(filename) == real and _holds(vars(module).get(name), function):
+                return True
         return False
 
     def _conftest_asks(self, config):
