@@ -153,17 +153,28 @@ def _defining_files(decorator, namespace, packages):
     return [f for f in files if isinstance(f, str)]
 
 
-def _imported_modules(tree):
+def _imported_modules(tree, package=None):
     """{name bound at module level: the modules it may name} from the module's imports
-    (`import a.b as c` -> c: a.b; `from a import b` -> b: a.b, a)."""
+    (`import a.b as c` -> c: a.b; `from a import b` -> b: a.b, a). A relative import is resolved
+    against `package` (the module's `__package__`): parameterized's own tests import it with
+    `from .parameterized import parameterized`, and a fix of it was tampered (fpG hunt)."""
     out = {}
     for node in getattr(tree, "body", ()):
         if isinstance(node, ast.Import):
             for alias in node.names:
                 out[alias.asname or alias.name.split(".")[0]] = [alias.name if alias.asname else alias.name.split(".")[0]]
-        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+        elif isinstance(node, ast.ImportFrom):
+            module = node.module
+            if node.level:
+                parts = package.split(".") if isinstance(package, str) and package else []
+                if not parts or node.level - 1 >= len(parts):
+                    continue
+                base = ".".join(parts[:len(parts) - (node.level - 1)])
+                module = base + "." + module if module else base
+            if not module:
+                continue
             for alias in node.names:
-                out[alias.asname or alias.name] = [node.module + "." + alias.name, node.module]
+                out[alias.asname or alias.name] = [module + "." + alias.name, module]
     return out
 
 
@@ -390,7 +401,8 @@ class ProtectedSources(object):
             if real in self.sources and not untrusted_file(code.co_filename):
                 decorators = self._declared_decorators(real, code, name) or []
                 tree = self._tree(real)
-                imports = _imported_modules(tree)
+                namespace = getattr(getattr(inner, "__func__", inner), "__globals__", None) or {}
+                imports = _imported_modules(tree, namespace.get("__package__"))
                 own = {n.name for n in getattr(tree, "body", ()) if isinstance(n, (ast.FunctionDef, ast.ClassDef))}
                 for root in {_root_name(d) for d in decorators}:
                     if root in own:
@@ -400,7 +412,6 @@ class ProtectedSources(object):
                         filename = getattr(loaded, "__file__", None)
                         if isinstance(filename, str) and untrusted_file(filename):
                             return True
-                namespace = getattr(getattr(inner, "__func__", inner), "__globals__", None) or {}
                 for decorator in decorators:
                     packages = {m.split(".")[0] for m in imports.get(_root_name(decorator), ())}
                     if any(untrusted_file(f) for f in _defining_files(decorator, namespace, packages)):

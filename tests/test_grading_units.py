@@ -488,6 +488,20 @@ def test_a_test_made_by_assignment_is_walked_through_under_its_own_name_only(tmp
     assert "does not ask for" in sources.check_function(library_wrapper, lambda f: False, name="test_plain")
 
 
+def test_a_relative_import_names_the_module_it_resolves_to() -> None:
+    """parameterized's own tests import it with `from .parameterized import parameterized`: left
+    unresolved, the decorator's module was never found changed, and a fix was tampered (fpG)."""
+    import ast
+
+    from patchgym.harness.compiled_tests import _imported_modules
+
+    tree = ast.parse("from .parameterized import parameterized as p\nfrom .. import up\nfrom . import z\nimport a.b\n")
+    assert _imported_modules(tree, "pkg.sub") == {"p": ["pkg.sub.parameterized.parameterized", "pkg.sub.parameterized"],
+                                                  "up": ["pkg.up", "pkg"], "z": ["pkg.sub.z", "pkg.sub"], "a": ["a"]}
+    assert _imported_modules(tree, None) == {"a": ["a"]}  # no package known: the relative ones say nothing
+    assert _imported_modules(ast.parse("from ... import far\n"), "pkg") == {}  # above the top package
+
+
 def test_own_compilation_is_what_pytest_executes(tmp_path) -> None:
     """pytest's rewriter is handed the grader's own module code (one compilation, not two); the
     per-test check then finds the test's code by identity. Changed bytes get nothing."""
