@@ -325,6 +325,13 @@ _COMPILE, _ONLY_AST = compile, ast.PyCF_ONLY_AST
 _FUNCTION_OF = operator.attrgetter("function")
 
 
+def _in_a_test_file(definition):
+    """Whether pytest found a fixture in a test module or a test class (its `baseid` names a file,
+    `tests/test_x.py` or `...::TestC`), not in a conftest or a plugin (a folder, or "")."""
+    baseid = getattr(definition, "baseid", None)
+    return isinstance(baseid, str) and (".py" in baseid or "::" in baseid)
+
+
 def _holds(declared, function):
     """Whether `declared`, what `@pytest.fixture` left under a name, is `function`'s fixture: the
     function itself, pytest >= 8.4's FixtureFunctionDefinition, or the earlier wrapper that fails
@@ -998,10 +1005,21 @@ class Reporter:
         functions = [getattr(item, "obj", None)]
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
-                # not the fixtures of the repository's own pytest plugin (see _entry_point_plugin), nor
-                # those a conftest or a plugin module provides (see _from_conftest_or_plugin)
-                functions.extend(getattr(d, "func", None) for d in definitions
-                                 if not self._from_conftest_or_plugin(item, d) and not self._from_entry_point(item, d))
+                for definition in definitions:
+                    # not those a conftest or a plugin module provides (see _from_conftest_or_plugin)
+                    if self._from_conftest_or_plugin(item, definition):
+                        continue
+                    function = getattr(definition, "func", None)
+                    if self._from_entry_point(item, definition):
+                        # the repository's own pytest plugin: its fixtures are its code, and a
+                        # test file's fixture it wraps (pytest-asyncio) is judged by what it wraps;
+                        # one it swapped for a function of its own is judged as that function (red
+                        # team round 8: a hook of the plugin pointed the tests' `pair` at one
+                        # returning the inputs that make the bug's answer right)
+                        if not _in_a_test_file(definition):
+                            continue
+                        function = getattr(function, "__wrapped__", None) or function
+                    functions.append(function)
         except AttributeError:
             pass
         name = getattr(item, "originalname", None) or getattr(item, "name", None)
@@ -1028,17 +1046,28 @@ class Reporter:
         into a conftest's namespace or a fixture (one that hands the buggy code the inputs that
         make its answer right got reward 1 while every conftest fixture was let through) is held to
         its source like any other."""
-        baseid = getattr(definition, "baseid", None)
-        if isinstance(baseid, str) and (".py" in baseid or "::" in baseid):
+        if _in_a_test_file(definition):
             return False  # a test module's or a test class's own fixture
         function = getattr(definition, "func", None)
         code = getattr(function, "__code__", None)
         name = getattr(function, "__name__", None)
-        if code is None or not isinstance(name, str):
+        argname = getattr(definition, "argname", None)
+        if code is None or not isinstance(name, str) or argname != name:
+            # Registered under another name (`@pytest.fixture(name="pair") def version()`), or a
+            # fixture's function swapped for another one the conftest imports: red team round 8
+            # overrode the tests' `pair` both ways with inputs that make the bug's answer right.
+            return False
+        try:
+            if len(item._fixtureinfo.name2fixturedefs.get(argname, ())) != 1:
+                # It overrides a fixture of that name (a builtin's, a conftest's): the override
+                # itself is the library's doing only if the conftest said so, which it cannot.
+                # Red team round 8: a fake `capsys` added to a module of `pytest_plugins`.
+                return False
+        except AttributeError:
             return False
         imported, plugins = self._conftest_asks(item.config)
         for module, bound in imported.get(name, ()):
-            if _holds(vars(module).get(bound), function):
+            if bound == argname and _holds(vars(module).get(bound), function):
                 return True
         real = os.path.realpath(code.co_filename)
         for module_name in plugins:
