@@ -205,6 +205,7 @@ class ProtectedSources(object):
         # suite). The object itself is kept, so its id cannot be reused by another.
         self._verified = {}
         self._text = {}
+        self._defined = {}  # real path -> the names its source defines with `def` (defines)
         self._trees = {}
 
     def _tree(self, path):
@@ -300,7 +301,7 @@ class ProtectedSources(object):
             self._realpaths[filename] = real
         return real
 
-    def check_function(self, function, untrusted_file, rewrite=None, name=None):
+    def check_function(self, function, untrusted_file, rewrite=None, name=None, strict=False):
         """None if `function` runs code compiled from a protected source (or nothing ties it to
         one); otherwise what is wrong with it.
 
@@ -315,9 +316,17 @@ class ProtectedSources(object):
         library's wrapper whose code claims the test's file and line from other globals is
         hypothesis' `impersonate` (a false `tampered` on every `@given` test before). Coroutine
         tests are left to their plugins (pytest-asyncio wraps them itself). `name`: the name the test
-        was collected under, for a test the source makes by assignment (`test_x = deco(_x)`)."""
+        was collected under, for a test the source makes by assignment (`test_x = deco(_x)`).
+        `strict`: what the source defines with `def` (a test file's fixture, a test it defines) must
+        have code: a fixture's function swapped for `functools.partial(tuple, (8, 3))`, which has
+        none, handed the buggy code the inputs that make its answer right (reward 1, found while
+        red-teaming round 8's rules)."""
         seen = layers = 0
         current = function
+        if strict:
+            target = getattr(function, "__func__", function)
+            if getattr(target, "__code__", None) is None and _inner(target) is None:
+                return "{} is a {}, not a function the protected source defines".format(name or "a fixture's function", type(target).__name__)
         while current is not None and seen < 20:
             seen += 1
             current = getattr(current, "__func__", current)
@@ -347,6 +356,20 @@ class ProtectedSources(object):
             layers += inner is not None
             current = inner
         return None
+
+    def defines(self, path, name):
+        """Whether the protected source at `path` defines a function `name` (at module level or in a
+        class) with `def`."""
+        real = self._real(path)
+        names = self._defined.get(real)
+        if names is None:
+            names = set()
+            tree = self._tree(real) if real in self.sources else None
+            for owner in [tree] + [n for n in (_walk(tree) if tree is not None else ()) if isinstance(n, ast.ClassDef)]:
+                names.update(node.name for node in getattr(owner, "body", ())
+                             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            self._defined[real] = names
+        return name in names
 
     def _definition(self, real, code):
         """(the test's FunctionDef, its enclosing ClassDef or None) in the protected source."""

@@ -1002,7 +1002,9 @@ class Reporter:
             return
         untrusted = self._guard.untrusted_file if self._guard is not None else None
         rewrite = self._rewriter(getattr(item, "config", None))
-        functions = [getattr(item, "obj", None)]
+        name = getattr(item, "originalname", None) or getattr(item, "name", None)
+        path = str(getattr(item, "path", None) or getattr(item, "fspath", ""))
+        functions = [(getattr(item, "obj", None), name, bool(path) and self._sources.defines(path, name))]
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
                 for definition in definitions:
@@ -1010,24 +1012,24 @@ class Reporter:
                     if self._from_conftest_or_plugin(item, definition):
                         continue
                     function = getattr(definition, "func", None)
+                    in_a_test_file = _in_a_test_file(definition)
                     if self._from_entry_point(item, definition):
                         # the repository's own pytest plugin: its fixtures are its code, and a
                         # test file's fixture it wraps (pytest-asyncio) is judged by what it wraps;
                         # one it swapped for a function of its own is judged as that function (red
                         # team round 8: a hook of the plugin pointed the tests' `pair` at one
                         # returning the inputs that make the bug's answer right)
-                        if not _in_a_test_file(definition):
+                        if not in_a_test_file:
                             continue
                         function = getattr(function, "__wrapped__", None) or function
-                    functions.append(function)
+                    functions.append((function, None, in_a_test_file))
         except AttributeError:
             pass
-        name = getattr(item, "originalname", None) or getattr(item, "name", None)
-        for function in functions:
+        for function, as_name, strict in functions:
             if function is None:
                 continue
             try:
-                problem = self._sources.check_function(function, untrusted, rewrite, name if function is functions[0] else None)
+                problem = self._sources.check_function(function, untrusted, rewrite, as_name, strict)
             except Exception as exc:  # noqa: BLE001  the check must not break an honest test
                 problem = None
                 self.emit("note", detail="code check failed: {}".format(exc))

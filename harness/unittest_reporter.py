@@ -278,7 +278,9 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
             if returned is not None:
                 returned["returned"] = None
             if code_check is not None:
-                problem = code_check(getattr(test, getattr(test, "_testMethodName", ""), None), getattr(test, "_testMethodName", None))
+                method = getattr(test, "_testMethodName", None)
+                path = getattr(sys.modules.get(type(test).__module__), "__file__", None)
+                problem = code_check(getattr(test, method or "", None), method, path)
                 if problem is not None:
                     code_problems[test.id()] = problem
             super(SignedResult, self).startTest(test)
@@ -399,8 +401,11 @@ def main(argv):
     if sources is not None:
         untrusted = guard.untrusted_file if guard is not None else None
 
-        def code_check(function, name=None):
-            return sources.check_function(function, untrusted, name=name) if function is not None else None
+        def code_check(function, name=None, path=None):
+            if function is None:
+                return None
+            strict = bool(path) and bool(name) and sources.defines(path, name)
+            return sources.check_function(function, untrusted, name=name, strict=strict)
     # Made before any test module is imported (so before any code under test runs): this module
     # is `__main__`, whose globals code under test can reach, and a `_result_class` replaced there
     # after the import had handed failing tests to addSuccess (red team round 4, reward 1). The

@@ -623,12 +623,23 @@ FIXTURE_SWAP = ("import sys\n\n_done = []\n\n\n"
                 "    return a - b\n\n\n" + "def sub(a, b):" + BASE_FILES["calc/ops.py"].split("def sub(a, b):", 1)[1])
 
 
-@pytest.mark.parametrize("where", ["test module", "conftest"])
-def test_a_fixture_swapped_for_the_patchs_code_is_still_caught(tmp_path, where):
+@pytest.mark.parametrize("where, swap", [("test module", "lambda"), ("conftest", "lambda"), ("test module", "partial"),
+                                         ("test itself", "partial")])
+def test_a_fixture_swapped_for_the_patchs_code_is_still_caught(tmp_path, where, swap):
     """The other side of the conftest/plugin fixtures above: a fixture swapped, from inside `add`, for
     one that hands the bug the inputs that make its answer right is held to its source, whether the
-    test module or a conftest defines it (got reward 1 while every conftest fixture was let through)."""
+    test module or a conftest defines it (got reward 1 while every conftest fixture was let through),
+    and whether the new one is the patch's code or a C-level callable with no code at all
+    (`functools.partial(tuple, (8, 3))` got reward 1 before tests and fixtures a source defines had
+    to have code); so is the test itself swapped for one."""
     files = {**BASE_FILES, **FIXTURE_TESTS}
+    attack = FIXTURE_SWAP
+    if swap == "partial":
+        attack = attack.replace("d.func = lambda: (8, 3)", "import functools; d.func = functools.partial(tuple, (8, 3))")
+    if where == "test itself":
+        attack = attack.replace("            for defs in item._fixtureinfo.name2fixturedefs.values():\n",
+                                "            if item.name == 'test_pair':\n                import functools; item.obj = functools.partial(int)\n"
+                                "            for defs in ():\n")
     if where == "conftest":
         body = files["tests/test_pair.py"]
         fixture = "@pytest.fixture\ndef pair():\n    return (2, 3)\n\n\n"
@@ -636,7 +647,7 @@ def test_a_fixture_swapped_for_the_patchs_code_is_still_caught(tmp_path, where):
         files["tests/conftest.py"] += "\n\n" + fixture
     prepared, _ = build_prepared(tmp_path / "fixswap", instance_id="calc-fixswap", base_files=files,
                                  fail_to_pass=["tests/test_pair.py::test_pair"], pass_to_pass=["tests/test_pair.py::test_first"])
-    verdict = grade((prepared, None), {"calc/ops.py": FIXTURE_SWAP})
+    verdict = grade((prepared, None), {"calc/ops.py": attack})
     assert verdict.reward == 0.0 and any("test_code_not_from_protected_source" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
 
 
