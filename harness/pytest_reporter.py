@@ -479,6 +479,7 @@ class Reporter:
         self._entry_points = None  # id -> plugin pytest loaded from an entry point (_entry_point_plugins)
         self._entry_point_packages = frozenset()  # their top-level packages
         self._entry_point_dirs = ()  # and those packages' folders (real paths, trailing slash)
+        self._entry_point_files = {}  # code file name -> whether it is in one of them (_from_entry_point)
         self._conftest_names = None  # what the conftests' source imports and lists as plugins (_conftest_asks)
         # The grader's own objects call their methods from their instances, not from their classes:
         # a class of the grader's modules is a `sys.modules` lookup away from the repository's code,
@@ -1121,7 +1122,10 @@ class Reporter:
             filename = code.co_filename
             if not self._entry_point_dirs or (self._guard is not None and filename in self._guard.tainted):
                 return False
-            return os.path.realpath(filename).startswith(self._entry_point_dirs)
+            inside = self._entry_point_files.get(filename)
+            if inside is None:  # a realpath is ~25 us, and this is asked for every fixture of every test
+                inside = self._entry_point_files[filename] = os.path.realpath(filename).startswith(self._entry_point_dirs)
+            return inside
         name = getattr(function, "__module__", None)
         return isinstance(name, str) and name.split(".")[0] in self._entry_point_packages
 
