@@ -363,11 +363,17 @@ class ProtectedSources(object):
         real = self._real(path)
         names = self._defined.get(real)
         if names is None:
-            names = set()
-            tree = self._tree(real) if real in self.sources else None
-            for owner in [tree] + [n for n in (_walk(tree) if tree is not None else ()) if isinstance(n, ast.ClassDef)]:
-                names.update(node.name for node in getattr(owner, "body", ())
-                             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
+            table = self._codes.get((real, True)) or self._codes.get((real, False))
+            if table is not None:
+                # from the grader's own compilation, which pytest imported: no second parse (a parse of
+                # each test file cost ~4 ms of bench/grade's medium suite); nested defs count too
+                names = {code_name for code_name, _ in table if not code_name.startswith("<")}
+            else:
+                names = set()
+                tree = self._tree(real) if real in self.sources else None
+                for owner in [tree] + [n for n in (_walk(tree) if tree is not None else ()) if isinstance(n, ast.ClassDef)]:
+                    names.update(node.name for node in getattr(owner, "body", ())
+                                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)))
             self._defined[real] = names
         return name in names
 
