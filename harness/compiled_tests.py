@@ -354,8 +354,8 @@ class ProtectedSources(object):
         return None
 
     def defines(self, path, name):
-        """Whether the protected source at `path` defines a function `name` (at module level or in a
-        class) with `def`."""
+        """Whether the protected source at `path` defines a function `name` with `def` (at module level,
+        in a class, or nested: a name any code object compiled from it carries)."""
         real = self._real(path)
         names = self._defined.get(real)
         if names is None:
