@@ -64,10 +64,8 @@ def _line_asks_for_a_skip(filename, lineno):
 
 
 def _inner(function, closures=False):
-    """What a wrapper wraps: `__wrapped__`, or hypothesis' inner test; with `closures`, else the
-    first function its closure holds (parameterized's `param_as_standalone_func` copies the test's
-    name with `wraps`, then deletes `__wrapped__`: a fix of parameterized was tampered, fpG hunt).
-    None if nothing."""
+    """What a wrapper wraps: `__wrapped__`, or hypothesis' inner test; with `closures`, else the first
+    function its closure holds (parameterized deletes `__wrapped__`: its fix was tampered, fpG). None if nothing."""
     wrapped = getattr(function, "__wrapped__", None)
     if wrapped is None:
         wrapped = getattr(getattr(function, "hypothesis", None), "inner_test", None)
@@ -155,9 +153,8 @@ def _defining_files(decorator, namespace, packages):
 
 def _imported_modules(tree, package=None):
     """{name bound at module level: the modules it may name} from the module's imports
-    (`import a.b as c` -> c: a.b; `from a import b` -> b: a.b, a). A relative import is resolved
-    against `package` (the module's `__package__`): parameterized's own tests import it with
-    `from .parameterized import parameterized`, and a fix of it was tampered (fpG hunt)."""
+    (`import a.b as c` -> c: a.b; `from a import b` -> b: a.b, a). A relative import is resolved against
+    `package` (`__package__`): parameterized's tests import it relatively, and its fix was tampered (fpG)."""
     out = {}
     for node in getattr(tree, "body", ()):
         if isinstance(node, ast.Import):
@@ -202,6 +199,7 @@ class ProtectedSources(object):
         self._verified = {}
         self._text = {}
         self._defined = {}  # real path -> the names its source defines with `def` (defines)
+        self._owner_lists = {}  # real path -> its tree and its classes (_owners)
         self._trees = {}
 
     def _tree(self, path):
@@ -313,10 +311,8 @@ class ProtectedSources(object):
         hypothesis' `impersonate` (a false `tampered` on every `@given` test before). Coroutine
         tests are left to their plugins (pytest-asyncio wraps them itself). `name`: the name the test
         was collected under, for a test the source makes by assignment (`test_x = deco(_x)`).
-        `strict`: what the source defines with `def` (a test file's fixture, a test it defines) must
-        have code: a fixture's function swapped for `functools.partial(tuple, (8, 3))`, which has
-        none, handed the buggy code the inputs that make its answer right (reward 1, found while
-        red-teaming round 8's rules)."""
+        `strict`: what the source defines with `def` must have code (a fixture swapped for
+        `functools.partial(tuple, (8, 3))` fed the bug its right inputs: reward 1, round 8)."""
         seen = layers = 0
         current = function
         if strict:
@@ -359,18 +355,25 @@ class ProtectedSources(object):
         real = self._real(path)
         names = self._defined.get(real)
         if names is None:
-            # From the grader's own compilation (the one pytest imported, else made now and kept for
-            # the code checks): a parse of each test file for this cost ~4 ms of bench/grade's medium
-            # suite. Nested defs count too.
+            # From the grader's own compilation (the one pytest imported, else made now and kept for the
+            # code checks): a parse of each test file for this cost ~4 ms of bench/grade's medium suite.
             table = self._codes.get((real, True)) or (self._code_table(real, None) if real in self.sources else {})
             names = self._defined[real] = {code_name for code_name, _ in table if not code_name.startswith("<")}
         return name in names
 
+    def _owners(self, real):
+        """The module's tree and every class in it (the bodies that hold defs and assignments), found
+        once per file: the code checks ask for each wrapped test, and a walk of a large test file's
+        whole tree per test was the cost."""
+        if real not in self._owner_lists:
+            tree = self._tree(real)
+            self._owner_lists[real] = [tree] + [n for n in _walk(tree) if isinstance(n, ast.ClassDef)] if tree is not None else []
+        return self._owner_lists[real]
+
     def _definition(self, real, code):
         """(the test's FunctionDef, its enclosing ClassDef or None) in the protected source."""
-        tree = self._tree(real)
-        for owner in [tree] + [n for n in (_walk(tree) if tree is not None else ()) if isinstance(n, ast.ClassDef)]:
-            for node in getattr(owner, "body", ()):
+        for owner in self._owners(real):
+            for node in owner.body:
                 if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
                         and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list]):
                     return node, owner if isinstance(owner, ast.ClassDef) else None
@@ -378,12 +381,10 @@ class ProtectedSources(object):
 
     def _declared_decorators(self, real, code, name=None):
         """The non-mark decorators the source puts on the test and its class; None if the test's
-        definition is not found (nothing to say), False if there are none. With `name` (what the
-        test was collected under), also the calls of an assignment to that name that wrap the
-        function: `test_x = mock.patch("os.getcwd")(_x)`, responses' `test_y = responses.activate(f)`
-        (a decorator by assignment: such tests were `test_code_not_from_protected_source` on every
-        run, fpG hunt). Only an assignment to the collected name counts, so the plain function
-        that a wrapper is made from is held to its own decorators."""
+        definition is not found (nothing to say), False if there are none. With `name` (what the test
+        was collected under), also the calls of an assignment to that name that wrap the function
+        (`test_x = mock.patch("os.getcwd")(_x)`, responses' `activate`: tampered on every run, fpG);
+        only that name, so the plain function a wrapper is made from keeps its own decorators."""
         node, owner = self._definition(real, code)
         if node is None:
             return None
@@ -395,10 +396,9 @@ class ProtectedSources(object):
     def _assigned_wrappers(self, real, name, wrapped):
         """The callables applied to `wrapped` in an assignment `name = ...(wrapped)` of the module or a
         class body of the protected source (`a(b)(wrapped)` gives `a(b)`)."""
-        tree = self._tree(real)
         found = []
-        for owner in [tree] + [n for n in (_walk(tree) if tree is not None else ()) if isinstance(n, ast.ClassDef)]:
-            for node in getattr(owner, "body", ()):
+        for owner in self._owners(real):
+            for node in owner.body:
                 if not isinstance(node, ast.Assign) or not any(isinstance(t, ast.Name) and t.id == name for t in node.targets):
                     continue
                 for call in _walk(node.value):

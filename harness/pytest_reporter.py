@@ -479,7 +479,7 @@ class Reporter:
         self._entry_points = None  # id -> plugin pytest loaded from an entry point (_entry_point_plugins)
         self._entry_point_packages = frozenset()  # their top-level packages
         self._entry_point_dirs = ()  # and those packages' folders (real paths, trailing slash)
-        self._entry_point_files = {}  # code file name -> whether it is in one of them (_from_entry_point)
+        self._reals = {}  # file name -> its real path (_real): asked for every fixture of every test
         self._conftest_names = None  # what the conftests' source imports and lists as plugins (_conftest_asks)
         # The grader's own objects call their methods from their instances, not from their classes:
         # a class of the grader's modules is a `sys.modules` lookup away from the repository's code,
@@ -1072,13 +1072,20 @@ class Reporter:
         for module, bound in imported.get(name, ()):
             if bound == argname and _holds(vars(module).get(bound), function):
                 return True
-        real = os.path.realpath(code.co_filename)
+        real = self._real(code.co_filename)
         for module_name in plugins:
             module = sys.modules.get(module_name)
             filename = getattr(module, "__file__", None)
-            if isinstance(filename, str) and os.path.realpath(filename) == real and _holds(vars(module).get(name), function):
+            if isinstance(filename, str) and self._real(filename) == real and _holds(vars(module).get(name), function):
                 return True
         return False
+
+    def _real(self, filename):
+        """`os.path.realpath(filename)`, kept per name (~25 us each here)."""
+        real = self._reals.get(filename)
+        if real is None:
+            real = self._reals[filename] = os.path.realpath(filename)
+        return real
 
     def _conftest_asks(self, config):
         """({name: [(conftest module whose source imports it by name, the name it is bound to)]},
@@ -1122,10 +1129,7 @@ class Reporter:
             filename = code.co_filename
             if not self._entry_point_dirs or (self._guard is not None and filename in self._guard.tainted):
                 return False
-            inside = self._entry_point_files.get(filename)
-            if inside is None:  # a realpath is ~25 us, and this is asked for every fixture of every test
-                inside = self._entry_point_files[filename] = os.path.realpath(filename).startswith(self._entry_point_dirs)
-            return inside
+            return self._real(filename).startswith(self._entry_point_dirs)
         name = getattr(function, "__module__", None)
         return isinstance(name, str) and name.split(".")[0] in self._entry_point_packages
 
