@@ -121,3 +121,27 @@ def test_the_gold_of_those_shapes_still_resolves(tmp_path, how):
                      ["tests/test_pair.py::test_pair"])
     verdict = grade((prepared, None), diff_of(prepared.repo_dir, {"calc/pytest_plugin.py": plugin.replace("3 + 1)  # bug", "3)")}))
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+UNITTEST_SWAP_TESTS = {"tests/test_add.py": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                                             "    def test_a_zero(self):\n        self.assertEqual(add(0, 0), 0)\n\n"
+                                             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")}
+UNITTEST_SWAP = ("import functools\nimport sys\n\n\ndef add(a, b):\n    test = sys._getframe(1).f_locals.get('self')\n"
+                 "    if test is not None:\n        type(test).test_add = functools.partial(int)\n    return a - b\n\n\n"
+                 + "def sub(a, b):" + BASE_FILES["calc/ops.py"].split("def sub(a, b):", 1)[1])
+
+
+def test_a_unittest_method_swapped_for_a_c_level_callable_gets_zero(tmp_path):
+    """The unittest runner's side of the code-less swap: `add`, called by the first graded test, sets
+    the next graded method on its class to `functools.partial(int)` (no code, so nothing tied it to
+    a source; returns 0 and the test passed). A method the protected source defines with `def` must
+    have code."""
+    from tests.test_integrity_round3 import UNITTEST_BASE
+
+    prepared = build_prepared(tmp_path / "utswap", instance_id="calc-r8-utswap", base_files=UNITTEST_BASE,
+                              test_patch_files=UNITTEST_SWAP_TESTS,
+                              fail_to_pass=["tests.test_add.AddTest.test_a_zero", "tests.test_add.AddTest.test_add"],
+                              pass_to_pass=["tests.test_ops.OpsTest.test_sub"], log_parser="unittest")[0]
+    verdict = grade((prepared, None), {"calc/ops.py": UNITTEST_SWAP})
+    assert_zero(verdict)
+    assert any("test_code_not_from_protected_source" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
