@@ -27,7 +27,9 @@ Only the outermost pytest session in the process reports (pytester's inline runs
 in the process that read the key: children and xdist workers see stdin at EOF and stay silent.
 
 It runs on the task's interpreter, not patchgym's, so it is written for Python >= 3.6, pytest >= 3.10
-and pluggy 0.13 or later (no annotations, no newer syntax).
+and pluggy 0.13 or later (no annotations, no newer syntax). Graded gold and no-fix patches on the calc
+task, 2026-12-02: Python 3.7-3.13 with pytest 5.4.3, 6.2.5, 7.0.1, 7.4.4, 8.0.2, 8.3.5 and 8.4.2,
+pluggy 0.13.1 and 1.2-1.7 (docs/grading.md, "Environments").
 """
 
 import ast
