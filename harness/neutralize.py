@@ -61,6 +61,16 @@ TEST_DIR_NAMES = frozenset({"tests", "test"})
 SHADOW_EXTRA = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli",
                           "colorama", "xdist", "pytest_timeout", PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE,
                           SIGNED_STREAM[0], *(module for module, _ in HELPERS)})
+# Standard-library modules of the Pythons a task may run on (3.7-3.13) that this interpreter's
+# `sys.stdlib_module_names` lacks: the task's interpreter, not patchgym's, imports them (a root
+# `_colorize.py` replaced 3.13's during `import pytest`, red team round 9). Listed from each version's
+# `sys.stdlib_module_names` (3.10+) or its library folder (3.7-3.9), 2026-12-02.
+OTHER_PYTHONS_STDLIB = frozenset({
+    "_android_support", "_colorize", "_interpchannels", "_interpqueues", "_interpreters", "_ios_support",
+    "_opcode_metadata", "_pydatetime", "_pylong", "_pyrepl", "_sha2", "_suggestions", "_sysconfig", "_wmi",
+    "binhex", "_bootlocale", "_dummy_thread", "dummy_threading", "formatter", "macpath", "parser", "symbol",
+    "_peg_parser", "_xxsubinterpreters", "_sha256", "_sha512",
+})
 
 
 def infra_reason(path: str) -> str | None:
@@ -238,7 +248,10 @@ def _installed_module_names(venv_dir: str) -> frozenset[str]:
             continue
         for entry in entries:
             name = entry.name
-            if name.endswith((".dist-info", ".egg-info", ".pth", ".egg-link")) or name.startswith(("_", ".")) and name not in ("_pytest",):
+            # Names with a leading underscore count too: `_hypothesis_pytestplugin.py` at the root took
+            # the place of hypothesis' entry-point plugin, which pytest loads and the reporter trusted
+            # as the environment's (red team round 9, reward 1).
+            if name.endswith((".dist-info", ".egg-info", ".pth", ".egg-link")) or name.startswith(".") or name == "__pycache__":
                 continue
             names.add(name.split(".")[0] if entry.is_file() else name)
     return frozenset(names)
@@ -252,7 +265,7 @@ def is_shadowing(path: str, added: bool, test_files: list[str], installed: froze
         if folder and not path.startswith(folder + "/"):
             continue
         name = shadowed_module(path[len(folder) + 1 :] if folder else path)
-        if name and (name in sys.stdlib_module_names or name in SHADOW_EXTRA or name in installed):
+        if name and (name in sys.stdlib_module_names or name in SHADOW_EXTRA or name in OTHER_PYTHONS_STDLIB or name in installed):
             return True
     return False
 

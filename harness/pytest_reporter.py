@@ -468,6 +468,7 @@ class Reporter:
         self._phases = {}  # node id -> {phase: status}
         self._rerun = set()  # node ids whose attempt ended in a rerun (pytest-rerunfailures): nothing to emit for it
         self._untrusted = {}  # node id -> (violation, where) for a skip/xfail that came from the patch
+        self._made = {}  # node id -> (its call report, the outcome it had when makereport returned)
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
         self._trusted_marks = []  # marks added during the run by code that is not the patch's
         self._watch_add_marker()
@@ -960,6 +961,15 @@ class Reporter:
     def _judge_report(self, item, call, report):
         excinfo = call.excinfo
         imperative = excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception))
+        if excinfo is not None and not imperative and report is not None and report.passed and call.when == "call":
+            # The test raised and the report that every implementation made of it says it passed: a
+            # hook rewrote the outcome. The repository's own entry-point plugin is trusted with its
+            # hooks (a pytest plugin's fix changes them), and one patched to set `rep.outcome =
+            # "passed"` for the graded tests' names got reward 1 (red team round 9); no plugin turns
+            # a raised failure into a pass honestly (xfail makes it skipped, a rerun "rerun").
+            self._untrusted.setdefault(item.nodeid, ("failure_reported_as_passed", "{} raised by the test".format(excinfo.typename)))
+        if report is not None and call.when == "call":
+            self._made[item.nodeid] = (report, report.outcome)  # compared when it is logged
         if report is not None and report.skipped and self._skip_test["origin"] is not None and item.nodeid not in self._untrusted:
             # unittest.SkipTest made by patched code (a plain test function raising it counts as a skip too).
             self._untrusted[item.nodeid] = ("skip_from_patched_file", self._skip_test["origin"])
@@ -1253,6 +1263,10 @@ class Reporter:
             phases = self._phases[report.nodeid] = {}
         if report.when == "call":
             self.check_machinery()
+            made = self._made.pop(report.nodeid, None)
+            if made is not None and made[0] is report and report.outcome != made[1]:
+                # An implementation of pytest_runtest_logreport that ran before this one changed it.
+                self._untrusted.setdefault(report.nodeid, ("report_changed_after_it_was_made", "{} became {}".format(made[1], report.outcome)))
             if report.passed:
                 status = "XPASS" if hasattr(report, "wasxfail") else "PASSED"
             elif report.skipped:
@@ -1542,13 +1556,27 @@ def _freeze_startup_objects():
     collection a graded run against 41 ms plain, 13 ms with this; small suite 28 ms against 26,
     1 ms with this. What the tests can see: objects made before this point are left out of
     `gc.get_objects()` and `gc.get_referrers()`; every object the repository and its tests make is
-    walked, listed and collected as before (tests/test_integrity_round4.py)."""
+    walked, listed and collected as before (tests/test_integrity_round4.py). Called again before
+    the conftests are imported: the reporter now loads at the interpreter's start (startup_guard),
+    before pytest has made its config, plugin manager and plugins; those, and the plugins that
+    pytest loaded from the repository's addopts and from installed entry points, are frozen then."""
     freeze = getattr(gc, "freeze", None)  # Python >= 3.7
     if freeze is not None:
         freeze()
 
 
+def _lift_startup_guard():
+    """The repository's files may be imported from now on: the guard that kept the patch's out
+    since the interpreter started (patchgym.harness.startup_guard, the sandbox's `sitecustomize`)
+    comes off, after the audit hook, the test files' reading and the kept compile functions, and
+    before pytest loads the plugins of installed entry points and the conftests."""
+    lift = getattr(sys.modules.get("patchgym_startup_guard"), "lift", None)
+    if lift is not None:
+        lift()
+
+
 _pending = _claim()
+_lift_startup_guard()
 if _pending is not None:  # the process that reports (a child's pytest, at stdin's EOF, does not)
     _freeze_startup_objects()
 
@@ -1559,6 +1587,7 @@ def pytest_load_initial_conftests(early_config):
     # pytest_configure, after them): their compilation can be the grader's own too.
     if _pending is not None and not _state["claimed"] and _pending._config is None:
         _pending._config = early_config
+        _freeze_startup_objects()
 
 
 def pytest_configure(config):

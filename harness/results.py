@@ -35,6 +35,10 @@ UNITTEST_MODULE = "patchgym_unittest_reporter"
 UNITTEST_SOURCE = Path(__file__).with_name("unittest_reporter.py")
 # The signed stream's writer, which both reporters need (round 2's reporter in bench/grade too).
 SIGNED_STREAM = ("patchgym_signed_stream", Path(__file__).with_name("signed_stream.py"))
+# Imported by Python at the test process's start, from the grader's folder on PYTHONPATH: keeps the
+# patch's files from being imported until the grader has loaded (startup_guard.py says why).
+STARTUP_GUARD = ("sitecustomize", Path(__file__).with_name("startup_guard.py"))
+STARTUP_CONFIG = "patchgym_startup.json"  # what the guard reads: the testbed and the patch's files
 # Helpers both reporters import from the same folder: (module name in the sandbox, source here).
 HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
@@ -52,6 +56,7 @@ def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) 
     cost ~16 ms."""
     modules = [(PLUGIN_CORE, PLUGIN_SOURCE.read_bytes())] if runner == "pytest" else [(UNITTEST_MODULE, UNITTEST_SOURCE.read_bytes())]
     modules.append((SIGNED_STREAM[0], SIGNED_STREAM[1].read_bytes()))
+    modules.append((STARTUP_GUARD[0], STARTUP_GUARD[1].read_bytes()))
     if helpers:
         modules += [(module, source.read_bytes()) for module, source in HELPERS]
     files = [(f"{workdir}/{PLUGIN_MODULE}.py", PLUGIN_STUB.encode())] if runner == "pytest" else []

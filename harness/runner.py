@@ -13,12 +13,22 @@ and collects the output and the signed stream.
 
 from __future__ import annotations
 
+import json
 import re
 import shlex
 from dataclasses import dataclass
 
 from patchgym.harness.neutralize import looks_like_test
-from patchgym.harness.results import PLUGIN_MODULE, UNITTEST_MODULE, Channel, channel_config, new_channel, sandbox_modules
+from patchgym.harness.results import (
+    PLUGIN_CORE,
+    PLUGIN_MODULE,
+    STARTUP_CONFIG,
+    UNITTEST_MODULE,
+    Channel,
+    channel_config,
+    new_channel,
+    sandbox_modules,
+)
 from patchgym.harness.sandbox.base import CommandResult, Sandbox
 from patchgym.tasks.model import Task, file_of_test_id
 from patchgym.tasks.patches import files_touched
@@ -113,6 +123,9 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         channel = new_channel()
         for path, content in sandbox_modules(channel.workdir, "unittest" if unittest_runner else "pytest"):
             sandbox.write_file(path, content)
+        startup = {"testbed": TESTBED, "patched_files": patched_files, "runner": "unittest" if unittest_runner else "pytest",
+                   "reporter": PLUGIN_CORE}
+        sandbox.write_file(f"{channel.workdir}/{STARTUP_CONFIG}", json.dumps(startup).encode())
         if not unittest_runner:
             env["PYTEST_PLUGINS"] = PLUGIN_MODULE
             # `-p` loads the reporter while pytest pre-parses its arguments: before the plugins of

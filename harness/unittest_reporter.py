@@ -418,6 +418,11 @@ def main(argv):
     freeze = getattr(gc, "freeze", None)
     if freeze is not None:
         freeze()
+    # The repository's files may be imported from now on (patchgym.harness.startup_guard kept the
+    # patch's out until the runner had set all of the above up).
+    lift = getattr(sys.modules.get("patchgym_startup_guard"), "lift", None)
+    if lift is not None:
+        lift()
     # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
     suite = unittest.TestSuite()
     for name in list(argv) + list(canaries):

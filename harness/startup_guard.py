@@ -1,0 +1,164 @@
+"""The grader's first step in a graded test process: no file of the patch can be imported until
+the grader has loaded. In the sandbox this is `sitecustomize.py`, in the grader's folder, which the
+runner puts on PYTHONPATH; it must parse under any Python a test may start (plain syntax only).
+
+Why. Python imports `sitecustomize` at interpreter start, before `python -m` puts the working
+directory (the repository) first on `sys.path`. Everything imported after that and before the
+grader loads (`import pytest` and its dependencies, `import unittest`, the grader's own modules) is
+looked up in the repository first, or found there when nothing else has it: CPython 3.8-3.11's
+`copy` tries `from org.python.core import PyStringMap` (Jython's), which `import pytest` and
+`import unittest` reach, so a new `org/python/core.py` (a namespace package, which no shadowing
+rule named) ran before the reporter did, and rewrote the test files on disk or replaced
+`builtins.compile` before the grader kept it: reward 1 on real tasks, with no knowledge of
+patchgym (red team round 9). Names that only another Python version has (`_colorize` in 3.13,
+`_sha2` in 3.12, which the grader's signing imports) got in the same way.
+
+What. In the one process the grader reports from (its environment holds the marker the reporter
+takes away; children and xdist workers do not), a finder goes first on `sys.meta_path` until the
+grader calls `lift()`. It looks up each import as the path finder would; where that finds a file
+the patch changed or created under the repository, it finds the module without the repository's
+folders instead, or refuses the import (`ModuleNotFoundError`, which is what `copy` expects of a
+name that is not there). Unchanged files of the repository still import (a `-p pkg.plugin` in the
+repository's own addopts loads before the grader; it is the repository's configuration at base),
+and so do pytest and pluggy from their own repositories (the test machinery). The pytest reporter
+lifts the guard once it has installed its audit hook, read the test files and kept what it compiles
+with, before pytest loads any plugin of an installed entry point or any conftest; the unittest
+runner lifts it before it loads the first test module. Then the environment's own `sitecustomize`
+(Debian's, a venv's), if there is one, runs as it would have.
+
+The testbed and the patch's files come from `patchgym_startup.json`, which the runner writes next
+to this file. Not covered: code that runs at interpreter start before this (a `.pth` file of the
+environment that imports from the repository), and imports served by another meta path finder (an
+editable install's finder maps the package's own names, which nothing before the grader imports).
+"""
+
+import json
+import os
+import sys
+
+_MARKER_ENV = "PATCHGYM_REPORTER"
+_HERE = os.path.dirname(os.path.abspath(__file__))
+_MACHINERY = ("pytest", "_pytest", "pluggy", "py")
+
+
+class BeforeTheGrader(object):
+    """The meta path finder that keeps the patch's files from being imported before the grader."""
+
+    def __init__(self, testbed, patched, path_finder):
+        self.find = path_finder.find_spec  # imported before the guard is on sys.meta_path
+        self.testbed = testbed.rstrip("/") + "/"
+        self.patched = patched
+        self.refused = []  # (module name, file) of each import turned away, for the reporter
+        self._entries = {}  # sys.path entry -> whether it is a folder of the repository
+
+    def _in_testbed(self, entry):
+        if not isinstance(entry, str):
+            return False
+        known = self._entries.get(entry)
+        if known is None:
+            real = os.path.realpath(entry or ".")
+            known = self._entries[entry] = real + "/" == self.testbed or real.startswith(self.testbed)
+        return known
+
+    def _the_patchs(self, spec):
+        origin = getattr(spec, "origin", None)
+        if not isinstance(origin, str) or not getattr(spec, "has_location", False):
+            return False  # a namespace package runs no code; its modules are looked up one by one
+        real = os.path.realpath(origin)
+        return real.startswith(self.testbed) and real in self.patched
+
+    def find_spec(self, name, path=None, target=None):
+        if name.partition(".")[0] in _MACHINERY:
+            return None
+        entries = sys.path if path is None else path
+        mine = [entry for entry in entries if self._in_testbed(entry)]
+        if not mine:
+            return None  # the usual case: nothing of the repository to look in
+        spec = self.find(name, path)
+        if spec is None or not self._the_patchs(spec):
+            return None  # the import system finds the same module itself
+        self.refused.append((name, spec.origin))
+        other = self.find(name, [entry for entry in entries if entry not in mine])
+        if other is not None:
+            return other
+        raise ModuleNotFoundError("No module named %r (a file of the patch, imported before the grader loaded)" % name, name=name)
+
+
+_guard = None
+
+
+def lift():
+    """Take the guard off `sys.meta_path` (the grader has loaded); the imports it turned away."""
+    global _guard
+    guard, _guard = _guard, None
+    if guard is None:
+        return []
+    while guard in sys.meta_path:
+        sys.meta_path.remove(guard)
+    return list(guard.refused)
+
+
+def _install():
+    global _guard
+    if os.environ.get(_MARKER_ENV) != "1" or sys.version_info < (3, 6):
+        return
+    try:
+        with open(os.path.join(_HERE, "patchgym_startup.json")) as handle:
+            startup = json.load(handle)
+        testbed = os.path.realpath(startup["testbed"])
+        patched = set(os.path.realpath(os.path.join(testbed, path)) for path in startup.get("patched_files", []))
+    except (OSError, ValueError, KeyError, TypeError):
+        return
+    from importlib.machinery import PathFinder
+
+    _guard = BeforeTheGrader(testbed, patched, PathFinder)
+    sys.meta_path.insert(0, _guard)
+    sys.modules["patchgym_startup_guard"] = sys.modules[__name__]
+    if startup.get("runner") == "pytest" and startup.get("reporter"):
+        _load_the_pytest_reporter(startup["reporter"])
+
+
+def _load_the_pytest_reporter(module):
+    """Import pytest, its built-in plugins and the grader's reporter now, before the repository's
+    own `-p` plugins: pytest puts the addopts of the repository's configuration before those of
+    PYTEST_ADDOPTS, where the grader's `-p` is, so `addopts = -p anyio` (anyio, trio) imported the
+    package, and any fix of it, before the grader had loaded; that had been tampering, every honest
+    fix of such a package `tampered` (a false-positive hunt). The reporter claims the run at its
+    import (reads its configuration, installs the audit hook, reads the test files, snapshots
+    pytest's machinery, which is why the built-in plugins come first) and lifts the guard; pytest's
+    own `-p` finds it imported. Anything that fails here is left to pytest's `-p` as before."""
+    import importlib
+
+    try:
+        import pytest  # noqa: F401
+        from _pytest import config
+
+        for name in getattr(config, "default_plugins", ()):
+            try:
+                importlib.import_module("_pytest." + name)
+            except Exception:  # noqa: BLE001  a plugin this pytest cannot import: pytest says so itself
+                pass
+        importlib.import_module(module)
+    except Exception:  # noqa: BLE001
+        pass
+
+
+def _run_the_environments_own():
+    """The `sitecustomize` this one stands in front of, run as Python would have run it."""
+    if sys.version_info < (3, 4):
+        return
+    from importlib.machinery import PathFinder
+
+    path = [entry for entry in sys.path if isinstance(entry, str) and os.path.abspath(entry or ".") != _HERE]
+    spec = PathFinder.find_spec("sitecustomize", path)
+    if spec is None or spec.loader is None:
+        return
+    import importlib.util
+
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["sitecustomize"] = module
+    spec.loader.exec_module(module)
+
+
+_install()
+_run_the_environments_own()
