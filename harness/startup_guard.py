@@ -73,10 +73,16 @@ class BeforeTheGrader(object):
         entries = sys.path if path is None else path
         mine = [entry for entry in entries if self._in_testbed(entry)]
         if not mine:
-            return None  # the usual case: nothing of the repository to look in
-        spec = self.find(name, path)
+            return None  # nothing of the repository to look in
+        # The repository's folders alone first (one cached folder listing each): the usual answer is
+        # that they do not have it. A lookup along the whole path for every import before the
+        # grader loaded, as the import system then does again, cost ~5% of a graded run.
+        spec = self.find(name, mine)
         if spec is None or not self._the_patchs(spec):
-            return None  # the import system finds the same module itself
+            return None  # the import system finds the module itself, and it is not the patch's
+        spec = self.find(name, path)  # what the import would pick, the repository's folders included
+        if spec is None or not self._the_patchs(spec):
+            return None
         self.refused.append((name, spec.origin))
         other = self.find(name, [entry for entry in entries if entry not in mine])
         if other is not None:
