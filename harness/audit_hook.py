@@ -113,6 +113,7 @@ class Guard(object):
         # the pytest reporter; None: such names are tainted whole, as any other).
         self.recompiled = set()
         self.owns_code = None
+        self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
 
     # --- whose code is on the stack ------------------------------------------------------------
     def real(self, filename):
@@ -150,7 +151,7 @@ class Guard(object):
             return True
         if real.startswith(self.own_dir):
             return self.own_files.get(real) != _mtime(real)  # not one of the grader's files as installed
-        if real in self.protected or real.startswith(self.test_roots):
+        if real in self.protected or real.startswith(self.test_roots) or real in self.written_by_tests:
             return False
         try:
             status = os.stat(real)
@@ -281,7 +282,11 @@ class Guard(object):
                 mode, flags = args[1], args[2]
                 writing = ("w" in mode or "a" in mode or "x" in mode or "+" in mode) if isinstance(mode, str) else (
                     mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
-                if not writing or not guard.protected_target(args[0]):
+                if not writing:
+                    return
+                if isinstance(args[0], (str, bytes)) and _text(args[0]).endswith(".py"):
+                    guard.note_writer(args[0], getframe(1))
+                if not guard.protected_target(args[0]):
                     return
                 culprit = guard.culprit(getframe(1))
                 if culprit is not None:
@@ -326,6 +331,9 @@ class Guard(object):
             if not isinstance(name, str) or not name.startswith(("Py", "_Py")) or name.startswith("PyCapsule_"):
                 return
         elif event in ("os.rename", "os.link", "os.symlink", "shutil.copyfile", "shutil.copytree", "shutil.move"):
+            if self.written_by_tests:  # a file put in the place of one a test wrote is not the test's
+                self.written_by_tests.difference_update(os.path.realpath(_text(a) or "/") for a in args[:2])
+                self._cache.clear()
             if not any(self.protected_target(a) for a in args[:2]):
                 return
         elif event in ("os.remove", "os.rmdir", "os.truncate", "os.utime", "shutil.rmtree"):
@@ -345,6 +353,20 @@ class Guard(object):
             if event.startswith("gc.") and self.called_by_a_test(caller):
                 return
             self.refuse(event, culprit)
+
+    def note_writer(self, path, frame):
+        """A `.py` file opened for writing is the tests' own when a protected test function is on
+        the stack and no code of the patch is (pytester's `makepyfile`); else the run's (`_classify`).
+        Why: pytester's modules under /tmp were the patch's (new files): an inner run's `settrace`
+        was refused, hypothesis' `impersonate` tainted anyio's plugin (false positives, fpH)."""
+        real = os.path.realpath(_text(path))
+        if self.culprit(frame) is None and self.called_by_a_test(frame):
+            self.written_by_tests.add(real)
+        elif real in self.written_by_tests:
+            self.written_by_tests.discard(real)
+        else:
+            return
+        self._cache.clear()
 
     def called_by_a_test(self, frame):
         """Whether the stack from `frame` outwards holds a function of a protected test file (a

@@ -126,3 +126,22 @@ def test_the_repositorys_own_plugin_turning_the_graded_failure_into_a_pass_gets_
     verdict = grade((prepared, None), {"calc/plugin.py": "import pytest\n" + flip})
     assert_zero(verdict)
     assert verdict.tests["FAIL_TO_PASS"]["tests/test_add.py::test_add"] == "FAILED", verdict.model_dump_json(indent=1)
+
+
+PYTESTER_TESTS = {"tests/test_inner.py": (
+    "def test_inner_run(pytester):\n"
+    "    pytester.makepyfile(\"import sys\\n\\nfrom calc import add\\n\\n\\n"
+    "def test_x():\\n    sys.settrace(None)\\n    assert add(2, 3) == 5\\n\")\n"
+    "    pytester.runpytest_inprocess().assert_outcomes(passed=1)\n")}
+
+
+def test_a_module_a_test_writes_with_pytester_is_the_tests_not_the_patchs(tmp_path):
+    """pytester writes the inner run's test module under /tmp during the run: a new file, so its code
+    was taken for the patch's and its `sys.settrace` refused (false `tampered` on an honest fix;
+    anyio's plugin tests, a false-positive hunt). A `.py` file a protected test writes, with nothing
+    of the patch's on the stack, is the tests' own."""
+    prepared, gold = build_prepared(tmp_path / "pytester", instance_id="calc-r9-pytester",
+                                    base_files={**BASE_FILES, "conftest.py": "pytest_plugins = ['pytester']\n"},
+                                    test_patch_files=PYTESTER_TESTS, fail_to_pass=["tests/test_inner.py::test_inner_run"])
+    verdict = grade((prepared, None), gold)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
