@@ -1308,10 +1308,13 @@ class Reporter:
         if index is not None:
             # The grader learns a canary's number and outcome, never its name.
             param = self._canary_params.get(nodeid)
-            if param is None:
-                self.emit("canary", n=index, status=status)
-            else:
+            if param is not None:
                 self.emit("canary", n=index, status=status, param=param)
+            elif status == "SKIPPED" and nodeid not in self._untrusted and nodeid not in self._undeclared_marks:
+                # skipped by nothing of the patch's: where it ran, for crosscheck's "every test beside it"
+                self.emit("canary", n=index, status=status, within=nodeid.split("[", 1)[0].rsplit("::", 1)[0])
+            else:
+                self.emit("canary", n=index, status=status)
             return
         fields = {"id": nodeid, "status": status}
         if nodeid in self._undeclared_marks and status in ("SKIPPED", "XFAIL") and nodeid not in self._untrusted:

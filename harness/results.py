@@ -108,6 +108,7 @@ class StreamResults:
     twins: dict[int, int] = field(default_factory=dict)  # contradiction canary number -> its twin's (an unchanged copy)
     exact: set[int] = field(default_factory=set)  # contradictions whose expectation is a changed value
     canary_params: dict[int, dict[str, str]] = field(default_factory=dict)  # such a canary -> {parameter id: outcome}
+    canary_within: dict[int, str] = field(default_factory=dict)  # a skipped canary -> its module or class (its id's head)
     started: bool = False
     ended: bool = False
     exitstatus: int | None = None
@@ -206,6 +207,8 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             previous = outcomes.get(number)
             if previous is None or status not in ("FAILED", "ERROR"):
                 outcomes[number] = status  # reported twice: a pass anywhere stands
+            if record.get("within") is not None and record.get("param") is None:
+                out.canary_within[number] = str(record["within"])
         elif kind == "end":
             out.ended = True
             out.exitstatus = int(record.get("exitstatus", -1))

@@ -440,8 +440,10 @@ def main(argv):
         guard.active = False
     for test_id, status in statuses.items():
         channel.emit("test", id=test_id, status=status)
-    for entry in canaries.values():
-        if entry["status"] is not None:
+    for test_id, entry in canaries.items():
+        if entry["status"] == "SKIPPED":  # where it ran (crosscheck: skipped with every test beside it)
+            channel.emit("canary", n=entry["n"], status=entry["status"], within=test_id.rsplit(".", 1)[0])
+        elif entry["status"] is not None:
             channel.emit("canary", n=entry["n"], status=entry["status"])
     for label, namespace, name, value in watched:
         if namespace.get(name, _MISSING) is not value:

@@ -145,3 +145,31 @@ def test_a_module_a_test_writes_with_pytester_is_the_tests_not_the_patchs(tmp_pa
                                     test_patch_files=PYTESTER_TESTS, fail_to_pass=["tests/test_inner.py::test_inner_run"])
     verdict = grade((prepared, None), gold)
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+SKIPPED_CLASS_TESTS = {
+    "pytest": {"tests/test_env.py": ("import pytest\n\nfrom calc import mul\n\n\nclass TestNeedsATerminal:\n"
+                                     "    def setup_method(self):\n        pytest.skip('needs a terminal')\n\n"
+                                     "    def test_mul(self):\n        assert mul(2, 3) == 6\n")},
+    "unittest": {"tests/test_env.py": ("import unittest\n\nfrom calc import mul\n\n\nclass NeedsATerminal(unittest.TestCase):\n"
+                                       "    @unittest.skipUnless(False, 'needs a terminal')\n    def setUp(self):\n        pass\n\n"
+                                       "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n")},
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_canary_skipped_with_every_test_of_its_class_is_not_tampering(tmp_path, runner):
+    """A graded class whose tests are all skipped by its own setup (a terminal check, an
+    `importorskip` in `setup_class`): its canary is skipped too, and the skipped PASS_TO_PASS tests
+    are no regression. The gold was `tampered` (colorama, networkx; a false-positive hunt)."""
+    if runner == "pytest":
+        kw = dict(base_files={**BASE_FILES, **SKIPPED_CLASS_TESTS["pytest"]},
+                  pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_env.py::TestNeedsATerminal::test_mul"])
+    else:
+        kw = dict(base_files={**UNITTEST_BASE, **SKIPPED_CLASS_TESTS["unittest"]}, test_patch_files=UNITTEST_TEST_PATCH,
+                  fail_to_pass=["tests.test_add.AddTest.test_add"], log_parser="unittest",
+                  pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_env.NeedsATerminal.test_mul"])
+    prepared, gold = build_prepared(tmp_path / runner, instance_id=f"calc-r9-skipclass-{runner}", **kw)
+    verdict = grade((prepared, None), gold)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("note: canary") and "skipped with every test beside it" in f for f in verdict.flags), verdict.flags
