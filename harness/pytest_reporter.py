@@ -961,13 +961,16 @@ class Reporter:
     def _judge_report(self, item, call, report):
         excinfo = call.excinfo
         imperative = excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception))
-        if excinfo is not None and not imperative and report is not None and report.passed and call.when == "call":
-            # The test raised and the report that every implementation made of it says it passed: a
-            # hook rewrote the outcome. The repository's own entry-point plugin is trusted with its
-            # hooks (a pytest plugin's fix changes them), and one patched to set `rep.outcome =
-            # "passed"` for the graded tests' names got reward 1 (red team round 9); no plugin turns
-            # a raised failure into a pass honestly (xfail makes it skipped, a rerun "rerun").
-            self._untrusted.setdefault(item.nodeid, ("failure_reported_as_passed", "{} raised by the test".format(excinfo.typename)))
+        if (excinfo is not None and not imperative and report is not None and call.when == "call"
+                and (report.passed or report.skipped and not hasattr(report, "wasxfail"))):
+            # The test raised and the report that every implementation made of it says it passed (or
+            # was skipped, which a PASS_TO_PASS test may be): a hook rewrote the outcome. The
+            # repository's own entry-point plugin is trusted with its hooks (a pytest plugin's fix
+            # changes them), and one patched to set `rep.outcome = "passed"` for the graded tests'
+            # names got reward 1 (red team round 9); no plugin turns a raised failure into a pass or a
+            # plain skip honestly (an xfail mark makes it XFAIL, pytest-rerunfailures "rerun").
+            self._untrusted.setdefault(item.nodeid, ("failure_reported_as_passed", "{} raised by the test, reported {}".format(
+                excinfo.typename, report.outcome)))
         if report is not None and call.when == "call":
             self._made[item.nodeid] = (report, report.outcome)  # compared when it is logged
         if report is not None and report.skipped and self._skip_test["origin"] is not None and item.nodeid not in self._untrusted:

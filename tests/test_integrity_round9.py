@@ -173,3 +173,20 @@ def test_a_canary_skipped_with_every_test_of_its_class_is_not_tampering(tmp_path
     verdict = grade((prepared, None), gold)
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
     assert any(f.startswith("note: canary") and "skipped with every test beside it" in f for f in verdict.flags), verdict.flags
+
+
+def test_the_repositorys_own_plugin_hiding_a_broken_pass_to_pass_test_as_skipped_gets_zero(tmp_path):
+    """The same plugin, with `add` fixed but `sub` broken: its makereport wrapper turns test_sub's
+    failure into a plain skip (a skipped PASS_TO_PASS test is no regression). A test that raised and
+    is reported skipped without an xfail mark is FAILED too."""
+    prepared, _ = build_prepared(tmp_path / "skip", instance_id="calc-r9-own-skip",
+                                 base_files={**BASE_FILES, "calc/plugin.py": "import pytest\n"})
+    _with_entry_point(prepared, "calc.plugin")
+    hide = ("import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+            "    outcome = yield\n    report = outcome.get_result()\n"
+            "    if item.name == 'test_sub' and report.failed:\n"
+            "        report.outcome = 'skipped'\n        report.longrepr = (str(item.path), 1, 'Skipped: flaky')\n")
+    broken_sub = GOLD_FILES["calc/ops.py"].replace("def sub(a, b):\n    return a - b", "def sub(a, b):\n    return a + b")
+    verdict = grade((prepared, None), {"calc/plugin.py": hide, "calc/ops.py": broken_sub})
+    assert_zero(verdict)
+    assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_sub"] == "FAILED", verdict.model_dump_json(indent=1)
