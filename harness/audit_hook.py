@@ -6,24 +6,16 @@ them with `sys.addaudithook` before any code of the repository runs (Python >= 3
 cannot be removed, by design of PEP 578). Standard library only, Python >= 3.6 syntax.
 
 What is refused (the hook raises `GradingRefusal`, a RuntimeError, and records a finding the
-reporter signs into the result stream), by CPython audit event:
-- tracing and profiling: `sys.settrace`, `sys.setprofile` (also when a thread starts with a trace
-  function from `threading.settrace` that the patch's code defined);
-- new audit hooks: `sys.addaudithook` (CPython then silently does not add the hook);
-- code objects swapped into functions: `object.__setattr__` with `__code__`, by a frame of the
-  patch or aimed at a function of the protected files (`Guard.foreign_code_swap`); the defaults of
-  the grader's own functions (`__defaults__`, `__kwdefaults__`);
-- the garbage collector's object walks: `gc.get_objects`, `gc.get_referrers`, `gc.get_referents`
-  (except where a test called the code that walks: `Guard.called_by_a_test`);
-- ctypes reaching into the interpreter's memory: `ctypes.cdata` (`from_address`),
-  `ctypes.string_at`, `ctypes.wstring_at`, `ctypes.PyObj_FromPtr`, and `ctypes.dlsym` of the
-  C API (`Py*`/`_Py*` names: `pythonapi.PyFrame_LocalsToFast`, ...);
-- loading bytecode outside the import system: `marshal.loads` / `marshal.load`;
-- writes (`open` for writing, `os.rename`, `os.remove`, `os.link`, `os.symlink`, `os.truncate`,
-  `shutil.copyfile`, ...) to the protected test files, files under the test roots that existed
-  before the run and new code files there, bytecode
-  (`*.pyc`, `__pycache__/`), `*.pth`, `conftest.py`/`sitecustomize.py`/`usercustomize.py`, and new
-  modules (`*.py`, `*.so`) outside the temporary directory.
+reporter signs into the result stream), by CPython audit event: tracing and profiling
+(`sys.settrace`, `sys.setprofile`, a thread started with the patch's `threading.settrace`
+function); new audit hooks; `__code__` assignment by the patch or aimed at a protected file's
+function (`Guard.foreign_code_swap`), the grader's functions' defaults; the garbage collector's
+walks (except where a test called the code that walks: `Guard.called_by_a_test`); ctypes into the
+interpreter's memory (`from_address`, `string_at`, `PyObj_FromPtr`, `dlsym` of `Py*` names);
+`marshal.loads` outside the import system; writes (`open`, `os.rename`/`remove`/`link`/`truncate`,
+`shutil.copyfile`, ...) to the protected test files, files under the test roots that existed before
+the run and new code files there, bytecode, `*.pth`, `conftest.py`/`sitecustomize.py`, and new
+modules (`*.py`, `*.so`) outside the temporary directory.
 
 "The patch's code on the stack" is decided from the frames' `co_filename` (cached per name): a
 file the patch changed, a file created or rewritten since the reporter started (outside the
@@ -34,8 +26,8 @@ compilation of the protected files, called from its own folder, taints nothing).
 code, the test files, conftests and pytest itself are not, so an honest library calling
 `gc.collect()`, starting threads, or using ctypes for its own work is not affected; only the
 operations above are refused, and only with the patch's code on the stack. The walk for a refusal
-ends at the import system: an unchanged module's own code, run while the patch's import loads it
-(dill's module-level `ctypes.pythonapi` lookups), is that module's.
+ends at the import system where a module was being imported: an unchanged module's own code, run
+while the patch's import loads it (dill's module-level `ctypes.pythonapi` lookups), is that module's.
 
 Also here: `imported_repository_modules()`, the proof that the reporter was loaded before any
 repository code ran (a module under the testbed already in `sys.modules`).
@@ -64,6 +56,8 @@ _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py",
                           "tox.ini", "setup.cfg", "pyproject.toml", "pytest.toml", ".pytest.toml"})
 _CODE_SUFFIXES = (".py", ".so", ".pyd")
 _IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
+_IMPORTING = ("<module>", "exec_module", "create_module", "load_module", "get_code", "source_to_code")
+MACHINERY_NAMES = ("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama")
 
 
 class GradingRefusal(RuntimeError):
@@ -171,6 +165,7 @@ class Guard(object):
         the first to import it, and pytest's rewriter compiling a module the patch imported tainted
         that module (typeguard): both failed honest fixes."""
         recompiled = self.recompiled
+        importing = False  # a module's body, a loader or the test machinery ran inside: the import's own business
         while frame is not None:
             filename = frame.f_code.co_filename
             if self.untrusted_file(filename):
@@ -178,7 +173,12 @@ class Guard(object):
             if recompiled and filename in recompiled and not self.owns_code(frame.f_code):
                 return filename  # code made under a test file's name, and not of the grader's compilation of it
             if filename.startswith(_IMPORT_SYSTEM):
-                return None
+                # Only where a module was being imported: the import system also calls what the patch
+                # put on sys.path_hooks (`partial(open, mode="w")` wrote a test's data file, round 10).
+                if importing:
+                    return None
+            elif frame.f_code.co_name in _IMPORTING or self.real(filename).startswith(self.machinery):
+                importing = True
             frame = frame.f_back
         return None
 
@@ -305,7 +305,7 @@ class Guard(object):
         """A watched event other than `open` (`caller`: the frame that raised it)."""
         if event in ("compile", "exec", "code.__new__"):
             filename = caller.f_code.co_filename
-            if filename.startswith(_IMPORT_SYSTEM) or self.real(filename).startswith(self.machinery):
+            if filename.startswith(_IMPORT_SYSTEM) and _importing_a_module(caller) or self.real(filename).startswith(self.machinery):
                 return
             if event == "compile" and self.real(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
@@ -400,8 +400,7 @@ class Guard(object):
                 "thread_profile": getattr(threading, "_profile_hook", None) if threading else None}
 
     def check_state(self, baseline):
-        """What changed since `baseline` that the audit events cannot show: `sys.pycache_prefix`,
-        `sys.dont_write_bytecode`, and trace/profile functions the patch's code defined."""
+        """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace functions."""
         now = self.snapshot()
         for key in ("pycache_prefix", "dont_write_bytecode"):
             if now[key] != baseline[key]:
@@ -416,11 +415,16 @@ class Guard(object):
                 self.found("changed", "{} function from {}".format(key, code.co_filename))
 
 
+def _importing_a_module(frame):
+    """The import system compiling or running a module's code (`source_to_code`, `exec_module`), not
+    calling a hook the patch gave it (`compile` on sys.path_hooks named its code `<calc-generated>`)."""
+    outer = frame.f_back if frame.f_code.co_name == "_call_with_frames_removed" else None
+    return outer is not None and outer.f_code.co_name in ("source_to_code", "exec_module", "get_code")
+
+
 def _existed_before(path, started):
-    """Whether `path` is a folder, or a file last written before `started` (as it was at base).
-    File times come from the kernel's coarse clock, a tick (up to ~10 ms) behind `time.time()`: a
-    file created just after the start could look older than it, so the margin (a file the tests
-    had was written when the task was prepared, long before the test command)."""
+    """Whether `path` is a folder, or a file last written before `started` (as it was at base), with
+    a margin: file times come from the kernel's coarse clock, up to ~10 ms behind `time.time()`."""
     try:
         status = os.stat(path)
     except OSError:
@@ -446,16 +450,12 @@ def _files_with_mtimes(folder):
 
 
 def _now():
-    import time
-
-    return time.time()
+    return __import__("time").time()
 
 
 def machinery_dirs():
     """The folders of pytest, `_pytest` and pluggy as this process imported them (real paths, with a
-    trailing slash): the test machinery, never the patch's code. Not any folder so named: a patch
-    could create `pkg/_pytest/` of its own, but not make the running pytest import from it (a
-    shadowing module at the root is deleted before the run)."""
+    trailing slash): the test machinery, never the patch's code; not any folder so named."""
     found = []
     for name in ("_pytest", "pluggy", "pytest"):
         filename = getattr(sys.modules.get(name), "__file__", None)
@@ -483,7 +483,7 @@ def imported_repository_modules(testbed, own_dir, patched=None):
         real = os.path.realpath(filename)
         if not real.startswith(testbed) or real.startswith(own_dir) or "/site-packages/" in real:
             continue
-        if name.split(".")[0] in ("pytest", "_pytest", "pluggy", "py"):
+        if name.split(".")[0] in MACHINERY_NAMES:
             continue
         if patched is not None and real not in patched:
             continue

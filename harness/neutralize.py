@@ -59,7 +59,8 @@ TEST_DIR_NAMES = frozenset({"tests", "test"})
 # reporter's folder on sys.path, so a root `patchgym_unittest_reporter.py` ran instead of the signed
 # runner (and read the key), and a root `patchgym_audit_hook.py` switched round 3 off.
 SHADOW_EXTRA = frozenset({"pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli",
-                          "colorama", "xdist", "pytest_timeout", PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE,
+                          "colorama", "xdist", "pytest_timeout", "sitecustomize", "usercustomize",
+                          PLUGIN_MODULE, PLUGIN_CORE, UNITTEST_MODULE,
                           SIGNED_STREAM[0], *(module for module, _ in HELPERS)})
 # Standard-library modules of the Pythons a task may run on (3.7-3.13) that this interpreter's
 # `sys.stdlib_module_names` lacks: the task's interpreter, not patchgym's, imports them (a root

@@ -973,6 +973,8 @@ class Reporter:
                 excinfo.typename, report.outcome)))
         if report is not None and call.when == "call":
             self._made[item.nodeid] = (report, report.outcome)  # compared when it is logged
+            if type(report.outcome) is not str:  # pytest's are plain strings; one with its own __ne__ lied (round 10)
+                self._untrusted.setdefault(item.nodeid, ("report_outcome_replaced", type(report.outcome).__name__))
         if report is not None and report.skipped and self._skip_test["origin"] is not None and item.nodeid not in self._untrusted:
             # unittest.SkipTest made by patched code (a plain test function raising it counts as a skip too).
             self._untrusted[item.nodeid] = ("skip_from_patched_file", self._skip_test["origin"])
@@ -1267,9 +1269,10 @@ class Reporter:
         if report.when == "call":
             self.check_machinery()
             made = self._made.pop(report.nodeid, None)
-            if made is not None and made[0] is report and report.outcome != made[1]:
+            outcome = report.outcome
+            if type(outcome) is not str or made is not None and made[0] is report and outcome != made[1]:
                 # An implementation of pytest_runtest_logreport that ran before this one changed it.
-                self._untrusted.setdefault(report.nodeid, ("report_changed_after_it_was_made", "{} became {}".format(made[1], report.outcome)))
+                self._untrusted.setdefault(report.nodeid, ("report_changed_after_it_was_made", "became {!r}".format(outcome)))
             if report.passed:
                 status = "XPASS" if hasattr(report, "wasxfail") else "PASSED"
             elif report.skipped:

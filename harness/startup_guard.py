@@ -38,7 +38,11 @@ import sys
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
 _HERE = os.path.dirname(os.path.abspath(__file__))
-_MACHINERY = ("pytest", "_pytest", "pluggy", "py")
+# The test machinery and what `import pytest` imports of its own dependencies: from their own
+# repositories (a task on iniconfig, an editable install) they load before the grader whatever it
+# does, and refusing them failed every honest fix there (red team round 10). The same names as
+# patchgym_audit_hook.MACHINERY_NAMES, which `imported_repository_modules` leaves out.
+_MACHINERY = ("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama")
 
 
 class BeforeTheGrader(object):
@@ -104,16 +108,23 @@ def lift():
     return list(guard.refused)
 
 
-def _install():
-    global _guard
-    if os.environ.get(_MARKER_ENV) != "1" or sys.version_info < (3, 6):
-        return
+def _read_startup():
     try:
         with open(os.path.join(_HERE, "patchgym_startup.json")) as handle:
             startup = json.load(handle)
+        return startup if isinstance(startup, dict) and isinstance(startup.get("testbed"), str) else None
+    except (OSError, ValueError):
+        return None
+
+
+def _install(startup):
+    global _guard
+    if startup is None or os.environ.get(_MARKER_ENV) != "1" or sys.version_info < (3, 6):
+        return
+    try:
         testbed = os.path.realpath(startup["testbed"])
         patched = set(os.path.realpath(os.path.join(testbed, path)) for path in startup.get("patched_files", []))
-    except (OSError, ValueError, KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):
         return
     from importlib.machinery import PathFinder
 
@@ -149,13 +160,17 @@ def _load_the_pytest_reporter(module):
         pass
 
 
-def _run_the_environments_own():
-    """The `sitecustomize` this one stands in front of, run as Python would have run it."""
+def _run_the_environments_own(startup):
+    """The `sitecustomize` this one stands in front of, run as Python would have run it: the
+    environment's, never one in the repository (a `sitecustomize/` package there, found through an
+    editable install's path entry, ran before the unittest runner loaded: red team round 10)."""
     if sys.version_info < (3, 4):
         return
     from importlib.machinery import PathFinder
 
-    path = [entry for entry in sys.path if isinstance(entry, str) and os.path.abspath(entry or ".") != _HERE]
+    testbed = os.path.realpath(startup["testbed"]) + "/" if startup is not None else None
+    path = [entry for entry in sys.path if isinstance(entry, str) and os.path.abspath(entry or ".") != _HERE
+            and not (testbed and (os.path.realpath(entry or ".") + "/").startswith(testbed))]
     spec = PathFinder.find_spec("sitecustomize", path)
     if spec is None or spec.loader is None:
         return
@@ -166,5 +181,6 @@ def _run_the_environments_own():
     spec.loader.exec_module(module)
 
 
-_install()
-_run_the_environments_own()
+_startup = _read_startup()
+_install(_startup)
+_run_the_environments_own(_startup)

@@ -103,7 +103,7 @@ def _with_entry_point(prepared, module: str, source: str | None = None) -> None:
 
 
 def test_a_root_module_in_place_of_an_installed_underscore_plugin_is_removed(tmp_path):
-    prepared, _ = build_prepared(tmp_path / "underscore", instance_id="calc-r9-underscore")
+    prepared, _ = build_prepared(tmp_path / "underscore", instance_id="calc-r9-underscore", fail_to_pass=["tests/test_add.py::test_add"])
     _with_entry_point(prepared, "_calc_helper_plugin", "# an installed plugin with no hooks\n")
     verdict = grade((prepared, None), {"_calc_helper_plugin.py": "import pytest\n" + FLIP_GRADED})
     assert_zero(verdict, tampered=False)
@@ -116,7 +116,7 @@ def test_the_repositorys_own_plugin_turning_the_graded_failure_into_a_pass_gets_
     of a plugin changes them). Changed to report the graded test's failure as a pass, in its
     makereport wrapper or in a logreport hook that runs before the grader's."""
     prepared, _ = build_prepared(tmp_path / where, instance_id=f"calc-r9-own-{where}",
-                                 base_files={**BASE_FILES, "calc/plugin.py": "import pytest\n"})
+                                 base_files={**BASE_FILES, "calc/plugin.py": "import pytest\n"}, fail_to_pass=["tests/test_add.py::test_add"])
     _with_entry_point(prepared, "calc.plugin")
     flip = FLIP_GRADED
     if where == "logreport":
@@ -190,3 +190,57 @@ def test_the_repositorys_own_plugin_hiding_a_broken_pass_to_pass_test_as_skipped
     verdict = grade((prepared, None), {"calc/plugin.py": hide, "calc/ops.py": broken_sub})
     assert_zero(verdict)
     assert verdict.tests["PASS_TO_PASS"]["tests/test_ops.py::test_sub"] == "FAILED", verdict.model_dump_json(indent=1)
+
+
+# --- red team round 10: against the defences above ----------------------------------------------------
+
+def test_a_sitecustomize_package_in_the_repository_never_runs(unittest_task):
+    """A new `sitecustomize/__init__.py` (a package: the file rule named only `sitecustomize.py`),
+    found through the environment's path entry for the repository by the grader's own
+    `sitecustomize`, which runs the environment's: it rewrote the tests on disk before the unittest
+    runner loaded, and hid itself from `sys.modules`."""
+    payload = REWRITE_ON_DISK.replace('raise ImportError("No module named \'org.python.core\'")\n', "import sys\nsys.modules.pop(__name__, None)\n")
+    verdict = grade(unittest_task, {"sitecustomize/__init__.py": payload})
+    assert_zero(verdict, tampered=False)
+
+
+LIAR_OUTCOME = ("import pytest\n\n\nclass _Outcome(str):\n    def __ne__(self, other):\n        return False\n\n    __hash__ = str.__hash__\n\n\n"
+                "@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                "    outcome = yield\n    report = outcome.get_result()\n"
+                "    if report.when == 'call' and report.failed and item.name == 'test_add':\n"
+                "        report.outcome = _Outcome('failed')\n        report._flip = True\n\n\n"
+                "@pytest.hookimpl(tryfirst=True)\ndef pytest_runtest_logreport(report):\n"
+                "    if getattr(report, '_flip', False):\n        report.outcome = 'passed'\n        report.longrepr = None\n")
+
+
+def test_a_report_outcome_of_a_str_subclass_gets_zero(tmp_path):
+    """The repository's own plugin gave the failed report an outcome whose `__ne__` always says
+    equal, then flipped it to passed before the grader logged it: the comparison of before and
+    after asked the liar."""
+    prepared, _ = build_prepared(tmp_path / "liar", instance_id="calc-r10-liar", base_files={**BASE_FILES, "calc/plugin.py": "import pytest\n"},
+                                 fail_to_pass=["tests/test_add.py::test_add"])
+    _with_entry_point(prepared, "calc.plugin")
+    verdict = grade((prepared, None), {"calc/plugin.py": LIAR_OUTCOME})
+    assert_zero(verdict)
+
+
+PATH_HOOK_WRITE = ("\n\nimport functools as _functools\nimport os as _os\nimport sys as _sys\nfrom importlib.machinery import PathFinder as _PathFinder\n\n"
+                   "_data = _os.path.abspath('tests/data/add.txt')\n"
+                   "if _os.path.exists(_data):\n"
+                   "    _sys.path_hooks.insert(0, _functools.partial(open, mode='w'))\n"
+                   "    _handle = _PathFinder._path_importer_cache(_data)\n"
+                   "    _sys.path_hooks.pop(0)\n    _sys.path_importer_cache.pop(_data, None)\n"
+                   "    _handle.write('2 3 -1\\n')\n    _handle.close()\n")
+
+
+def test_a_write_the_import_system_makes_for_the_patch_is_refused(tmp_path):
+    """`open` put on sys.path_hooks and called through the path finder's cache: the write's
+    innermost frame was the import system's, where the walk for the culprit stopped. It now stops
+    there only where a module was being imported."""
+    tests = {"tests/test_add.py": ("import pathlib\n\nfrom calc import add\n\nDATA = pathlib.Path(__file__).parent / 'data' / 'add.txt'\n\n\n"
+                                  "def test_add():\n    a, b, want = map(int, DATA.read_text().split())\n    assert add(a, b) == want\n"),
+             "tests/data/add.txt": "2 3 5\n"}
+    prepared, _ = build_prepared(tmp_path / "hook", instance_id="calc-r10-hook", test_patch_files=tests,
+                                 fail_to_pass=["tests/test_add.py::test_add"])
+    verdict = grade((prepared, None), {"calc/ops.py": OPS + PATH_HOOK_WRITE})
+    assert_zero(verdict)
