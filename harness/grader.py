@@ -168,7 +168,8 @@ class _Grading:
             wall = time.time()
             run = run_tests(sandbox, self.task, grading_command(self.task), patched_files=patched,
                             protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task),
-                            timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests())
+                            timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests(),
+                            created_files=self._created(check))
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
             self.durations["apply"] = round(max(0.0, split - wall), 4)
             self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
@@ -190,7 +191,8 @@ class _Grading:
         present = set(parse_tree_output(marker, result.output).present)
         run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None),
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
-                        timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests())
+                        timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests(),
+                        created_files=self._created(check))
         self._timed("tests", started)
         return self._finish(run)
 

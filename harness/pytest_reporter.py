@@ -534,6 +534,8 @@ class Reporter:
         pluggy as imported: a fix to their own repository changes them, honestly)."""
         if not filename:
             return False
+        if self._guard is not None and filename in self._guard.tainted:
+            return True  # a name the patch's code compiled something under (round 11: a plugin made that way)
         # Cached: the plugin-registration check alone asked for ~1,400 realpaths per session.
         patched = self._patched_cache.get(filename)
         if patched is None:
@@ -916,6 +918,7 @@ class Reporter:
         @pytest.hookimpl(wrapper=True, tryfirst=True)
         def pytest_runtest_makereport(self, item, call):
             brief = False
+            excinfo = call.excinfo
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
                 brief = self._brief_canary_failure(item, call)
@@ -924,12 +927,13 @@ class Reporter:
             finally:
                 if brief:
                     vars(item).pop("repr_failure", None)
-            self._judge_report(item, call, report)
+            self._judge_report(item, call, report, excinfo)
             return report
     else:
         @pytest.hookimpl(hookwrapper=True, tryfirst=True)
         def pytest_runtest_makereport(self, item, call):
             brief = False
+            excinfo = call.excinfo
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
                 brief = self._brief_canary_failure(item, call)
@@ -940,7 +944,7 @@ class Reporter:
                 report = outcome.get_result()
             except BaseException:  # noqa: B036  another hook failed: pytest reports that itself
                 report = None
-            self._judge_report(item, call, report)
+            self._judge_report(item, call, report, excinfo)
 
     def _brief_canary_failure(self, item, call):
         """A canary (or contradiction copy) that failed, as it must, is reported with a one-line
@@ -958,8 +962,13 @@ class Reporter:
         item.repr_failure = lambda excinfo, *args, **kwargs: "{}: a canary of the grader's, failing as it must".format(typename)
         return True
 
-    def _judge_report(self, item, call, report):
+    def _judge_report(self, item, call, report, raised):
+        """`raised`: what the call raised, as the grader's outermost wrapper saw it before the other
+        implementations ran: one that set `call.excinfo = None` made pytest report a pass (round 11).
+        (Replaced is pytest's own doing: its unittest plugin turns a `SkipTest` into pytest's skip.)"""
         excinfo = call.excinfo
+        if raised is not None and excinfo is None:
+            self._untrusted.setdefault(item.nodeid, ("call_result_changed", "its exception was cleared"))
         imperative = excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception))
         if (excinfo is not None and not imperative and report is not None and call.when == "call"
                 and (report.passed or report.skipped and not hasattr(report, "wasxfail"))):
@@ -1029,6 +1038,8 @@ class Reporter:
         return self._rewrite
 
     def _check_item_code(self, item):
+        if "runtest" in vars(item):  # pytest calls the item's class's runtest; one set on the item ran none (round 11)
+            self._untrusted.setdefault(item.nodeid, ("runtest_replaced", "the item's runtest is not its class's"))
         if self._sources is None:
             return
         untrusted = self._guard.untrusted_file if self._guard is not None else None
@@ -1534,7 +1545,10 @@ def _claim():
         import patchgym_audit_hook as guard_module
 
         patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
-        early = guard_module.imported_repository_modules(testbed, _OWN_DIR, patched)
+        # Files the patch created (the startup guard's list): a base file the fix edited may have
+        # been imported by `import pytest` itself (its dependencies' own repositories), no new one.
+        created = getattr(getattr(sys.modules.get("patchgym_startup_guard"), "_guard", None), "created", None)
+        early = guard_module.imported_repository_modules(testbed, _OWN_DIR, patched if created is None else created)
     except ImportError:
         guard_module = None
     try:

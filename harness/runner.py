@@ -109,7 +109,8 @@ def canaries_apply(task: Task) -> bool:
 def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float,
               protected_files: list[str] | None = None, prelude: str | None = None, marker: str = "",
               executed: str | None = None, test_roots: list[str] | None = None,
-              canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None) -> GradingRun:
+              canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None,
+              created_files: list[str] | None = None) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line."""
@@ -124,7 +125,7 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         for path, content in sandbox_modules(channel.workdir, "unittest" if unittest_runner else "pytest"):
             sandbox.write_file(path, content)
         startup = {"testbed": TESTBED, "patched_files": patched_files, "runner": "unittest" if unittest_runner else "pytest",
-                   "reporter": PLUGIN_CORE}
+                   "reporter": PLUGIN_CORE, "created_files": created_files}
         sandbox.write_file(f"{channel.workdir}/{STARTUP_CONFIG}", json.dumps(startup).encode())
         if not unittest_runner:
             env["PYTEST_PLUGINS"] = PLUGIN_MODULE
@@ -142,7 +143,9 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
     begin = f"{marker} tests_begin"
     if prelude:
         # $EPOCHREALTIME (bash >= 5) spares the two processes of $(date) in every grading.
-        executed = f"{{\n{prelude}\n}} </dev/null\necho \"{begin} ${{EPOCHREALTIME:-$(date +%s.%N)}}\"\n{executed}"
+        # The moment the tests begin, also for the audit hook: test data the prelude wrote is older.
+        executed = (f"{{\n{prelude}\n}} </dev/null\nPATCHGYM_TESTS_BEGAN=${{EPOCHREALTIME:-$(date +%s.%N)}}; export PATCHGYM_TESTS_BEGAN\n"
+                    f"echo \"{begin} $PATCHGYM_TESTS_BEGAN\"\n{executed}")
     result = sandbox.run(executed, timeout_s=max(1.0, timeout_s), env=env, stdin=stdin)
     stream = None
     if channel is not None:

@@ -48,10 +48,15 @@ _MACHINERY = ("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "ex
 class BeforeTheGrader(object):
     """The meta path finder that keeps the patch's files from being imported before the grader."""
 
-    def __init__(self, testbed, patched, path_finder):
+    def __init__(self, testbed, patched, path_finder, created=None):
         self.find = path_finder.find_spec  # imported before the guard is on sys.meta_path
         self.testbed = testbed.rstrip("/") + "/"
         self.patched = patched
+        # Files the patch brought into being; None: every file of the patch counts as one. A file
+        # the repository had at base, edited by the fix, still imports: pytest imports its own
+        # dependencies (pygments at 8.4, attrs at 7.2) at `import pytest`, and refusing their own
+        # repositories' fixed files stopped pytest (false positives fpI). Not so a new file.
+        self.created = created
         self.refused = []  # (module name, file) of each import turned away, for the reporter
         self._entries = {}  # sys.path entry -> whether it is a folder of the repository
 
@@ -69,7 +74,7 @@ class BeforeTheGrader(object):
         if not isinstance(origin, str) or not getattr(spec, "has_location", False):
             return False  # a namespace package runs no code; its modules are looked up one by one
         real = os.path.realpath(origin)
-        return real.startswith(self.testbed) and real in self.patched
+        return real.startswith(self.testbed) and real in self.patched and (self.created is None or real in self.created)
 
     def find_spec(self, name, path=None, target=None):
         if name.partition(".")[0] in _MACHINERY:
@@ -124,11 +129,13 @@ def _install(startup):
     try:
         testbed = os.path.realpath(startup["testbed"])
         patched = set(os.path.realpath(os.path.join(testbed, path)) for path in startup.get("patched_files", []))
+        created = startup.get("created_files")
+        created = None if created is None else set(os.path.realpath(os.path.join(testbed, path)) for path in created)
     except (KeyError, TypeError, ValueError):
         return
     from importlib.machinery import PathFinder
 
-    _guard = BeforeTheGrader(testbed, patched, PathFinder)
+    _guard = BeforeTheGrader(testbed, patched, PathFinder, created)
     sys.meta_path.insert(0, _guard)
     sys.modules["patchgym_startup_guard"] = sys.modules[__name__]
     if startup.get("runner") == "pytest" and startup.get("reporter"):
@@ -146,6 +153,9 @@ def _load_the_pytest_reporter(module):
     own `-p` finds it imported. Anything that fails here is left to pytest's `-p` as before."""
     import importlib
 
+    # Looked up as `python -m pytest` would (the working directory first): a repository that pytest
+    # imports at start (pygments, flat and not installed editable) is its fixed copy, not site-packages'.
+    sys.path.insert(0, os.getcwd())
     try:
         import pytest  # noqa: F401
         from _pytest import config
@@ -158,27 +168,38 @@ def _load_the_pytest_reporter(module):
         importlib.import_module(module)
     except Exception:  # noqa: BLE001
         pass
+    finally:
+        if sys.path and sys.path[0] == os.getcwd():
+            del sys.path[0]
 
 
 def _run_the_environments_own(startup):
     """The `sitecustomize` this one stands in front of, run as Python would have run it: the
-    environment's, never one in the repository (a `sitecustomize/` package there, found through an
-    editable install's path entry, ran before the unittest runner loaded: red team round 10)."""
+    environment's, or the repository's own as it was at base (a test command's `PYTHONPATH=tests/site`;
+    neutralisation reverts every `sitecustomize.py`), never a file of the patch (a new
+    `sitecustomize/` package ran before the unittest runner loaded: red team round 10)."""
     if sys.version_info < (3, 4):
         return
     from importlib.machinery import PathFinder
 
-    testbed = os.path.realpath(startup["testbed"]) + "/" if startup is not None else None
-    path = [entry for entry in sys.path if isinstance(entry, str) and os.path.abspath(entry or ".") != _HERE
-            and not (testbed and (os.path.realpath(entry or ".") + "/").startswith(testbed))]
+    path = [entry for entry in sys.path if isinstance(entry, str) and os.path.abspath(entry or ".") != _HERE]
     spec = PathFinder.find_spec("sitecustomize", path)
-    if spec is None or spec.loader is None:
+    if spec is None or spec.loader is None or _of_the_patch(spec, startup):
         return
     import importlib.util
 
     module = importlib.util.module_from_spec(spec)
     sys.modules["sitecustomize"] = module
     spec.loader.exec_module(module)
+
+
+def _of_the_patch(spec, startup):
+    origin = getattr(spec, "origin", None)
+    if startup is None or not isinstance(origin, str):
+        return startup is not None
+    testbed = os.path.realpath(startup["testbed"])
+    real = os.path.realpath(origin)
+    return real in set(os.path.realpath(os.path.join(testbed, p)) for p in startup.get("patched_files", []))
 
 
 _startup = _read_startup()

@@ -244,3 +244,56 @@ def test_a_write_the_import_system_makes_for_the_patch_is_refused(tmp_path):
                                  fail_to_pass=["tests/test_add.py::test_add"])
     verdict = grade((prepared, None), {"calc/ops.py": OPS + PATH_HOOK_WRITE})
     assert_zero(verdict)
+
+
+# --- red team round 11 ---------------------------------------------------------------------------------
+
+OWN_PLUGIN_ATTACKS = {
+    "excinfo cleared": ("@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                        "    if call.when == 'call' and call.excinfo is not None and item.name == 'test_add':\n"
+                        "        call.excinfo = None\n    yield\n"),
+    "runtest replaced": ("def _nothing():\n    return None\n\n\ndef pytest_collection_modifyitems(items):\n"
+                         "    for item in items:\n        if item.name == 'test_add':\n            item.runtest = _nothing\n"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(OWN_PLUGIN_ATTACKS))
+def test_the_repositorys_own_plugin_making_no_failed_report_gets_zero(tmp_path, how):
+    """The plugin clears `call.excinfo` in its makereport wrapper before pytest builds the report, or
+    sets the graded item's `runtest` to a function that runs nothing: no failed report is ever made."""
+    prepared, _ = build_prepared(tmp_path / how.replace(" ", "-"), instance_id="calc-r11-own", fail_to_pass=["tests/test_add.py::test_add"],
+                                 base_files={**BASE_FILES, "calc/plugin.py": "import pytest\n"})
+    _with_entry_point(prepared, "calc.plugin")
+    assert_zero(grade((prepared, None), {"calc/plugin.py": "import pytest\n\n\n" + OWN_PLUGIN_ATTACKS[how]}))
+
+
+DATA_UNITTEST = {"tests/test_add.py": ("import pathlib\nimport unittest\n\nfrom calc import add\n\nDATA = pathlib.Path(__file__).parent / 'data' / 'add.txt'\n\n\n"
+                                       "class AddTest(unittest.TestCase):\n    def test_add(self):\n        got = add(2, 3)\n"
+                                       "        self.assertEqual(got, int(DATA.read_text()))\n"),
+                 "tests/data/add.txt": "5\n"}
+INIT_SUBCLASS_WRITE = ("import functools\nimport importlib\nimport numbers\nimport os\nimport pathlib\nimport sys\n\n\n"
+                       "def add(a, b):\n    data = pathlib.Path(os.path.abspath('tests/data/add.txt'))\n"
+                       "    numbers.Rational.__init_subclass__ = functools.partial(pathlib.Path.write_text, data, str(a - b))\n"
+                       "    saved = sys.modules.pop('fractions', None)\n    try:\n        importlib.import_module('fractions')\n"
+                       "    finally:\n        del numbers.Rational.__init_subclass__\n        sys.modules['fractions'] = saved\n"
+                       "    return a - b\n\n\n" + "def sub(a, b):" + OPS.split("def sub(a, b):", 1)[1])
+
+
+@pytest.mark.parametrize("how", ["directly", "from a module body the patch re-imports"])
+def test_the_unittest_runners_test_data_cannot_be_rewritten(tmp_path, how):
+    """`add` rewrites the expected value the test reads: directly (the unittest runner starts within
+    the audit hook's old margin of test_patch writing the data, so the file counted as the run's and
+    was writable), or through `fractions`' class statement calling the `__init_subclass__` the patch
+    set (the walk for the culprit stopped at the import system)."""
+    from tests.test_integrity_round3 import UNITTEST_BASE as base
+
+    prepared, _ = build_prepared(tmp_path / how[:8], instance_id="calc-r11-data", base_files=base, test_patch_files=DATA_UNITTEST,
+                                 fail_to_pass=["tests.test_add.AddTest.test_add"], pass_to_pass=["tests.test_ops.OpsTest.test_sub"],
+                                 log_parser="unittest")
+    ops = INIT_SUBCLASS_WRITE
+    if how == "directly":
+        ops = ("import os\n\n\ndef add(a, b):\n    with open(os.path.abspath('tests/data/add.txt'), 'w') as handle:\n"
+               "        handle.write(str(a - b))\n    return a - b\n\n\n" + "def sub(a, b):" + OPS.split("def sub(a, b):", 1)[1])
+    verdict = grade((prepared, None), {"calc/ops.py": ops})
+    assert_zero(verdict)
+    assert any("audit_refused: writing" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
