@@ -16,15 +16,17 @@ patchgym (red team round 9). Names that only another Python version has (`_color
 What. In the one process the grader reports from (its environment holds the marker the reporter
 takes away; children and xdist workers do not), a finder goes first on `sys.meta_path` until the
 grader calls `lift()`. It looks up each import as the path finder would; where that finds a file
-the patch changed or created under the repository, it finds the module without the repository's
-folders instead, or refuses the import (`ModuleNotFoundError`, which is what `copy` expects of a
-name that is not there). Unchanged files of the repository still import (a `-p pkg.plugin` in the
-repository's own addopts loads before the grader; it is the repository's configuration at base),
-and so do pytest and pluggy from their own repositories (the test machinery). The pytest reporter
-lifts the guard once it has installed its audit hook, read the test files and kept what it compiles
-with, before pytest loads any plugin of an installed entry point or any conftest; the unittest
-runner lifts it before it loads the first test module. Then the environment's own `sitecustomize`
-(Debian's, a venv's), if there is one, runs as it would have.
+the patch created under the repository, it finds the module without the repository's folders
+instead, or refuses the import (`ModuleNotFoundError`, which is what `copy` expects of a name that
+is not there). Files the repository had at base still import, edited or not: `import pytest`
+imports pytest's own dependencies (pygments, attrs, iniconfig), whose repositories are tasks too.
+For pytest, the grader's reporter is imported here (`_load_the_pytest_reporter`), after pytest and
+its built-in plugins, with the working directory first as `python -m` would have it; it lifts the
+guard once it has installed its audit hook, read the test files and kept what it compiles with,
+so before the repository's own `-p` plugins, the plugins of installed entry points and the
+conftests. The unittest runner lifts it before it loads the first test module. Then the
+environment's own `sitecustomize` (Debian's, a venv's), or the repository's as it was at base, runs
+as it would have; never a file of the patch.
 
 The testbed and the patch's files come from `patchgym_startup.json`, which the runner writes next
 to this file. Not covered: code that runs at interpreter start before this (a `.pth` file of the
