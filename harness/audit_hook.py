@@ -251,7 +251,6 @@ class Guard(object):
             return True
         return False
 
-    # --- the hook -----------------------------------------------------------------------------
     def make_hook(self):
         """The hook as a plain closure: it runs for every audit event of the process (~22,000 in a
         600-test pytest run, nearly all of them not watched), so the first test is all most pay."""
@@ -295,11 +294,10 @@ class Guard(object):
                 return
             if event == "compile" and self.real(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
-            # Up to the import system only: pytest's rewriter compiling (through `ast.parse`) a
-            # module that the patch's code imports is not the patch compiling it (typeguard: its
-            # unchanged modules were tainted that way, and its honest fix tampered).
+            # Up to the import system only: pytest's rewriter compiling a module the patch imports
+            # is not the patch compiling it (typeguard's honest fix was tampered that way).
             culprit = self.culprit(caller)
-            if culprit is None:
+            if culprit is None or event == "compile" and _the_files_own_source(args):
                 return
             if event == "exec":
                 self.taint(getattr(args[0], "co_filename", None))
@@ -376,7 +374,6 @@ class Guard(object):
             frame = frame.f_back
         return test
 
-    # --- checks the reporter runs between tests --------------------------------------------------
     def snapshot(self):
         threading = sys.modules.get("threading")
         return {"pycache_prefix": getattr(sys, "pycache_prefix", None),
@@ -402,17 +399,21 @@ class Guard(object):
 
 
 def _importing_a_module(frame, args):
-    """The import system compiling a file's own bytes or running a module's code, not calling a hook the
-    patch gave it (`compile` on sys.path_hooks) nor a loader serving other bytes under a name (round 11)."""
+    """The import system compiling a file's own bytes or running a module's code (round 11: not a hook
+    on sys.path_hooks, not a loader serving other bytes under a file's name)."""
     outer = frame.f_back if frame.f_code.co_name == "_call_with_frames_removed" else None
     if outer is None or outer.f_code.co_name not in ("source_to_code", "exec_module", "get_code"):
         return False
-    if outer.f_code.co_name != "source_to_code" or not args or not isinstance(args[0], bytes) or len(args) < 2:
-        return True
+    return outer.f_code.co_name != "source_to_code" or _the_files_own_source(args)
+
+
+def _the_files_own_source(args):
+    """`compile` of what the file holds: no laundering (executing, stack_data compile the stack's files)."""
+    source = args[0].encode("utf-8") if args and isinstance(args[0], str) else args[0] if args else None
     try:
         with _OPEN(_text(args[1]) or "", "rb") as handle:
-            return handle.read() == args[0]
-    except OSError:
+            return isinstance(source, bytes) and handle.read() == source
+    except (OSError, IndexError, UnicodeError):
         return False
 
 

@@ -534,7 +534,7 @@ class Reporter:
         pluggy as imported: a fix to their own repository changes them, honestly)."""
         if not filename:
             return False
-        if self._guard is not None and filename in self._guard.tainted:
+        if self._guard is not None and filename in self._guard.tainted and not os.path.realpath(filename).startswith(self._machinery_dirs):
             return True  # a name the patch's code compiled something under (round 11: a plugin made that way)
         # Cached: the plugin-registration check alone asked for ~1,400 realpaths per session.
         patched = self._patched_cache.get(filename)
