@@ -466,10 +466,10 @@ def machinery_dirs():
 
 def imported_repository_modules(testbed, own_dir, patched=None):
     """Modules of the repository already imported when the reporter loads (the proof of order:
-    none may be). pytest's own packages (for pytest's repository) and installed packages are left
-    out; with `patched` (real paths of the files the patch changed), only those count: base code
-    that the repository's own configuration loads first (`-p pkg.plugin` in its addopts) ran no
-    code of the patch."""
+    none may be), pytest's and installed packages left out. With `patched` (real paths), only those
+    count, and of them only the created ones where the startup guard knows them: a base file the fix
+    edited may be imported by `import pytest` itself (its dependencies' own repositories)."""
+    created = getattr(sys.modules.get("patchgym_startup_guard"), "created", lambda: None)()
     testbed = os.path.realpath(testbed).rstrip("/") + "/"
     own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
     found = []
@@ -485,7 +485,7 @@ def imported_repository_modules(testbed, own_dir, patched=None):
             continue
         if name.split(".")[0] in MACHINERY_NAMES:
             continue
-        if patched is not None and real not in patched:
+        if patched is not None and real not in (created if created is not None else patched):
             continue
         found.append(name)
     return sorted(found)

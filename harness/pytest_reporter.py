@@ -534,7 +534,7 @@ class Reporter:
         pluggy as imported: a fix to their own repository changes them, honestly)."""
         if not filename:
             return False
-        if self._guard is not None and filename in self._guard.tainted and not os.path.realpath(filename).startswith(self._machinery_dirs):
+        if self._guard is not None and filename in self._guard.tainted and not self._real(filename).startswith(self._machinery_dirs):
             return True  # a name the patch's code compiled something under (round 11: a plugin made that way)
         # Cached: the plugin-registration check alone asked for ~1,400 realpaths per session.
         patched = self._patched_cache.get(filename)
@@ -1545,10 +1545,7 @@ def _claim():
         import patchgym_audit_hook as guard_module
 
         patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
-        # Files the patch created (the startup guard's list): a base file the fix edited may have
-        # been imported by `import pytest` itself (its dependencies' own repositories), no new one.
-        created = getattr(getattr(sys.modules.get("patchgym_startup_guard"), "_guard", None), "created", None)
-        early = guard_module.imported_repository_modules(testbed, _OWN_DIR, patched if created is None else created)
+        early = guard_module.imported_repository_modules(testbed, _OWN_DIR, patched)
     except ImportError:
         guard_module = None
     try:

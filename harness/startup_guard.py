@@ -40,18 +40,17 @@ import sys
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
 _HERE = os.path.dirname(os.path.abspath(__file__))
-# The test machinery and what `import pytest` imports of its own dependencies: from their own
-# repositories (a task on iniconfig, an editable install) they load before the grader whatever it
-# does, and refusing them failed every honest fix there (red team round 10). The same names as
-# patchgym_audit_hook.MACHINERY_NAMES, which `imported_repository_modules` leaves out.
-_MACHINERY = ("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama")
 
 
 class BeforeTheGrader(object):
     """The meta path finder that keeps the patch's files from being imported before the grader."""
 
-    def __init__(self, testbed, patched, path_finder, created=None):
+    def __init__(self, testbed, patched, path_finder, machinery, created=None):
         self.find = path_finder.find_spec  # imported before the guard is on sys.meta_path
+        # The test machinery and what `import pytest` imports of its own dependencies
+        # (patchgym_audit_hook.MACHINERY_NAMES): from their own repositories they load before the
+        # grader whatever it does, new files of a fix there included (red team round 10).
+        self.machinery = machinery
         self.testbed = testbed.rstrip("/") + "/"
         self.patched = patched
         # Files the patch brought into being; None: every file of the patch counts as one. A file
@@ -59,7 +58,6 @@ class BeforeTheGrader(object):
         # dependencies (pygments at 8.4, attrs at 7.2) at `import pytest`, and refusing their own
         # repositories' fixed files stopped pytest (false positives fpI). Not so a new file.
         self.created = created
-        self.refused = []  # (module name, file) of each import turned away, for the reporter
         self._entries = {}  # sys.path entry -> whether it is a folder of the repository
 
     def _in_testbed(self, entry):
@@ -79,7 +77,7 @@ class BeforeTheGrader(object):
         return real.startswith(self.testbed) and real in self.patched and (self.created is None or real in self.created)
 
     def find_spec(self, name, path=None, target=None):
-        if name.partition(".")[0] in _MACHINERY:
+        if name.partition(".")[0] in self.machinery:
             return None
         entries = sys.path if path is None else path
         mine = [entry for entry in entries if self._in_testbed(entry)]
@@ -94,7 +92,6 @@ class BeforeTheGrader(object):
         spec = self.find(name, path)  # what the import would pick, the repository's folders included
         if spec is None or not self._the_patchs(spec):
             return None
-        self.refused.append((name, spec.origin))
         other = self.find(name, [entry for entry in entries if entry not in mine])
         if other is not None:
             return other
@@ -105,14 +102,21 @@ _guard = None
 
 
 def lift():
-    """Take the guard off `sys.meta_path` (the grader has loaded); the imports it turned away."""
+    """Take the guard off `sys.meta_path` (the grader has loaded)."""
     global _guard
     guard, _guard = _guard, None
-    if guard is None:
-        return []
-    while guard in sys.meta_path:
+    while guard is not None and guard in sys.meta_path:
         sys.meta_path.remove(guard)
-    return list(guard.refused)
+
+
+def created():
+    """The real paths of the files the patch created (None: not told, or the guard is off): all a
+    module already imported when the grader loads may not be (`imported_repository_modules`)."""
+    return _guard.created if _guard is not None else None
+
+
+def _real_paths(testbed, paths):
+    return set(os.path.realpath(os.path.join(testbed, path)) for path in paths)
 
 
 def _read_startup():
@@ -130,14 +134,18 @@ def _install(startup):
         return
     try:
         testbed = os.path.realpath(startup["testbed"])
-        patched = set(os.path.realpath(os.path.join(testbed, path)) for path in startup.get("patched_files", []))
+        patched = _real_paths(testbed, startup.get("patched_files", []))
         created = startup.get("created_files")
-        created = None if created is None else set(os.path.realpath(os.path.join(testbed, path)) for path in created)
+        created = None if created is None else _real_paths(testbed, created)
     except (KeyError, TypeError, ValueError):
         return
     from importlib.machinery import PathFinder
 
-    _guard = BeforeTheGrader(testbed, patched, PathFinder, created)
+    try:  # the grader's own module next to this one, imported before any repository code can run
+        from patchgym_audit_hook import MACHINERY_NAMES
+    except ImportError:
+        return
+    _guard = BeforeTheGrader(testbed, patched, PathFinder, MACHINERY_NAMES, created)
     sys.meta_path.insert(0, _guard)
     sys.modules["patchgym_startup_guard"] = sys.modules[__name__]
     if startup.get("runner") == "pytest" and startup.get("reporter"):
@@ -199,9 +207,7 @@ def _of_the_patch(spec, startup):
     origin = getattr(spec, "origin", None)
     if startup is None or not isinstance(origin, str):
         return startup is not None
-    testbed = os.path.realpath(startup["testbed"])
-    real = os.path.realpath(origin)
-    return real in set(os.path.realpath(os.path.join(testbed, p)) for p in startup.get("patched_files", []))
+    return os.path.realpath(origin) in _real_paths(os.path.realpath(startup["testbed"]), startup.get("patched_files", []))
 
 
 _startup = _read_startup()

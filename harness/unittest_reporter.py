@@ -350,9 +350,8 @@ def main(argv):
     try:
         import patchgym_audit_hook
 
-        created = getattr(getattr(sys.modules.get("patchgym_startup_guard"), "_guard", None), "created", None)
-        early = patchgym_audit_hook.imported_repository_modules(  # a base file the fix edited may load first (startup_guard)
-            testbed, _OWN_DIR, created if created is not None else {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])})
+        early = patchgym_audit_hook.imported_repository_modules(
+            testbed, _OWN_DIR, {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])})
     except ImportError:
         patchgym_audit_hook = None
     try:
