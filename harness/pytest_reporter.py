@@ -49,6 +49,13 @@ try:  # taken now, before any code under test could replace it
     from _pytest.assertion.rewrite import rewrite_asserts as _rewrite_asserts
 except ImportError:
     _rewrite_asserts = None
+_py_path_local = None
+if str(getattr(pytest, "__version__", "")).split(".")[0] in ("3", "4"):  # its rewriter takes a py.path.local
+    from py.path import local as _py_path_local  # noqa: E402  (see Reporter._rewriter)
+
+
+def _pytest_4_module_path(path):
+    return _py_path_local(path) if _py_path_local is not None else path
 
 _MARKER_ENV = "PATCHGYM_REPORTER"
 _source_hash = getattr(importlib.util, "source_hash", None)
@@ -1032,8 +1039,10 @@ class Reporter:
             def rewrite(tree, source, path):
                 try:
                     _rewrite_asserts(tree, source, path, config)
-                except TypeError:  # pytest < 5: rewrite_asserts(mod, module_path, config)
-                    _rewrite_asserts(tree, path, config)
+                except TypeError:  # pytest < 5: rewrite_asserts(mod, module_path, config), with the
+                    # py.path.local pytest passes there (4.6 reads its `.strpath`: given a str, every
+                    # assert crashed the rewrite, and every gold on Python 3.6 + pytest 4.6 was tampered)
+                    _rewrite_asserts(tree, _pytest_4_module_path(path), config)
             self._rewrite = rewrite
         return self._rewrite
 

@@ -68,3 +68,67 @@ def test_a_conftest_imported_fixture_in_the_old_wrapped_form_is_the_librarys(tmp
                  fail_to_pass=["tests/test_pair.py::test_pair"], pass_to_pass=["tests/test_ops.py::test_sub"])
     verdict = grade(task, {"calc/pytest_plugin.py": plugin.replace("3 + 1)  # bug", "3)")})
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+# SWE-bench's oldest pytest rows (scikit-learn, astropy 3.x) run Python 3.6; pytest 4.6 is the last
+# of its line. pip 18 on 3.6 cannot pick releases by Requires-Python, so this interpreter's pip
+# downloads the 3.6 wheels and 3.6's pip installs them from that folder.
+PY36 = sorted(Path("/root/.pyenv/versions").glob("3.6.*/bin/python3.6"))
+OLDEST = ("pytest==4.6.11", "importlib-metadata<5", "zipp<3.7", "typing-extensions<4.2")
+
+
+@pytest.fixture(scope="module")
+def py36_venv(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not PY36:
+        pytest.skip("no Python 3.6 under /root/.pyenv/versions")
+    root = tmp_path_factory.mktemp("py36")
+    wheels, venv = root / "wheels", root / "venv"
+    download = subprocess.run([sys.executable, "-m", "pip", "download", "-q", "--disable-pip-version-check", "--python-version", "3.6",
+                               "--only-binary=:all:", "-d", str(wheels), *OLDEST], capture_output=True, text=True, timeout=600)
+    if download.returncode != 0:
+        pytest.skip(f"cannot download {OLDEST[0]} for Python 3.6: {download.stderr.strip()[-300:]}")
+    subprocess.run([str(PY36[-1]), "-m", "venv", str(venv)], check=True, capture_output=True)
+    subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check", "--no-index",
+                    "--find-links", str(wheels), OLDEST[0]], check=True, capture_output=True, timeout=600)
+    (venv / "lib" / "python3.6" / "site-packages" / "__editable__calc.pth").write_text("/testbed\n")
+    return venv
+
+
+@pytest.fixture
+def py36_factory(monkeypatch: pytest.MonkeyPatch, py36_venv: Path):
+    """A local sandbox factory that mounts Python 3.6 too (the local backend mounts only the
+    interpreter patchgym runs on; a factory's mounts are fixed when it is made, so a new one)."""
+    import patchgym.tasks.hostfs as hostfs
+    from tests.fixtures_grading.factories import local_factory_or_reason
+
+    prefixes = hostfs.interpreter_prefixes()
+    monkeypatch.setattr(hostfs, "interpreter_prefixes", lambda: [*prefixes, str(PY36[-1].parent.parent)])
+    factory, reason = local_factory_or_reason()
+    if factory is None:
+        pytest.skip(reason)
+    yield factory
+    factory.close_all()
+
+
+def test_python_3_6_with_pytest_4_6_resolves_the_gold_on_both_runners(tmp_path, py36_venv, py36_factory):
+    """pytest 4.6's assertion rewriter reads `.strpath` of the module path it is given: the grader's
+    own compilation passed a str, every rewrite crashed, and every test of the gold was
+    `test_code_not_from_protected_source` (tampered)."""
+    from patchgym.harness.grader import grade_patch
+    from tests.fixtures_grading.calc_task import diff_of
+    from tests.test_grading_api import UNITTEST_BASE, UNITTEST_TEST_PATCH
+
+    def grade36(task, files):
+        prepared, _ = task
+        return grade_patch(prepared, diff_of(prepared.repo_dir, files), factory=py36_factory, deadline_s=120)
+
+    task = _task(tmp_path, py36_venv, "py36")
+    gold = grade36(task, {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    none = grade36(task, {"calc/ops.py": BASE_FILES["calc/ops.py"].replace("# bug: should add", "# still wrong")})
+    assert none.reward == 0.0 and none.status == "unresolved", none.model_dump_json(indent=1)
+    unit = build_prepared(tmp_path / "py36-ut", venv=py36_venv, instance_id="calc-ut-py36", base_files=UNITTEST_BASE,
+                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], log_parser="unittest")
+    unit_gold = grade36(unit, {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
+    assert unit_gold.reward == 1.0 and not unit_gold.flags, unit_gold.model_dump_json(indent=1)
