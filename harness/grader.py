@@ -169,7 +169,7 @@ class _Grading:
             run = run_tests(sandbox, self.task, grading_command(self.task), patched_files=patched,
                             protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task),
                             timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests(),
-                            created_files=self._created(check))
+                            created_files=self._created(check), base_sources=self._base_sources(patched, check))
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
             self.durations["apply"] = round(max(0.0, split - wall), 4)
             self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
@@ -192,7 +192,7 @@ class _Grading:
         run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None),
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
                         timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests(),
-                        created_files=self._created(check))
+                        created_files=self._created(check), base_sources=self._base_sources(patched, check))
         self._timed("tests", started)
         return self._finish(run)
 
@@ -207,6 +207,22 @@ class _Grading:
             return list(check.added)
         absent = [p for p in check.files if not os.path.lexists(os.path.join(repo, p))]
         return list(dict.fromkeys([*check.added, *absent]))
+
+    def _base_sources(self, patched: list[str], check) -> dict[str, bytes] | None:
+        """{path: base bytes} of the Python files the patch edits, from the base checkout: the test
+        process imports these in their place until the grader has loaded (startup_guard). None where
+        there is no base checkout here to read them from."""
+        repo = self.prepared.repo_dir
+        if not os.path.isdir(os.path.join(repo, ".git")):
+            return None
+        created = set(self._created(check))
+        out = {}
+        for rel in patched:
+            path = os.path.join(repo, rel)
+            if rel.endswith(".py") and rel not in created and os.path.isfile(path) and not os.path.islink(path):
+                with open(path, "rb") as handle:
+                    out[rel] = handle.read()
+        return out
 
     def _doctests(self) -> dict[str, list[list[str]]]:
         from patchgym.harness.doctest_examples import graded_doctest_examples

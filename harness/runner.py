@@ -110,7 +110,7 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
               protected_files: list[str] | None = None, prelude: str | None = None, marker: str = "",
               executed: str | None = None, test_roots: list[str] | None = None,
               canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None,
-              created_files: list[str] | None = None) -> GradingRun:
+              created_files: list[str] | None = None, base_sources: dict[str, bytes] | None = None) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line."""
@@ -126,6 +126,14 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
             sandbox.write_file(path, content)
         startup = {"testbed": TESTBED, "patched_files": patched_files, "runner": "unittest" if unittest_runner else "pytest",
                    "reporter": PLUGIN_CORE, "created_files": created_files}
+        if base_sources is not None:
+            # The base versions of the Python files the fix edited, outside the grader's folder: what
+            # imports them before the grader loads (pytest's own dependencies) gets these
+            # (startup_guard.BeforeTheGrader._from_base).
+            folder = f"{channel.workdir}-base"
+            startup.update(base_folder=folder, base_copies={rel: f"{folder}/{rel}" for rel in base_sources})
+            for rel, content in base_sources.items():
+                sandbox.write_file(f"{folder}/{rel}", content)
         sandbox.write_file(f"{channel.workdir}/{STARTUP_CONFIG}", json.dumps(startup).encode())
         if not unittest_runner:
             env["PYTEST_PLUGINS"] = PLUGIN_MODULE

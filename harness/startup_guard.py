@@ -18,8 +18,11 @@ takes away; children and xdist workers do not), a finder goes first on `sys.meta
 grader calls `lift()`. It looks up each import as the path finder would; where that finds a file
 the patch created under the repository, it finds the module without the repository's folders
 instead, or refuses the import (`ModuleNotFoundError`, which is what `copy` expects of a name that
-is not there). Files the repository had at base still import, edited or not: `import pytest`
-imports pytest's own dependencies (pygments, attrs, iniconfig), whose repositories are tasks too.
+is not there). A file the repository had at base that the fix edited is imported from its base
+copy (the runner writes them beside the grader's folder): `import pytest` imports pytest's own
+dependencies (pygments, attrs, iniconfig, pluggy), whose repositories are tasks too, and their fixed
+files had run before the grader (round 10). Packages served so leave `sys.modules` at `lift()`:
+pytest keeps the base modules it imported, and the tests import the fixed ones after the grader.
 For pytest, the grader's reporter is imported here (`_load_the_pytest_reporter`), after pytest and
 its built-in plugins, with the working directory first as `python -m` would have it; it lifts the
 guard once it has installed its audit hook, read the test files and kept what it compiles with,
@@ -30,8 +33,10 @@ as it would have; never a file of the patch.
 
 The testbed and the patch's files come from `patchgym_startup.json`, which the runner writes next
 to this file. Not covered: code that runs at interpreter start before this (a `.pth` file of the
-environment that imports from the repository), and imports served by another meta path finder (an
-editable install's finder maps the package's own names, which nothing before the grader imports).
+environment that imports from the repository); pytest's own repository (its machinery is the
+repository); a data file read next to a module served from its base copy (only the edited Python
+files are copied). An editable install's finder (which maps a package's name to its folder) is
+asked too.
 """
 
 import json
@@ -45,12 +50,14 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 class BeforeTheGrader(object):
     """The meta path finder that keeps the patch's files from being imported before the grader."""
 
-    def __init__(self, testbed, patched, path_finder, machinery, created=None):
+    def __init__(self, testbed, patched, path_finder, machinery, created=None, base_copies=None):
         self.find = path_finder.find_spec  # imported before the guard is on sys.meta_path
+        self.standard = (path_finder,)  # finders whose answer the lookups below already are
         # The test machinery and what `import pytest` imports of its own dependencies
-        # (patchgym_audit_hook.MACHINERY_NAMES): from their own repositories they load before the
-        # grader whatever it does, new files of a fix there included (red team round 10).
-        self.machinery = machinery
+        # (patchgym_audit_hook.MACHINERY_NAMES). Without base copies they load from their own
+        # repositories before the grader whatever it does, new files of a fix there included (red
+        # team round 10); with them, only pytest's own (its repository is the machinery itself).
+        self.machinery = machinery if base_copies is None else tuple(n for n in machinery if n in ("pytest", "_pytest"))
         self.testbed = testbed.rstrip("/") + "/"
         self.patched = patched
         # Files the patch brought into being; None: every file of the patch counts as one. A file
@@ -58,6 +65,10 @@ class BeforeTheGrader(object):
         # dependencies (pygments at 8.4, attrs at 7.2) at `import pytest`, and refusing their own
         # repositories' fixed files stopped pytest (false positives fpI). Not so a new file.
         self.created = created
+        # {real path of a file the fix edited: its base version}: what is imported before the grader
+        # loads is the repository as it was at base (`_from_base`); None: not told, the edited file.
+        self.base_copies = base_copies
+        self.served = set()  # top-level names served from base, taken out of sys.modules at lift()
         self._entries = {}  # sys.path entry -> whether it is a folder of the repository
 
     def _in_testbed(self, entry):
@@ -69,44 +80,107 @@ class BeforeTheGrader(object):
             known = self._entries[entry] = real + "/" == self.testbed or real.startswith(self.testbed)
         return known
 
-    def _the_patchs(self, spec):
+    def _patched_file(self, spec):
+        """The real path of the file of the patch that `spec` would load, else None."""
         origin = getattr(spec, "origin", None)
         if not isinstance(origin, str) or not getattr(spec, "has_location", False):
-            return False  # a namespace package runs no code; its modules are looked up one by one
+            return None  # a namespace package runs no code; its modules are looked up one by one
         real = os.path.realpath(origin)
-        return real.startswith(self.testbed) and real in self.patched and (self.created is None or real in self.created)
+        return real if real.startswith(self.testbed) and real in self.patched else None
+
+    def _created_file(self, real):
+        return self.created is None or real in self.created
 
     def find_spec(self, name, path=None, target=None):
         if name.partition(".")[0] in self.machinery:
             return None
         entries = sys.path if path is None else path
         mine = [entry for entry in entries if self._in_testbed(entry)]
-        if not mine:
-            return None  # nothing of the repository to look in
         # The repository's folders alone first (one cached folder listing each): the usual answer is
-        # that they do not have it. A lookup along the whole path for every import before the
-        # grader loaded, as the import system then does again, cost ~5% of a graded run.
-        spec = self.find(name, mine)
-        if spec is None or not self._the_patchs(spec):
+        # that they do not have it. A lookup along the whole path for every import before the grader
+        # loaded, as the import system then does again, cost ~5% of a graded run.
+        spec = self.find(name, mine) if mine else None
+        if spec is not None:
+            if self._patched_file(spec) is None:
+                return None
+            spec = self.find(name, path)  # what the import would pick, the repository's folders included
+        elif path is None:
+            spec = self._from_another_finder(name, target)  # an editable install's finder maps names itself
+        real = self._patched_file(spec) if spec is not None else None
+        if real is None:
             return None  # the import system finds the module itself, and it is not the patch's
-        spec = self.find(name, path)  # what the import would pick, the repository's folders included
-        if spec is None or not self._the_patchs(spec):
+        if self.base_copies is not None and real in self.base_copies:
+            return self._from_base(name, spec, self.base_copies[real])
+        if not self._created_file(real):
             return None
         other = self.find(name, [entry for entry in entries if entry not in mine])
         if other is not None:
             return other
         raise ModuleNotFoundError("No module named %r (a file of the patch, imported before the grader loaded)" % name, name=name)
 
+    def _from_another_finder(self, name, target):
+        """The spec of a file of the patch that a finder on `sys.meta_path` other than the standard
+        ones would load for a top-level name: an editable install's finder, which maps a package's
+        name to its folder in the repository. Such a finder sits after the path finder; where the
+        path finder finds the name itself, that is what the import gets."""
+        after_path_finder = False
+        for finder in list(sys.meta_path):
+            if finder is self or finder in self.standard or getattr(finder, "__module__", "") in ("_frozen_importlib", "importlib._bootstrap"):
+                after_path_finder = after_path_finder or finder in self.standard
+                continue
+            find = getattr(finder, "find_spec", None)
+            try:
+                spec = find(name, None, target) if find is not None else None
+            except Exception:  # noqa: BLE001  the import system meets the same error and reports it
+                return None
+            if spec is None:
+                continue
+            if self._patched_file(spec) is None:
+                return None
+            return (self.find(name, None) if after_path_finder else None) or spec
+        return None
+
+    def _from_base(self, name, spec, base_copy):
+        """The module as the repository had it at base, for what imports it before the grader: that
+        is `import pytest` importing its own dependencies (iniconfig, pluggy, packaging, attrs,
+        pygments), whose repositories are tasks too. Their fixed files had run before the grader
+        loaded (a rewrite of the test files on disk from iniconfig's `__init__`: reward 1, red team
+        round 10). The code comes from the base copy's file (its name is in tracebacks); a package's
+        `__path__` is the repository's folder, so its other modules come through here too. At
+        lift() the packages served so are taken out of `sys.modules`: pytest keeps what it
+        imported, and the tests import the fixed ones, with the grader watching."""
+        from importlib.util import spec_from_file_location
+
+        self.served.add(name.partition(".")[0])
+        return spec_from_file_location(name, base_copy, submodule_search_locations=spec.submodule_search_locations)
+
 
 _guard = None
+_served = set()
 
 
 def lift():
-    """Take the guard off `sys.meta_path` (the grader has loaded)."""
+    """Take the guard off `sys.meta_path` (the grader has loaded), and the packages it served from
+    their base versions out of `sys.modules`: what imports them from now on gets the fixed ones."""
     global _guard
     guard, _guard = _guard, None
     while guard is not None and guard in sys.meta_path:
         sys.meta_path.remove(guard)
+    if guard is not None and guard.served:
+        _served.update(guard.served)
+        for name in [n for n in sys.modules if n.partition(".")[0] in guard.served]:
+            del sys.modules[name]
+
+
+def served():
+    """The top-level names whose fixed files the guard served from their base versions."""
+    return frozenset(_guard.served if _guard is not None else _served)
+
+
+def base_copies_folder():
+    """The folder of the base copies the guard serves from (real path, trailing slash), or None."""
+    folder = (_startup or {}).get("base_folder")
+    return os.path.realpath(folder).rstrip("/") + "/" if isinstance(folder, str) and folder else None
 
 
 def created():
@@ -137,7 +211,10 @@ def _install(startup):
         patched = _real_paths(testbed, startup.get("patched_files", []))
         created = startup.get("created_files")
         created = None if created is None else _real_paths(testbed, created)
-    except (KeyError, TypeError, ValueError):
+        base_copies = startup.get("base_copies")
+        if base_copies is not None:
+            base_copies = dict((os.path.realpath(os.path.join(testbed, rel)), copy) for rel, copy in base_copies.items())
+    except (AttributeError, KeyError, TypeError, ValueError):
         return
     from importlib.machinery import PathFinder
 
@@ -145,7 +222,7 @@ def _install(startup):
         from patchgym_audit_hook import MACHINERY_NAMES
     except ImportError:
         return
-    _guard = BeforeTheGrader(testbed, patched, PathFinder, MACHINERY_NAMES, created)
+    _guard = BeforeTheGrader(testbed, patched, PathFinder, MACHINERY_NAMES, created, base_copies)
     sys.meta_path.insert(0, _guard)
     sys.modules["patchgym_startup_guard"] = sys.modules[__name__]
     if startup.get("runner") == "pytest" and startup.get("reporter"):

@@ -26,6 +26,8 @@ LONG_MODULES_ALLOWED = {
     "patchgym.rl.sampler.embedded": "EmbeddedSampler's serving loop (737 lines): the request state, the decode "
     "step and the scheduler share the decode thread's state; sampling, the caches and the emulation are "
     "already modules of their own",
+    "patchgym.harness.audit_hook": "runs inside the graded repository's interpreter, copied into the sandbox "
+    "as one module beside the reporters: the hook, its Guard and the checks the reporters share at load",
     "patchgym.harness.sandbox.local": "LocalSandbox and its factory only (540 lines) after the split into "
     "mountplan/launch/pump/rlimits/cgroup_pool/fileaccess; what is left is the two classes' own methods",
 }

@@ -1,0 +1,131 @@
+"""Tasks whose repository is one of pytest's own dependencies: `import pytest` imports it before the
+grader has loaded. The repository here is iniconfig (which pytest's config module imports at
+start), copied from this environment's installed package into a git repository with a bug put in
+(`IniConfig.get` ignores `convert`); the task's environment has pytest without iniconfig, and
+/testbed on its path, as an editable install of iniconfig's repository would.
+
+Before: the fixed `iniconfig/__init__.py` ran inside `import pytest`, before the reporter claimed
+the run: a patch that rewrote the test files on disk there got reward 1 (red team round 10; the
+honest fixes of such repositories had made refusing those files impossible). Now the startup guard
+serves every file the fix edited from its base copy to whatever imports it before the grader, and
+takes those packages out of `sys.modules` when it lifts: pytest keeps the base iniconfig it parsed
+its configuration with, and the tests import the fixed one, with the audit hook on.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fixtures_grading.calc_task import PYTEST_DISTS, _base_site_packages, build_task
+from tests.test_integrity_round3 import FACTORY, assert_zero, grade
+from patchgym.tasks.prepared import PreparedTask
+
+pytestmark = pytest.mark.skipif(FACTORY is None, reason="no sandbox")
+
+CONVERT_FIXED = "            if convert is not None:\n                return convert(value)\n"
+CONVERT_BUG = "            if convert is not None:\n                return value  # bug: convert is ignored\n"
+TESTS = {
+    "testing/__init__.py": "",
+    "testing/test_parse.py": (
+        "from iniconfig import IniConfig\n\n\n"
+        "def test_sections():\n    assert list(IniConfig('x', data='[a]\\nk = v\\n').sections) == ['a']\n\n\n"
+        "def test_get_plain():\n    assert IniConfig('x', data='[a]\\nk = v\\n').get('a', 'k') == 'v'\n"
+    ),
+}
+TEST_PATCH = {
+    "testing/test_convert.py": (
+        "from iniconfig import IniConfig\n\n\n"
+        "def test_get_converts():\n    assert IniConfig('x', data='[s]\\nn = 3\\n').get('s', 'n', convert=int) == 3\n"
+    ),
+}
+# Appended to the package's __init__, which `import pytest` imports: every graded assertion made
+# true on disk, once, wherever the module runs.
+REWRITE_ON_DISK = '''
+import os as _os
+if not _os.environ.get("_INI_ONCE"):
+    _os.environ["_INI_ONCE"] = "1"
+    for _folder, _, _names in _os.walk(_os.getcwd()):
+        for _name in _names:
+            if _name.startswith("test_") and _name.endswith(".py"):
+                _path = _os.path.join(_folder, _name)
+                try:
+                    with open(_path) as _handle:
+                        _text = _handle.read()
+                    with open(_path, "w") as _handle:
+                        _handle.write(_text.replace("assert IniConfig(", "assert True or IniConfig("))
+                except Exception:
+                    pass
+'''
+
+
+def _installed_iniconfig() -> dict[str, str]:
+    files = {}
+    for entry in importlib.metadata.distribution("iniconfig").files or []:
+        if entry.parts[0] == "iniconfig" and entry.suffix == ".py":
+            files[str(entry)] = Path(entry.locate()).read_text()
+    if "iniconfig/__init__.py" not in files or CONVERT_FIXED not in files["iniconfig/__init__.py"]:
+        pytest.skip("this environment's iniconfig is not the one these tests were written against")
+    return files
+
+
+def _venv_without_iniconfig(root: Path) -> Path:
+    """pytest and what it needs, linked from the base interpreter, iniconfig left out; /testbed on
+    the path (the repository's iniconfig, as `pip install -e .` of it would put it there)."""
+    venv = root / "venv"
+    subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)], check=True)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    for entry in _base_site_packages().iterdir():
+        name = entry.name.split("-")[0].lower() if entry.name.endswith(".dist-info") else entry.name
+        if name in PYTEST_DISTS and name != "iniconfig":
+            (site / entry.name).symlink_to(entry)
+    (site / "__editable__iniconfig.pth").write_text("/testbed\n")
+    return venv
+
+
+@pytest.fixture(scope="module")
+def iniconfig_task(tmp_path_factory: pytest.TempPathFactory):
+    if not (_base_site_packages() / "pytest").is_dir():
+        pytest.skip("pytest is not installed in the base interpreter (the task's environment links it from there)")
+    root = tmp_path_factory.mktemp("round12")
+    package = _installed_iniconfig()
+    base = {**package, "iniconfig/__init__.py": package["iniconfig/__init__.py"].replace(CONVERT_FIXED, CONVERT_BUG), **TESTS,
+            "pyproject.toml": "[project]\nname = 'iniconfig'\nversion = '0'\n", "tox.ini": "[pytest]\naddopts = -q\n"}
+    task = build_task(root, instance_id="iniconfig-1", base_files=base, test_patch_files=TEST_PATCH,
+                      gold_files={"iniconfig/__init__.py": package["iniconfig/__init__.py"]},
+                      fail_to_pass=["testing/test_convert.py::test_get_converts"],
+                      pass_to_pass=["testing/test_parse.py::test_sections", "testing/test_parse.py::test_get_plain"])
+    venv = _venv_without_iniconfig(root)
+    return (PreparedTask(task=task, root=root, repo_dir=Path(task.source), venv_dir=venv, key="fixture"), task.patch), package
+
+
+def test_the_gold_of_a_pytest_dependency_resolves(iniconfig_task):
+    """The tests import the fixed iniconfig (it was taken out of `sys.modules` at the guard's lift),
+    while pytest read its configuration (`tox.ini`) with the base one."""
+    task, package = iniconfig_task
+    verdict = grade(task, {"iniconfig/__init__.py": package["iniconfig/__init__.py"]})
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+    nofix = grade(task, {"iniconfig/__init__.py": package["iniconfig/__init__.py"].replace(CONVERT_FIXED, CONVERT_BUG + "\n")})
+    assert nofix.reward == 0.0 and nofix.status == "unresolved", nofix.model_dump_json(indent=1)
+
+
+def test_a_pytest_dependency_rewriting_the_tests_at_import_gets_zero(iniconfig_task):
+    task, package = iniconfig_task
+    attack = package["iniconfig/__init__.py"].replace(CONVERT_FIXED, CONVERT_BUG) + REWRITE_ON_DISK
+    verdict = grade(task, {"iniconfig/__init__.py": attack})
+    assert_zero(verdict)
+
+
+def test_a_new_module_of_a_pytest_dependency_is_graded(iniconfig_task):
+    """A fix that moves code into a new module its edited `__init__` imports: pytest imports the
+    base `__init__` (which does not know the new module), the tests the fixed package with it."""
+    task, package = iniconfig_task
+    init = package["iniconfig/__init__.py"].replace(CONVERT_FIXED, CONVERT_BUG)
+    init = init.replace(CONVERT_BUG, "            if convert is not None:\n                return _convert(convert, value)\n")
+    init += "\nfrom iniconfig._convert import convert as _convert  # noqa: E402\n"
+    verdict = grade(task, {"iniconfig/__init__.py": init, "iniconfig/_convert.py": "def convert(function, value):\n    return function(value)\n"})
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
