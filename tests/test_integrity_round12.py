@@ -1,6 +1,6 @@
 """Tasks whose repository is one of pytest's own dependencies: `import pytest` imports it before the
-grader has loaded. The repository here is iniconfig (which pytest's config module imports at
-start), copied from this environment's installed package into a git repository with a bug put in
+grader has loaded. The repositories here are iniconfig (which pytest's config module imports at
+start) and pluggy (pytest's plugin machinery itself), each copied from this environment's installed package into a git repository with a bug put in
 (`IniConfig.get` ignores `convert`); the task's environment has pytest without iniconfig, and
 /testbed on its path, as an editable install of iniconfig's repository would.
 
@@ -9,7 +9,10 @@ the run: a patch that rewrote the test files on disk there got reward 1 (red tea
 honest fixes of such repositories had made refusing those files impossible). Now the startup guard
 serves every file the fix edited from its base copy to whatever imports it before the grader, and
 takes those packages out of `sys.modules` when it lifts: pytest keeps the base iniconfig it parsed
-its configuration with, and the tests import the fixed one, with the audit hook on.
+its configuration with, and the tests import the fixed one, with the audit hook on. For pluggy the
+same holds for the machinery itself: a fix of pluggy's `_execution.py`, the
+module pytest calls every hook through ran at `import pytest` (rewriting the tests there: reward 1);
+pytest now calls its hooks through the base pluggy, and the tests exercise the fixed one.
 """
 
 from __future__ import annotations
@@ -63,27 +66,31 @@ if not _os.environ.get("_INI_ONCE"):
 '''
 
 
-def _installed_iniconfig() -> dict[str, str]:
+def _installed(package: str, needs: tuple[str, str]) -> dict[str, str]:
+    """The installed package's Python files by path; skips unless `needs[0]` holds `needs[1]`."""
     files = {}
-    for entry in importlib.metadata.distribution("iniconfig").files or []:
-        if entry.parts[0] == "iniconfig" and entry.suffix == ".py":
+    for entry in importlib.metadata.distribution(package).files or []:
+        if entry.parts[0] == package and entry.suffix == ".py":
             files[str(entry)] = Path(entry.locate()).read_text()
-    if "iniconfig/__init__.py" not in files or CONVERT_FIXED not in files["iniconfig/__init__.py"]:
-        pytest.skip("this environment's iniconfig is not the one these tests were written against")
+    if needs[1] not in files.get(needs[0], ""):
+        pytest.skip(f"this environment's {package} is not the one these tests were written against")
     return files
 
 
-def _venv_without_iniconfig(root: Path) -> Path:
-    """pytest and what it needs, linked from the base interpreter, iniconfig left out; /testbed on
-    the path (the repository's iniconfig, as `pip install -e .` of it would put it there)."""
+def _venv_without(root: Path, package: str) -> Path:
+    """pytest and what it needs, linked from the base interpreter, `package` left out; /testbed on
+    the path (the repository's package, as `pip install -e .` of it would put it there)."""
     venv = root / "venv"
     subprocess.run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", "--without-pip", str(venv)], check=True)
     site = next((venv / "lib").glob("python3*/site-packages"))
     for entry in _base_site_packages().iterdir():
         name = entry.name.split("-")[0].lower() if entry.name.endswith(".dist-info") else entry.name
-        if name in PYTEST_DISTS and name != "iniconfig":
+        if name in PYTEST_DISTS and name != package:
             (site / entry.name).symlink_to(entry)
-    (site / "__editable__iniconfig.pth").write_text("/testbed\n")
+    (site / f"__editable__{package}.pth").write_text("/testbed\n")
+    info = site / f"{package}-1.0.dist-info"  # what the editable install's metadata would say (pluggy reads its version)
+    info.mkdir()
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {package}\nVersion: 1.0\n")
     return venv
 
 
@@ -92,14 +99,14 @@ def iniconfig_task(tmp_path_factory: pytest.TempPathFactory):
     if not (_base_site_packages() / "pytest").is_dir():
         pytest.skip("pytest is not installed in the base interpreter (the task's environment links it from there)")
     root = tmp_path_factory.mktemp("round12")
-    package = _installed_iniconfig()
+    package = _installed("iniconfig", ("iniconfig/__init__.py", CONVERT_FIXED))
     base = {**package, "iniconfig/__init__.py": package["iniconfig/__init__.py"].replace(CONVERT_FIXED, CONVERT_BUG), **TESTS,
             "pyproject.toml": "[project]\nname = 'iniconfig'\nversion = '0'\n", "tox.ini": "[pytest]\naddopts = -q\n"}
     task = build_task(root, instance_id="iniconfig-1", base_files=base, test_patch_files=TEST_PATCH,
                       gold_files={"iniconfig/__init__.py": package["iniconfig/__init__.py"]},
                       fail_to_pass=["testing/test_convert.py::test_get_converts"],
                       pass_to_pass=["testing/test_parse.py::test_sections", "testing/test_parse.py::test_get_plain"])
-    venv = _venv_without_iniconfig(root)
+    venv = _venv_without(root, "iniconfig")
     return (PreparedTask(task=task, root=root, repo_dir=Path(task.source), venv_dir=venv, key="fixture"), task.patch), package
 
 
@@ -129,3 +136,51 @@ def test_a_new_module_of_a_pytest_dependency_is_graded(iniconfig_task):
     init += "\nfrom iniconfig._convert import convert as _convert  # noqa: E402\n"
     verdict = grade(task, {"iniconfig/__init__.py": init, "iniconfig/_convert.py": "def convert(function, value):\n    return function(value)\n"})
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+PLUGINS_FIXED = "        return {x for x in self._name2plugin.values() if x is not None}\n"
+PLUGINS_BUG = "        return set(self._name2plugin.values())  # bug: blocked names' None too\n"
+PLUGGY_TESTS = {
+    "testing/__init__.py": "",
+    "testing/test_manager.py": (
+        "import pluggy\n\n\n"
+        "def test_register():\n    pm = pluggy.PluginManager('x')\n    pm.register(object(), name='a')\n    assert pm.has_plugin('a')\n\n\n"
+        "def test_blocked():\n    pm = pluggy.PluginManager('x')\n    pm.set_blocked('b')\n    assert pm.is_blocked('b')\n"
+    ),
+}
+PLUGGY_TEST_PATCH = {
+    "testing/test_plugins.py": (
+        "import pluggy\n\n\n"
+        "def test_get_plugins_leaves_out_blocked():\n    pm = pluggy.PluginManager('x')\n    pm.set_blocked('b')\n"
+        "    assert pm.get_plugins() == set()\n"
+    ),
+}
+@pytest.fixture(scope="module")
+def pluggy_task(tmp_path_factory: pytest.TempPathFactory):
+    if not (_base_site_packages() / "pytest").is_dir():
+        pytest.skip("pytest is not installed in the base interpreter (the task's environment links it from there)")
+    root = tmp_path_factory.mktemp("round12-pluggy")
+    package = _installed("pluggy", ("pluggy/_manager.py", PLUGINS_FIXED))
+    base = {**package, "pluggy/_manager.py": package["pluggy/_manager.py"].replace(PLUGINS_FIXED, PLUGINS_BUG), **PLUGGY_TESTS,
+            "pyproject.toml": "[project]\nname = 'pluggy'\nversion = '0'\n"}
+    task = build_task(root, instance_id="pluggy-1", base_files=base, test_patch_files=PLUGGY_TEST_PATCH,
+                      gold_files={"pluggy/_manager.py": package["pluggy/_manager.py"]},
+                      fail_to_pass=["testing/test_plugins.py::test_get_plugins_leaves_out_blocked"],
+                      pass_to_pass=["testing/test_manager.py::test_register", "testing/test_manager.py::test_blocked"])
+    venv = _venv_without(root, "pluggy")
+    return (PreparedTask(task=task, root=root, repo_dir=Path(task.source), venv_dir=venv, key="fixture"), task.patch), package
+
+
+def test_the_gold_of_pluggy_resolves(pluggy_task):
+    task, package = pluggy_task
+    verdict = grade(task, {"pluggy/_manager.py": package["pluggy/_manager.py"]})
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+def test_pluggys_hook_loop_rewriting_the_tests_at_import_gets_zero(pluggy_task):
+    """The module pytest calls every hook through, run at `import pytest` before (reward 1)."""
+    task, package = pluggy_task
+    name = "pluggy/_execution.py" if "pluggy/_execution.py" in package else "pluggy/_callers.py"
+    attack = package[name] + REWRITE_ON_DISK.replace("assert IniConfig(", "assert pm.")
+    verdict = grade(task, {name: attack})
+    assert_zero(verdict)
