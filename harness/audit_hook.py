@@ -455,18 +455,17 @@ def _files_with_mtimes(folder):
 
 def machinery_dirs():
     """The folders of pytest, `_pytest` and pluggy as this process imported them (real paths, with a
-    trailing slash): the test machinery, never the patch's code; not any folder so named. Where the
-    startup guard served pluggy's fixed files from their base copies (pluggy's own repository), the
-    machinery is those copies' folder, and the fixed files, which only the tests import, are not."""
-    startup = sys.modules.get("patchgym_startup_guard")
-    served = getattr(startup, "served", lambda: ())()
+    trailing slash): the test machinery, never the patch's code; not any folder so named. Not
+    pluggy's where the startup guard served its fixed files from their base copies (pluggy's own
+    repository): the fixed files are the tests' then, and the copies, older than the run and
+    outside the repository, are trusted as library code is (a file written there later is not)."""
+    served = getattr(sys.modules.get("patchgym_startup_guard"), "served", lambda: ())()
     found = []
     for name in ("_pytest", "pluggy", "pytest"):
         filename = getattr(sys.modules.get(name), "__file__", None)
         if isinstance(filename, str) and name not in served:
             found.append(os.path.dirname(os.path.realpath(filename)).rstrip("/") + "/")
-    base = getattr(startup, "base_copies_folder", lambda: None)()
-    return tuple(found + ([base] if base else []))
+    return tuple(found)
 
 
 def imported_repository_modules(testbed, own_dir, patched=None):

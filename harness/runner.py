@@ -131,7 +131,7 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
             # imports them before the grader loads (pytest's own dependencies) gets these
             # (startup_guard.BeforeTheGrader._from_base).
             folder = f"{channel.workdir}-base"
-            startup.update(base_folder=folder, base_copies={rel: f"{folder}/{rel}" for rel in base_sources})
+            startup.update(base_copies={rel: f"{folder}/{rel}" for rel in base_sources})
             for rel, content in base_sources.items():
                 sandbox.write_file(f"{folder}/{rel}", content)
         sandbox.write_file(f"{channel.workdir}/{STARTUP_CONFIG}", json.dumps(startup).encode())

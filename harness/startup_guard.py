@@ -177,12 +177,6 @@ def served():
     return frozenset(_guard.served if _guard is not None else _served)
 
 
-def base_copies_folder():
-    """The folder of the base copies the guard serves from (real path, trailing slash), or None."""
-    folder = (_startup or {}).get("base_folder")
-    return os.path.realpath(folder).rstrip("/") + "/" if isinstance(folder, str) and folder else None
-
-
 def created():
     """The real paths of the files the patch created (None: not told, or the guard is off): all a
     module already imported when the grader loads may not be (`imported_repository_modules`)."""
