@@ -476,6 +476,10 @@ class Reporter:
         self._rerun = set()  # node ids whose attempt ended in a rerun (pytest-rerunfailures): nothing to emit for it
         self._untrusted = {}  # node id -> (violation, where) for a skip/xfail that came from the patch
         self._made = {}  # node id -> (its call report, the outcome it had when makereport returned)
+        # id(item) -> (item, node id, name, path) as collected: which tests may run and under what
+        # ids (None until collection, and in xdist's controller, which runs none itself)
+        self._pinned = None
+        self._running = None  # [item, its collected node id, {phase: the report makereport made}]
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
         self._trusted_marks = []  # marks added during the run by code that is not the patch's
         self._watch_add_marker()
@@ -974,6 +978,9 @@ class Reporter:
         implementations ran: one that set `call.excinfo = None` made pytest report a pass (round 11).
         (Replaced is pytest's own doing: its unittest plugin turns a `SkipTest` into pytest's skip.)"""
         excinfo = call.excinfo
+        running = self._running
+        if running is not None and running[0] is item and report is not None:
+            running[2][call.when] = report
         if raised is not None and excinfo is None:
             self._untrusted.setdefault(item.nodeid, ("call_result_changed", "its exception was cleared"))
         imperative = excinfo is not None and excinfo.errisinstance((pytest.skip.Exception, pytest.xfail.Exception))
@@ -1053,8 +1060,12 @@ class Reporter:
             return
         untrusted = self._guard.untrusted_file if self._guard is not None else None
         rewrite = self._rewriter(getattr(item, "config", None))
-        name = getattr(item, "originalname", None) or getattr(item, "name", None)
-        path = str(getattr(item, "path", None) or getattr(item, "fspath", ""))
+        pinned = self._pinned.get(id(item)) if self._pinned is not None else None
+        if pinned is not None and pinned[0] is item:  # as collected: the item's attributes are anyone's to set
+            name, path = pinned[2], pinned[3]
+        else:
+            name = getattr(item, "originalname", None) or getattr(item, "name", None)
+            path = str(getattr(item, "path", None) or getattr(item, "fspath", ""))
         functions = [(getattr(item, "obj", None), name, bool(path) and self._sources.defines(path, name))]
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
@@ -1081,9 +1092,9 @@ class Reporter:
                 continue
             try:
                 problem = self._sources.check_function(function, untrusted, rewrite, as_name, strict)
-            except Exception as exc:  # noqa: BLE001  the check must not break an honest test
-                problem = None
-                self.emit("note", detail="code check failed: {}".format(exc))
+            except Exception as exc:  # noqa: BLE001  what cannot be checked is not believed (round 12:
+                # a test's `obj` that raised on `__func__` ran code of the patch's unchecked)
+                problem = "its code could not be checked: {}: {}".format(type(exc).__name__, exc)
             if problem is not None:
                 self._untrusted[item.nodeid] = ("test_code_not_from_protected_source", problem)
                 self._violation("test_code_not_from_protected_source", "{} ({})".format(item.nodeid, problem))
@@ -1276,9 +1287,58 @@ class Reporter:
         wrap("addExpectedFailure", on_expected_failure)
         wrap("addSkip", on_skip)
 
+    # Which test a report is of is decided by the grader, not by the report: pytest runs the items it
+    # collected, each once, under the ids they had then. Red team round 12 (reward 1 on every bundled
+    # task, with no knowledge of the tests): code that ran while pytest built a failing test's report
+    # (a `__tracebackhide__` it put into the test modules' globals) renamed that item, so its FAILED
+    # went under another id, and appended to `session.items` a clone of a passing test named as the
+    # failing one; or, from a finalizer, logged a forged setup report with `wasxfail` for it.
+    if _NEW_STYLE_WRAPPERS:
+        @pytest.hookimpl(wrapper=True, tryfirst=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            self._protocol_starts(item)
+            try:
+                return (yield)
+            finally:
+                self._running = None
+    else:
+        @pytest.hookimpl(hookwrapper=True, tryfirst=True)
+        def pytest_runtest_protocol(self, item, nextitem):
+            self._protocol_starts(item)
+            try:
+                yield
+            finally:
+                self._running = None
+
+    def _protocol_starts(self, item):
+        nodeid = item.nodeid
+        pinned = self._pinned.get(id(item)) if self._pinned is not None else None
+        if self._pinned is not None:
+            if pinned is None or pinned[0] is not item:
+                self._violation("test_not_collected", "{} (run, never collected)".format(nodeid))
+            elif nodeid != pinned[1]:
+                self._violation("report_for_another_test", "{!r} collected as {!r}".format(nodeid, pinned[1]))
+        self._running = [item, pinned[1] if pinned is not None else nodeid, {}]
+
+    def _check_report_identity(self, report):
+        """A report logged while a test runs is of that test, under its collected id; its setup and
+        teardown reports are the ones makereport made (plugins log others only for the call phase:
+        subtests; pytest-forked's parent makes none, and is not held to that)."""
+        running = self._running
+        if report.nodeid != running[1]:
+            self._violation("report_for_another_test", "{!r} logged while {!r} ran".format(report.nodeid, running[1]))
+        if report.when in ("setup", "teardown"):
+            made = running[2].get(report.when)
+            if made is not None and made is not report:
+                self._violation("report_not_made_by_pytest", "a {} report of {}".format(report.when, running[1]))
+            if report.when == "setup" and "call" in self._phases.get(report.nodeid, ()):
+                self._violation("report_not_made_by_pytest", "a setup report of {} after its call".format(running[1]))
+
     def pytest_runtest_logreport(self, report):
         if report.when == "call":  # a setup or teardown report turned "passed" passes no test
             self.check_stack("pytest_runtest_logreport")
+        if self._running is not None:
+            self._check_report_identity(report)
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
             self._phases.pop(report.nodeid, None)
             self._rerun.add(report.nodeid)
@@ -1315,6 +1375,8 @@ class Reporter:
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid, location):
         self._end_test_frames()
+        if self._running is not None and nodeid != self._running[1]:
+            self._violation("report_for_another_test", "finished {!r} while {!r} ran".format(nodeid, self._running[1]))
         phases = self._phases.pop(nodeid, {})
         if nodeid in self._rerun:
             # pytest-rerunfailures ends each attempt with a logfinish; an attempt that ended in a rerun
@@ -1458,6 +1520,10 @@ class Reporter:
     @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
         self._collected_here = bool(session.items)
+        self._pinned = {}
+        for item in session.items:
+            self._pinned[id(item)] = (item, item.nodeid, getattr(item, "originalname", None) or getattr(item, "name", None),
+                                      str(getattr(item, "path", None) or getattr(item, "fspath", "")))
         self._map_canaries(session.items)
         self._find_undeclared_marks(session.items)
         for item in session.items:

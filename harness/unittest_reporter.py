@@ -149,6 +149,8 @@ class _Provenance:
         self._testbed = os.path.realpath(config.get("testbed") or os.getcwd())
         self._patched = {os.path.realpath(os.path.join(self._testbed, p)) for p in config.get("patched_files", [])}
         self.static = {}  # test id -> (skip attribute, expected-failure attribute) when loaded
+        self.loaded = {}  # id(test) -> (test, its id when loaded): the tests that may run, under those ids
+        self.running = None  # the loaded test between its startTest and its stopTest
         self.skip_origin = None  # for the running test: None, or where its last SkipTest was made
         self.sources = None  # patchgym_compiled_tests.ProtectedSources, once read
         self.skip_raised = False
@@ -186,6 +188,26 @@ class _Provenance:
             expected = bool(getattr(test, "__unittest_expecting_failure__", False)
                             or getattr(method, "__unittest_expecting_failure__", False))
             self.static[test.id()] = (skip, expected)
+            self.loaded[id(test)] = (test, test.id())
+
+    def check_identity(self, test, starting=False):
+        """A test the runner starts was loaded, runs under its id as loaded, and not inside another;
+        an outcome is of the test that is running (red team round 12: a failing test renamed through
+        its `_testMethodName` while it ran, and a passing method run nested under the failing id by
+        a subclass whose `id()` said so: reward 1)."""
+        pinned = self.loaded.get(id(test))
+        if starting and self.running is not None:
+            self._channel.emit("integrity", what="test_started_inside_another",
+                               detail="{} inside {}".format(_safe_id(test), self.loaded.get(id(self.running), ("", "?"))[1]))
+        if pinned is None or pinned[0] is not test:
+            if starting or self.running is not None:
+                self._channel.emit("integrity", what="test_not_loaded", detail=_safe_id(test))
+        elif _safe_id(test) != pinned[1]:
+            self._channel.emit("integrity", what="report_for_another_test", detail="{!r} loaded as {!r}".format(_safe_id(test), pinned[1]))
+        elif not starting and self.running is not None and self.running is not test:
+            self._channel.emit("integrity", what="report_for_another_test", detail="{} while another ran".format(pinned[1]))
+        if starting:
+            self.running = test
 
     def start(self):
         self.skip_origin = None
@@ -209,6 +231,13 @@ class _Provenance:
 
     def report(self, test, what, origin):
         self._channel.emit("integrity", what=what, detail="{} ({})".format(test.id(), origin))
+
+
+def _safe_id(test):
+    try:
+        return str(test.id())
+    except Exception:  # noqa: BLE001
+        return "<{} with no id>".format(type(test).__name__)
 
 
 def _flatten(suite):
@@ -255,6 +284,7 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
     code_problems = {}  # test id -> why the code about to run is not the protected source's
 
     def record(test, status):
+        provenance.check_identity(test)
         test_id = test.id()
         if test_id in canaries:
             if canaries[test_id].get("status") not in ("FAILED", "ERROR"):
@@ -274,6 +304,7 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
 
     class SignedResult(unittest.TextTestResult):
         def startTest(self, test):
+            provenance.check_identity(test, starting=True)
             provenance.start()
             if returned is not None:
                 returned["returned"] = None
@@ -324,6 +355,8 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
 
         def stopTest(self, test):
             super(SignedResult, self).stopTest(test)
+            if provenance.running is test:
+                provenance.running = None
             for name in _shadowed(self):
                 provenance.report(test, "result_method_shadowed", name)
 
