@@ -70,6 +70,12 @@ def canary_flags(stream) -> list[str]:
             flags += _instance_flags(number, stream)
             continue
         status = stream.canaries.get(number)
+        if status is None and number in stream.canary_params:
+            # A canary made parametrised by what its class or conftest gives every test there (an
+            # autouse fixture with `params`, `pytest_generate_tests`): every instance must fail
+            # (requests' gold was `canary N MISSING`, a false-positive hunt).
+            standing = [s for _, s in sorted(stream.canary_params[number].items()) if s not in ("FAILED", "ERROR")]
+            status = standing[0] if standing else "FAILED"
         if status in ("FAILED", "ERROR"):
             continue
         original = stream.contradicts.get(number)

@@ -8,7 +8,7 @@ After the patch is applied in the fresh grading sandbox, and before the tests ru
    effect. Flag: `restored_test_file:<path>`.
 2. **Other test files are restored too.** A touched file named like a test (`test_*.py`,
    `*_test.py`) or inside the folders that hold the grading tests (the outermost `tests`/`test`
-   folder above each grading test file, else its own folder) is restored: helpers, `__init__.py`
+   folder above each grading test file, else its own folder where its name says it holds tests) is restored: helpers, `__init__.py`
    and data the tests use are part of the tests. Library code in a package that happens to be
    called `test` (`django/test/`) is not touched. Gold patches never need this (SWE-bench puts every
    test-side change into `test_patch`). Flag: `restored_test_file:<path>`.
@@ -100,7 +100,10 @@ def looks_like_test(path: str) -> bool:
 
 def grading_test_roots(test_files: list[str]) -> set[str]:
     """The folders that hold the grading tests: for each test file, its outermost ancestor folder
-    named `tests` or `test` (else its own folder, unless that is the repository root)."""
+    named `tests` or `test` (else its own folder, where that folder's name says it holds tests:
+    `testing/`, `unittests/`). Not a library package the tests sit in (python-ecdsa keeps
+    `src/ecdsa/test_*.py` beside `keys.py`: the gold's fix of `keys.py` was restored as a test
+    file, a false-positive hunt), nor the repository root."""
     roots: set[str] = set()
     for test_file in test_files:
         parts = test_file.split("/")[:-1]
@@ -109,7 +112,7 @@ def grading_test_roots(test_files: list[str]) -> set[str]:
                 roots.add("/".join(parts[: index + 1]))
                 break
         else:
-            if parts:
+            if parts and "test" in parts[-1].lower():
                 roots.add("/".join(parts))
     return roots
 

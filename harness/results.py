@@ -202,7 +202,7 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
         elif kind == "canary":
             number, status = int(record.get("n", -1)), str(record.get("status"))
             outcomes = out.canaries
-            if record.get("param") is not None:  # an instance of a parametrised contradiction
+            if record.get("param") is not None:  # an instance of a parametrised copy or canary
                 outcomes, number = out.canary_params.setdefault(number, {}), str(record["param"])
             previous = outcomes.get(number)
             if previous is None or status not in ("FAILED", "ERROR"):

@@ -736,3 +736,30 @@ def test_the_graders_classes_and_module_globals_rewritten_through_sys_modules_ch
     replaced = " ".join(stream.integrity)
     for name in ("SignedStream.emit", "patchgym_signed_stream._ENCODE", "Reporter._emit_test", "Reporter.check_machinery"):
         assert name in replaced, stream.integrity
+
+
+def test_colocated_tests_do_not_make_their_library_package_a_test_folder() -> None:
+    """python-ecdsa keeps `src/ecdsa/test_keys.py` beside `keys.py`: the fix of `keys.py` was restored
+    as a test file (a false-positive hunt). A folder named for tests still counts as a whole."""
+    roots = grading_test_roots(["src/ecdsa/test_keys.py", "testing/test_main.py"])
+    assert roots == {"testing"}
+    assert not in_test_suite("src/ecdsa/keys.py", roots)
+    assert in_test_suite("src/ecdsa/test_curves.py", roots) and in_test_suite("testing/helpers.py", roots)
+    plan = plan_neutralization(["src/ecdsa/keys.py"], added=[], protected=["src/ecdsa/test_keys.py"])
+    assert plan.restore == []
+
+
+@pytest.mark.parametrize("instances, tampered", [({"a": "FAILED", "b": "FAILED"}, False), ({"a": "FAILED", "b": "PASSED"}, True),
+                                                 ({}, True)])
+def test_a_canary_parametrised_by_its_class_fails_in_every_instance(instances, tampered) -> None:
+    """An autouse fixture with `params` (or a conftest's `pytest_generate_tests`) makes every test
+    of the class parametrised, the canary too: its instances are reported by parameter, and each
+    must fail. requests' gold was `canary 0 MISSING` (a false-positive hunt)."""
+    from patchgym.harness.crosscheck import canary_flags
+    from patchgym.harness.results import StreamResults
+
+    stream = StreamResults(tests={"t.py::C::test_a[a]": "PASSED"}, canary_count=1, ended=True)
+    if instances:
+        stream.canary_params = {0: dict(instances)}
+    flags = canary_flags(stream)
+    assert any(f.startswith("tamper: canary_did_not_fail") for f in flags) is tampered, flags
