@@ -241,14 +241,19 @@ class Guard(object):
             return True
         if real.startswith(self.test_roots) and (_existed_before(real, self.began) or name.endswith(_CODE_SUFFIXES)):
             return True  # the tests' data (a golden file rewritten); not a file the run made there, unless code
-        if name.endswith((".pyc", ".pyo", ".pth")) or "/__pycache__/" in real + "/" or ".pyc." in name:
+        if name.endswith((".pyc", ".pyo", ".pth")) or ".pyc." in name:
             # Not in the temporary directory (outside the testbed): honest code copies or compiles
             # trees there (boltons' copy_tree test, compileall), and nothing imports from there.
+            # Other files in `__pycache__` are not bytecode Python loads (numba's cache, `.nbi`).
             return not real.startswith(self.tempdir) or real.startswith(self.testbed + "/")
         if name in _INFRA_NAMES and real.startswith(self.testbed + "/"):
             return True
         if name.endswith(_CODE_SUFFIXES) and not real.startswith(self.tempdir):
-            return True
+            # A new module elsewhere is the patch's code wherever it runs (it is newer than the run);
+            # it is refused only where it would stand in for a module something else imports: ply
+            # writes its parser tables (`yacctab.py`) into the working directory, and every honest
+            # fix of pycparser's parser was tampered (a false-positive hunt).
+            return _shadows(name.split(".", 1)[0], real)
         return False
 
     def make_hook(self):
@@ -451,6 +456,22 @@ def _files_with_mtimes(folder):
             path = os.path.realpath(os.path.join(root, name))
             out[path] = _mtime(path)
     return out
+
+
+def _shadows(module_name, real):
+    """Whether a module file written at `real` would stand in for one that code other than the
+    patch's imports: a module loaded now, a built-in or standard-library one, or another file of
+    that name on `sys.path`."""
+    if module_name in sys.modules:
+        filename = getattr(sys.modules[module_name], "__file__", None)  # itself, written again: not another
+        return not (isinstance(filename, str) and os.path.realpath(filename) == real)
+    if module_name in sys.builtin_module_names or module_name in getattr(sys, "stdlib_module_names", ()):
+        return True
+    import importlib.machinery
+
+    spec = importlib.machinery.PathFinder.find_spec(module_name)
+    origin = getattr(spec, "origin", None)
+    return spec is not None and not (isinstance(origin, str) and os.path.realpath(origin) == real)
 
 
 def machinery_dirs():

@@ -32,7 +32,7 @@ from patchgym.harness.deadline import Deadline, DeadlineExceeded
 from patchgym.harness.neutralize import (Plan, grading_test_roots, installed_module_names, plan_neutralization,
                                          pytest_sections_changed)
 from patchgym.harness.patch_check import check_patch
-from patchgym.harness.runner import GradingRun, grading_command, pytest_files, run_tests, shell_command
+from patchgym.harness.runner import CACHE_OPTIONS, GradingRun, grading_command, pytest_files, run_tests, shell_command
 from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFactory, get_factory
 from patchgym.harness.verdict import F2P, MISSING, P2P, Verdict
 from patchgym.tasks.patches import is_empty_patch
@@ -166,8 +166,10 @@ class _Grading:
         if not plan.check_sections:
             # The common case: preparing the tree and running the tests is one sandbox command.
             wall = time.time()
-            run = run_tests(sandbox, self.task, grading_command(self.task), patched_files=patched,
-                            protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task),
+            cache = self._uses_pytest_cache()
+            run = run_tests(sandbox, self.task, grading_command(self.task, pytest_cache=cache), patched_files=patched,
+                            protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task, cache),
+                            pytest_cache=cache,
                             timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests(),
                             created_files=self._created(check), base_sources=self._base_sources(patched, check))
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
@@ -189,7 +191,8 @@ class _Grading:
         self._revert_changed_sections(sandbox, plan)
         started = time.monotonic()
         present = set(parse_tree_output(marker, result.output).present)
-        run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None),
+        cache = self._uses_pytest_cache()
+        run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None, cache), pytest_cache=cache,
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
                         timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests(),
                         created_files=self._created(check), base_sources=self._base_sources(patched, check))
@@ -207,6 +210,20 @@ class _Grading:
             return list(check.added)
         absent = [p for p in check.files if not os.path.lexists(os.path.join(repo, p))]
         return list(dict.fromkeys([*check.added, *absent]))
+
+    def _uses_pytest_cache(self) -> bool:
+        """Whether the repository's pytest configuration at base names an option of pytest's cache
+        plugin (`--failed-first`, ...), which the graded run then keeps (runner.CACHE_OPTIONS)."""
+        if self.task.log_parser != "pytest":
+            return False
+        for name in ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"):
+            try:
+                with open(os.path.join(self.prepared.repo_dir, name), encoding="utf-8", errors="replace") as handle:
+                    if CACHE_OPTIONS.search(handle.read()):
+                        return True
+            except OSError:
+                continue
+        return False
 
     def _base_sources(self, patched: list[str], check) -> dict[str, bytes] | None:
         """{path: base bytes} of the Python files the patch edits, from the base checkout: the test

@@ -386,6 +386,11 @@ class _Watched(object):
     def changed(self):
         return [label for label, _, _, _ in self.changed_entries()]
 
+    def accept(self, label, value):
+        """Take `value` as the entry's new baseline."""
+        self.entries = [(l, ns, n, value if l == label else v) for l, ns, n, v in self.entries]
+        self._values = tuple(v for _, _, _, v in self.entries)
+
 
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls")
@@ -654,8 +659,16 @@ class Reporter:
         return None
 
     def check_machinery(self, thorough=False):
-        for name in self._machinery_watch.changed():
-            self._violation("replaced", name)
+        for label, namespace, name, _ in self._machinery_watch.changed_entries():
+            value = namespace.get(name, _MISSING)
+            if self._installed_library_code(value):
+                # An installed plugin's wrapper (flaky replaces `_pytest.runner.call_and_report` around
+                # every test, whatever the patch: every run in an environment with flaky was
+                # tampered, a false-positive hunt). Its later replacements are judged from it.
+                self._machinery_watch.accept(label, value)
+                self.emit("note", detail="{} replaced by installed code ({})".format(label, value.__code__.co_filename))
+                continue
+            self._violation("replaced", label)
         if thorough:
             for name in self._own_watch.changed():
                 self._violation("replaced", name)
@@ -677,6 +690,16 @@ class Reporter:
         for label, namespace, name, _ in self._namespace_watch.changed_entries():
             if thorough or self._patch_value(namespace.get(name, _MISSING)):
                 self._violation("replaced", label)
+
+    def _installed_library_code(self, value):
+        """Whether `value` is a plain function of an installed package (site-packages), which no
+        code of the patch compiled or changed."""
+        if type(value).__name__ != "function":
+            return False
+        filename = value.__code__.co_filename
+        untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
+        real = self._real(filename)
+        return "/site-packages/" in real and not real.startswith(self._testbed + "/") and not untrusted(filename)
 
     def _patch_value(self, value):
         """Whether a value is the patch's code: a function (a method's, a partial's) compiled from an

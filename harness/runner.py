@@ -56,7 +56,21 @@ def pytest_files(task: Task) -> list[str]:
     return files
 
 
-def grading_command(task: Task, present: set[str] | None = None) -> str:
+# pytest's cache is off in graded runs (`-p no:cacheprovider`: nothing a run leaves behind decides
+# another's selection or order), except where the repository's own configuration asks for one of its
+# options: `addopts = --failed-first` (coverage.py) was `unrecognized arguments` without it, every
+# gold unresolved (a false-positive hunt). Then it is kept, with its folder in the sandbox's /tmp.
+CACHE_OFF = "-p no:cacheprovider"
+CACHE_IN_TMP = "-o cache_dir=/tmp/.patchgym-pytest-cache"
+CACHE_OPTIONS = re.compile(r"(?<![\w-])--(?:ff|lf|nf|sw|lfnf|failed-first|last-failed|new-first|stepwise|stepwise-skip|sw-skip"
+                           r"|last-failed-no-failures|cache-show|cache-clear)(?![\w-])")
+
+
+def cache_option(pytest_cache: bool) -> str:
+    return CACHE_IN_TMP if pytest_cache else CACHE_OFF
+
+
+def grading_command(task: Task, present: set[str] | None = None, pytest_cache: bool = False) -> str:
     """The command that runs the grading tests (files absent after test_patch are left out)."""
     if task.test_cmd:
         return task.test_cmd
@@ -64,10 +78,10 @@ def grading_command(task: Task, present: set[str] | None = None) -> str:
         # unittest's own runner (verbosity 2), driven by the signed reporter module.
         return f"python -m {UNITTEST_MODULE} " + " ".join(shlex.quote(t) for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
     files = [f for f in pytest_files(task) if present is None or f in present]
-    return f"python -m pytest {SUMMARY_FLAGS} -p no:cacheprovider " + " ".join(shlex.quote(f) for f in files)
+    return f"python -m pytest {SUMMARY_FLAGS} {cache_option(pytest_cache)} " + " ".join(shlex.quote(f) for f in files)
 
 
-def shell_command(task: Task) -> str:
+def shell_command(task: Task, pytest_cache: bool = False) -> str:
     """What the sandbox runs for `grading_command(task)`: for the default pytest command, the test
     files absent after test_patch are left out at run time (in the same sandbox command that prepared
     the tree), and pytest is exec'd so its exit status is the command's."""
@@ -75,7 +89,7 @@ def shell_command(task: Task) -> str:
         return grading_command(task)
     files = " ".join(shlex.quote(f) for f in pytest_files(task))
     return (f'set --; for f in {files}; do [ -e "$f" ] && set -- "$@" "$f"; done; '
-            f'exec python -m pytest {SUMMARY_FLAGS} -p no:cacheprovider "$@"')
+            f'exec python -m pytest {SUMMARY_FLAGS} {cache_option(pytest_cache)} "$@"')
 
 
 def is_direct_pytest(command: str) -> bool:
@@ -110,11 +124,12 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
               protected_files: list[str] | None = None, prelude: str | None = None, marker: str = "",
               executed: str | None = None, test_roots: list[str] | None = None,
               canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None,
-              created_files: list[str] | None = None, base_sources: dict[str, bytes] | None = None) -> GradingRun:
+              created_files: list[str] | None = None, base_sources: dict[str, bytes] | None = None,
+              pytest_cache: bool = False) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line."""
-    env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": "-p no:cacheprovider",
+    env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": cache_option(pytest_cache),
            "PY_COLORS": "0", "NO_COLOR": "1"}
     stdin = None
     channel = None
