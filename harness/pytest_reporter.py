@@ -362,6 +362,13 @@ def _holds(declared, function):
             or getattr(getattr(declared, "__pytest_wrapped__", None), "obj", None) is function)
 
 
+def _function_of(value):
+    """The plain function `value` is, or is a bound method of; None for anything else."""
+    if type(value).__name__ == "method":
+        value = value.__func__
+    return value if type(value).__name__ == "function" else None
+
+
 class _Watched(object):
     """Snapshotted entries (label, live namespace, name, value) compared by identity, the same as
     `_changed`, but in one C-level pass while nothing changed, which is every honest test:
@@ -485,6 +492,7 @@ class Reporter:
         # ids (None until collection, and in xdist's controller, which runs none itself)
         self._pinned = None
         self._running = None  # [item, its collected node id, {phase: the report makereport made}]
+        self._accepted = set()  # machinery labels an installed package's code replaced (noted once)
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
         self._trusted_marks = []  # marks added during the run by code that is not the patch's
         self._watch_add_marker()
@@ -662,11 +670,14 @@ class Reporter:
         for label, namespace, name, _ in self._machinery_watch.changed_entries():
             value = namespace.get(name, _MISSING)
             if self._installed_library_code(value):
-                # An installed plugin's wrapper (flaky replaces `_pytest.runner.call_and_report` around
-                # every test, whatever the patch: every run in an environment with flaky was
-                # tampered, a false-positive hunt). Its later replacements are judged from it.
+                # An installed plugin's wrapper (flaky sets `_pytest.runner.call_and_report` to a
+                # method of its own around every test, whatever the patch: every run in an
+                # environment with flaky was tampered, a false-positive hunt). Later replacements
+                # are judged from it.
                 self._machinery_watch.accept(label, value)
-                self.emit("note", detail="{} replaced by installed code ({})".format(label, value.__code__.co_filename))
+                if label not in self._accepted:
+                    self._accepted.add(label)
+                    self.emit("note", detail="{} replaced by installed code ({})".format(label, _function_of(value).__code__.co_filename))
                 continue
             self._violation("replaced", label)
         if thorough:
@@ -692,11 +703,12 @@ class Reporter:
                 self._violation("replaced", label)
 
     def _installed_library_code(self, value):
-        """Whether `value` is a plain function of an installed package (site-packages), which no
-        code of the patch compiled or changed."""
-        if type(value).__name__ != "function":
+        """Whether `value` is a function (or a method) of an installed package (site-packages),
+        which no code of the patch compiled or changed."""
+        function = _function_of(value)
+        if function is None:
             return False
-        filename = value.__code__.co_filename
+        filename = function.__code__.co_filename
         untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
         real = self._real(filename)
         return "/site-packages/" in real and not real.startswith(self._testbed + "/") and not untrusted(filename)
@@ -1718,4 +1730,9 @@ def pytest_configure(config):
             # The canaries fail by design: -x / --maxfail from the repository's addopts must not stop
             # the session before the graded tests after them have run.
             config.option.maxfail = 0
+            # So must `--stepwise` (it stops at the first failure, whichever); pytest's stepwise
+            # plugin registers at its pytest_configure, which runs after this one.
+            for name in ("stepwise", "stepwise_skip", "stepwise_reset"):
+                if getattr(config.option, name, False):
+                    setattr(config.option, name, False)
         _pending = None

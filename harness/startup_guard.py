@@ -47,6 +47,14 @@ _MARKER_ENV = "PATCHGYM_REPORTER"
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+# Not served from base copies: pytest's own repository (its machinery is the repository), and
+# packages whose import changes the interpreter's state, which a second import (the tests', of the
+# fixed files) does not find as it was: exceptiongroup, which pytest imports before Python 3.11,
+# patches `traceback.TracebackException` and `sys.excepthook` at import, and its gold failed its
+# "unpatched" formatting tests (a false-positive hunt). A fix of these still runs before the grader.
+_IMPORTED_ONCE = ("pytest", "_pytest", "exceptiongroup")
+
+
 class BeforeTheGrader(object):
     """The meta path finder that keeps the patch's files from being imported before the grader."""
 
@@ -57,7 +65,7 @@ class BeforeTheGrader(object):
         # (patchgym_audit_hook.MACHINERY_NAMES). Without base copies they load from their own
         # repositories before the grader whatever it does, new files of a fix there included (red
         # team round 10); with them, only pytest's own (its repository is the machinery itself).
-        self.machinery = machinery if base_copies is None else tuple(n for n in machinery if n in ("pytest", "_pytest"))
+        self.machinery = machinery if base_copies is None else tuple(n for n in machinery if n in _IMPORTED_ONCE)
         self.testbed = testbed.rstrip("/") + "/"
         self.patched = patched
         # Files the patch brought into being; None: every file of the patch counts as one. A file

@@ -45,9 +45,12 @@ def test_a_canary_parametrised_by_an_autouse_fixture(tmp_path):
     _resolves(task)
 
 
-def test_the_repositorys_addopts_using_pytests_cache(tmp_path):
-    config = BASE_FILES["pyproject.toml"].replace("[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = '--failed-first'\n")
-    task = build_prepared(tmp_path, instance_id="fp-ff", base_files={**BASE_FILES, "pyproject.toml": config})
+@pytest.mark.parametrize("addopts", ["--failed-first", "--stepwise"])
+def test_the_repositorys_addopts_using_pytests_cache(tmp_path, addopts):
+    """(`--stepwise` also stops the session at the first failure, a canary's: it is switched off
+    like `-x`.)"""
+    config = BASE_FILES["pyproject.toml"].replace("[tool.pytest.ini_options]\n", f"[tool.pytest.ini_options]\naddopts = '{addopts}'\n")
+    task = build_prepared(tmp_path, instance_id="fp-cache", base_files={**BASE_FILES, "pyproject.toml": config})
     _resolves(task)
 
 
@@ -69,17 +72,28 @@ def test_a_fix_that_writes_a_cache_file_into_its_pycache(tmp_path):
     _resolves(task, {"calc/ops.py": ops})
 
 
-FLAKY_LIKE = '''"""Installed plugin: reruns a failing test once, as flaky does, by wrapping call_and_report."""
+FLAKY_LIKE = '''"""Installed plugin: as flaky does, sets pytest's call_and_report to a method of its own
+while each test runs, and puts the original back after it."""
+import pytest
 from _pytest import runner
 
-_original = runner.call_and_report
+
+class _Rerunner:
+    def call_and_report(self, item, when, log=True, **kwargs):
+        return self.original(item, when, log, **kwargs)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.original = runner.call_and_report
+        runner.call_and_report = self.call_and_report
+        try:
+            yield
+        finally:
+            runner.call_and_report = self.original
 
 
-def call_and_report(item, when, log=True, **kwargs):
-    return _original(item, when, log, **kwargs)
-
-
-runner.call_and_report = call_and_report
+def pytest_configure(config):
+    config.pluginmanager.register(_Rerunner(), "flakylike-rerunner")
 '''
 
 
@@ -88,7 +102,7 @@ def test_an_installed_plugin_that_wraps_pytests_runner(tmp_path):
     task = build_prepared(tmp_path, instance_id="fp-flaky", base_files={**BASE_FILES, "pyproject.toml": config})
     site = next((task[0].venv_dir / "lib").glob("python3*/site-packages"))
     (site / "flakylike.py").write_text(FLAKY_LIKE)
-    verdict = _resolves(task)
+    _resolves(task)
 
 
 @pytest.mark.parametrize("assertion", ["assert 1 == IsPositive()", "assert IsPositive() == 1", "assert 1 == dirty.IsInt()"])
