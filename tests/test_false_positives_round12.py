@@ -113,3 +113,16 @@ def test_no_contradiction_against_an_object_made_in_the_assert(assertion):
     assert _expected_side((test.left, test.comparators[0]), {})[0] is None
     plain = ast.parse("assert total(x) == 1").body[0].test
     assert _expected_side((plain.left, plain.comparators[0]), {})[0] is not None
+
+
+def test_a_test_that_monkeypatches_pytests_bytecode_machinery(tmp_path):
+    """pytest's own `testing/test_assertrewrite.py` sets `sys.dont_write_bytecode`,
+    `sys.pycache_prefix` and the rewriter's `_write_pyc` with `monkeypatch` in test bodies: changes the
+    test's teardown undoes. Every patch of a task grading that file was tampered (fpK)."""
+    tests = ("import sys\n\nfrom _pytest.assertion import rewrite\n\nfrom calc import add\n\n\n"
+             "def test_add(monkeypatch):\n    monkeypatch.setattr(sys, 'dont_write_bytecode', False)\n"
+             "    monkeypatch.setattr(sys, 'pycache_prefix', '/tmp/pycs', raising=False)\n"
+             "    monkeypatch.setattr(rewrite, '_write_pyc', lambda *a, **k: True)\n    assert add(2, 3) == 5\n")
+    task = build_prepared(tmp_path, instance_id="fp-pyc", test_patch_files={"tests/test_add.py": tests},
+                          fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=["tests/test_ops.py::test_sub"])
+    _resolves(task)
