@@ -94,20 +94,27 @@ def _venv_without(root: Path, package: str) -> Path:
     return venv
 
 
-@pytest.fixture(scope="module")
-def iniconfig_task(tmp_path_factory: pytest.TempPathFactory):
+def _dependency_task(root: Path, package_name: str, fixed: tuple[str, str], bug: str, tests: dict[str, str],
+                     test_patch: dict[str, str], f2p: list[str], p2p: list[str], extra: dict[str, str] | None = None):
+    """The installed `package_name` as a repository with `fixed[1]` in `fixed[0]` turned into `bug`."""
     if not (_base_site_packages() / "pytest").is_dir():
         pytest.skip("pytest is not installed in the base interpreter (the task's environment links it from there)")
-    root = tmp_path_factory.mktemp("round12")
-    package = _installed("iniconfig", ("iniconfig/__init__.py", CONVERT_FIXED))
-    base = {**package, "iniconfig/__init__.py": package["iniconfig/__init__.py"].replace(CONVERT_FIXED, CONVERT_BUG), **TESTS,
-            "pyproject.toml": "[project]\nname = 'iniconfig'\nversion = '0'\n", "tox.ini": "[pytest]\naddopts = -q\n"}
-    task = build_task(root, instance_id="iniconfig-1", base_files=base, test_patch_files=TEST_PATCH,
-                      gold_files={"iniconfig/__init__.py": package["iniconfig/__init__.py"]},
-                      fail_to_pass=["testing/test_convert.py::test_get_converts"],
-                      pass_to_pass=["testing/test_parse.py::test_sections", "testing/test_parse.py::test_get_plain"])
-    venv = _venv_without(root, "iniconfig")
+    package = _installed(package_name, fixed)
+    path, good = fixed
+    base = {**package, path: package[path].replace(good, bug), **tests,
+            "pyproject.toml": f"[project]\nname = '{package_name}'\nversion = '0'\n", **(extra or {})}
+    task = build_task(root, instance_id=f"{package_name}-1", base_files=base, test_patch_files=test_patch,
+                      gold_files={path: package[path]}, fail_to_pass=f2p, pass_to_pass=p2p)
+    venv = _venv_without(root, package_name)
     return (PreparedTask(task=task, root=root, repo_dir=Path(task.source), venv_dir=venv, key="fixture"), task.patch), package
+
+
+@pytest.fixture(scope="module")
+def iniconfig_task(tmp_path_factory: pytest.TempPathFactory):
+    return _dependency_task(tmp_path_factory.mktemp("round12"), "iniconfig", ("iniconfig/__init__.py", CONVERT_FIXED), CONVERT_BUG,
+                            TESTS, TEST_PATCH, ["testing/test_convert.py::test_get_converts"],
+                            ["testing/test_parse.py::test_sections", "testing/test_parse.py::test_get_plain"],
+                            extra={"tox.ini": "[pytest]\naddopts = -q\n"})
 
 
 def test_the_gold_of_a_pytest_dependency_resolves(iniconfig_task):
@@ -157,18 +164,9 @@ PLUGGY_TEST_PATCH = {
 }
 @pytest.fixture(scope="module")
 def pluggy_task(tmp_path_factory: pytest.TempPathFactory):
-    if not (_base_site_packages() / "pytest").is_dir():
-        pytest.skip("pytest is not installed in the base interpreter (the task's environment links it from there)")
-    root = tmp_path_factory.mktemp("round12-pluggy")
-    package = _installed("pluggy", ("pluggy/_manager.py", PLUGINS_FIXED))
-    base = {**package, "pluggy/_manager.py": package["pluggy/_manager.py"].replace(PLUGINS_FIXED, PLUGINS_BUG), **PLUGGY_TESTS,
-            "pyproject.toml": "[project]\nname = 'pluggy'\nversion = '0'\n"}
-    task = build_task(root, instance_id="pluggy-1", base_files=base, test_patch_files=PLUGGY_TEST_PATCH,
-                      gold_files={"pluggy/_manager.py": package["pluggy/_manager.py"]},
-                      fail_to_pass=["testing/test_plugins.py::test_get_plugins_leaves_out_blocked"],
-                      pass_to_pass=["testing/test_manager.py::test_register", "testing/test_manager.py::test_blocked"])
-    venv = _venv_without(root, "pluggy")
-    return (PreparedTask(task=task, root=root, repo_dir=Path(task.source), venv_dir=venv, key="fixture"), task.patch), package
+    return _dependency_task(tmp_path_factory.mktemp("round12-pluggy"), "pluggy", ("pluggy/_manager.py", PLUGINS_FIXED), PLUGINS_BUG,
+                            PLUGGY_TESTS, PLUGGY_TEST_PATCH, ["testing/test_plugins.py::test_get_plugins_leaves_out_blocked"],
+                            ["testing/test_manager.py::test_register", "testing/test_manager.py::test_blocked"])
 
 
 def test_the_gold_of_pluggy_resolves(pluggy_task):
