@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared, build_unittest_prepared
 from tests.test_integrity_round3 import SWAP_IN_A_THREAD, flagged, grade, on_first_add
 from tests.test_integrity_round4 import HOOK_FUNCTION_SWAP, attack
 
@@ -116,7 +116,6 @@ def test_python_3_6_with_pytest_4_6_resolves_the_gold_on_both_runners(tmp_path, 
     `test_code_not_from_protected_source` (tampered)."""
     from patchgym.harness.grader import grade_patch
     from tests.fixtures_grading.calc_task import diff_of
-    from tests.test_grading_api import UNITTEST_BASE, UNITTEST_TEST_PATCH
 
     def grade36(task, files):
         prepared, _ = task
@@ -127,8 +126,6 @@ def test_python_3_6_with_pytest_4_6_resolves_the_gold_on_both_runners(tmp_path, 
     assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
     none = grade36(task, {"calc/ops.py": BASE_FILES["calc/ops.py"].replace("# bug: should add", "# still wrong")})
     assert none.reward == 0.0 and none.status == "unresolved", none.model_dump_json(indent=1)
-    unit = build_prepared(tmp_path / "py36-ut", venv=py36_venv, instance_id="calc-ut-py36", base_files=UNITTEST_BASE,
-                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], log_parser="unittest")
+    unit = build_unittest_prepared(tmp_path / "py36-ut", "calc-ut-py36", venv=py36_venv)
     unit_gold = grade36(unit, {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
     assert unit_gold.reward == 1.0 and not unit_gold.flags, unit_gold.model_dump_json(indent=1)

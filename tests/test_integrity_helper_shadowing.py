@@ -19,8 +19,8 @@ import pytest
 from patchgym.harness.grader import grade_patch
 from patchgym.harness.neutralize import SHADOW_EXTRA
 from patchgym.harness.results import HELPERS, PLUGIN_CORE, PLUGIN_MODULE, SIGNED_STREAM, UNITTEST_MODULE
-from tests.fixtures_grading.calc_task import build_prepared, diff_of
-from tests.test_integrity_round3 import SWAP_IN_A_THREAD, UNITTEST_BASE, UNITTEST_TEST_PATCH, on_first_add
+from tests.fixtures_grading.calc_task import build_prepared, build_unittest_prepared, diff_of
+from tests.test_integrity_round3 import SWAP_IN_A_THREAD, on_first_add
 
 from tests.fixtures_grading.factories import any_factory_or_reason  # noqa: E402  (after the round-3 helpers)
 
@@ -39,10 +39,7 @@ def task(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def unittest_task(tmp_path_factory: pytest.TempPathFactory):
-    return build_prepared(tmp_path_factory.mktemp("shadow-unittest"), instance_id="calc-ut-shadow", base_files=UNITTEST_BASE,
-                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"],
-                          log_parser="unittest")
+    return build_unittest_prepared(tmp_path_factory.mktemp("shadow-unittest"), "calc-ut-shadow")
 
 
 def grade(task, files):

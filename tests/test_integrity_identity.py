@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures_grading.calc_task import build_prepared
-from tests.test_integrity_round3 import UNITTEST_BASE, UNITTEST_TEST_PATCH, assert_zero, flagged, grade, in_add
+from tests.fixtures_grading.calc_task import build_prepared, build_unittest_prepared
+from tests.test_integrity_round3 import assert_zero, flagged, grade, in_add
 
 FIND_ITEM = '''
 import sys as _sys
@@ -98,9 +98,7 @@ def pytest_task(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def unittest_task(tmp_path_factory: pytest.TempPathFactory):
-    return build_prepared(tmp_path_factory.mktemp("identity-ut"), instance_id="calc-id-ut", base_files=UNITTEST_BASE,
-                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], log_parser="unittest")
+    return build_unittest_prepared(tmp_path_factory.mktemp("identity-ut"), "calc-id-ut")
 
 
 def test_a_failure_filed_under_another_id_with_a_clone_in_its_place_gets_zero(pytest_task):

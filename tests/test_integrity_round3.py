@@ -15,7 +15,7 @@ import textwrap
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared, build_unittest_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -31,22 +31,11 @@ def task(tmp_path_factory: pytest.TempPathFactory):
     return build_prepared(tmp_path_factory.mktemp("round3"))
 
 
-UNITTEST_BASE = {
-    **{k: v for k, v in BASE_FILES.items() if k not in ("tests/test_ops.py", "tests/conftest.py")},
-    "tests/test_ops.py": ("import unittest\n\nfrom calc import mul, sub\n\n\nclass OpsTest(unittest.TestCase):\n"
-                          "    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n\n"
-                          "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"),
-}
-UNITTEST_TEST_PATCH = {"tests/test_add.py": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
-                                             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")}
 
 
 @pytest.fixture(scope="module")
 def unittest_task(tmp_path_factory: pytest.TempPathFactory):
-    return build_prepared(tmp_path_factory.mktemp("round3-unittest"), instance_id="calc-ut-r3", base_files=UNITTEST_BASE,
-                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"],
-                          log_parser="unittest")
+    return build_unittest_prepared(tmp_path_factory.mktemp("round3-unittest"), "calc-ut-r3")
 
 
 def grade(task, files, *, deadline_s: float = 120):

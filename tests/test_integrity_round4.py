@@ -23,9 +23,9 @@ import textwrap
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, UNITTEST_TEST_PATCH, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
-from tests.test_integrity_round3 import UNITTEST_BASE, UNITTEST_TEST_PATCH, task, unittest_task  # noqa: F401 (fixtures)
+from tests.test_integrity_round3 import task, unittest_task  # noqa: F401 (fixtures)
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
 from tests.test_integrity_round3 import assert_zero, grade
 
 CONFTEST = BASE_FILES["tests/conftest.py"]
@@ -136,7 +136,6 @@ def test_a_unittest_method_swapped_for_a_c_level_callable_gets_zero(tmp_path):
     the next graded method on its class to `functools.partial(int)` (no code, so nothing tied it to
     a source; returns 0 and the test passed). A method the protected source defines with `def` must
     have code."""
-    from tests.test_integrity_round3 import UNITTEST_BASE
 
     prepared = build_prepared(tmp_path / "utswap", instance_id="calc-r8-utswap", base_files=UNITTEST_BASE,
                               test_patch_files=UNITTEST_SWAP_TESTS,

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared
-from tests.test_integrity_round3 import UNITTEST_BASE, UNITTEST_TEST_PATCH, assert_zero, grade
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, UNITTEST_TEST_PATCH, build_prepared, build_unittest_prepared
+from tests.test_integrity_round3 import assert_zero, grade
 
 OPS = BASE_FILES["calc/ops.py"]
 FIXED = {"calc/ops.py": GOLD_FILES["calc/ops.py"]}
@@ -48,9 +48,7 @@ def pytest_task(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(scope="module")
 def unittest_task(tmp_path_factory: pytest.TempPathFactory):
-    return build_prepared(tmp_path_factory.mktemp("round9-ut"), instance_id="calc-r9-ut", base_files=UNITTEST_BASE,
-                          test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], log_parser="unittest")
+    return build_unittest_prepared(tmp_path_factory.mktemp("round9-ut"), "calc-r9-ut")
 
 
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
@@ -285,9 +283,7 @@ def test_the_unittest_runners_test_data_cannot_be_rewritten(tmp_path, how):
     the audit hook's old margin of test_patch writing the data, so the file counted as the run's and
     was writable), or through `fractions`' class statement calling the `__init_subclass__` the patch
     set (the walk for the culprit stopped at the import system)."""
-    from tests.test_integrity_round3 import UNITTEST_BASE as base
-
-    prepared, _ = build_prepared(tmp_path / how[:8], instance_id="calc-r11-data", base_files=base, test_patch_files=DATA_UNITTEST,
+    prepared, _ = build_prepared(tmp_path / how[:8], instance_id="calc-r11-data", base_files=UNITTEST_BASE, test_patch_files=DATA_UNITTEST,
                                  fail_to_pass=["tests.test_add.AddTest.test_add"], pass_to_pass=["tests.test_ops.OpsTest.test_sub"],
                                  log_parser="unittest")
     ops = INIT_SUBCLASS_WRITE

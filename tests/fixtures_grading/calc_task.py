@@ -166,3 +166,21 @@ def setup_linking_pytest() -> list[str]:
     site = '"$(python -c \'import sysconfig; print(sysconfig.get_paths()["purelib"])\')"'
     links = " ".join(f"{base_site}/{name}" for name in names)
     return [f"site={site}; for p in {links}; do ln -s \"$p\" \"$site/\"; done; echo /testbed > \"$site/calc.pth\""]
+
+
+# The same task with unittest tests, graded by the signed unittest runner (`log_parser: unittest`).
+UNITTEST_BASE = {
+    **{k: v for k, v in BASE_FILES.items() if k not in ("tests/test_ops.py", "tests/conftest.py")},
+    "tests/test_ops.py": ("import unittest\n\nfrom calc import mul, sub\n\n\nclass OpsTest(unittest.TestCase):\n"
+                          "    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n\n"
+                          "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"),
+}
+UNITTEST_TEST_PATCH = {"tests/test_add.py": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                                             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")}
+
+
+def build_unittest_prepared(root: Path, instance_id: str, **kw) -> tuple[PreparedTask, str]:
+    """The unittest calc task under `root` (`build_prepared`'s keywords, `venv=` among them, go through)."""
+    return build_prepared(root, instance_id=instance_id, base_files=UNITTEST_BASE, test_patch_files=UNITTEST_TEST_PATCH,
+                          fail_to_pass=["tests.test_add.AddTest.test_add"],
+                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], log_parser="unittest", **kw)
