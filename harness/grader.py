@@ -147,7 +147,8 @@ class _Grading:
         started = time.monotonic()
         touched = check.files if check else []
         self._named = set(touched)
-        plan = plan_neutralization(touched, self._created(check), self.task.test_files(), self.task.test_cmd,
+        created = self._created(check)
+        plan = plan_neutralization(touched, created, self.task.test_files(), self.task.test_cmd,
                                    installed_module_names(self.prepared.venv_dir))
         patch_path = test_patch_path = None
         if not empty:
@@ -171,7 +172,7 @@ class _Grading:
                             protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task, cache),
                             pytest_cache=cache,
                             timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests(),
-                            created_files=self._created(check), base_sources=self._base_sources(patched, check))
+                            created_files=created, base_sources=self._base_sources(patched, created))
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
             self.durations["apply"] = round(max(0.0, split - wall), 4)
             self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
@@ -195,7 +196,7 @@ class _Grading:
         run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None, cache), pytest_cache=cache,
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
                         timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests(),
-                        created_files=self._created(check), base_sources=self._base_sources(patched, check))
+                        created_files=created, base_sources=self._base_sources(patched, created))
         self._timed("tests", started)
         return self._finish(run)
 
@@ -225,18 +226,18 @@ class _Grading:
                 continue
         return False
 
-    def _base_sources(self, patched: list[str], check) -> dict[str, bytes] | None:
+    def _base_sources(self, patched: list[str], created: list[str]) -> dict[str, bytes] | None:
         """{path: base bytes} of the Python files the patch edits, from the base checkout: the test
         process imports these in their place until the grader has loaded (startup_guard). None where
         there is no base checkout here to read them from."""
         repo = self.prepared.repo_dir
         if not os.path.isdir(os.path.join(repo, ".git")):
             return None
-        created = set(self._created(check))
+        new = set(created)
         out = {}
         for rel in patched:
             path = os.path.join(repo, rel)
-            if rel.endswith(".py") and rel not in created and os.path.isfile(path) and not os.path.islink(path):
+            if rel.endswith(".py") and rel not in new and os.path.isfile(path) and not os.path.islink(path):
                 with open(path, "rb") as handle:
                     out[rel] = handle.read()
         return out

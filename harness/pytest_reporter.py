@@ -362,6 +362,12 @@ def _holds(declared, function):
             or getattr(getattr(declared, "__pytest_wrapped__", None), "obj", None) is function)
 
 
+def _name_and_path(item):
+    """A test item's function name (without parameters) and its file, as the code check reads them."""
+    return (getattr(item, "originalname", None) or getattr(item, "name", None),
+            str(getattr(item, "path", None) or getattr(item, "fspath", "")))
+
+
 def _function_of(value):
     """The plain function `value` is, or is a bound method of; None for anything else."""
     if type(value).__name__ == "method":
@@ -1103,11 +1109,8 @@ class Reporter:
         untrusted = self._guard.untrusted_file if self._guard is not None else None
         rewrite = self._rewriter(getattr(item, "config", None))
         pinned = self._pinned.get(id(item)) if self._pinned is not None else None
-        if pinned is not None and pinned[0] is item:  # as collected: the item's attributes are anyone's to set
-            name, path = pinned[2], pinned[3]
-        else:
-            name = getattr(item, "originalname", None) or getattr(item, "name", None)
-            path = str(getattr(item, "path", None) or getattr(item, "fspath", ""))
+        # as collected: the item's attributes are anyone's to set
+        name, path = pinned[2:] if pinned is not None and pinned[0] is item else _name_and_path(item)
         functions = [(getattr(item, "obj", None), name, bool(path) and self._sources.defines(path, name))]
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
@@ -1565,8 +1568,7 @@ class Reporter:
         self._collected_here = bool(session.items)
         self._pinned = {}
         for item in session.items:
-            self._pinned[id(item)] = (item, item.nodeid, getattr(item, "originalname", None) or getattr(item, "name", None),
-                                      str(getattr(item, "path", None) or getattr(item, "fspath", "")))
+            self._pinned[id(item)] = (item, item.nodeid, *_name_and_path(item))
         self._map_canaries(session.items)
         self._find_undeclared_marks(session.items)
         for item in session.items:
