@@ -23,7 +23,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from patchgym.tasks.hostfs import host_python, readonly_system_paths
+from patchgym.tasks.hostfs import find_python, host_python, readonly_system_paths
 from patchgym.tasks.model import Task
 from patchgym.tasks.prepared import TESTBED, VENV_MOUNT
 from patchgym.tasks.store import file_lock
@@ -86,12 +86,19 @@ ENSURE_PYTEST = (
 )
 
 
+def environment_python(task: Task) -> str:
+    """The interpreter a task's environment is built with: the one its `environment.python` hint
+    names when this host has it (`hostfs.find_python`: pyenv's and uv's installations, /usr/bin),
+    else the one running patchgym. The sandboxes mount those installations read-only."""
+    return find_python(task.environment.python) or host_python()
+
+
 def setup_command(task: Task) -> str:
     """The shell script run at /testbed: create the venv, activate it, run each setup command,
     then make sure the test runner the grader will call is there."""
     # pip is seeded only when there is a setup step to use it (ensurepip costs seconds per task).
     without_pip = "" if task.environment.setup else " --without-pip"
-    lines = ["set -e", f"{shlex.quote(host_python())} -m venv{without_pip} {VENV_MOUNT}", f". {VENV_MOUNT}/bin/activate"]
+    lines = ["set -e", f"{shlex.quote(environment_python(task))} -m venv{without_pip} {VENV_MOUNT}", f". {VENV_MOUNT}/bin/activate"]
     total = len(task.environment.setup)
     for number, command in enumerate(task.environment.setup, start=1):
         # Echoed into the log before it runs, so a failure's log shows which command it was.
@@ -136,6 +143,8 @@ def shared_environment_key(task: Task) -> str:
     """Key of an environment that tasks with the same setup share (environment.shared)."""
     shape = {"setup": task.environment.setup, "python": sys.version.split()[0], "interpreter": sys.base_prefix,
              "needs_pytest": needs_pytest(task), "v": 1}
+    if task.environment.python:
+        shape["builder"] = environment_python(task)
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -167,19 +176,17 @@ def build_shared_environment(task: Task, envs_dir: Path) -> Path:
 
 def python_version_mismatch(task: Task) -> str | None:
     """A warning when the task asks for a Python (`environment.python`, a version hint such as
-    "3.9") that preparation here does not give it: the local environment is always a venv of this
-    machine's interpreter (tasks/hostfs.host_python), whatever the hint says. None when the hint is
-    absent or matches (by prefix: "3.11" matches 3.11.4). A warning, not an error: the hint is
-    optional in SWE-bench rows and most tasks run on a nearby version; the modal backend honours it."""
+    "3.9") that this host does not have: the environment is then built with the interpreter running
+    patchgym. None when the hint is absent or an interpreter of that version was found
+    (`environment_python`; "3.9" matches 3.9.18). A warning, not an error: the hint is optional in
+    SWE-bench rows and most tasks run on a nearby version."""
     wanted = (task.environment.python or "").strip()
-    if not wanted:
+    if not wanted or find_python(wanted):
         return None
     have = ".".join(str(part) for part in sys.version_info[:3])
-    if have == wanted or have.startswith(wanted + "."):
-        return None
-    return (f"task {task.instance_id}: environment.python is {wanted!r}, but the local backend builds its "
-            f"environment with this machine's Python {have} ({host_python()}); the hint is not applied "
-            "(the modal backend honours it)")
+    return (f"task {task.instance_id}: environment.python is {wanted!r}, but no Python of that version was "
+            f"found on this host (pyenv, uv, /usr/bin); the local backend builds its environment with "
+            f"this machine's Python {have} ({host_python()}): the hint is not applied")
 
 
 SETUP_ECHO = "[patchgym] setup command "  # the log line before each command: "<echo>N/M: <command>"

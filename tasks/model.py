@@ -27,8 +27,9 @@ class Environment(BaseModel):
     `setup` runs once, in the repository root (at `/testbed`), at preparation time, with network
     access; for Python tasks a virtual environment is active (`/patchgym/venv`), so `pip install -e .`
     installs into it. `image` is the container image for the docker and modal backends. `python`
-    is a version hint. `shared: true` declares that setup does not read the repository (e.g. it only
-    installs test tools): its environment is then built once, in an empty /testbed, and mounted
+    is a version hint (the local backend builds the venv with a matching interpreter of the host).
+    `shared: true` declares that setup does not read the repository (e.g. it only installs test
+    tools): its environment is then built once, in an empty /testbed, and mounted
     read-only by every task with the same setup (a patchgym extension; default false).
     """
 

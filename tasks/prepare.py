@@ -33,6 +33,7 @@ from typing import Any, Callable, Iterable
 from patchgym.tasks.environment import (
     build_environment,
     build_shared_environment,
+    environment_python,
     needs_pytest,
     python_version_mismatch,
     setup_log_path,
@@ -61,6 +62,8 @@ def preparation_key(task: Task) -> str:
         "python": sys.version.split()[0],
         "interpreter": sys.base_prefix,
     }
+    if task.environment.python:  # only then, so that existing preparations of other tasks stay valid
+        shape["builder"] = environment_python(task)
     return hashlib.sha256(json.dumps(shape, sort_keys=True).encode()).hexdigest()[:16]
 
 

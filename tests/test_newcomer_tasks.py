@@ -6,7 +6,8 @@ real grading and the real command line:
 * `tasks validate` shows a parametrised test id with its `[...]`, and keeps the test log of a gold
   run that failed (the problem says where);
 * `TASKS` is shown as optional in the help of list/prepare/validate; `--workers 0` is refused;
-* `environment.python` that the local backend cannot honour is said, not silently ignored;
+* `environment.python` is honoured with the host's interpreter of that version (pyenv, uv, /usr/bin),
+  which every sandbox can run; one the host lacks is said, not silently ignored;
 * a file the agent cannot write is reported once, in the system's words.
 """
 
@@ -21,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from patchgym.env.testing import make_toy_task, sandbox_unavailable_reason
-from patchgym.tasks.environment import SETUP_ECHO, python_version_mismatch
+from patchgym.tasks import hostfs
+from patchgym.tasks.environment import SETUP_ECHO, environment_python, python_version_mismatch, setup_command
 from patchgym.tasks.prepare import prepare_task
 
 skip_reason = sandbox_unavailable_reason("local")
@@ -53,14 +55,57 @@ def test_a_failed_setup_keeps_its_log_and_names_the_command(tmp_path: Path) -> N
     assert f"{SETUP_ECHO}1/1: echo fine" in (Path(prepared.root) / "setup.log").read_text()
 
 
-def test_environment_python_is_warned_about_when_not_this_interpreter(tmp_path: Path) -> None:
+def _with_python(task, version):
+    return task.model_copy(update={"environment": task.environment.model_copy(update={"python": version})})
+
+
+def test_environment_python_is_warned_about_only_when_the_host_lacks_it(tmp_path: Path) -> None:
     task = make_toy_task(tmp_path)
     here = f"{sys.version_info.major}.{sys.version_info.minor}"
     assert python_version_mismatch(task) is None
-    assert python_version_mismatch(task.model_copy(update={"environment": task.environment.model_copy(update={"python": here})})) is None
-    other = task.model_copy(update={"environment": task.environment.model_copy(update={"python": "2.7"})})
-    warning = python_version_mismatch(other)
-    assert warning and "'2.7'" in warning and here in warning and "not applied" in warning
+    assert python_version_mismatch(_with_python(task, here)) is None
+    assert environment_python(_with_python(task, here)) == hostfs.host_python()  # the running one first
+    warning = python_version_mismatch(_with_python(task, "1.4"))
+    assert warning and "'1.4'" in warning and here in warning and "not applied" in warning
+    assert environment_python(_with_python(task, "1.4")) == hostfs.host_python()
+    for junk in ("", "latest", "3.x"):
+        assert hostfs.find_python(junk) is None
+
+
+def _other_python() -> tuple[tuple[int, ...], str] | None:
+    """A Python of another minor version on this host that can make a venv, if any."""
+    for version, path in sorted(hostfs.python_installs(), reverse=True):
+        if version[:2] != sys.version_info[:2] and version[0] == 3 and version[1] >= 7:
+            if subprocess.run([path, "-c", "import venv"], capture_output=True).returncode == 0:
+                return version, path
+    return None
+
+
+OTHER_PYTHON = _other_python()
+
+
+@needs_sandbox
+@pytest.mark.skipif(OTHER_PYTHON is None, reason="no Python of another version on this host (pyenv, uv, /usr/bin)")
+def test_environment_python_builds_the_venv_with_that_interpreter_and_the_sandbox_runs_it(tmp_path: Path) -> None:
+    """The toy task's command checks the version first: the gold resolves only in a venv of the asked
+    Python that the grading sandbox can run (before, the hint was ignored, and such a venv's `python`
+    was a dangling link in the sandbox, which fell through to another `python` on PATH)."""
+    from patchgym.harness.grader import grade_patch
+
+    version, path = OTHER_PYTHON
+    wanted = f"{version[0]}.{version[1]}"
+    toy = make_toy_task(tmp_path)
+    check = f"python -c 'import sys; assert sys.version_info[:2] == ({version[0]}, {version[1]}), sys.version'"
+    task = type(toy).model_validate({**toy.model_dump(), "environment": {"python": wanted}, "test_cmd": f"{check} && {toy.test_cmd}"})
+    assert python_version_mismatch(task) is None and hostfs.find_python(wanted) == path
+    assert setup_command(task).splitlines()[1].startswith(f"{path} -m venv")
+    prepared = prepare_task(task, tmp_path / "store")
+    verdict = grade_patch(prepared, task.patch)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert grade_patch(prepared, "").reward == 0.0
+    # and without the hint the same command fails the version check: the test can tell them apart
+    plain = prepare_task(type(task).model_validate({**task.model_dump(), "environment": {}}), tmp_path / "store")
+    assert grade_patch(plain, task.patch).reward == 0.0
 
 
 def test_help_shows_tasks_optional_and_workers_zero_is_refused(tmp_path: Path) -> None:

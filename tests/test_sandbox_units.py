@@ -114,7 +114,15 @@ def test_root_plan_binds_dirs_copies_etc_and_turns_inner_links_into_symlinks(tmp
     assert str(tmp_path / "missing") not in plan
     default = bw.root_plan()
     assert {e.path for e in default if e.path.startswith("/etc/")} <= {e.path for e in default if e.kind in ("copy", "symlink")}
-    assert all(not e.path.startswith(str(Path.home())) or e.path.startswith(sys_prefix_parent()) for e in default)
+    # of the home directory only Python installations: the running one's prefix, pyenv's and uv's
+    # folders of them (a task's environment.python venv links into those), never the home itself
+    from patchgym.tasks import hostfs
+
+    pythons = [sys_prefix_parent(), *hostfs.python_install_roots()]
+    home = [e.path for e in default if e.path == str(Path.home()) or e.path.startswith(str(Path.home()) + "/")]
+    assert all(any(path == p or path.startswith(p + "/") for p in pythons) for path in home), home
+    assert str(Path.home()) not in home
+    assert all(os.path.basename(root) in ("versions", "python") or "python" in root for root in hostfs.python_install_roots())
 
 
 def sys_prefix_parent() -> str:
