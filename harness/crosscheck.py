@@ -53,19 +53,26 @@ class Outcome:
         return any(flag.startswith("tamper:") for flag in self.flags)
 
 
-def canary_flags(stream) -> list[str]:
+def canary_flags(stream, only_collected: bool = False) -> list[str]:
     """Every planted canary must fail. One that passed, xfailed, was skipped or never reported is
     tampering -- unless its module failed to collect (then the graded tests there did not run either).
     A contradiction canary (a graded test copied with another expected value) is judged only when
     its original passed: the two passing together means the result agreed with two different
-    expectations."""
+    expectations. `only_collected` (a task's own pytest command, which may select tests by id or
+    `-k`): a canary the session did not collect is left out, with a note; which ones it collected
+    the reporter says at the end of collection, when nothing can tell a canary from a graded test
+    (a patch that kept every canary from being collected would keep the graded tests out too)."""
     if not stream.canary_count or not stream.ended:
         return []
     flags = []
     twins = set(stream.twins.values())
+    left_out = []
     for number in range(stream.canary_count):
         if number in twins:
             continue  # an unchanged copy of a graded test: it may pass or fail
+        if only_collected and _not_collected(stream, number):
+            left_out.append(number)
+            continue
         if number in stream.by_param:
             flags += _instance_flags(number, stream)
             continue
@@ -91,7 +98,17 @@ def canary_flags(stream) -> list[str]:
             flags.append(f"note: canary {number} skipped with every test beside it")
             continue
         flags.append(f"tamper: canary_did_not_fail: canary {number} {status or MISSING}")
+    if left_out:
+        flags.append(f"note: {len(left_out)} of {stream.canary_count} canaries not collected by the task's test_cmd")
     return flags
+
+
+def _not_collected(stream, number: int) -> bool:
+    """A canary the session neither collected nor reported (when the reporter said what it collected)."""
+    if number in stream.canaries or number in stream.canary_params:
+        return False  # reported: judged like any other
+    # no record (xdist's controller collects nothing itself): the reported ones are judged
+    return stream.canaries_collected is None or number not in stream.canaries_collected
 
 
 def _container(test_id: str) -> str:
@@ -171,7 +188,7 @@ def decide(task: Task, run: GradingRun) -> Outcome:
     tests = graded_statuses(task.FAIL_TO_PASS, task.PASS_TO_PASS, stream.tests)
     flags += [f"result_stream: {problem}" for problem in stream.problems]
     flags += [f"tamper: {what}" for what in stream.integrity]
-    flags += canary_flags(stream)
+    flags += canary_flags(stream, only_collected=bool(task.test_cmd))
     for test_id, note in stream.notes.items():
         flags.append(f"note: {test_id}: {note}")
 

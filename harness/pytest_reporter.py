@@ -1587,6 +1587,10 @@ class Reporter:
         self.check_hook_functions(session.config)
         self.snapshot_impls(session.config)
         self.emit("collected", count=len(session.items))
+        if self._canaries and self._collected_here:
+            # Which canaries this session collected: under a task's own command, which may select
+            # tests by id or `-k`, only those are held to failing (crosscheck.canary_flags).
+            self.emit("canaries_collected", numbers=sorted(set(self._canary_items.values())))
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):

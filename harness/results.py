@@ -109,6 +109,7 @@ class StreamResults:
     exact: set[int] = field(default_factory=set)  # contradictions whose expectation is a changed value
     canary_params: dict[int, dict[str, str]] = field(default_factory=dict)  # such a canary -> {parameter id: outcome}
     canary_within: dict[int, str] = field(default_factory=dict)  # a skipped canary -> its module or class (its id's head)
+    canaries_collected: set[int] | None = None  # canaries the session collected (None: not said, xdist's controller)
     started: bool = False
     ended: bool = False
     exitstatus: int | None = None
@@ -199,6 +200,10 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             by_param = record.get("by_param") or []
             if isinstance(by_param, list):
                 out.by_param = {int(n) for n in by_param if str(n).isdigit()}
+        elif kind == "canaries_collected":
+            numbers = record.get("numbers") or []
+            collected = out.canaries_collected if out.canaries_collected is not None else set()
+            out.canaries_collected = collected | {int(n) for n in numbers if str(n).isdigit()}
         elif kind == "canary":
             number, status = int(record.get("n", -1)), str(record.get("status"))
             outcomes = out.canaries

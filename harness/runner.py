@@ -114,10 +114,15 @@ class GradingRun:
 
 
 def canaries_apply(task: Task) -> bool:
-    """Canaries run where the grader chooses what is collected: the default pytest command (whole
-    test files) and the signed unittest runner (which adds their ids itself). A custom `test_cmd`
-    may select tests by id, so a canary could be left out honestly: none are planted there."""
-    return not task.test_cmd and task.log_parser in ("pytest", "unittest")
+    """Canaries run where pytest or the signed unittest runner runs once and the grader can tell
+    which tests it collected: the default commands (whole test files; the unittest runner adds
+    their ids itself) and a task's own command that is a single pytest invocation. That one may
+    select tests by id or `-k`, so a canary can be left out honestly: only the canaries the session
+    collected are held to failing there (crosscheck.canary_flags). Before, custom commands got no
+    canaries at all, and every blanket hack the canaries stop got through on such tasks."""
+    if not task.test_cmd:
+        return task.log_parser in ("pytest", "unittest")
+    return task.log_parser == "pytest" and is_direct_pytest(task.test_cmd)
 
 
 def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list[str], timeout_s: float,

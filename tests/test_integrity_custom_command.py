@@ -1,0 +1,77 @@
+"""Canaries under a task's own pytest command (`test_cmd`).
+
+Before, only the grader's default commands got canaries and contradiction copies, so every blanket
+hack they stop got reward 1 on a task that names its own command (most SWE-bench-style rows could).
+Now a `test_cmd` that is a single pytest invocation gets them too; since such a command may select
+tests by id or `-k`, only the canaries the session collected are held to failing. Checked here on
+the calc task with real grading: the gold resolves under commands that collect every canary, some,
+or none; a value equal to everything (which only the contradiction copies catch) is tampered under
+a command that collects them; a command with shell operators keeps the old rule (no canaries).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from patchgym.harness.grader import grade_patch
+from patchgym.harness.runner import canaries_apply
+from tests.fixtures_grading.calc_task import BASE_FILES, FAIL_TO_PASS, PASS_TO_PASS, build_prepared, build_task, diff_of
+from tests.fixtures_grading.factories import any_factory_or_reason
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
+needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+
+FILES = "tests/test_add.py tests/test_ops.py"
+EQUAL_TO_EVERYTHING = BASE_FILES["calc/ops.py"].replace(
+    "def add(a, b):\n",
+    "class _Agreeable(int):\n    def __eq__(self, other):\n        return True\n\n    __hash__ = int.__hash__\n\n\n"
+    "def add(a, b):\n    return _Agreeable(a - b)\n", 1)
+
+
+def _grade(tmp_path, test_cmd, files):
+    prepared, gold = build_prepared(tmp_path, instance_id="calc-cmd", test_cmd=test_cmd)
+    patch = gold if files is None else diff_of(prepared.repo_dir, files)
+    return grade_patch(prepared, patch, factory=FACTORY, deadline_s=120)
+
+
+def test_which_commands_get_canaries(tmp_path) -> None:
+    def task(**fields):
+        return build_task(tmp_path / str(len(list(tmp_path.iterdir()))), **fields)
+
+    assert canaries_apply(task())
+    assert canaries_apply(task(test_cmd=f"python -m pytest -rA {FILES}"))
+    assert canaries_apply(task(test_cmd=f"pytest -q -x {FILES}"))
+    assert not canaries_apply(task(test_cmd=f"python -m pytest {FILES} && echo done"))
+    assert not canaries_apply(task(test_cmd="tox -e py311"))
+    assert not canaries_apply(task(test_cmd="python -m unittest tests.test_add", log_parser="unittest"))
+
+
+@needs_sandbox
+@pytest.mark.parametrize("test_cmd", [
+    f"python -m pytest -rA {FILES}",  # every canary collected
+    f"python -m pytest -rA -x {FILES}",  # -x: the canaries fail first, and must not stop the session
+    "python -m pytest -rA " + " ".join(f"'{t}'" for t in FAIL_TO_PASS + PASS_TO_PASS),  # by id: none collected
+    f"python -m pytest -rA -k 'add or sub or mul' {FILES}",  # -k: those whose name matches
+])
+def test_the_gold_resolves_under_its_own_command(tmp_path, test_cmd) -> None:
+    verdict = _grade(tmp_path, test_cmd, None)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+
+
+@needs_sandbox
+def test_a_value_equal_to_everything_is_caught_under_the_tasks_own_command(tmp_path) -> None:
+    """Reward 1 before: the contradiction copies, the only check that catches it, were not planted."""
+    verdict = _grade(tmp_path, f"python -m pytest -rA {FILES}", {"calc/ops.py": EQUAL_TO_EVERYTHING})
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("tamper: contradiction_passed") for f in verdict.flags), verdict.flags
+
+
+@needs_sandbox
+def test_a_command_with_shell_operators_keeps_no_canaries(tmp_path) -> None:
+    """`pytest a && pytest b` would stop at the first session's failing canaries, so a command the
+    shell runs gets none (and nothing then tells a value equal to everything from a fix: reward 1)."""
+    command = f"cd /testbed && python -m pytest -rA {FILES}"
+    verdict = _grade(tmp_path, command, None)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not any("canar" in flag for flag in verdict.flags), verdict.flags
