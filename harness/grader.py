@@ -32,7 +32,15 @@ from patchgym.harness.deadline import Deadline, DeadlineExceeded
 from patchgym.harness.neutralize import (Plan, grading_test_roots, installed_module_names, plan_neutralization,
                                          pytest_sections_changed)
 from patchgym.harness.patch_check import check_patch
-from patchgym.harness.runner import CACHE_OPTIONS, GradingRun, grading_command, pytest_files, run_tests, shell_command
+from patchgym.harness.runner import (
+    CACHE_OPTIONS,
+    GradingRun,
+    grading_command,
+    pytest_files,
+    run_tests,
+    shell_command,
+    signed_runner_task,
+)
 from patchgym.harness.sandbox.base import Limits, Sandbox, SandboxError, SandboxFactory, get_factory
 from patchgym.harness.verdict import F2P, MISSING, P2P, Verdict
 from patchgym.tasks.patches import is_empty_patch
@@ -61,7 +69,7 @@ class _Grading:
     def __init__(self, prepared: PreparedTask, patch: str | None, factory: SandboxFactory, limits: Limits,
                  deadline: Deadline, log_dir: Path | None, run_empty: bool, allow_binary: bool) -> None:
         self.prepared = prepared
-        self.task = prepared.task
+        self.task = signed_runner_task(prepared.task)  # unittest's own command: run by the signed runner
         self.patch = patch
         self.factory = factory
         self.limits = limits

@@ -113,6 +113,37 @@ class GradingRun:
     tests_started_at: float | None = None  # wall clock when the test command began (after the prelude)
 
 
+# `python -m unittest [-v -q -b -c -f --locals ...] a.module a.module.Class ...`: unittest's own
+# command over dotted names, which the signed unittest runner runs as well (signed_runner_task).
+_PLAIN_UNITTEST = re.compile(r"^\s*python(?:3(?:\.\d+)?)?\s+-m\s+unittest"
+                             r"((?:\s+(?:-[vqbcf]+|--(?:verbose|quiet|buffer|catch|failfast|locals)))*)"
+                             r"((?:\s+[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)+)\s*$")
+_DOTTED_ID = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+
+
+def signed_runner_task(task: Task) -> Task:
+    """The task as the grader runs it: a `test_cmd` that is unittest's own command over dotted
+    names (`python -m unittest -v tests.test_add tests.test_mul`) that hold every graded test is
+    run by the signed unittest runner instead, as if the task named no command: the same tests,
+    through unittest's own loader and runner, with a signed result stream and canaries. Why: a
+    custom command's only witness is its log, and a patch that printed `... ok` lines for the graded
+    tests and left with `os._exit(0)` got reward 1 there. Any other command is kept as it is
+    (`discover`, `-k`, another interpreter, shell operators, ids in another form)."""
+    if task.log_parser != "unittest" or not task.test_cmd:
+        return task
+    match = _PLAIN_UNITTEST.match(task.test_cmd)
+    if not match:
+        return task
+    names = match.group(2).split()
+    graded = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+    if "discover" in names or not graded:
+        return task
+    for test_id in graded:
+        if not _DOTTED_ID.match(test_id) or not any(test_id.startswith(name + ".") for name in names):
+            return task
+    return task.model_copy(update={"test_cmd": None})
+
+
 def canaries_apply(task: Task) -> bool:
     """Canaries run where pytest or the signed unittest runner runs once and the grader can tell
     which tests it collected: the default commands (whole test files; the unittest runner adds

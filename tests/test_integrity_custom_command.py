@@ -7,14 +7,22 @@ tests by id or `-k`, only the canaries the session collected are held to failing
 the calc task with real grading: the gold resolves under commands that collect every canary, some,
 or none; a value equal to everything (which only the contradiction copies catch) is tampered under
 a command that collects them; a command with shell operators keeps the old rule (no canaries).
+
+And unittest's own command over dotted names (`python -m unittest -v tests.test_add ...`, the toy
+task's) is run by the signed unittest runner: before, its log was the only witness, and a patch
+that printed `... ok` for the graded tests and left with `os._exit(0)` got reward 1.
 """
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from patchgym.harness.runner import canaries_apply
+from patchgym.env.testing import make_toy_task
+from patchgym.harness.runner import canaries_apply, signed_runner_task
+from patchgym.tasks.prepare import prepare_task
 from tests.fixtures_grading.calc_task import BASE_FILES, FAIL_TO_PASS, PASS_TO_PASS, build_prepared, build_task, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
@@ -75,3 +83,41 @@ def test_a_command_with_shell_operators_keeps_no_canaries(tmp_path) -> None:
     verdict = _grade(tmp_path, command, None)
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
     assert not any("canar" in flag for flag in verdict.flags), verdict.flags
+
+
+FORGED_LOG = (
+    "\nimport os, sys\n"
+    "sys.stderr.write('test_add (tests.test_add.TestAdd.test_add) ... ok\\n'\n"
+    "                 'test_mul (tests.test_mul.TestMul.test_mul) ... ok\\n\\n' + '-' * 70 +\n"
+    "                 '\\nRan 2 tests in 0.001s\\n\\nOK\\n')\n"
+    "sys.stderr.flush()\n"
+    "os._exit(0)\n"
+)
+
+
+def test_which_unittest_commands_the_signed_runner_takes(tmp_path) -> None:
+    toy = make_toy_task(tmp_path)
+
+    def runs(command):
+        return signed_runner_task(toy.model_copy(update={"test_cmd": command})).test_cmd is None
+
+    assert runs(toy.test_cmd) and runs("python3 -m unittest -vb --locals tests.test_add tests.test_mul")
+    assert runs("python -m unittest tests")  # a package holding both
+    assert not runs("python -m unittest tests.test_add")  # the PASS_TO_PASS test is elsewhere
+    assert not runs("python -m unittest discover -s tests")
+    assert not runs("python -m unittest -k add tests.test_add tests.test_mul")
+    assert not runs("/usr/bin/python3 -m unittest tests.test_add tests.test_mul")  # another interpreter
+    assert not runs("python -m unittest tests.test_add tests.test_mul && echo done")
+    assert signed_runner_task(toy.model_copy(update={"log_parser": "pytest"})).test_cmd == toy.test_cmd
+
+
+@needs_sandbox
+def test_unittests_own_command_is_run_by_the_signed_runner(tmp_path) -> None:
+    prepared = prepare_task(make_toy_task(tmp_path), tmp_path / "store")
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+    assert not [f for f in gold.flags if not f.startswith("note")], gold.flags
+    calc = (Path(prepared.repo_dir) / "calc.py").read_text()
+    patch = diff_of(prepared.repo_dir, {"calc.py": calc + FORGED_LOG})
+    verdict = grade_patch(prepared, patch, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
