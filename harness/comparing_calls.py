@@ -13,7 +13,9 @@ What is here:
   numpy, pytest, pandas, through the module's own imports) with literal tolerances, 0.01-0.02% or ten
   times the largest tolerance given; otherwise None, and the caller moves it 1000 times (`FAR`),
   since a test suite's own `assert_close` may hide any tolerance inside;
-- `CONSTRUCTORS`: calls that build an expectation injectively from a literal (`np.array([4, 6])`).
+- `CONSTRUCTORS`: calls that build an expectation injectively from a literal (`np.array([4, 6])`);
+- raising checks (`expected_raise`): `with pytest.raises(E):`, `self.assertRaises(E, f, x)`,
+  `pytest.warns(W)`: the expected class, which a copy swaps for a fresh one (`fresh_class`).
 """
 
 import ast
@@ -222,3 +224,47 @@ def made_by_a_class(node):
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
     return name[:1].isupper()
+
+
+# The checks that a block or call raises (or warns) an expected class, by name (pytest's and
+# unittest's: `raises(E)`, `self.assertRaises(E)`, ...): first argument the class, or a tuple of them.
+_RAISING_CHECKS = {"raises": "Exception", "assertRaises": "Exception", "assertRaisesRegex": "Exception",
+                   "assertRaisesRegexp": "Exception", "warns": "Warning", "assertWarns": "Warning",
+                   "assertWarnsRegex": "Warning"}
+# What a copy may expect instead: never one whose escape stops the run (KeyboardInterrupt) or the
+# interpreter, so only classes named like ordinary exceptions and warnings.
+_NOT_ORDINARY = ("BaseException", "KeyboardInterrupt", "SystemExit", "GeneratorExit")
+
+
+def _class_name(node):
+    """The last identifier of a class expression (`ValueError`, `errors.ParseError`), or None."""
+    name = node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None
+    return name if name and name not in _NOT_ORDINARY and name.endswith(("Error", "Exception", "Warning")) else None
+
+
+def expected_raise(statement):
+    """(class node, fresh-class source) of the first raising check `statement` makes -- a `with`
+    item or a bare call -- or None. The copy that expects the fresh class instead fails on every
+    honest run: whatever the block raises is not that class (it propagates), and if it raises
+    nothing the check fails too; a check made to pass everything (`RaisesContext.__exit__`
+    returning True, a `pytest` module of the patch's in the test's globals) passes it."""
+    calls = [item.context_expr for item in statement.items] if isinstance(statement, ast.With) else (
+        [statement.value] if isinstance(statement, ast.Expr) else [])
+    for call in calls:
+        if not isinstance(call, ast.Call) or not call.args or isinstance(call.args[0], ast.Starred):
+            continue
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _RAISING_CHECKS:
+            continue
+        expected = call.args[0]
+        first = expected.elts[0] if isinstance(expected, ast.Tuple) and expected.elts else expected
+        names = [_class_name(e) for e in (expected.elts if isinstance(expected, ast.Tuple) else [expected])]
+        if names and all(names) and _class_name(first):
+            return expected, fresh_class(_class_name(first), _RAISING_CHECKS[name])
+    return None
+
+
+def fresh_class(name, base):
+    """Source of a class made when it runs, named like the one it stands for: nothing raises it."""
+    return "type({!r}, ({},), {{}})".format(name, base)

@@ -483,9 +483,11 @@ def test_asserts_in_bodies_that_surely_run_once_are_targets_too() -> None:
     assert _target("def test_a(self):\n    with self.subTest(n=1):\n        self.assertEqual(f(1), 'x')\n") == ("'x'", "change", "x")
     # not entered: a manager that may swallow the AssertionError, a loop that may not run or stop early,
     # an `if` (may not run)
+    # (a raising check gets its own copy, expecting a fresh class: test_integrity_raising_checks.py)
     for body in ("def test_a():\n    with pytest.raises(Exception):\n        assert f() == 5\n",
-                 "def test_a(self):\n    with self.assertRaises(AssertionError):\n        assert f() == 5\n",
-                 "def test_a():\n    with contextlib.suppress(AssertionError):\n        assert f() == 5\n",
+                 "def test_a(self):\n    with self.assertRaises(AssertionError):\n        assert f() == 5\n"):
+        assert _target(body)[1:] == ("raise_other", "type('{}', (Exception,), {{}})".format(body.split("(")[2].split(")")[0])), body
+    for body in ("def test_a():\n    with contextlib.suppress(AssertionError):\n        assert f() == 5\n",
                  "def test_a():\n    for a in cases:\n        assert f(a) == 5\n",
                  "def test_a():\n    for a in []:\n        assert f(a) == 5\n",
                  "def test_a():\n    for a in [1, 2]:\n        if a == 1:\n            continue\n        assert f(a) == 5\n",
