@@ -405,8 +405,12 @@ class _Watched(object):
         self._values = tuple(v for _, _, _, v in self.entries)
 
 
+# The modules a test module's `import pytest` / `from unittest import TestCase` must bind (as this
+# module imported them, before any code of the repository ran: patchgym_test_globals).
+_TRUSTED_MODULES = {"pytest": pytest, "unittest": unittest}
+
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
-                   "patchgym_contradictions", "patchgym_comparing_calls")
+                   "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals")
 
 
 def _bind_methods(obj):
@@ -473,6 +477,17 @@ class Reporter:
                 [p for p in self._protected if p.endswith(".py") and self._protected[p] is not None])
         except ImportError:
             pass
+        try:
+            import patchgym_test_globals
+
+            self._test_globals = patchgym_test_globals
+        except ImportError:
+            self._test_globals = None
+        self._test_root_dirs = tuple(os.path.realpath(os.path.join(self._testbed, r)).rstrip("/") + "/"
+                                     for r in config.get("test_roots", []))
+        self._bindings = {}  # real path of a test module -> patchgym_test_globals.bindings of its source
+        self._helper_defs = {}  # module name -> (its file names, its plain defs) for a module of the tests, or None
+        self._globals_checked = {}  # id(test module) -> the module: judged again at the session's end
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
         self._canary_items = {}  # node id -> index into _canaries
         self._canary_params = {}  # node id -> parameter id, for an instance of a parametrised canary
@@ -1077,6 +1092,56 @@ class Reporter:
         self.check_dispatch(item)
         self._check_item_code(item)
         self._check_doctest(item)
+        self.check_test_globals(getattr(item, "module", None))
+
+    def check_test_globals(self, module, thorough=False):
+        """The names a protected test module's source binds still hold what it binds there
+        (patchgym_test_globals: a helper, `pytest`, a builtin's name rebound by the library the
+        module imported got reward 1). While tests run only a value that is the patch's code
+        counts, and a rebound `pytest` or `unittest`; at the end (`thorough`) anything still there."""
+        if module is None or self._sources is None or self._test_globals is None:
+            return
+        real = self._real(getattr(module, "__file__", None) or "")
+        if real not in self._sources.sources:
+            return
+        found = self._bindings.get(real)
+        if found is None:
+            tree = self._sources._tree(real)
+            package = getattr(module, "__package__", None) or ""
+            found = self._bindings[real] = self._test_globals.bindings(tree, package) if tree is not None else ([], frozenset(), True)
+        self._globals_checked[id(module)] = module
+        entries, stored, star = found
+        try:
+            namespace = vars(module)
+            problems = self._test_globals.problems(namespace, entries, stored, star, self._sources.owns_code,
+                                                   _TRUSTED_MODULES, self._helper_module_defs)
+        except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
+            self._violation("test_module_name_rebound", "{}: {}".format(getattr(module, "__name__", "?"), type(exc).__name__))
+            return
+        for kind, name, value in problems:
+            if thorough or kind == "trusted" or self._patch_value(value):
+                self._violation("test_module_name_rebound", "{}.{} ({})".format(module.__name__, name, kind))
+
+    def _helper_module_defs(self, name):
+        """(file names, plain defs) of a module of the tests (a file under the testbed's test roots
+        or a protected one), from its source on disk (test files are restored and write-protected);
+        None for any other module."""
+        if name in self._helper_defs:
+            return self._helper_defs[name]
+        found = None
+        module = sys.modules.get(name)
+        filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+        if isinstance(filename, str) and filename.endswith(".py"):
+            real = self._real(filename)
+            if real in self._protected or real.startswith(self._test_root_dirs):
+                try:
+                    with open(real, "rb") as handle:
+                        tree = ast.parse(handle.read(), filename=real)
+                    found = ((filename, real), self._test_globals.plain_defs(tree))
+                except (OSError, SyntaxError, ValueError):
+                    found = None
+        self._helper_defs[name] = found
+        return found
 
     def _check_doctest(self, item):
         """A graded doctest's examples must be the task's (harness/doctest_examples.py): its module is
@@ -1393,6 +1458,8 @@ class Reporter:
             phases = self._phases[report.nodeid] = {}
         if report.when == "call":
             self.check_machinery(during_test=True)
+            item = self._running[0] if self._running is not None else None
+            self.check_test_globals(getattr(item, "module", None))
             made = self._made.pop(report.nodeid, None)
             outcome = report.outcome
             if type(outcome) is not str or made is not None and made[0] is report and outcome != made[1]:
@@ -1596,6 +1663,8 @@ class Reporter:
     def pytest_sessionfinish(self, session, exitstatus):
         for nodeid in list(self._phases):  # tests whose logfinish never came (a runner that skips it)
             self._emit_test(nodeid, self._phases.pop(nodeid))
+        for module in list(self._globals_checked.values()):
+            self.check_test_globals(module, thorough=True)
         self.check_protected()
         self.check_importers()
         self.check_machinery(thorough=True)

@@ -44,7 +44,8 @@ HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
            ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")),
            ("patchgym_contradictions", Path(__file__).with_name("contradictions.py")),
-           ("patchgym_comparing_calls", Path(__file__).with_name("comparing_calls.py")))
+           ("patchgym_comparing_calls", Path(__file__).with_name("comparing_calls.py")),
+           ("patchgym_test_globals", Path(__file__).with_name("test_globals.py")))
 
 
 def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) -> list[tuple[str, bytes]]:
