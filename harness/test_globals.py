@@ -90,7 +90,9 @@ def bindings(tree, package):
                 kind = "trusted" if source in TRUSTED else "helper"
                 entries.append((alias.asname or alias.name, kind, (source, alias.name)))
     once = [entry for entry in entries if counts.get(entry[0]) == 1]
-    return once, frozenset(counts), star
+    # names a function declares `global` (a `setup_module` that sets one) are the source's too
+    declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    return once, frozenset(counts) | declared, star
 
 
 def plain_defs(tree):

@@ -94,13 +94,18 @@ def test_which_names_are_held() -> None:
             pass
 
         twice = 3
+
+        def setup_module():
+            global input
+            input = None
     '''))
     entries, stored, star = test_globals.bindings(tree, "tests")
     assert sorted(entries) == sorted([("pytest", "trusted", ("pytest",)), ("ut", "trusted", ("unittest",)),
                                       ("raises", "trusted", ("pytest", "raises")), ("check", "helper", ("tests.helpers", "check")),
-                                      ("add", "helper", ("calc", "add")), ("helper", "def", None)])
-    assert not star and {"os", "twice", "fixture"} <= stored
-    assert test_globals.plain_defs(tree) == {"helper"}
+                                      ("add", "helper", ("calc", "add")), ("helper", "def", None),
+                                      ("setup_module", "def", None)])
+    assert not star and {"os", "twice", "fixture", "input"} <= stored
+    assert test_globals.plain_defs(tree) == {"helper", "setup_module"}
 
 
 @needs_sandbox
