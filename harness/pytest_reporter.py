@@ -488,6 +488,7 @@ class Reporter:
         self._bindings = {}  # real path of a test module -> patchgym_test_globals.bindings of its source
         self._helper_defs = {}  # module name -> (its file names, its plain defs) for a module of the tests, or None
         self._globals_checked = {}  # id(test module) -> the module: judged again at the session's end
+        self._globals_passed = {}  # id(test module) -> (number of names, the bound values) when it last passed
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
         self._canary_items = {}  # node id -> index into _canaries
         self._canary_params = {}  # node id -> parameter id, for an instance of a parametrised canary
@@ -1113,11 +1114,20 @@ class Reporter:
         entries, stored, star = found
         try:
             namespace = vars(module)
+            # Between tests nothing changes, in every honest run: the same values, the same number of
+            # names, as when the module last passed, is a pass (one C-level identity pass a test).
+            values = tuple(map(namespace.get, [entry[0] for entry in entries]))
+            last = self._globals_passed.get(id(module))
+            if (not thorough and last is not None and last[0] == len(namespace)
+                    and _ALL(_MAP(_IS, values, last[1]))):
+                return
             problems = self._test_globals.problems(namespace, entries, stored, star, self._sources.owns_code,
                                                    _TRUSTED_MODULES, self._helper_module_defs)
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
             self._violation("test_module_name_rebound", "{}: {}".format(getattr(module, "__name__", "?"), type(exc).__name__))
             return
+        if not problems:
+            self._globals_passed[id(module)] = (len(namespace), values)
         for kind, name, value in problems:
             if thorough or kind == "trusted" or self._patch_value(value):
                 self._violation("test_module_name_rebound", "{}.{} ({})".format(module.__name__, name, kind))
