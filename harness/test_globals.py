@@ -13,7 +13,9 @@ plain `assert`, so they fail as they must.
 
 What is held (`bindings`, `problems`), for names the source binds exactly once, by a statement of
 the module's own body:
-- `def f` without decorators: a function compiled from that source (`ProtectedSources.owns_code`);
+- `def f` without decorators, and such a `def` in the body of an undecorated class (a test class's
+  helper or `setUp`, as the class holds it): a function compiled from that source
+  (`ProtectedSources.owns_code`);
 - `import pytest`, `import unittest` (or `as` another name), `from pytest import raises`,
   `from unittest import TestCase`: the objects the grader imported before any code of the
   repository ran;
@@ -78,6 +80,11 @@ def bindings(tree, package):
             star = True
         if isinstance(statement, ast.FunctionDef) and not statement.decorator_list:
             entries.append((statement.name, "def", None))
+        elif isinstance(statement, ast.ClassDef) and not statement.decorator_list:
+            # its plain methods (a test class's helpers, setUp): rebound on the class, they ran instead
+            methods = [s.name for s in statement.body if isinstance(s, ast.FunctionDef) and not s.decorator_list]
+            entries.extend((statement.name, "method", name) for name in methods
+                           if sum(1 for s in statement.body for n in _stores(s) if n == name) == 1)
         elif isinstance(statement, ast.Import):
             for alias in statement.names:
                 if alias.name in TRUSTED:
@@ -89,7 +96,7 @@ def bindings(tree, package):
                     continue
                 kind = "trusted" if source in TRUSTED else "helper"
                 entries.append((alias.asname or alias.name, kind, (source, alias.name)))
-    once = [entry for entry in entries if counts.get(entry[0]) == 1]
+    once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     # names a function declares `global` (a `setup_module` that sets one) are the source's too
     declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
     return once, frozenset(counts) | declared, star
@@ -105,17 +112,33 @@ def plain_defs(tree):
                      if isinstance(s, ast.FunctionDef) and not s.decorator_list and counts.get(s.name) == 1)
 
 
+def _value(namespace, entry):
+    """What a binding holds now: the module's name, or for a method its class's own attribute."""
+    value = namespace.get(entry[0], _MISSING)
+    if entry[1] != "method":
+        return value
+    return vars(value).get(entry[2], _MISSING) if isinstance(value, type) else _MISSING
+
+
+def current_values(namespace, entries):
+    """The values the bindings hold now, in order (compared by identity between tests)."""
+    return tuple(_value(namespace, entry) for entry in entries)
+
+
 def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs):
     """[(kind, name, value)] of the bindings that no longer hold what the source binds.
     `owns_code(code)`: compiled from the protected sources; `trusted`: {module name: the module the
     grader imported}; `helper_defs(module name)`: (its file names, the names its source defines
     with `def`) for a module of the tests, None for any other module."""
     found = []
-    for name, kind, origin in entries:
-        value = namespace.get(name, _MISSING)
+    for entry in entries:
+        name, kind, origin = entry
+        value = _value(namespace, entry)
         if value is _MISSING:
             continue
-        if kind == "def":
+        if kind == "method":
+            name = name + "." + origin
+        if kind in ("def", "method"):
             if type(value).__name__ != "function" or not owns_code(value.__code__):
                 found.append((kind, name, value))
         elif kind == "trusted":
