@@ -486,7 +486,8 @@ class Reporter:
         self._test_root_dirs = tuple(os.path.realpath(os.path.join(self._testbed, r)).rstrip("/") + "/"
                                      for r in config.get("test_roots", []))
         self._bindings = {}  # real path of a test module -> patchgym_test_globals.bindings of its source
-        self._helper_defs = {}  # module name -> (its file names, its plain defs) for a module of the tests, or None
+        self._helper_defs = (self._test_globals.HelperDefs(set(self._protected), self._test_root_dirs)
+                             if self._test_globals is not None else None)
         self._globals_checked = {}  # id(test module) -> the module: judged again at the session's end
         self._globals_passed = {}  # id(test module) -> (number of names, the bound values) when it last passed
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
@@ -743,21 +744,13 @@ class Reporter:
         return "/site-packages/" in real and not real.startswith(self._testbed + "/") and not untrusted(filename)
 
     def _patch_value(self, value):
-        """Whether a value is the patch's code: a function (a method's, a partial's) compiled from an
-        untrusted file, or a class, or an instance of one, defined in such a file. Looked up in
-        dicts and slots only, so nothing of the patch runs here."""
+        """Whether a value is the patch's code (patchgym_test_globals.patch_value): a function (a
+        method's, a partial's) compiled from an untrusted file, or a class, or an instance of one,
+        defined in such a file. Looked up in dicts and slots only, so nothing of the patch runs here."""
+        if self._test_globals is None:
+            return False
         untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
-        kind = type(value).__name__
-        if kind == "partial":
-            value, kind = value.func, type(value.func).__name__
-        if kind == "method":
-            value, kind = value.__func__, "function"
-        if kind == "function":
-            return bool(untrusted(value.__code__.co_filename))
-        owner = value if isinstance(value, type) else type(value)
-        module = sys.modules.get(vars(owner).get("__module__") or "")
-        filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
-        return isinstance(filename, str) and bool(untrusted(filename))
+        return self._test_globals.patch_value(value, untrusted)
 
     def _read_protected(self, test_files):
         """The bytes of the grading test files and the conftest.py files above them, read before any
@@ -1122,7 +1115,7 @@ class Reporter:
                     and _ALL(_MAP(_IS, values, last[1]))):
                 return
             problems = self._test_globals.problems(namespace, entries, stored, star, self._sources.owns_code,
-                                                   _TRUSTED_MODULES, self._helper_module_defs)
+                                                   _TRUSTED_MODULES, self._helper_defs)
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
             self._violation("test_module_name_rebound", "{}: {}".format(getattr(module, "__name__", "?"), type(exc).__name__))
             return
@@ -1133,27 +1126,6 @@ class Reporter:
             # class's methods honestly, and stays)
             if thorough and kind != "method" or kind == "trusted" or self._patch_value(value):
                 self._violation("test_module_name_rebound", "{}.{} ({})".format(module.__name__, name, kind))
-
-    def _helper_module_defs(self, name):
-        """(file names, plain defs) of a module of the tests (a file under the testbed's test roots
-        or a protected one), from its source on disk (test files are restored and write-protected);
-        None for any other module."""
-        if name in self._helper_defs:
-            return self._helper_defs[name]
-        found = None
-        module = sys.modules.get(name)
-        filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
-        if isinstance(filename, str) and filename.endswith(".py"):
-            real = self._real(filename)
-            if real in self._protected or real.startswith(self._test_root_dirs):
-                try:
-                    with open(real, "rb") as handle:
-                        tree = ast.parse(handle.read(), filename=real)
-                    found = ((filename, real), self._test_globals.plain_defs(tree))
-                except (OSError, SyntaxError, ValueError):
-                    found = None
-        self._helper_defs[name] = found
-        return found
 
     def _check_doctest(self, item):
         """A graded doctest's examples must be the task's (harness/doctest_examples.py): its module is

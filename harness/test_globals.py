@@ -31,6 +31,8 @@ the session anything still rebound counts; a rebound `pytest` or `unittest` coun
 
 import ast
 import builtins
+import os
+import sys
 
 TRUSTED = ("pytest", "unittest")
 _BUILTIN_NAMES = frozenset(name for name in vars(builtins) if not name.startswith("__"))
@@ -159,3 +161,91 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs):
             if name in _BUILTIN_NAMES and name not in stored:
                 found.append(("builtin", name, namespace.get(name)))
     return found
+
+
+class HelperDefs(object):
+    """`helper_defs` for `problems`: (file names, plain defs) of a module of the tests -- a file the
+    grader protects or one under the test roots -- read from its source on disk (test files are
+    restored and write-protected), once; None for any other module."""
+
+    def __init__(self, protected, test_root_dirs):
+        self._protected = protected
+        self._roots = tuple(test_root_dirs)
+        self._found = {}
+
+    def __call__(self, name):
+        if name in self._found:
+            return self._found[name]
+        found = None
+        module = sys.modules.get(name)
+        filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+        if isinstance(filename, str) and filename.endswith(".py"):
+            real = os.path.realpath(filename)
+            if real in self._protected or real.startswith(self._roots):
+                try:
+                    with open(real, "rb") as handle:
+                        found = ((filename, real), plain_defs(ast.parse(handle.read(), filename=real)))
+                except (OSError, SyntaxError, ValueError):
+                    found = None
+        self._found[name] = found
+        return found
+
+
+def module_problems(module, sources, cache, trusted, helper_defs):
+    """`problems` of a test module the grader compiled itself (`sources`, its ProtectedSources),
+    its bindings kept in `cache`; [] for any other module."""
+    filename = getattr(module, "__file__", None)
+    real = os.path.realpath(filename) if isinstance(filename, str) else None
+    if real not in sources.sources:
+        return []
+    if real not in cache:
+        tree = sources._tree(real)
+        cache[real] = bindings(tree, getattr(module, "__package__", None) or "") if tree is not None else ([], frozenset(), True)
+    entries, stored, star = cache[real]
+    return problems(vars(module), entries, stored, star, sources.owns_code, trusted, helper_defs)
+
+
+def patch_value(value, untrusted):
+    """Whether a value is the patch's code (`untrusted(filename)`): a function, a method's, a
+    partial's, compiled from such a file, or a class defined in one, or an instance of such a class."""
+    kind = type(value).__name__
+    if kind == "partial":
+        value, kind = value.func, type(value.func).__name__
+    if kind == "method":
+        value, kind = value.__func__, "function"
+    if kind == "function":
+        return bool(untrusted(value.__code__.co_filename))
+    owner = value if isinstance(value, type) else type(value)
+    module = sys.modules.get(vars(owner).get("__module__") or "")
+    filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+    return isinstance(filename, str) and bool(untrusted(filename))
+
+
+def runner_check(sources, untrusted, test_roots):
+    """check(module) -> details not reported before of the bindings of a test module that no longer
+    hold (a rebound trusted module, or a value that is the patch's code; `untrusted(filename)`, None:
+    nothing is), for a runner that judges at each test's start and stop (the unittest runner). Made
+    before any code of the repository runs: the trusted modules are those imported now."""
+    trusted = {name: sys.modules[name] for name in TRUSTED if name in sys.modules}
+    roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_roots)
+    helper_defs = HelperDefs(set(sources.sources), roots)
+    untrusted = untrusted or (lambda filename: False)
+    cache, seen = {}, set()
+
+    def check(module):
+        if type(module).__name__ != "module":
+            return []
+        try:
+            found = module_problems(module, sources, cache, trusted, helper_defs)
+        except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
+            found = [("unreadable", type(exc).__name__, None)]
+        new = []
+        for kind, name, value in found:
+            if kind in ("trusted", "unreadable") or patch_value(value, untrusted):
+                detail = "{}.{} ({})".format(getattr(module, "__name__", "?"), name, kind)
+                if detail not in seen:
+                    seen.add(detail)
+                    new.append(detail)
+        return new
+
+    return check

@@ -7,7 +7,8 @@ importing any test (so before any code under test runs), runs the tests with uni
 TextTestRunner (verbosity 2, so the log parser reads the usual output too), and writes signed
 `start`, `test` (one per test id, subtests folded: a failing subtest fails the test), `integrity`
 and `end` records. unittest's result machinery, the TestCase assertion methods and key builtins
-are snapshotted before the tests are imported and compared at the end.
+are snapshotted before the tests are imported and compared at the end; what each test module's
+source binds is held at each test's start and stop (patchgym_test_globals).
 
 A skip or an expected failure must come from the tests, not from the code under test: a SkipTest
 created with a file the patch changed (or exec'd code) on the stack, a skip from a `__unittest_skip__`
@@ -279,7 +280,7 @@ def _shadowed(result):
                   or callable(own[name]) and callable(getattr(type(result), name, None)))
 
 
-def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None):
+def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None, globals_check=None):
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
     code_problems = {}  # test id -> why the code about to run is not the protected source's
 
@@ -314,6 +315,8 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
                 problem = code_check(getattr(test, method or "", None), method, path)
                 if problem is not None:
                     code_problems[test.id()] = problem
+            if globals_check is not None:
+                globals_check(test)
             super(SignedResult, self).startTest(test)
 
         def addSuccess(self, test):
@@ -355,6 +358,8 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
 
         def stopTest(self, test):
             super(SignedResult, self).stopTest(test)
+            if globals_check is not None:
+                globals_check(test)
             if provenance.running is test:
                 provenance.running = None
             for name in _shadowed(self):
@@ -394,6 +399,10 @@ def main(argv):
     except ImportError:
         patchgym_canaries, planted = None, []
     sources = None  # the grader's own compilation: the protected files read before any test module is imported
+    try:
+        import patchgym_test_globals
+    except ImportError:
+        patchgym_test_globals = None
     try:
         import patchgym_compiled_tests
 
@@ -439,11 +448,17 @@ def main(argv):
                 return None
             strict = bool(path) and bool(name) and sources.defines(path, name)
             return sources.check_function(function, untrusted, name=name, strict=strict)
+    globals_check = None  # the names a test module's source binds (patchgym_test_globals), at each test's start and stop
+    if sources is not None and patchgym_test_globals is not None:
+        check = patchgym_test_globals.runner_check(sources, guard.untrusted_file if guard is not None else None,
+                                                   [os.path.join(testbed, r) for r in config.get("test_roots", [])])
+        globals_check = lambda test: [provenance.report(test, "test_module_name_rebound", detail)  # noqa: E731
+                                      for detail in check(sys.modules.get(type(test).__module__))]
     # Made before any test module is imported (so before any code under test runs): this module
     # is `__main__`, whose globals code under test can reach, and a `_result_class` replaced there
     # after the import had handed failing tests to addSuccess (red team round 4, reward 1). The
     # module's globals and its classes are also compared at the end.
-    result_class = _result_class(statuses, provenance, canaries, code_check, returned)
+    result_class = _result_class(statuses, provenance, canaries, code_check, returned, globals_check)
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
     # The objects alive now (nothing of the repository has run yet) are moved out of the collector's

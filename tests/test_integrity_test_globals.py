@@ -19,7 +19,7 @@ import pytest
 
 from patchgym.harness import test_globals
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -127,6 +127,35 @@ def test_the_gold_resolves(task) -> None:
 def test_a_name_rebound_by_the_library_is_tampered(task, name) -> None:
     prepared, _ = task
     attack = BASE_FILES["calc/__init__.py"] + REBIND.format(body=ATTACKS[name])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("tamper: test_module_name_rebound") for f in verdict.flags), verdict.flags
+
+
+UNITTEST_TESTS = ("import unittest\n\nfrom tests.helpers import check\n\nfrom calc import add\n\n\n"
+                  "class AddTest(unittest.TestCase):\n    def _check(self, result, expected):\n        self.assertEqual(result, expected)\n\n"
+                  "    def test_add(self):\n        check(add(2, 3), 5)\n\n"
+                  "    def test_add_in_the_class(self):\n        self._check(add(4, 4), 8)\n")
+UNITTEST_REBIND = REBIND.format(body="_globals['check'] = lambda *args: None\n"
+                                     "            if 'AddTest' in _globals:\n"
+                                     "                _globals['AddTest']._check = lambda *args: None")
+
+
+@pytest.fixture(scope="module")
+def unittest_task(tmp_path_factory):
+    return build_prepared(tmp_path_factory.mktemp("globals-ut"), instance_id="calc-globals-ut", base_files=UNITTEST_BASE,
+                          test_patch_files={"tests/helpers.py": HELPERS, "tests/test_add.py": UNITTEST_TESTS},
+                          fail_to_pass=["tests.test_add.AddTest.test_add", "tests.test_add.AddTest.test_add_in_the_class"],
+                          pass_to_pass=["tests.test_ops.OpsTest.test_sub"], log_parser="unittest")
+
+
+@needs_sandbox
+def test_the_unittest_runner_holds_them_too(unittest_task) -> None:
+    prepared, gold = unittest_task
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+    attack = UNITTEST_BASE["calc/__init__.py"] + UNITTEST_REBIND
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
     assert any(f.startswith("tamper: test_module_name_rebound") for f in verdict.flags), verdict.flags
