@@ -488,7 +488,7 @@ class Reporter:
         self._bindings = {}  # real path of a test module -> patchgym_test_globals.bindings of its source
         self._helper_defs = (self._test_globals.HelperDefs(set(self._protected), self._test_root_dirs)
                              if self._test_globals is not None else None)
-        self._globals_checked = {}  # id(test module) -> the module: judged again at the session's end
+        self._globals_checked = {}  # id(module) -> (the module, its bindings or None): judged again at the end
         self._globals_passed = {}  # id(test module) -> (number of names, the bound values) when it last passed
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
         self._canary_items = {}  # node id -> index into _canaries
@@ -1095,16 +1095,21 @@ class Reporter:
         counts, and a rebound `pytest` or `unittest`; at the end (`thorough`) anything still there."""
         if module is None or self._sources is None or self._test_globals is None:
             return
-        real = self._real(getattr(module, "__file__", None) or "")
-        if real not in self._sources.sources:
+        known = self._globals_checked.get(id(module))
+        if known is None or known[0] is not module:
+            real = self._real(getattr(module, "__file__", None) or "")
+            found = None
+            if real in self._sources.sources:
+                found = self._bindings.get(real)
+                if found is None:
+                    tree = self._sources._tree(real)
+                    package = getattr(module, "__package__", None) or ""
+                    found = self._bindings[real] = (self._test_globals.bindings(tree, package) if tree is not None
+                                                    else ([], frozenset(), True))
+            known = self._globals_checked[id(module)] = (module, found)
+        if known[1] is None:
             return
-        found = self._bindings.get(real)
-        if found is None:
-            tree = self._sources._tree(real)
-            package = getattr(module, "__package__", None) or ""
-            found = self._bindings[real] = self._test_globals.bindings(tree, package) if tree is not None else ([], frozenset(), True)
-        self._globals_checked[id(module)] = module
-        entries, stored, star = found
+        entries, stored, star = known[1]
         try:
             namespace = vars(module)
             # Between tests nothing changes, in every honest run: the same values, the same number of
@@ -1647,7 +1652,7 @@ class Reporter:
     def pytest_sessionfinish(self, session, exitstatus):
         for nodeid in list(self._phases):  # tests whose logfinish never came (a runner that skips it)
             self._emit_test(nodeid, self._phases.pop(nodeid))
-        for module in list(self._globals_checked.values()):
+        for module, _ in list(self._globals_checked.values()):
             self.check_test_globals(module, thorough=True)
         self.check_protected()
         self.check_importers()
