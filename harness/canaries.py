@@ -228,7 +228,8 @@ def _runs_run_test(node):
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "runTest" for n in node.body)
 
 
-def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0, twins=None):
+def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0, twins=None,
+                 read_module=None):
     """Canaries for one test module's source. `graded` names the graded tests in it, as `name` for
     module-level functions and `Class::name` for methods (parameters stripped). Returns the new
     source and the planted (container, name) pairs; ([], source) when nothing can be planted.
@@ -312,7 +313,8 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         end_of[None] = len(lines)
         for after, new_lines, container, name, test_id, twin, exact in _contradictions.plan(
                 lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of,
-                _comparing_calls.known_names(tree), _comparing_calls.equality_helpers(tree)):
+                _comparing_calls.known_names(tree), _comparing_calls.equality_helpers(tree)
+                | _comparing_calls.imported_equality_helpers(tree, read_module or (lambda name, level: None))):
             if new_lines:
                 inserts.append((after, new_lines, 0 if container is None else 1))
             if (container, twin) not in planted:
@@ -389,6 +391,31 @@ def plant(config, testbed, log_parser):
             gc.enable()
 
 
+def _tests_module_reader(testbed, rel):
+    """read_module(name, level) for the test file `rel`: the source of a module of the testbed, by
+    absolute name or relative to the file's folder, that lives in a folder of the tests (a name
+    with "test" in it); None for anything else (the library's modules, installed ones)."""
+    def read_module(name, level):
+        base = os.path.dirname(os.path.join(testbed, rel))
+        for _ in range(max(level - 1, 0)):
+            base = os.path.dirname(base)
+        base = base if level else testbed
+        stem = os.path.join(base, *name.split(".")) if name else base
+        for path in (stem + ".py", os.path.join(stem, "__init__.py")):
+            real = os.path.realpath(path)
+            inside = os.path.relpath(real, testbed)
+            if inside.startswith("..") or "test" not in os.path.dirname(inside).lower():
+                continue
+            try:
+                data, encoding = _read(real)
+                return data.decode(encoding)
+            except (OSError, UnicodeDecodeError, LookupError):
+                return None
+        return None
+
+    return read_module
+
+
 def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
     planted = []
     left = _contradictions.PER_RUN
@@ -400,7 +427,8 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
         except (OSError, UnicodeDecodeError, LookupError):
             continue
         contradicted, twins = {}, {}
-        new_source, names = plant_source(source, graded, rng, testbed, (contradict or {}).get(rel), contradicted, left, twins)
+        new_source, names = plant_source(source, graded, rng, testbed, (contradict or {}).get(rel), contradicted, left, twins,
+                                         _tests_module_reader(testbed, rel))
         left -= len(contradicted)
         if not names:
             continue

@@ -215,6 +215,26 @@ def equality_helpers(tree):
     return frozenset(found)
 
 
+def imported_equality_helpers(tree, read_module):
+    """The names a test module binds, by `from M import f [as g]`, to an equality helper of another
+    module of the tests (`def check(a, b): assert a == b` in `tests/helpers.py`): a copy of a call of
+    one is made like that of the module's own. `read_module(name, level)` gives M's source, None
+    where M is not a module of the tests."""
+    found = set()
+    for node in tree.body:
+        if not isinstance(node, ast.ImportFrom):
+            continue
+        source = read_module(node.module or "", node.level)
+        if source is None:
+            continue
+        try:
+            helpers = equality_helpers(ast.parse(source))
+        except (SyntaxError, ValueError):
+            continue
+        found.update(alias.asname or alias.name for alias in node.names if alias.name in helpers)
+    return frozenset(found)
+
+
 def made_by_a_class(node):
     """`IsPositive()`, `mod.AnyThing(...)`: an object made right there, whose own `__eq__` decides
     (dirty-equals' matchers: `assert 1 == IsPositive()` moved to 2 still passed on the gold, a

@@ -159,3 +159,38 @@ def test_the_unittest_runner_holds_them_too(unittest_task) -> None:
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
     assert any(f.startswith("tamper: test_module_name_rebound") for f in verdict.flags), verdict.flags
+
+
+ONCE_TESTS = ("from tests.helpers import check\n\nfrom calc import add\n\n\n"
+              "def test_add():\n    result = add(2, 3)\n    check(result, 5)\n")
+# `add` (still broken) swaps the calling test's `check` for a no-op that puts the real one back
+# when called: at each call report and at the end the module holds its own helper again.
+ONCE_ATTACK = '''
+import sys as _sys
+from calc import ops as _ops
+
+
+def add(a, b):
+    caller = _sys._getframe(1).f_globals
+    real = caller.get("check")
+    if real is not None and caller.get("__name__", "").startswith("tests."):
+        def _once(*args, **kwargs):
+            caller["check"] = real
+        caller["check"] = _once
+    return _ops.add(a, b)
+'''
+
+
+@needs_sandbox
+def test_a_helper_swapped_for_one_call_meets_a_contradiction(tmp_path) -> None:
+    """Put back before the report, the swap is not seen; the helper imported from the tests' own
+    module is an equality helper (`assert a == b`), so the test gets a copy with another expected
+    value, which the no-op passes (`comparing_calls.imported_equality_helpers`)."""
+    prepared, gold = build_prepared(tmp_path, instance_id="calc-once", test_patch_files={"tests/helpers.py": HELPERS, "tests/test_add.py": ONCE_TESTS},
+                                    fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=["tests/test_ops.py::test_sub"])
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
+    attack = BASE_FILES["calc/__init__.py"] + ONCE_ATTACK
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("tamper: contradiction_passed") for f in verdict.flags), verdict.flags
