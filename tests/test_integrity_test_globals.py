@@ -25,6 +25,20 @@ from tests.fixtures_grading.factories import any_factory_or_reason
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
 
+
+def _graded(prepared, patch):
+    return grade_patch(prepared, patch, factory=FACTORY, deadline_s=120)
+
+
+def _assert_resolved(verdict) -> None:
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+
+
+def _assert_tampered(verdict, flag: str) -> None:
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("tamper: " + flag) for f in verdict.flags), verdict.flags
+
 HELPERS = ("from math import isclose  # re-exported: the tests import it from here\n\n\n"
            "def check(result, expected):\n    assert result == expected, (result, expected)\n")
 TESTS = ("import pytest\n\nfrom tests.helpers import check, isclose\n\nfrom calc import add\n\n\n"
@@ -117,9 +131,7 @@ def test_which_names_are_held() -> None:
 @needs_sandbox
 def test_the_gold_resolves(task) -> None:
     prepared, gold = task
-    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
-    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+    _assert_resolved(_graded(prepared, gold))
 
 
 @needs_sandbox
@@ -127,9 +139,7 @@ def test_the_gold_resolves(task) -> None:
 def test_a_name_rebound_by_the_library_is_tampered(task, name) -> None:
     prepared, _ = task
     attack = BASE_FILES["calc/__init__.py"] + REBIND.format(body=ATTACKS[name])
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: test_module_name_rebound") for f in verdict.flags), verdict.flags
+    _assert_tampered(_graded(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack})), "test_module_name_rebound")
 
 
 UNITTEST_TESTS = ("import unittest\n\nfrom tests.helpers import check\n\nfrom calc import add\n\n\n"
@@ -152,13 +162,9 @@ def unittest_task(tmp_path_factory):
 @needs_sandbox
 def test_the_unittest_runner_holds_them_too(unittest_task) -> None:
     prepared, gold = unittest_task
-    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
-    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+    _assert_resolved(_graded(prepared, gold))
     attack = UNITTEST_BASE["calc/__init__.py"] + UNITTEST_REBIND
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: test_module_name_rebound") for f in verdict.flags), verdict.flags
+    _assert_tampered(_graded(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack})), "test_module_name_rebound")
 
 
 ONCE_TESTS = ("from tests.helpers import check\n\nfrom calc import add\n\n\n"
@@ -188,9 +194,6 @@ def test_a_helper_swapped_for_one_call_meets_a_contradiction(tmp_path) -> None:
     value, which the no-op passes (`comparing_calls.imported_equality_helpers`)."""
     prepared, gold = build_prepared(tmp_path, instance_id="calc-once", test_patch_files={"tests/helpers.py": HELPERS, "tests/test_add.py": ONCE_TESTS},
                                     fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=["tests/test_ops.py::test_sub"])
-    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
+    _assert_resolved(_graded(prepared, gold))
     attack = BASE_FILES["calc/__init__.py"] + ONCE_ATTACK
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: contradiction_passed") for f in verdict.flags), verdict.flags
+    _assert_tampered(_graded(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": attack})), "contradiction_passed")
