@@ -266,6 +266,14 @@ class Guard(object):
         def hook(event, args):
             if event not in watched or not guard.active:
                 return
+            try:
+                frame = getframe(1)
+            except ValueError:
+                # No Python frame at all: the interpreter itself compiling and running a script file
+                # (`pytest -rA ...` runs the console script so). Nothing of the patch's is on that
+                # stack, and the `ValueError` aborted every such command before a test ran (fpL:
+                # every SWE-bench row whose command starts with `pytest` was unresolved).
+                return
             if event == "open":
                 if len(args) < 3 or isinstance(args[0], int):
                     return
@@ -275,19 +283,19 @@ class Guard(object):
                 if not writing:
                     return
                 if isinstance(args[0], (str, bytes)) and _text(args[0]).endswith(".py"):
-                    guard.note_writer(args[0], getframe(1))
+                    guard.note_writer(args[0], frame)
                 if not guard.protected_target(args[0]):
                     return
-                culprit = guard.culprit(getframe(1), True)
+                culprit = guard.culprit(frame, True)
                 if culprit is not None:
                     guard.refuse("writing", culprit, _text(args[0]) or "")
                 return
             if event == "object.__setattr__":
-                if len(args) < 2 or not (args[1] == "__code__" and guard.foreign_code_swap(args[0], getframe(1))
+                if len(args) < 2 or not (args[1] == "__code__" and guard.foreign_code_swap(args[0], frame)
                                          or args[1] == "__class__" and guard.protected_module(args[0])
                                          or args[1] in ("__defaults__", "__kwdefaults__") and guard.own_function(args[0])):
                     return
-            guard.event(event, args, getframe(1))
+            guard.event(event, args, frame)
 
         return hook
 
