@@ -45,7 +45,8 @@ HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")),
            ("patchgym_contradictions", Path(__file__).with_name("contradictions.py")),
            ("patchgym_comparing_calls", Path(__file__).with_name("comparing_calls.py")),
-           ("patchgym_test_globals", Path(__file__).with_name("test_globals.py")))
+           ("patchgym_test_globals", Path(__file__).with_name("test_globals.py")),
+           ("patchgym_first_calls", Path(__file__).with_name("first_calls.py")))
 
 
 def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) -> list[tuple[str, bytes]]:
@@ -111,6 +112,7 @@ class StreamResults:
     canary_params: dict[int, dict[str, str]] = field(default_factory=dict)  # such a canary -> {parameter id: outcome}
     canary_within: dict[int, str] = field(default_factory=dict)  # a skipped canary -> its module or class (its id's head)
     canaries_collected: set[int] | None = None  # canaries the session collected (None: not said, xdist's controller)
+    first_call_passes: list[tuple[int, str]] = field(default_factory=list)  # (copy, the test it copies) passed in a fork
     started: bool = False
     ended: bool = False
     exitstatus: int | None = None
@@ -201,6 +203,9 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             by_param = record.get("by_param") or []
             if isinstance(by_param, list):
                 out.by_param = {int(n) for n in by_param if str(n).isdigit()}
+        elif kind == "first_call_passed":
+            if str(record.get("n", "")).isdigit():
+                out.first_call_passes.append((int(record["n"]), str(record.get("of"))))
         elif kind == "canaries_collected":
             numbers = record.get("numbers") or []
             collected = out.canaries_collected if out.canaries_collected is not None else set()

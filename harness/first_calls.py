@@ -1,0 +1,125 @@
+"""Contradiction copies run on the state their original found: a fork taken right before a graded
+test's body, which calls the test's exact copies (`contradictions.py`) once every test has run.
+
+Copied into the grading sandbox as `patchgym_first_calls` and used by the pytest reporter;
+standard library only, Python >= 3.6 syntax, POSIX (`os.fork`; elsewhere nothing is forked).
+
+Why (red team round 13, 2026-12-03: reward 1 on both runners of two real packages, mdurl and
+cfgv): the copies run after their originals, in the same process, so a library that lies only on
+the first call per input -- an always-equal value, the literal read from the caller's line, a
+raise it skips once -- passes the original, and every copy, a later call with the same inputs, gets
+the honest (buggy) value and fails as an honest copy does. A policy trained against the copies is
+pushed exactly there. In a fork taken before the original's body, the copy's call is the first
+one: the lie meets an expectation no honest result meets, and passes it.
+
+Why an honest fix never fails this: the child calls only copies whose expectation is a changed
+value (a literal moved far, a fresh exception class: `Planted.exact`), with the original's own
+fixture values, on the memory the original found. The files may have changed since (the children
+run after every test, so that their own writes reach no test of the run), which can only make an
+honest copy fail for another reason. A child that does not answer in time counts as failed; its
+output goes to /dev/null, never to the log or the result stream.
+"""
+
+import os
+import select
+import signal
+import time
+import warnings
+
+TIMEOUT_S = 20.0
+
+
+class FirstCalls(object):
+    """Forked children, each holding the state right before one graded test's body."""
+
+    def __init__(self, quiet_fds):
+        self._quiet_fds = [fd for fd in quiet_fds if fd is not None]  # pointed at /dev/null in a child
+        self._pending = []  # (pid, go (write end), result (read end), what the caller passed as `of`)
+
+    def fork_before(self, of, calls):
+        """Fork now; the child waits for `results`, then makes each call of `calls` ([(number,
+        make)]: `make()` builds the call and makes it) and says which returned. False when no fork
+        could be made (then nothing is judged)."""
+        if not hasattr(os, "fork") or not calls:
+            return False
+        go_r, go_w = os.pipe()
+        result_r, result_w = os.pipe()
+        try:
+            with warnings.catch_warnings():  # 3.12+: a fork of a process with threads warns
+                warnings.simplefilter("ignore")
+                pid = os.fork()
+        except OSError:
+            for fd in (go_r, go_w, result_r, result_w):
+                os.close(fd)
+            return False
+        if pid == 0:  # the child: nothing of it may reach the parent but its answer
+            try:
+                os.close(go_w)
+                os.close(result_r)
+                for _, other_go, other_result, _ in self._pending:
+                    _close(other_go, other_result)
+                devnull = os.open(os.devnull, os.O_RDWR)
+                for fd in self._quiet_fds:
+                    try:
+                        os.dup2(devnull, fd)
+                    except OSError:
+                        pass
+                if os.read(go_r, 1) == b"g":
+                    passed = []
+                    for number, make in calls:
+                        try:
+                            make()
+                        except BaseException:  # noqa: BLE001  failed, as an honest copy does
+                            continue
+                        passed.append(str(number))
+                    os.write(result_w, (" ".join(passed) + "\n").encode())
+            finally:
+                os._exit(0)
+        os.close(go_r)
+        os.close(result_w)
+        self._pending.append((pid, go_w, result_r, of))
+        return True
+
+    def results(self, timeout_s=TIMEOUT_S):
+        """[(of, copy number)] of the copies that passed in their child; every child is reaped."""
+        found = []
+        pending, self._pending = self._pending, []
+        for pid, go_w, result_r, of in pending:
+            data = b""
+            try:
+                os.write(go_w, b"g")
+                deadline = time.monotonic() + timeout_s
+                while True:
+                    left = deadline - time.monotonic()
+                    if left <= 0 or not select.select([result_r], [], [], left)[0]:
+                        break
+                    chunk = os.read(result_r, 4096)
+                    if not chunk:
+                        break
+                    data += chunk
+            except OSError:
+                pass
+            finally:
+                _close(go_w, result_r)
+                _reap(pid)
+            if data.endswith(b"\n"):
+                found += [(of, int(n)) for n in data.split() if n.isdigit()]
+        return found
+
+
+def _close(*fds):
+    for fd in fds:
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+
+
+def _reap(pid):
+    try:
+        done, _ = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+    except OSError:
+        pass
