@@ -260,7 +260,7 @@ def _changed_code(entries):
     return [label for label, function, code in entries if getattr(function, "__code__", code) is not code]
 
 
-def _changed_keys(entries, thorough=True):
+def _changed_keys(entries, thorough=True, harmless=None):
     """Classes whose attributes were added or removed since the snapshot. Between tests only the
     number of attributes is compared (a per-test full comparison of pytest's large class dicts cost
     ~5% of a grading); after each module is collected and at the end, the names. A harmless
@@ -272,20 +272,27 @@ def _changed_keys(entries, thorough=True):
         cls, keys, count = entry
         if not thorough and len(vars(cls)) == count:
             continue
-        if _keys_changed(cls, keys):
-            changed.append("{}.{} (attributes added or removed)".format(cls.__module__, cls.__qualname__))
+        if _keys_changed(cls, keys, harmless):
+            now = frozenset(vars(cls))
+            which = sorted(str(k) for k in (now - keys) | (keys - now))[:5]
+            changed.append("{}.{} (attributes added or removed: {})".format(cls.__module__, cls.__qualname__, ", ".join(which)))
         else:
             entry[2] = len(vars(cls))
     return changed
 
 
-def _keys_changed(cls, keys):
+def _keys_changed(cls, keys, harmless=None):
     """Attributes removed, or added ones that can act (callables, descriptors); plain data flags
-    pytest sets on its own classes (`_pytest_diamond_inheritance_warning_shown`) do not count."""
+    pytest sets on its own classes (`_pytest_diamond_inheritance_warning_shown`) do not count, nor
+    what `harmless(value)` accepts: pytest's own fixtures, which its unittest plugin puts on every
+    TestCase class it collects (`_UnitTestCase__pytest_class_setup`), `unittest.TestCase` itself
+    where a test module imports it by name (pytest's repository: every patch of `testing/
+    test_unittest.py`'s task was tampered, a false-positive hunt, fpL)."""
     now = vars(cls)
     if not keys <= frozenset(now):
         return True
-    return any(callable(now[name]) or hasattr(type(now[name]), "__get__") for name in frozenset(now) - keys)
+    return any((callable(now[name]) or hasattr(type(now[name]), "__get__")) and not (harmless and harmless(now[name]))
+               for name in frozenset(now) - keys)
 
 
 def _bytecode_of(path, since):
@@ -721,7 +728,7 @@ class Reporter:
         if thorough:
             for name in self._own_watch.changed():
                 self._violation("replaced", name)
-        for name in _changed_keys(self._class_keys, thorough):
+        for name in _changed_keys(self._class_keys, thorough, self._machinery_value):
             self._violation("replaced", name)
         if thorough:  # a __code__ swap is refused by the audit hook as it happens; this is the backstop
             for name in _changed_code(self._codes):
@@ -750,6 +757,19 @@ class Reporter:
         untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
         real = self._real(filename)
         return "/site-packages/" in real and not real.startswith(self._testbed + "/") and not untrusted(filename)
+
+    def _machinery_value(self, value):
+        """Whether a value is pytest's or pluggy's own, as imported: a function compiled in their
+        folders, or an object of a class defined there (pytest 8.4's fixture definitions)."""
+        if not self._machinery_dirs:
+            return False
+        function = _function_of(value)
+        if function is not None:
+            filename = function.__code__.co_filename
+        else:
+            module = sys.modules.get(getattr(type(value), "__module__", None) or "")
+            filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+        return isinstance(filename, str) and self._real(filename).startswith(self._machinery_dirs)
 
     def _patch_value(self, value):
         """Whether a value is the patch's code (patchgym_test_globals.patch_value): a function (a

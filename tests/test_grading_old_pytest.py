@@ -129,3 +129,16 @@ def test_python_3_6_with_pytest_4_6_resolves_the_gold_on_both_runners(tmp_path, 
     unit = build_unittest_prepared(tmp_path / "py36-ut", "calc-ut-py36", venv=py36_venv)
     unit_gold = grade36(unit, {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
     assert unit_gold.reward == 1.0 and not unit_gold.flags, unit_gold.model_dump_json(indent=1)
+
+
+def test_a_test_module_importing_testcase_by_name_on_pytest_6(tmp_path, old_venv):
+    """pytest < 8 puts its unittest fixtures on every TestCase class it collects as class attributes
+    (`_UnitTestCase__pytest_class_setup`), `unittest.TestCase` itself where a test module imports it
+    by name: that was `replaced` (pytest's own `testing/test_unittest.py`, fpL). pytest's own values
+    on a watched class are harmless (`_keys_changed`)."""
+    from tests.test_false_positives_round13 import IMPORTS_TESTCASE
+
+    task = _task(tmp_path, old_venv, "testcase", test_patch_files={"tests/test_add.py": IMPORTS_TESTCASE},
+                 fail_to_pass=["tests/test_add.py::AddTest::test_add", "tests/test_add.py::test_add_plain"])
+    gold = grade(task, {"calc/ops.py": GOLD_FILES["calc/ops.py"]})
+    assert gold.reward == 1.0 and not [f for f in gold.flags if not f.startswith("note")], gold.model_dump_json(indent=1)
