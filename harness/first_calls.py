@@ -1,5 +1,5 @@
 """Contradiction copies run on the state their original found: a fork taken right before a graded
-test's body, which calls the test's exact copies (`contradictions.py`) once every test has run.
+test's body, which calls the test's exact copies (`contradictions.py`) right after that body.
 
 Copied into the grading sandbox as `patchgym_first_calls` and used by the pytest reporter;
 standard library only, Python >= 3.6 syntax, POSIX (`os.fork`; elsewhere nothing is forked).
@@ -14,10 +14,14 @@ one: the lie meets an expectation no honest result meets, and passes it.
 
 Why an honest fix never fails this: the child calls only copies whose expectation is a changed
 value (a literal moved far, a fresh exception class: `Planted.exact`), with the original's own
-fixture values, on the memory the original found. The files may have changed since (the children
-run after every test, so that their own writes reach no test of the run), which can only make an
-honest copy fail for another reason. A child that does not answer in time counts as failed; its
-output goes to /dev/null, never to the log or the result stream.
+fixture values, on the memory the original found. The files may have changed since (the child runs
+right after the original's body, so that its own writes reach no part of it), which can only make
+an honest copy fail for another reason. A child that does not answer in time counts as failed;
+its output goes to /dev/null, never to the log or the result stream.
+
+Why right after the body and not at the session's end: a child left waiting shares its pages with
+the run, and every page the run writes later is copied (copy-on-write): bench/grade's medium suite
+spent ~11% more CPU with the child waiting until the end, ~3% with it run right after the body.
 """
 
 import os
@@ -35,11 +39,12 @@ class FirstCalls(object):
     def __init__(self, quiet_fds):
         self._quiet_fds = [fd for fd in quiet_fds if fd is not None]  # pointed at /dev/null in a child
         self._pending = []  # (pid, go (write end), result (read end), what the caller passed as `of`)
+        self._found = []  # (of, copy number) of the copies that passed, from the children run so far
 
     def fork_before(self, of, calls):
-        """Fork now; the child waits for `results`, then makes each call of `calls` ([(number,
-        make)]: `make()` builds the call and makes it) and says which returned. False when no fork
-        could be made (then nothing is judged)."""
+        """Fork now; the child waits for `run(of)` (or `results`), then makes each call of `calls`
+        ([(number, make)]: `make()` builds the call and makes it) and says which returned. False
+        when no fork could be made (then nothing is judged)."""
         if not hasattr(os, "fork") or not calls:
             return False
         go_r, go_w = os.pipe()
@@ -80,31 +85,43 @@ class FirstCalls(object):
         self._pending.append((pid, go_w, result_r, of))
         return True
 
+    def run(self, of, timeout_s=TIMEOUT_S):
+        """Let the children forked for `of` make their calls now, and wait for their answers."""
+        mine = [entry for entry in self._pending if entry[3] == of]
+        self._pending = [entry for entry in self._pending if entry[3] != of]
+        for entry in mine:
+            self._found += _answer(entry, timeout_s)
+
     def results(self, timeout_s=TIMEOUT_S):
         """[(of, copy number)] of the copies that passed in their child; every child is reaped."""
-        found = []
         pending, self._pending = self._pending, []
-        for pid, go_w, result_r, of in pending:
-            data = b""
-            try:
-                os.write(go_w, b"g")
-                deadline = time.monotonic() + timeout_s
-                while True:
-                    left = deadline - time.monotonic()
-                    if left <= 0 or not select.select([result_r], [], [], left)[0]:
-                        break
-                    chunk = os.read(result_r, 4096)
-                    if not chunk:
-                        break
-                    data += chunk
-            except OSError:
-                pass
-            finally:
-                _close(go_w, result_r)
-                _reap(pid)
-            if data.endswith(b"\n"):
-                found += [(of, int(n)) for n in data.split() if n.isdigit()]
+        for entry in pending:
+            self._found += _answer(entry, timeout_s)
+        found, self._found = self._found, []
         return found
+
+
+def _answer(entry, timeout_s):
+    """[(of, copy number)] of the copies that passed in the child of `entry`, which is reaped."""
+    pid, go_w, result_r, of = entry
+    data = b""
+    try:
+        os.write(go_w, b"g")
+        deadline = time.monotonic() + timeout_s
+        while True:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([result_r], [], [], left)[0]:
+                break
+            chunk = os.read(result_r, 4096)
+            if not chunk:
+                break
+            data += chunk
+    except OSError:
+        pass
+    finally:
+        _close(go_w, result_r)
+        _reap(pid)
+    return [(of, int(n)) for n in data.split() if n.isdigit()] if data.endswith(b"\n") else []
 
 
 def _close(*fds):

@@ -1493,6 +1493,8 @@ class Reporter:
         if phases is None:
             phases = self._phases[report.nodeid] = {}
         if report.when == "call":
+            if report.nodeid in self._forked:  # the copies on the state this test's body found (patchgym_first_calls)
+                self._first_calls.run(report.nodeid)
             self.check_machinery(during_test=True)
             item = self._running[0] if self._running is not None else None
             self.check_test_globals(getattr(item, "module", None))

@@ -76,7 +76,7 @@ def _bind_methods(obj):
             setattr(obj, name, value.__get__(obj, type(obj)))
 
 
-def _watch_test_method_returns(before_call=None):
+def _watch_test_method_returns(before_call=None, after_call=None):
     """{"returned": whether the running test's method returned} (None before any call): unittest
     swallows its private `_ShouldStop` and still counts the test a success (red team round 5:
     raised from the library for the graded tests only, reward 1). Installed before the TestCase
@@ -90,7 +90,11 @@ def _watch_test_method_returns(before_call=None):
         if before_call is not None:
             before_call(testcase)
         state["returned"] = False
-        result = original(testcase, method)
+        try:
+            result = original(testcase, method)
+        finally:
+            if after_call is not None:
+                after_call(testcase)
         state["returned"] = True
         return result
 
@@ -440,7 +444,7 @@ def main(argv):
     except ImportError:
         pass
     first_calls, before_call = _first_calls(planted, channel)
-    returned = _watch_test_method_returns(before_call)
+    returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
     watched = _watched()
     class_keys = _class_keys()
     provenance = _Provenance(config, channel)
