@@ -1130,8 +1130,14 @@ class Reporter:
         funcargs = item.funcargs
         names = list(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
 
+        instance = getattr(item, "instance", None)  # a test class's: its setup_method has run on it
+
         def caller(copy):
-            return lambda: copy.obj(**{name: funcargs[name] for name in names if name in funcargs})
+            def call():
+                name = getattr(copy, "originalname", None) or copy.name.split("[", 1)[0]
+                function = getattr(instance, name) if instance is not None else copy.obj
+                return function(**{arg: funcargs[arg] for arg in names if arg in funcargs})
+            return call
 
         self._first_calls.fork_before(item.nodeid, [(number, caller(copy)) for number, copy in copies])
 

@@ -78,3 +78,18 @@ def test_unittest_runner(tmp_path) -> None:
     verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(UNITTEST_BASE)))
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
     assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
+
+
+CLASS_TESTS = ("from calc import add\n\n\nclass TestAdd:\n    def setup_method(self):\n        self.base = 2\n\n"
+               "    def test_add(self):\n        assert add(self.base, 3) == 5\n")
+
+
+def test_a_test_class_whose_setup_method_sets_its_inputs(tmp_path) -> None:
+    """The copy is called on the original's own instance, on which `setup_method` ran."""
+    prepared, gold = build_prepared(tmp_path, instance_id="calc-first-class", test_patch_files={"tests/test_add.py": CLASS_TESTS},
+                                    fail_to_pass=["tests/test_add.py::TestAdd::test_add"])
+    verdict = _grade(prepared, gold)
+    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
+    verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES)))
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
