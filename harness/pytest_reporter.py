@@ -1139,7 +1139,10 @@ class Reporter:
                 return function(**{arg: funcargs[arg] for arg in names if arg in funcargs})
             return call
 
-        self._first_calls.fork_before(item.nodeid, [(number, caller(copy)) for number, copy in copies])
+        try:
+            self._first_calls.fork_before(item.nodeid, [(number, caller(copy)) for number, copy in copies])
+        except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
+            pass
 
     def check_test_globals(self, module, thorough=False):
         """The names a protected test module's source binds still hold what it binds there
