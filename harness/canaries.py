@@ -175,6 +175,7 @@ class Planted(object):
         self.is_twin = False  # an unchanged copy of a contradicted test (see contradictions.plan)
         self.twin = None  # for a contradiction canary, the number of its twin
         self.exact = False  # ... and whether its expectation is a changed value (contradictions.plan)
+        self.forkable = False  # ... and whether it may run on the state its original found (first_calls.py)
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -228,6 +229,19 @@ def _runs_run_test(node):
     return any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == "runTest" for n in node.body)
 
 
+def exact(how):
+    """A copy judged even where its twin failed (`contradictions.plan`): not a step of one (a
+    counting test's rerun can reach it), nor a wrapped, shifted or negated assertion."""
+    return how not in ("wrap", "wrap_object", "negate", "shift", "change_adjacent")
+
+
+def forkable(how):
+    """A copy safe to call on the memory its original found but with the files it left
+    (first_calls.py): a negated, shifted or one-step copy may pass honestly where the test's own
+    writes moved its value; a changed literal, a fresh class, `(E,)` or `object()` never does."""
+    return how not in ("negate", "shift", "change_adjacent")
+
+
 def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0, twins=None,
                  read_module=None):
     """Canaries for one test module's source. `graded` names the graded tests in it, as `name` for
@@ -236,8 +250,8 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
     `contradict` ({graded name: its test id}) names the tests that may get up to `limit`
     contradiction canaries (`contradictions.py`); `contradicted` receives {(container, name): id}
     for those planted, and `twins` {(container, name): (the name of its twin, exact)} (the twin is
-    an unchanged copy of the test, planted too: neither a canary nor a contradiction; `exact`: see
-    `contradictions.plan`)."""
+    an unchanged copy of the test, planted too: neither a canary nor a contradiction; `how`: the
+    copy's change, see `contradictions.plan`)."""
     if sys.version_info < (3, 8):
         return source, []
     try:
@@ -311,7 +325,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
                               if isinstance(n, ast.FunctionDef) and n.name == parts[1]]
         end_of = {name: node.end_lineno for name, node in classes.items()}
         end_of[None] = len(lines)
-        for after, new_lines, container, name, test_id, twin, exact in _contradictions.plan(
+        for after, new_lines, container, name, test_id, twin, how in _contradictions.plan(
                 lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of,
                 _comparing_calls.known_names(tree), _comparing_calls.equality_helpers(tree)
                 | _comparing_calls.imported_equality_helpers(tree, read_module or (lambda name, level: None))):
@@ -323,7 +337,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             if contradicted is not None:
                 contradicted[(container, name)] = test_id
             if twins is not None:
-                twins[(container, name)] = (twin, exact)
+                twins[(container, name)] = (twin, how)
     if not planted:
         return source, []
     for after, new_lines, _ in sorted(inserts, key=lambda item: (-item[0], item[2])):
@@ -447,9 +461,11 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             canary.is_twin = (container, name) in twin_names
             numbers[(container, name)] = len(planted)
             planted.append(canary)
-        for (container, name), (twin, exact) in twins.items():
-            planted[numbers[(container, name)]].twin = numbers[(container, twin)]
-            planted[numbers[(container, name)]].exact = exact
+        for (container, name), (twin, how) in twins.items():
+            copy = planted[numbers[(container, name)]]
+            copy.twin = numbers[(container, twin)]
+            copy.exact = exact(how)
+            copy.forkable = forkable(how)
     return planted
 
 

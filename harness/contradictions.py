@@ -450,9 +450,9 @@ def copy_with(lines, function, new_name, node, text):
 def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), helpers=frozenset()):
     """Contradictions for one file: `functions` is [(container, function node, original id)] of the
     graded tests that may be copied, `end_of` {container: its last line} (None: the module).
-    Returns [(insert after line, new lines, container, name, id, twin name, exact)]: the first
+    Returns [(insert after line, new lines, container, name, id, twin name, how)]: the first
     contradiction of a test carries the lines of all of them and of their twin, the others none;
-    `exact` says that its expectation is a changed value (not a wrapped or negated assertion).
+    `how` is the copy's change (`canaries.exact(how)`: its expectation is a changed value).
 
     The twin is the test copied unchanged. Why: "the original passed, so the copy must fail" holds
     only for a test that gives the same result when run again, and real tests need not (one that
@@ -482,9 +482,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             if new_lines is None:
                 continue
             block += gap + new_lines
-            # `exact`: judged even where the twin failed; not for a step of one (a counting test's
-            # rerun can reach it) nor for a wrapped or negated assertion
-            copies.append((name, how not in ("wrap", "wrap_object", "negate", "shift", "change_adjacent")))
+            copies.append((name, how))
         if not copies:
             continue
         twin = name_for(function.name)
@@ -494,6 +492,6 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
         # The twin first: it runs the test a second time unchanged, right before the contradictions
         # run it a third; a contradiction is judged only where its twin passed (see `plan`).
         block = gap + twin_lines + block
-        chosen.extend((end_of[container], block if n == 0 else [], container, name, original, twin, exact)
-                      for n, (name, exact) in enumerate(copies))
+        chosen.extend((end_of[container], block if n == 0 else [], container, name, original, twin, how)
+                      for n, (name, how) in enumerate(copies))
     return chosen

@@ -1117,6 +1117,22 @@ class Reporter:
         self.check_test_globals(getattr(item, "module", None))
         self._fork_first_calls(item)
 
+    def _fork_testcase(self, testcase):
+        """`_fork_first_calls` for a unittest.TestCase test that pytest runs: right before its method,
+        after its setUp; the child calls the copies on the same TestCase (they are its methods)."""
+        item = self._running[0] if self._running is not None else None
+        if self._first_calls is None or item is None or item.nodeid in self._forked:
+            return
+        copies = self._copies_of.get(item.nodeid) or self._copies_of.get(item.nodeid.split("[", 1)[0])
+        if not copies:
+            return
+        self._forked.add(item.nodeid)
+        calls = [(number, (lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)())) for number, copy in copies]
+        try:
+            self._first_calls.fork_before(item.nodeid, calls)
+        except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
+            pass
+
     def _fork_first_calls(self, item):
         """A graded test with exact contradiction copies: fork the state its body is about to find;
         the child calls the copies with its fixture values at the session's end (patchgym_first_calls:
@@ -1390,6 +1406,7 @@ class Reporter:
                 # Whether the test method returned: unittest swallows its private `_ShouldStop`
                 # and still counts the test a success (red team round 5: raised from the library
                 # for the graded tests only, reward 1).
+                reporter._fork_testcase(testcase)
                 reporter._skip_test["returned"] = False
                 result = original_call(testcase, method)
                 reporter._skip_test["returned"] = True
@@ -1687,7 +1704,7 @@ class Reporter:
         for item in session.items:
             number = self._canary_items.get(item.nodeid)
             canary = self._canaries[number] if number is not None else None
-            if canary is not None and getattr(canary, "exact", False) and getattr(canary, "contradicts", None):
+            if canary is not None and getattr(canary, "forkable", False) and getattr(canary, "contradicts", None):
                 copies = self._copies_of.setdefault(canary.contradicts, [])
                 if number not in [n for n, _ in copies]:
                     copies.append((number, item))

@@ -113,7 +113,7 @@ def _first_calls(planted, channel):
         return None, None
     copies_of = {}
     for number, canary in enumerate(planted):
-        if getattr(canary, "exact", False) and getattr(canary, "contradicts", None):
+        if getattr(canary, "forkable", False) and getattr(canary, "contradicts", None):
             copies_of.setdefault(canary.contradicts, []).append((number, canary.name))
     if not copies_of:
         return None, None

@@ -93,3 +93,24 @@ def test_a_test_class_whose_setup_method_sets_its_inputs(tmp_path) -> None:
     verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES)))
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
     assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
+
+
+NONLITERAL_TESTS = ("from calc import add\n\n\ndef test_add():\n    a, b = 2, 3\n    assert add(a, b) == a + b\n")
+TESTCASE_TESTS = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                  "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
+
+
+@pytest.mark.parametrize("name, tests, graded", [
+    # no literal expectation: the copies are `(E,)`, `object()` and a shift, none of them exact
+    ("nonliteral", NONLITERAL_TESTS, "tests/test_add.py::test_add"),
+    # a TestCase that pytest runs: forked from unittest's `_callTestMethod`, after setUp (red team round 14)
+    ("testcase", TESTCASE_TESTS, "tests/test_add.py::AddTest::test_add"),
+])
+def test_shapes_round_14_found_unforked(tmp_path, name, tests, graded) -> None:
+    prepared, gold = build_prepared(tmp_path, instance_id=f"calc-first-{name}", test_patch_files={"tests/test_add.py": tests},
+                                    fail_to_pass=[graded])
+    verdict = _grade(prepared, gold)
+    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
+    verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES)))
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
