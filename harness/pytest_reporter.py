@@ -177,6 +177,13 @@ def _machinery():
         # The grader's own compilation, which pytest executes, parses with the `ast.parse` kept at
         # import: one replaced later strips nothing from the test modules, and is reported here.
         ("ast", ("parse",)),
+        # The checks that a block raises or warns: a context whose `__exit__` passes everything
+        # (or everything but a class made at run time, as the copies of those checks expect)
+        # passed the graded tests (red team round 14, reward 1 on both runners).
+        ("_pytest.python_api", ("RaisesContext",)),
+        ("_pytest.raises", ("RaisesExc", "RaisesGroup", "AbstractRaises")),
+        ("_pytest.recwarn", ("WarningsChecker", "WarningsRecorder")),
+        ("unittest.case", ("_AssertRaisesContext", "_AssertWarnsContext", "_AssertRaisesBaseContext")),
         ("pluggy._callers", ("_multicall",)),
         ("pluggy.callers", ("_multicall",)),
         ("pluggy", ("HookCaller",)),

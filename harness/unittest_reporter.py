@@ -53,8 +53,11 @@ def _read_config():
 
 def _watched():
     entries = []
-    for cls in (unittest.TestCase, unittest.TestResult, unittest.TextTestResult, unittest.TextTestRunner,
-                unittest.TestSuite, unittest.TestLoader):
+    case = sys.modules.get("unittest.case")
+    contexts = [getattr(case, n) for n in ("_AssertRaisesContext", "_AssertWarnsContext", "_AssertRaisesBaseContext")
+                if isinstance(getattr(case, n, None), type)]  # assertRaises' (red team round 14)
+    for cls in [unittest.TestCase, unittest.TestResult, unittest.TextTestResult, unittest.TextTestRunner,
+                unittest.TestSuite, unittest.TestLoader] + contexts:
         namespace = vars(cls)
         for name, value in namespace.items():
             entries.append(("unittest.{}.{}".format(cls.__name__, name), namespace, name, value))
