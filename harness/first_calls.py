@@ -93,7 +93,8 @@ class FirstCalls(object):
             self._found += _answer(entry, timeout_s)
 
     def results(self, timeout_s=TIMEOUT_S):
-        """[(of, copy number)] of the copies that passed in their child; every child is reaped."""
+        """[(of, copy number)] of the copies that passed in their child, and (of, None) for a child
+        that left without answering; every child is reaped."""
         pending, self._pending = self._pending, []
         for entry in pending:
             self._found += _answer(entry, timeout_s)
@@ -102,7 +103,9 @@ class FirstCalls(object):
 
 
 def _answer(entry, timeout_s):
-    """[(of, copy number)] of the copies that passed in the child of `entry`, which is reaped."""
+    """[(of, copy number)] of the copies that passed in the child of `entry`, which is reaped;
+    [(of, None)] when the child left on its own without answering (an `os.register_at_fork` hook
+    of the patch's calling `os._exit`, red team round 14: no answer had counted as failed copies)."""
     pid, go_w, result_r, of = entry
     data = b""
     try:
@@ -120,8 +123,10 @@ def _answer(entry, timeout_s):
         pass
     finally:
         _close(go_w, result_r)
-        _reap(pid)
-    return [(of, int(n)) for n in data.split() if n.isdigit()] if data.endswith(b"\n") else []
+        exited = _reap(pid)
+    if data.endswith(b"\n"):
+        return [(of, int(n)) for n in data.split() if n.isdigit()]
+    return [(of, None)] if exited else []
 
 
 def _close(*fds):
@@ -133,10 +138,16 @@ def _close(*fds):
 
 
 def _reap(pid):
+    """Reap the child (killed if it is still there); whether it had exited on its own, by `_exit`."""
     try:
-        done, _ = os.waitpid(pid, os.WNOHANG)
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            time.sleep(0.05)  # an answer's writer exits right after writing
+            done, status = os.waitpid(pid, os.WNOHANG)
         if done == 0:
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
+            return False
+        return os.WIFEXITED(status)
     except OSError:
-        pass
+        return False

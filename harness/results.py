@@ -203,8 +203,8 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             by_param = record.get("by_param") or []
             if isinstance(by_param, list):
                 out.by_param = {int(n) for n in by_param if str(n).isdigit()}
-        elif kind == "first_call_passed":
-            if str(record.get("n", "")).isdigit():
+        elif kind == "first_call_passed":  # n -1: the fork left without answering
+            if str(record.get("n", "")).lstrip("-").isdigit():
                 out.first_call_passes.append((int(record["n"]), str(record.get("of"))))
         elif kind == "canaries_collected":
             numbers = record.get("numbers") or []

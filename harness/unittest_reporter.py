@@ -540,7 +540,7 @@ def main(argv):
         if not keys <= frozenset(now) or any(callable(now[k]) or hasattr(type(now[k]), "__get__") for k in frozenset(now) - keys):
             channel.emit("integrity", what="replaced", detail="unittest.{} (attributes added or removed)".format(cls.__name__))
     for of, number in first_calls.results() if first_calls is not None else ():
-        channel.emit("first_call_passed", n=number, of=of)
+        channel.emit("first_call_passed", n=number if number is not None else -1, of=of)
     exitstatus = 0 if result.wasSuccessful() else 1
     channel.emit("end", exitstatus=exitstatus, testsrun=result.testsRun)
     log_stream.flush()
