@@ -234,16 +234,23 @@ def runner_check(sources, untrusted, test_roots):
     untrusted = untrusted or (lambda filename: False)
     cache, seen = {}, set()
 
-    def check(module):
+    modules = {}
+
+    def check(module, thorough=False):
+        """Details of what no longer holds in `module`; `module` None and `thorough`: in every
+        module seen, anything still rebound (a C builtin too: red team round 14), as at the end."""
+        if module is None:
+            return [d for m in list(modules.values()) for d in check(m, thorough)] if thorough else []
         if type(module).__name__ != "module":
             return []
+        modules[id(module)] = module
         try:
             found = module_problems(module, sources, cache, trusted, helper_defs)
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
             found = [("unreadable", type(exc).__name__, None)]
         new = []
         for kind, name, value in found:
-            if kind in ("trusted", "unreadable") or patch_value(value, untrusted):
+            if kind in ("trusted", "unreadable") or thorough and kind != "method" or patch_value(value, untrusted):
                 detail = "{}.{} ({})".format(getattr(module, "__name__", "?"), name, kind)
                 if detail not in seen:
                     seen.add(detail)

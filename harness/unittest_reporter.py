@@ -539,6 +539,9 @@ def main(argv):
         now = vars(cls)
         if not keys <= frozenset(now) or any(callable(now[k]) or hasattr(type(now[k]), "__get__") for k in frozenset(now) - keys):
             channel.emit("integrity", what="replaced", detail="unittest.{} (attributes added or removed)".format(cls.__name__))
+    if globals_check is not None:  # at the end, anything still rebound counts
+        for detail in check(None, thorough=True):
+            channel.emit("integrity", what="test_module_name_rebound", detail=detail)
     for of, number in first_calls.results() if first_calls is not None else ():
         channel.emit("first_call_passed", n=number if number is not None else -1, of=of)
     exitstatus = 0 if result.wasSuccessful() else 1
