@@ -1899,4 +1899,31 @@ def pytest_configure(config):
             for name in ("stepwise", "stepwise_skip", "stepwise_reset"):
                 if getattr(config.option, name, False):
                     setattr(config.option, name, False)
+            _select_canaries_too(config, _pending._canaries, _pending._testbed)
         _pending = None
+
+
+def _select_canaries_too(config, canaries, testbed):
+    """A task's own command that names tests by id (`pytest tests/t.py::test_a`) collects none of the
+    canaries and copies planted beside them, and a blanket hack then passed with a note (red team
+    round 14, reward 1): their ids are selected too, for a file the command names only by ids, and
+    in no container it names whole (pytest would collect those twice)."""
+    args = getattr(config, "args", None)
+    if not isinstance(args, list) or not any("::" in str(a) for a in args):
+        return
+    invoked = str(getattr(getattr(config, "invocation_params", None), "dir", "") or os.getcwd())
+
+    def real(path):
+        return os.path.realpath(os.path.join(invoked, path))
+
+    whole = {real(str(a)) for a in args if "::" not in str(a)}
+    named = {}  # file -> what the command names in it whole (`t.py::TestA`: a class; `t.py::test_a`: no container)
+    for arg in args:
+        parts = str(arg).split("::")
+        if len(parts) > 1:
+            named.setdefault(real(parts[0]), set()).update(parts[1:2] if len(parts) == 2 else ())
+    for canary in canaries:
+        path = os.path.realpath(os.path.join(testbed, canary.path))
+        if path in named and path not in whole and (canary.container is None or canary.container not in named[path]):
+            args.append(os.path.relpath(path, invoked) + "::" + "::".join(
+                ([canary.container] if canary.container else []) + [canary.name]))
