@@ -1170,14 +1170,16 @@ class Reporter:
     def check_test_globals(self, module, thorough=False):
         """The names a protected test module's source binds still hold what it binds there
         (patchgym_test_globals: a helper, `pytest`, a builtin's name rebound by the library the
-        module imported got reward 1). While tests run only a value that is the patch's code
-        counts, and a rebound `pytest` or `unittest`; at the end (`thorough`) anything still there."""
+        module imported got reward 1), and so do those of the modules of the tests it takes helpers
+        from (`tests/helpers.py`: a name inside one, which its helper calls, rebound: reward 1, red
+        team round 14). While tests run only a value that is the patch's code counts, and a rebound
+        `pytest` or `unittest`; at the end (`thorough`) anything still there."""
         if module is None or self._sources is None or self._test_globals is None:
             return
         known = self._globals_checked.get(id(module))
         if known is None or known[0] is not module:
             real = self._real(getattr(module, "__file__", None) or "")
-            found = None
+            found = helpers = None
             if real in self._sources.sources:
                 found = self._bindings.get(real)
                 if found is None:
@@ -1185,10 +1187,16 @@ class Reporter:
                     package = getattr(module, "__package__", None) or ""
                     found = self._bindings[real] = (self._test_globals.bindings(tree, package) if tree is not None
                                                     else ([], frozenset(), True))
-            known = self._globals_checked[id(module)] = (module, found)
+                helpers = self._test_globals.helper_modules(found[0], self._helper_defs)
+            known = self._globals_checked[id(module)] = (module, found, helpers)
         if known[1] is None:
             return
-        entries, stored, star = known[1]
+        self._check_bindings(module, known[1], self._sources.owns_code, thorough)
+        for helper, found, owns in known[2]:
+            self._check_bindings(helper, found, owns, thorough)
+
+    def _check_bindings(self, module, found, owns_code, thorough):
+        entries, stored, star = found
         try:
             namespace = vars(module)
             # Between tests nothing changes, in every honest run: the same values, the same number of
@@ -1198,7 +1206,7 @@ class Reporter:
             if (not thorough and last is not None and last[0] == len(namespace)
                     and _ALL(_MAP(_IS, values, last[1]))):
                 return
-            problems = self._test_globals.problems(namespace, entries, stored, star, self._sources.owns_code,
+            problems = self._test_globals.problems(namespace, entries, stored, star, owns_code,
                                                    _TRUSTED_MODULES, self._helper_defs)
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
             self._violation("test_module_name_rebound", "{}: {}".format(getattr(module, "__name__", "?"), type(exc).__name__))
@@ -1741,7 +1749,7 @@ class Reporter:
     def pytest_sessionfinish(self, session, exitstatus):
         for nodeid in list(self._phases):  # tests whose logfinish never came (a runner that skips it)
             self._emit_test(nodeid, self._phases.pop(nodeid))
-        for module, _ in list(self._globals_checked.values()):
+        for module, _, _ in list(self._globals_checked.values()):
             self.check_test_globals(module, thorough=True)
         self.check_protected()
         self.check_importers()

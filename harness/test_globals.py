@@ -165,6 +165,28 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs):
     return found
 
 
+def helper_modules(entries, helper_defs):
+    """[(module, its bindings, owns_code)] of the modules of the tests that a test module's
+    `from M import f` bindings name (`helper_defs(M)` not None): their own names are held too, a
+    function of theirs being theirs when compiled from their file (they are not the grader's own
+    compilation)."""
+    found, seen = [], set()
+    for _, kind, origin in entries:
+        if kind != "helper" or origin[0] in seen or helper_defs(origin[0]) is None:
+            continue
+        seen.add(origin[0])
+        module = sys.modules.get(origin[0])
+        files = helper_defs(origin[0])[0]
+        try:
+            with open(files[1], "rb") as handle:
+                tree = ast.parse(handle.read(), filename=files[1])
+        except (OSError, SyntaxError, ValueError):
+            continue
+        found.append((module, bindings(tree, getattr(module, "__package__", None) or ""),
+                      lambda code, files=files: code.co_filename in files))
+    return found
+
+
 class HelperDefs(object):
     """`helper_defs` for `problems`: (file names, plain defs) of a module of the tests -- a file the
     grader protects or one under the test roots -- read from its source on disk (test files are
@@ -232,7 +254,7 @@ def runner_check(sources, untrusted, test_roots):
     roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_roots)
     helper_defs = HelperDefs(set(sources.sources), roots)
     untrusted = untrusted or (lambda filename: False)
-    cache, seen = {}, set()
+    cache, seen, helpers = {}, set(), {}
 
     modules = {}
 
@@ -245,13 +267,18 @@ def runner_check(sources, untrusted, test_roots):
             return []
         modules[id(module)] = module
         try:
-            found = module_problems(module, sources, cache, trusted, helper_defs)
+            found = [(module, item) for item in module_problems(module, sources, cache, trusted, helper_defs)]
+            real = os.path.realpath(getattr(module, "__file__", None) or "")
+            if real in cache and real not in helpers:
+                helpers[real] = helper_modules(cache[real][0], helper_defs)
+            for helper, (entries, stored, star), owns in helpers.get(real, ()):
+                found += [(helper, item) for item in problems(vars(helper), entries, stored, star, owns, trusted, helper_defs)]
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
-            found = [("unreadable", type(exc).__name__, None)]
+            found = [(module, ("unreadable", type(exc).__name__, None))]
         new = []
-        for kind, name, value in found:
+        for where, (kind, name, value) in found:
             if kind in ("trusted", "unreadable") or thorough and kind != "method" or patch_value(value, untrusted):
-                detail = "{}.{} ({})".format(getattr(module, "__name__", "?"), name, kind)
+                detail = "{}.{} ({})".format(getattr(where, "__name__", "?"), name, kind)
                 if detail not in seen:
                     seen.add(detail)
                     new.append(detail)
