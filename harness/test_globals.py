@@ -54,6 +54,14 @@ def _stores(statement):
             names.extend(node.names)
         elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and node is not statement:
             names.append(node.name)
+        elif isinstance(node, (ast.Import, ast.ImportFrom)):  # inside a `try` or an `if` (fpM: `from builtins import open`)
+            names.extend(alias.asname or alias.name.split(".")[0] for alias in node.names if alias.name != "*")
+        elif isinstance(node, ast.ExceptHandler) and node.name:
+            names.append(node.name)
+        elif type(node).__name__ in ("MatchAs", "MatchStar") and getattr(node, "name", None):
+            names.append(node.name)
+        elif type(node).__name__ == "MatchMapping" and getattr(node, "rest", None):
+            names.append(node.rest)
     return names
 
 
