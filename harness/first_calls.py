@@ -15,9 +15,12 @@ one: the lie meets an expectation no honest result meets, and passes it.
 Why an honest fix never fails this: the child calls only copies whose expectation is a changed
 value (a literal moved far, a fresh exception class: `Planted.exact`), with the original's own
 fixture values, on the memory the original found. The files may have changed since (the child runs
-right after the original's body, so that its own writes reach no part of it), which can only make
-an honest copy fail for another reason. A child that does not answer in time counts as failed;
-its output goes to /dev/null, never to the log or the result stream.
+right after the original's body, so that nothing of it reaches that body), which can only make an
+honest copy fail for another reason. Nothing of the child reaches the rest of the run either: its
+inherited descriptors point at /dev/null (an open file of a module fixture's, written through,
+made the next test fail: fpM) and its writes, processes and connections are refused. A child that
+does not answer in 3 s counts as failed (one held by threads the fork did not copy, a pool's);
+the parent's interval timer is paused while it waits (pytest-timeout's alarm fired in the wait).
 
 Why right after the body and not at the session's end: a child left waiting shares its pages with
 the run, and every page the run writes later is copied (copy-on-write): bench/grade's medium suite
@@ -30,7 +33,7 @@ import signal
 import time
 import warnings
 
-TIMEOUT_S = 20.0
+TIMEOUT_S = 3.0  # a child held by threads the fork did not copy (a pool) counts as failed, not the run's time
 
 
 class FirstCalls(object):
@@ -63,12 +66,7 @@ class FirstCalls(object):
                 os.close(result_r)
                 for _, other_go, other_result, _ in self._pending:
                     _close(other_go, other_result)
-                devnull = os.open(os.devnull, os.O_RDWR)
-                for fd in self._quiet_fds:
-                    try:
-                        os.dup2(devnull, fd)
-                    except OSError:
-                        pass
+                _isolate(self._quiet_fds, (go_r, result_w))
                 if os.read(go_r, 1) == b"g":
                     passed = []
                     for number, make in calls:
@@ -86,11 +84,22 @@ class FirstCalls(object):
         return True
 
     def run(self, of, timeout_s=TIMEOUT_S):
-        """Let the children forked for `of` make their calls now, and wait for their answers."""
+        """Let the children forked for `of` make their calls now, and wait for their answers, with
+        the process's interval timer paused (pytest-timeout's alarm: the wait is not the test's)."""
         mine = [entry for entry in self._pending if entry[3] == of]
         self._pending = [entry for entry in self._pending if entry[3] != of]
-        for entry in mine:
-            self._found += _answer(entry, timeout_s)
+        if not mine:
+            return
+        try:
+            paused = signal.setitimer(signal.ITIMER_REAL, 0)
+        except (AttributeError, ValueError, OSError):
+            paused = None
+        try:
+            for entry in mine:
+                self._found += _answer(entry, timeout_s)
+        finally:
+            if paused is not None and paused[0] > 0:
+                signal.setitimer(signal.ITIMER_REAL, paused[0], paused[1])
 
     def results(self, timeout_s=TIMEOUT_S):
         """[(of, copy number)] of the copies that passed in their child, and (of, None) for a child
@@ -127,6 +136,52 @@ def _answer(entry, timeout_s):
     if data.endswith(b"\n"):
         return [(of, int(n)) for n in data.split() if n.isdigit()]
     return [(of, None)] if exited else []
+
+
+# What a child may not do: its calls run with the files the run left, and nothing of them may reach
+# the files, processes or peers of the run (fpM: a copy appending to a module fixture's file made
+# the next test fail). Reading is allowed.
+_REFUSED_IN_A_CHILD = frozenset((
+    "os.mkdir", "os.rename", "os.remove", "os.rmdir", "os.symlink", "os.link", "os.truncate", "os.chmod",
+    "os.chown", "os.utime", "os.chflags", "os.lchflags", "os.setxattr", "os.removexattr", "shutil.copyfile",
+    "shutil.copymode", "shutil.copystat", "shutil.copytree", "shutil.move", "shutil.rmtree", "shutil.chown",
+    "shutil.make_archive", "shutil.unpack_archive", "subprocess.Popen", "os.system", "os.exec", "os.posix_spawn",
+    "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg", "socket.connect", "socket.bind", "socket.sendto",
+    "socket.sendmsg", "sqlite3.connect", "os.startfile", "pty.spawn",
+))
+_WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
+
+
+def _refuse_writes(event, args):
+    if event in _REFUSED_IN_A_CHILD:
+        raise PermissionError("not in a first-call fork: " + event)
+    if event == "open" and len(args) >= 3:
+        mode, flags = args[1], args[2]
+        if isinstance(mode, str) and any(c in mode for c in "wax+") or (
+                mode is None and isinstance(flags, int) and flags & _WRITING):
+            raise PermissionError("not in a first-call fork: writing " + str(args[0]))
+
+
+def _isolate(quiet_fds, keep):
+    """In a child: its output to /dev/null, every other inherited descriptor too (an open file of
+    the run's, written through, would reach it), and no writes, processes or connections."""
+    devnull = os.open(os.devnull, os.O_RDWR)
+    try:
+        inherited = [int(name) for name in os.listdir("/proc/self/fd") if name.isdigit()]
+    except OSError:
+        inherited = list(quiet_fds)
+    for fd in set(inherited) | set(quiet_fds):
+        if fd in (0, devnull) or fd in keep:
+            continue
+        try:
+            os.dup2(devnull, fd)
+        except OSError:
+            pass
+    try:
+        import sys
+        sys.addaudithook(_refuse_writes)
+    except (AttributeError, RuntimeError):
+        pass
 
 
 def _close(*fds):
