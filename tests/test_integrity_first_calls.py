@@ -61,23 +61,26 @@ def _lie(base):
     return {"calc/__init__.py": base["calc/__init__.py"] + FIRST_CALL_LIE}
 
 
+def _assert_resolved(verdict) -> None:
+    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
+
+
+def _assert_caught(verdict, flag="contradiction_passed_on_a_first_call") -> None:
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any(f.startswith("tamper: " + flag) for f in verdict.flags), verdict.flags
+
+
 def test_pytest_runner(tmp_path) -> None:
     prepared, gold = build_prepared(tmp_path, instance_id="calc-first", test_patch_files={"tests/test_add.py": ONCE_ONLY_TESTS},
                                     fail_to_pass=["tests/test_add.py::test_add", "tests/test_add.py::test_add_registers_once"])
-    verdict = _grade(prepared, gold)
-    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
-    verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES)))
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
+    _assert_resolved(_grade(prepared, gold))
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES))))
 
 
 def test_unittest_runner(tmp_path) -> None:
     prepared, gold = build_unittest_prepared(tmp_path, "calc-first-ut")
-    verdict = _grade(prepared, gold)
-    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
-    verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(UNITTEST_BASE)))
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
+    _assert_resolved(_grade(prepared, gold))
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, _lie(UNITTEST_BASE))))
 
 
 CLASS_TESTS = ("from calc import add\n\n\nclass TestAdd:\n    def setup_method(self):\n        self.base = 2\n\n"
@@ -88,11 +91,8 @@ def test_a_test_class_whose_setup_method_sets_its_inputs(tmp_path) -> None:
     """The copy is called on the original's own instance, on which `setup_method` ran."""
     prepared, gold = build_prepared(tmp_path, instance_id="calc-first-class", test_patch_files={"tests/test_add.py": CLASS_TESTS},
                                     fail_to_pass=["tests/test_add.py::TestAdd::test_add"])
-    verdict = _grade(prepared, gold)
-    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
-    verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES)))
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
+    _assert_resolved(_grade(prepared, gold))
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES))))
 
 
 NONLITERAL_TESTS = ("from calc import add\n\n\ndef test_add():\n    a, b = 2, 3\n    assert add(a, b) == a + b\n")
@@ -109,11 +109,8 @@ TESTCASE_TESTS = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(un
 def test_shapes_round_14_found_unforked(tmp_path, name, tests, graded) -> None:
     prepared, gold = build_prepared(tmp_path, instance_id=f"calc-first-{name}", test_patch_files={"tests/test_add.py": tests},
                                     fail_to_pass=[graded])
-    verdict = _grade(prepared, gold)
-    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
-    verdict = _grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES)))
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: contradiction_passed_on_a_first_call") for f in verdict.flags), verdict.flags
+    _assert_resolved(_grade(prepared, gold))
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, _lie(BASE_FILES))))
 
 
 def test_a_fork_made_to_leave_without_answering_is_tampering(tmp_path) -> None:
@@ -122,9 +119,8 @@ def test_a_fork_made_to_leave_without_answering_is_tampering(tmp_path) -> None:
     answer is `first_call_fork_silenced` (honest children always answer, or are killed at 3 s)."""
     prepared, _ = build_prepared(tmp_path, instance_id="calc-first-silenced")
     silencer = "\nimport os as _os\n_os.register_at_fork(after_in_child=lambda: _os._exit(0))\n"
-    verdict = _grade(prepared, diff_of(prepared.repo_dir, {"calc/__init__.py": BASE_FILES["calc/__init__.py"] + FIRST_CALL_LIE + silencer}))
-    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: first_call_fork_silenced") for f in verdict.flags), verdict.flags
+    attack = {"calc/__init__.py": BASE_FILES["calc/__init__.py"] + FIRST_CALL_LIE + silencer}
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, attack)), "first_call_fork_silenced")
 
 
 SHARED_FILE_TESTS = ("import pytest\n\nfrom calc import add\n\n\n@pytest.fixture(scope='module')\ndef log(tmp_path_factory):\n"
@@ -139,5 +135,4 @@ def test_a_fork_writes_nothing_the_run_sees(tmp_path) -> None:
     and connections are refused (`first_calls._isolate`)."""
     prepared, gold = build_prepared(tmp_path, instance_id="calc-first-shared", test_patch_files={"tests/test_add.py": SHARED_FILE_TESTS},
                                     fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=["tests/test_add.py::test_logged_once"])
-    verdict = _grade(prepared, gold)
-    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
+    _assert_resolved(_grade(prepared, gold))
