@@ -507,6 +507,7 @@ class Reporter:
             self._first_calls = None
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
         self._forked = set()  # node ids forked before (patchgym_first_calls)
+        self._forked_functions = set()  # ... and their ids without parameters: one fork a test function
         self._bindings = {}  # real path of a test module -> patchgym_test_globals.bindings of its source
         self._helper_defs = (self._test_globals.HelperDefs(set(self._protected), self._test_root_dirs)
                              if self._test_globals is not None else None)
@@ -1128,11 +1129,12 @@ class Reporter:
         """`_fork_first_calls` for a unittest.TestCase test that pytest runs: right before its method,
         after its setUp; the child calls the copies on the same TestCase (they are its methods)."""
         item = self._running[0] if self._running is not None else None
-        if self._first_calls is None or item is None or item.nodeid in self._forked:
+        if self._first_calls is None or item is None or item.nodeid.split("[", 1)[0] in self._forked_functions:
             return
         copies = self._copies_of.get(item.nodeid) or self._copies_of.get(item.nodeid.split("[", 1)[0])
         if not copies:
             return
+        self._forked_functions.add(item.nodeid.split("[", 1)[0])
         self._forked.add(item.nodeid)
         calls = [(number, (lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)())) for number, copy in copies]
         try:
@@ -1144,11 +1146,15 @@ class Reporter:
         """A graded test with exact contradiction copies: fork the state its body is about to find;
         the child calls the copies with its fixture values at the session's end (patchgym_first_calls:
         a library that lied on the first call per input only got reward 1)."""
-        if self._first_calls is None or not self._copies_of or item.nodeid in self._forked:
+        function = item.nodeid.split("[", 1)[0]
+        if self._first_calls is None or not self._copies_of or function in self._forked_functions:
             return
-        copies = self._copies_of.get(item.nodeid) or self._copies_of.get(item.nodeid.split("[", 1)[0])
+        copies = self._copies_of.get(item.nodeid) or self._copies_of.get(function)
         if not copies or hasattr(item, "addSuccess") or not hasattr(item, "funcargs"):
             return
+        # one fork a test function, at its first instance: a lie on the first call per input shows
+        # on any input, and each fork costs ~12 ms and the faults of a copy-on-write run
+        self._forked_functions.add(function)
         self._forked.add(item.nodeid)
         funcargs = item.funcargs
         names = list(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
