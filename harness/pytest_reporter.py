@@ -1129,36 +1129,22 @@ class Reporter:
         """`_fork_first_calls` for a unittest.TestCase test that pytest runs: right before its method,
         after its setUp; the child calls the copies on the same TestCase (they are its methods)."""
         item = self._running[0] if self._running is not None else None
-        if self._first_calls is None or item is None or item.nodeid.split("[", 1)[0] in self._forked_functions:
-            return
-        copies = self._copies_of.get(item.nodeid) or self._copies_of.get(item.nodeid.split("[", 1)[0])
-        if not copies:
-            return
-        self._forked_functions.add(item.nodeid.split("[", 1)[0])
-        self._forked.add(item.nodeid)
-        calls = [(number, (lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)())) for number, copy in copies]
-        try:
-            self._first_calls.fork_before(item.nodeid, calls)
-        except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
-            pass
+        copies = self._copies_to_fork(item) if item is not None else None
+        if copies:
+            self._fork(item, [(number, (lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()))
+                              for number, copy in copies])
 
     def _fork_first_calls(self, item):
         """A graded test with exact contradiction copies: fork the state its body is about to find;
-        the child calls the copies with its fixture values at the session's end (patchgym_first_calls:
-        a library that lied on the first call per input only got reward 1)."""
-        function = item.nodeid.split("[", 1)[0]
-        if self._first_calls is None or not self._copies_of or function in self._forked_functions:
+        the child calls the copies with its fixture values right after that body
+        (patchgym_first_calls: a library that lied on the first call per input only got reward 1)."""
+        if hasattr(item, "addSuccess") or not hasattr(item, "funcargs"):
+            return  # a TestCase's method: _fork_testcase, from unittest's _callTestMethod
+        copies = self._copies_to_fork(item)
+        if not copies:
             return
-        copies = self._copies_of.get(item.nodeid) or self._copies_of.get(function)
-        if not copies or hasattr(item, "addSuccess") or not hasattr(item, "funcargs"):
-            return
-        # one fork a test function, at its first instance: a lie on the first call per input shows
-        # on any input, and each fork costs ~12 ms and the faults of a copy-on-write run
-        self._forked_functions.add(function)
-        self._forked.add(item.nodeid)
         funcargs = item.funcargs
         names = list(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
-
         instance = getattr(item, "instance", None)  # a test class's: its setup_method has run on it
 
         def caller(copy):
@@ -1168,8 +1154,24 @@ class Reporter:
                 return function(**{arg: funcargs[arg] for arg in names if arg in funcargs})
             return call
 
+        self._fork(item, [(number, caller(copy)) for number, copy in copies])
+
+    def _copies_to_fork(self, item):
+        """The exact copies of `item` when it is the first instance of its test function to come by
+        (one fork a test function: a lie on the first call per input shows on any input, and each
+        fork costs ~12 ms and the faults of a copy-on-write run); None otherwise."""
+        function = item.nodeid.split("[", 1)[0]
+        if self._first_calls is None or function in self._forked_functions:
+            return None
+        copies = self._copies_of.get(item.nodeid) or self._copies_of.get(function)
+        if copies:
+            self._forked_functions.add(function)
+        return copies
+
+    def _fork(self, item, calls):
+        self._forked.add(item.nodeid)
         try:
-            self._first_calls.fork_before(item.nodeid, [(number, caller(copy)) for number, copy in copies])
+            self._first_calls.fork_before(item.nodeid, calls)
         except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
             pass
 
@@ -1187,12 +1189,7 @@ class Reporter:
             real = self._real(getattr(module, "__file__", None) or "")
             found = helpers = None
             if real in self._sources.sources:
-                found = self._bindings.get(real)
-                if found is None:
-                    tree = self._sources._tree(real)
-                    package = getattr(module, "__package__", None) or ""
-                    found = self._bindings[real] = (self._test_globals.bindings(tree, package) if tree is not None
-                                                    else ([], frozenset(), True))
+                found = self._test_globals.module_bindings(module, real, self._sources, self._bindings)
                 helpers = self._test_globals.helper_modules(found[0], self._helper_defs)
             known = self._globals_checked[id(module)] = (module, found, helpers)
         if known[1] is None:

@@ -230,11 +230,17 @@ def module_problems(module, sources, cache, trusted, helper_defs):
     real = os.path.realpath(filename) if isinstance(filename, str) else None
     if real not in sources.sources:
         return []
+    entries, stored, star = module_bindings(module, real, sources, cache)
+    return problems(vars(module), entries, stored, star, sources.owns_code, trusted, helper_defs)
+
+
+def module_bindings(module, real, sources, cache):
+    """`bindings` of a protected test module (at real path `real`), from the grader's own parse of
+    its kept source, once per file (`cache`); a source that does not parse holds nothing."""
     if real not in cache:
         tree = sources._tree(real)
         cache[real] = bindings(tree, getattr(module, "__package__", None) or "") if tree is not None else ([], frozenset(), True)
-    entries, stored, star = cache[real]
-    return problems(vars(module), entries, stored, star, sources.owns_code, trusted, helper_defs)
+    return cache[real]
 
 
 def patch_value(value, untrusted):
