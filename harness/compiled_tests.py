@@ -98,6 +98,29 @@ def _impersonating(function, real, untrusted_file):
 
 
 _ASYNC = 0x80 | 0x100 | 0x200  # CO_COROUTINE, CO_ITERABLE_COROUTINE, CO_ASYNC_GENERATOR
+_STDLIB = os.path.dirname(os.__file__) + os.sep
+
+
+def class_machinery(cls):
+    """The files, outside the standard library, of the code a class ran when it was made: its
+    metaclasses' `__new__`, `__init__` and `__call__` and its bases' `__init_subclass__`. A test class
+    asks for its methods to be wrapped through these as a decorator asks for a function's (a
+    package's own metaclass wrapping each test with `functools.wraps` was `tampered`, fpM)."""
+    found = set()
+    for names, classes in ((("__new__", "__init__", "__call__"), type(cls).__mro__), (("__init_subclass__",), cls.__mro__)):
+        for klass in classes:
+            for name in names:
+                value = vars(klass).get(name)
+                code = getattr(getattr(value, "__func__", value), "__code__", None)
+                if code is not None and not (code.co_filename.startswith(_STDLIB) and "-packages" not in code.co_filename):
+                    found.add(code.co_filename)
+    return found
+
+
+def _class_machinery(function):
+    """class_machinery of the class of a bound method's `__self__`; empty for anything else."""
+    owner = getattr(function, "__self__", None)
+    return set() if owner is None else class_machinery(owner if isinstance(owner, type) else type(owner))
 
 
 def _root_name(decorator):
@@ -181,6 +204,8 @@ def _is_mark(decorator):
 
 
 class ProtectedSources(object):
+    class_machinery = staticmethod(class_machinery)
+
     def __init__(self, paths):
         self.sources = {}  # real path -> bytes (None: could not be read)
         for path in paths:
@@ -326,7 +351,7 @@ class ProtectedSources(object):
             if code is not None:
                 filename = code.co_filename
                 if untrusted_file is not None and untrusted_file(filename):
-                    if self._asked_for(current, untrusted_file, name):
+                    if self._asked_for(current, untrusted_file, name) or any(untrusted_file(f) for f in _class_machinery(function)):
                         current, layers = _inner(current, closures=True), layers + 1
                         continue
                     return "runs code from {}".format(filename)
@@ -334,7 +359,8 @@ class ProtectedSources(object):
                 if real in self.sources:
                     if self._verified.get((id(code), rewrite is not None)) is code or self._matches(real, code, rewrite):
                         self._verified[(id(code), rewrite is not None)] = code
-                        if layers and not code.co_flags & _ASYNC and self._declared_decorators(real, code, name) is False:
+                        if (layers and not code.co_flags & _ASYNC and self._declared_decorators(real, code, name) is False
+                                and not _class_machinery(function)):
                             return "{} is wrapped by code its protected source does not ask for".format(code.co_name)
                         return None
                     if _impersonating(current, real, untrusted_file):

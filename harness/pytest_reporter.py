@@ -788,6 +788,11 @@ class Reporter:
         untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
         return self._test_globals.patch_value(value, untrusted)
 
+    def _changed_class(self, cls):
+        """Whether the code that made a class is in a file the patch changed (patchgym_test_globals.problems)."""
+        untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
+        return any(untrusted(f) for f in self._sources.class_machinery(cls))
+
     def _read_protected(self, test_files):
         """The bytes of the grading test files and the conftest.py files above them, read before any
         code under test has run: code that rewrites them on disk later is caught."""
@@ -1210,7 +1215,7 @@ class Reporter:
                     and _ALL(_MAP(_IS, values, last[1]))):
                 return
             problems = self._test_globals.problems(namespace, entries, stored, star, owns_code,
-                                                   _TRUSTED_MODULES, self._helper_defs)
+                                                   _TRUSTED_MODULES, self._helper_defs, self._changed_class)
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
             self._violation("test_module_name_rebound", "{}: {}".format(getattr(module, "__name__", "?"), type(exc).__name__))
             return

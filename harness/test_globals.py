@@ -137,11 +137,14 @@ def current_values(namespace, entries):
     return tuple(_value(namespace, entry) for entry in entries)
 
 
-def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs):
+def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs, changed_class=None):
     """[(kind, name, value)] of the bindings that no longer hold what the source binds.
     `owns_code(code)`: compiled from the protected sources; `trusted`: {module name: the module the
     grader imported}; `helper_defs(module name)`: (its file names, the names its source defines
-    with `def`) for a module of the tests, None for any other module."""
+    with `def`) for a module of the tests, None for any other module. `changed_class(cls)`: whether
+    the code that made a class (its metaclass, its bases' `__init_subclass__`) is in a file the
+    patch changed; a method such code wrapped around the source's own is the class's doing (fpM:
+    a fix of the package's metaclass was `tampered`)."""
     found = []
     for entry in entries:
         name, kind, origin = entry
@@ -152,6 +155,8 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs):
             name = name + "." + origin
         if kind in ("def", "method"):
             if type(value).__name__ != "function" or not owns_code(value.__code__):
+                if kind == "method" and changed_class is not None and _wraps_own(value, owns_code) and changed_class(namespace[entry[0]]):
+                    continue
                 found.append((kind, name, value))
         elif kind == "trusted":
             module = trusted.get(origin[0])
@@ -171,6 +176,15 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs):
             if name in _BUILTIN_NAMES and name not in stored:
                 found.append(("builtin", name, namespace.get(name)))
     return found
+
+
+def _wraps_own(value, owns_code):
+    """Whether a function's `__wrapped__` chain reaches a function compiled from the protected source."""
+    for _ in range(8):
+        value = getattr(value, "__wrapped__", None)
+        if type(value).__name__ == "function" and owns_code(value.__code__):
+            return True
+    return False
 
 
 def helper_modules(entries, helper_defs):
@@ -223,7 +237,7 @@ class HelperDefs(object):
         return found
 
 
-def module_problems(module, sources, cache, trusted, helper_defs):
+def module_problems(module, sources, cache, trusted, helper_defs, changed_class=None):
     """`problems` of a test module the grader compiled itself (`sources`, its ProtectedSources),
     its bindings kept in `cache`; [] for any other module."""
     filename = getattr(module, "__file__", None)
@@ -231,7 +245,7 @@ def module_problems(module, sources, cache, trusted, helper_defs):
     if real not in sources.sources:
         return []
     entries, stored, star = module_bindings(module, real, sources, cache)
-    return problems(vars(module), entries, stored, star, sources.owns_code, trusted, helper_defs)
+    return problems(vars(module), entries, stored, star, sources.owns_code, trusted, helper_defs, changed_class)
 
 
 def module_bindings(module, real, sources, cache):
@@ -269,6 +283,7 @@ def runner_check(sources, untrusted, test_roots):
     helper_defs = HelperDefs(set(sources.sources), roots)
     untrusted = untrusted or (lambda filename: False)
     cache, seen, helpers = {}, set(), {}
+    changed_class = lambda cls: any(untrusted(f) for f in sources.class_machinery(cls))  # noqa: E731
 
     modules = {}
 
@@ -281,12 +296,12 @@ def runner_check(sources, untrusted, test_roots):
             return []
         modules[id(module)] = module
         try:
-            found = [(module, item) for item in module_problems(module, sources, cache, trusted, helper_defs)]
+            found = [(module, item) for item in module_problems(module, sources, cache, trusted, helper_defs, changed_class)]
             real = os.path.realpath(getattr(module, "__file__", None) or "")
             if real in cache and real not in helpers:
                 helpers[real] = helper_modules(cache[real][0], helper_defs)
             for helper, (entries, stored, star), owns in helpers.get(real, ()):
-                found += [(helper, item) for item in problems(vars(helper), entries, stored, star, owns, trusted, helper_defs)]
+                found += [(helper, item) for item in problems(vars(helper), entries, stored, star, owns, trusted, helper_defs, changed_class)]
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
             found = [(module, ("unreadable", type(exc).__name__, None))]
         new = []

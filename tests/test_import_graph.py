@@ -31,6 +31,10 @@ LONG_MODULES_ALLOWED = {
     "patchgym.harness.unittest_reporter": "the signed unittest runner (~540 lines): its result class, the provenance "
     "of skips and failures and main share one run's state; what it shares with the pytest reporter is in helper "
     "modules already (canaries, audit_hook, compiled_tests, test_globals)",
+    "patchgym.harness.compiled_tests": "the grader's own compilation of the test files and the checks made "
+    "with it (~525 lines): one class whose caches every check shares, copied into the sandbox as one module the "
+    "reporters import before any repository code; which wrappers a test's source asks for (decorators, its "
+    "class's metaclass) is judged against that same compilation",
     "patchgym.harness.sandbox.local": "LocalSandbox and its factory only (540 lines) after the split into "
     "mountplan/launch/pump/rlimits/cgroup_pool/fileaccess; what is left is the two classes' own methods",
 }
