@@ -14,6 +14,7 @@ and collects the output and the signed stream.
 from __future__ import annotations
 
 import json
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass
@@ -119,6 +120,44 @@ _PLAIN_UNITTEST = re.compile(r"^\s*python(?:3(?:\.\d+)?)?\s+-m\s+unittest"
                              r"((?:\s+(?:-[vqbcf]+|--(?:verbose|quiet|buffer|catch|failfast|locals)))*)"
                              r"((?:\s+[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)*)+)\s*$")
 _DOTTED_ID = re.compile(r"^[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+$")
+# `python -m unittest discover [-v ...] [-s S] [-p P] [-t T] [S [P [T]]]`
+_UNITTEST_DISCOVER = re.compile(r"^\s*python(?:3(?:\.\d+)?)?\s+-m\s+unittest\s+discover(?=\s|$)(.*)$")
+_DISCOVER_OPTIONS = {"-s": 0, "--start-directory": 0, "-p": 1, "--pattern": 1, "-t": 2, "--top-level-directory": 2}
+
+
+def _discovered_root(arguments: str) -> str | None:
+    """For the arguments of `python -m unittest discover`, the dotted package its start directory
+    is under a top level of the repository root ("" for the root itself); None where the ids it
+    prints are not the repository root's dotted names (another top level, `-k`, shell syntax)."""
+    if _SHELL_OPERATORS.search(arguments):
+        return None
+    try:
+        words = shlex.split(arguments)
+    except ValueError:
+        return None
+    given: list[str | None] = [None, None, None]  # start, pattern, top
+    positional = 0
+    while words:
+        word = words.pop(0)
+        name, _, value = word.partition("=")
+        if name in _DISCOVER_OPTIONS:
+            if not value:
+                if not words:
+                    return None
+                value = words.pop(0)
+            given[_DISCOVER_OPTIONS[name]] = value
+        elif re.fullmatch(r"-[vqbcf]+|--(?:verbose|quiet|buffer|catch|failfast|locals)", word):
+            continue
+        elif not word.startswith("-") and positional < 3:
+            given[positional] = word
+            positional += 1
+        else:
+            return None
+    start = posixpath.normpath(given[0] or ".")
+    top = posixpath.normpath(given[2] or start)  # unittest's implicit top level is the start directory
+    if top != "." or start.startswith("..") or start.startswith("/"):
+        return None
+    return "" if start == "." else start.replace("/", ".")
 
 
 def signed_runner_task(task: Task) -> Task:
@@ -127,14 +166,23 @@ def signed_runner_task(task: Task) -> Task:
     run by the signed unittest runner instead, as if the task named no command: the same tests,
     through unittest's own loader and runner, with a signed result stream and canaries. Why: a
     custom command's only witness is its log, and a patch that printed `... ok` lines for the graded
-    tests and left with `os._exit(0)` got reward 1 there. Any other command is kept as it is
-    (`discover`, `-k`, another interpreter, shell operators, ids in another form)."""
+    tests and left with `os._exit(0)` got reward 1 there. `python -m unittest discover` is taken as
+    well where its top level is the repository root (`-t .`, or a start directory of `.`), so
+    that the ids it prints are the root's dotted names (`_discovered_root`): the graded ids are
+    then what it would have run them as. Any other command is kept as it is (another top level,
+    `-k`, another interpreter, shell operators, ids in another form)."""
     if task.log_parser != "unittest" or not task.test_cmd:
         return task
-    match = _PLAIN_UNITTEST.match(task.test_cmd)
-    if not match:
+    match, discovered = _PLAIN_UNITTEST.match(task.test_cmd), _UNITTEST_DISCOVER.match(task.test_cmd)
+    if discovered:
+        root = _discovered_root(discovered.group(1))
+        if root is None:
+            return task
+        names = [root] if root else [test_id.split(".")[0] for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]]
+    elif match:
+        names = match.group(2).split()
+    else:
         return task
-    names = match.group(2).split()
     graded = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
     if "discover" in names or not graded:
         return task

@@ -107,7 +107,13 @@ def test_which_unittest_commands_the_signed_runner_takes(tmp_path) -> None:
     assert runs(toy.test_cmd) and runs("python3 -m unittest -vb --locals tests.test_add tests.test_mul")
     assert runs("python -m unittest tests")  # a package holding both
     assert not runs("python -m unittest tests.test_add")  # the PASS_TO_PASS test is elsewhere
-    assert not runs("python -m unittest discover -s tests")
+    # discover, where the ids it prints are the repository root's dotted names (its top level is the root)
+    assert runs("python -m unittest discover -v") and runs("python -m unittest discover -s tests -t . -p 'test_*.py'")
+    assert runs("python3 -m unittest discover tests 'test*.py' .")
+    assert not runs("python -m unittest discover -s tests")  # top level `tests`: ids `test_add.TestAdd...`
+    assert not runs("python -m unittest discover -s src -t .")  # the graded ids are not under src
+    assert not runs("python -m unittest discover -s tests -t . -k add")
+    assert not runs("python -m unittest discover -s tests -t . && echo done")
     assert not runs("python -m unittest -k add tests.test_add tests.test_mul")
     assert not runs("/usr/bin/python3 -m unittest tests.test_add tests.test_mul")  # another interpreter
     assert not runs("python -m unittest tests.test_add tests.test_mul && echo done")
@@ -115,8 +121,11 @@ def test_which_unittest_commands_the_signed_runner_takes(tmp_path) -> None:
 
 
 @needs_sandbox
-def test_unittests_own_command_is_run_by_the_signed_runner(tmp_path) -> None:
-    prepared = prepare_task(make_toy_task(tmp_path), tmp_path / "store")
+@pytest.mark.parametrize("test_cmd", [None, "python -m unittest discover -s tests -t . -v"], ids=["dotted_names", "discover"])
+def test_unittests_own_command_is_run_by_the_signed_runner(tmp_path, test_cmd) -> None:
+    """`discover` was log-only until stop 28: the forged log below got reward 1 under it."""
+    toy = make_toy_task(tmp_path)
+    prepared = prepare_task(toy.model_copy(update={"test_cmd": test_cmd}) if test_cmd else toy, tmp_path / "store")
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
     assert not [f for f in gold.flags if not f.startswith("note")], gold.flags
