@@ -368,7 +368,7 @@ def module_file(dotted, testbed):
     parts = dotted.split(".")
     for cut in range(len(parts) - 1, 0, -1):
         rel = "/".join(parts[:cut]) + ".py"
-        for prefix in ("", "src", "tests"):
+        for prefix in ("", "src", "tests", "test"):  # (runner.DISCOVERY_TOP_LEVELS)
             path = os.path.join(testbed, prefix, rel) if prefix else os.path.join(testbed, rel)
             if os.path.isfile(path):
                 return path, parts[cut:]

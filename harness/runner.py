@@ -125,10 +125,16 @@ _UNITTEST_DISCOVER = re.compile(r"^\s*python(?:3(?:\.\d+)?)?\s+-m\s+unittest\s+d
 _DISCOVER_OPTIONS = {"-s": 0, "--start-directory": 0, "-p": 1, "--pattern": 1, "-t": 2, "--top-level-directory": 2}
 
 
+# The top levels a discovery may have besides the root: the folders `canaries.module_file` looks in
+# for a dotted id's module, which the signed runner puts on sys.path as discovery would.
+DISCOVERY_TOP_LEVELS = ("src", "tests", "test")
+
+
 def _discovered_root(arguments: str) -> str | None:
     """For the arguments of `python -m unittest discover`, the dotted package its start directory
-    is under a top level of the repository root ("" for the root itself); None where the ids it
-    prints are not the repository root's dotted names (another top level, `-k`, shell syntax)."""
+    is below its top level ("" for the top level itself), where that top level is the repository
+    root or one of DISCOVERY_TOP_LEVELS (the ids it prints are then dotted names the signed runner
+    loads as discovery would); None for any other top level, `-k`, or shell syntax."""
     if _SHELL_OPERATORS.search(arguments):
         return None
     try:
@@ -155,9 +161,12 @@ def _discovered_root(arguments: str) -> str | None:
             return None
     start = posixpath.normpath(given[0] or ".")
     top = posixpath.normpath(given[2] or start)  # unittest's implicit top level is the start directory
-    if top != "." or start.startswith("..") or start.startswith("/"):
+    if top != "." and top not in DISCOVERY_TOP_LEVELS:
         return None
-    return "" if start == "." else start.replace("/", ".")
+    below = start if top == "." else posixpath.relpath(start, top)
+    if below.startswith("..") or below.startswith("/"):
+        return None
+    return "" if below == "." else below.replace("/", ".")
 
 
 def signed_runner_task(task: Task) -> Task:
@@ -167,9 +176,9 @@ def signed_runner_task(task: Task) -> Task:
     through unittest's own loader and runner, with a signed result stream and canaries. Why: a
     custom command's only witness is its log, and a patch that printed `... ok` lines for the graded
     tests and left with `os._exit(0)` got reward 1 there. `python -m unittest discover` is taken as
-    well where its top level is the repository root (`-t .`, or a start directory of `.`), so
-    that the ids it prints are the root's dotted names (`_discovered_root`): the graded ids are
-    then what it would have run them as. Any other command is kept as it is (another top level,
+    well where its top level is the repository root (`-s tests -t .`, or no start directory) or
+    `tests`, `test` or `src` (`discover -s tests`), whose ids are that folder's dotted names: the
+    runner puts the folder on sys.path as discovery does (`_discovered_root`). Any other command is kept as it is (another top level,
     `-k`, another interpreter, shell operators, ids in another form)."""
     if task.log_parser != "unittest" or not task.test_cmd:
         return task

@@ -510,6 +510,15 @@ def main(argv):
     lift = getattr(sys.modules.get("patchgym_startup_guard"), "lift", None)
     if lift is not None:
         lift()
+    # An id whose module is under `tests/` (`src/`, `test/`) rather than the root is one that
+    # `python -m unittest discover -s tests` prints: that folder goes first on sys.path, as discovery
+    # puts its top level (runner.signed_runner_task runs such commands here).
+    for name in argv if patchgym_canaries is not None else ():
+        path, rest = patchgym_canaries.module_file(name, testbed)
+        for _ in range(len(name.split(".")) - len(rest or ()) if path else 0):
+            path = os.path.dirname(path)
+        if path and path != testbed and path not in sys.path:
+            sys.path.insert(0, path)
     # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
     suite = unittest.TestSuite()
     for name in list(argv) + list(canaries):

@@ -23,7 +23,8 @@ from patchgym.harness.grader import grade_patch
 from patchgym.env.testing import make_toy_task
 from patchgym.harness.runner import canaries_apply, signed_runner_task
 from patchgym.tasks.prepare import prepare_task
-from tests.fixtures_grading.calc_task import BASE_FILES, FAIL_TO_PASS, PASS_TO_PASS, build_prepared, build_task, diff_of
+from tests.fixtures_grading.calc_task import (BASE_FILES, FAIL_TO_PASS, PASS_TO_PASS, build_prepared, build_task,
+                                             build_unittest_prepared, diff_of)
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -110,8 +111,11 @@ def test_which_unittest_commands_the_signed_runner_takes(tmp_path) -> None:
     # discover, where the ids it prints are the repository root's dotted names (its top level is the root)
     assert runs("python -m unittest discover -v") and runs("python -m unittest discover -s tests -t . -p 'test_*.py'")
     assert runs("python3 -m unittest discover tests 'test*.py' .")
-    assert not runs("python -m unittest discover -s tests")  # top level `tests`: ids `test_add.TestAdd...`
     assert not runs("python -m unittest discover -s src -t .")  # the graded ids are not under src
+    assert not runs("python -m unittest discover -s lib/tests")  # a top level the runner does not look in
+    relative = toy.model_copy(update={"FAIL_TO_PASS": ["test_add.TestAdd.test_add"], "PASS_TO_PASS": ["test_mul.TestMul.test_mul"]})
+    assert signed_runner_task(relative.model_copy(update={"test_cmd": "python -m unittest discover -s tests -v"})).test_cmd is None
+    assert signed_runner_task(relative.model_copy(update={"test_cmd": "python -m unittest discover -s tests/unit"})).test_cmd
     assert not runs("python -m unittest discover -s tests -t . -k add")
     assert not runs("python -m unittest discover -s tests -t . && echo done")
     assert not runs("python -m unittest -k add tests.test_add tests.test_mul")
@@ -132,4 +136,24 @@ def test_unittests_own_command_is_run_by_the_signed_runner(tmp_path, test_cmd) -
     calc = (Path(prepared.repo_dir) / "calc.py").read_text()
     patch = diff_of(prepared.repo_dir, {"calc.py": calc + FORGED_LOG})
     verdict = grade_patch(prepared, patch, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+
+
+RELATIVE_IDS = {"fail_to_pass": ["test_add.AddTest.test_add"], "pass_to_pass": ["test_ops.OpsTest.test_sub", "test_ops.OpsTest.test_mul"]}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("test_cmd", [None, "python -m unittest discover -s tests -v"], ids=["default", "discover"])
+def test_ids_relative_to_the_tests_folder_run_signed(tmp_path, test_cmd) -> None:
+    """Ids as `python -m unittest discover -s tests` prints them (its top level is `tests`): the
+    signed runner puts that folder on sys.path as discovery does, so the gold resolves (before, the
+    default command could not import `test_add`, and the discover command was log-only: the forged
+    log got reward 1)."""
+    prepared, gold = build_unittest_prepared(tmp_path, "calc-relative", **RELATIVE_IDS, **({"test_cmd": test_cmd} if test_cmd else {}))
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+    forged = FORGED_LOG.replace("tests.test_add.TestAdd.test_add", "test_add.AddTest.test_add").replace(
+        "test_mul (tests.test_mul.TestMul.test_mul)", "test_sub (test_ops.OpsTest.test_sub) ... ok\\ntest_mul (test_ops.OpsTest.test_mul)")
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": BASE_FILES["calc/ops.py"] + forged}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)

@@ -181,6 +181,7 @@ UNITTEST_TEST_PATCH = {"tests/test_add.py": ("import unittest\n\nfrom calc impor
 
 def build_unittest_prepared(root: Path, instance_id: str, **kw) -> tuple[PreparedTask, str]:
     """The unittest calc task under `root` (`build_prepared`'s keywords, `venv=` among them, go through)."""
+    ids = {"fail_to_pass": ["tests.test_add.AddTest.test_add"],
+           "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], **kw}
     return build_prepared(root, instance_id=instance_id, base_files=UNITTEST_BASE, test_patch_files=UNITTEST_TEST_PATCH,
-                          fail_to_pass=["tests.test_add.AddTest.test_add"],
-                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], log_parser="unittest", **kw)
+                          log_parser="unittest", **ids)
