@@ -41,6 +41,8 @@ import os
 import sys
 from stat import S_ISREG
 
+# What a test may ask library code to do, the patch's changed files included (Guard.asked_for_code).
+_ASKED_BY_A_TEST = frozenset({"sys.settrace", "sys.setprofile", "marshal.load", "marshal.loads", "object.__setattr__"})
 _WATCHED = frozenset({
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
@@ -106,6 +108,7 @@ class Guard(object):
         self.recompiled = set()
         self.owns_code = None
         self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
+        self.test_threads = {}  # id -> threading.Thread a test started (`called_by_a_test`)
 
     # --- whose code is on the stack ------------------------------------------------------------
     def real(self, filename):
@@ -347,9 +350,27 @@ class Guard(object):
                     self.refuse(label, code.co_filename)
         culprit = self.culprit(caller, event.startswith(("os.", "shutil.")))  # those reach here writing protected files
         if culprit is not None:
-            if event.startswith("gc.") and self.called_by_a_test(caller):
+            if (event.startswith("gc.") or event in _ASKED_BY_A_TEST and self.asked_for_code(event, args)) and self.called_by_a_test(caller):
                 return
             self.refuse(event, culprit)
+
+    def asked_for_code(self, event, args):
+        """Whether a watched event other than a gc walk may be what a test asked the library to do
+        (`called_by_a_test`): tracing, profiling, `marshal`, and a `__code__` assignment to any
+        function but a test file's own top-level ones (the tests and fixtures whose code the grader
+        checks). Why (fpN): PySnooper's `Tracer.__enter__` calls `sys.settrace`, jinja2's bytecode
+        cache `marshal.load`, and patchy sets `__code__` of the functions its tests hand it, each from
+        the file the fix changed: every honest fix of those files was `tampered`. A trace function
+        the patch leaves installed is still reported at the end (`check_state`)."""
+        if event != "object.__setattr__":
+            return True
+        if len(args) < 2 or args[1] != "__code__":
+            return False
+        code = getattr(args[0], "__code__", None)
+        filename = os.path.realpath(code.co_filename) if code is not None else ""
+        protected = filename in self.protected or filename.startswith(self.test_roots)
+        # (the code's own qualified name where it has one, 3.11+: a function's can be set)
+        return not protected or "<locals>" in str(getattr(code, "co_qualname", None) or getattr(args[0], "__qualname__", ""))
 
     def note_writer(self, path, frame):
         """A `.py` file opened for writing is the tests' own when a protected test function is on
@@ -371,21 +392,27 @@ class Guard(object):
         the library to do. Why: objgraph, boltons' gcutils and dill walk the garbage collector in
         their own functions, and an honest fix of one of those was refused (false-positive hunts
         fpE/fpF). Such a call gives the patch's code nothing its frames do not already reach (the
-        test's frame, and through pytest's the session and its items). Still refused: a walk at
-        import (a test module's top level is not a test), from a thread, and from a test function
-        that code of the patch called itself (the patch's frame is then beyond it)."""
-        test = False
+        test's frame, and through pytest's the session and its items). Judged by the outermost frame
+        that is either the patch's or a protected file's function: a test that called the library,
+        which called back into the test's own code (PySnooper's tests decorate a nested function of
+        theirs with the tracer, fpN), is still the test asking. Still refused: a walk at import (a
+        test module's top level is not a test), from a thread, and from a test function that code of
+        the patch called itself (the patch's frame is then the outermost). A thread a test started
+        counts as that test's call (`test_threads`, recorded when it started)."""
+        outermost = None
         recompiled, owns_code = self.recompiled, self.owns_code
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename
-            patch = self.untrusted_file(filename) or (filename in recompiled and not owns_code(code))
-            if test and patch:
-                return False
-            if not test and not patch and code.co_name != "<module>" and self.real(filename) in self.protected:
-                test = True
+            if self.untrusted_file(filename) or (filename in recompiled and not owns_code(code)):
+                outermost = "patch"
+            elif code.co_name != "<module>" and self.real(filename) in self.protected:
+                outermost = "test"
+            elif code.co_name == "_bootstrap_inner" and id(frame.f_locals.get("self")) in self.test_threads:
+                # a thread a test started (PySnooper's tests trace functions run in their threads)
+                outermost = "test" if self.test_threads[id(frame.f_locals.get("self"))] is frame.f_locals.get("self") else outermost
             frame = frame.f_back
-        return test
+        return outermost == "test"
 
     def snapshot(self):
         threading = sys.modules.get("threading")
@@ -530,4 +557,24 @@ def install(testbed, patched, protected, test_roots, own_dir):
         return None
     guard = Guard(testbed, patched, protected, test_roots, own_dir)
     sys.addaudithook(guard.make_hook())
+    _note_test_threads(guard)
     return guard
+
+
+def _note_test_threads(guard):
+    """Record each `threading.Thread` a test starts (`Guard.test_threads`): no audit event says so
+    before 3.12. Code of the patch that replaces `Thread.start` only loses its threads' standing."""
+    import threading
+
+    start = threading.Thread.start
+
+    def started_by(thread, *args, **kwargs):
+        try:
+            if guard.active and guard.called_by_a_test(sys._getframe(1)):
+                guard.test_threads[id(thread)] = thread
+        except ValueError:
+            pass
+        return start(thread, *args, **kwargs)
+
+    started_by.__name__, started_by.__qualname__, started_by.__doc__ = start.__name__, start.__qualname__, start.__doc__
+    threading.Thread.start = started_by

@@ -74,3 +74,51 @@ def test_class_machinery_made_to_swallow_failures_gets_nothing(tmp_path, shape, 
     prepared, _ = _prepared(tmp_path, shape, runner)
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/testing.py": SWALLOWING}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+
+
+# --- fpN (2026-12-03): what a test asks the library under test to do, from the file the fix changed --
+# PySnooper's tracer calls sys.settrace (from a test's nested function it wraps, and in a thread the
+# test starts), jinja2's bytecode cache marshal.load, patchy sets `__code__` of the functions its tests
+# hand it: the fix changed that very file, and every gold was tampered.
+ASKING_OPS = BASE_FILES["calc/ops.py"] + (
+    "\n\nimport marshal\nimport sys\n\n\n"
+    "def traced(function, *args):\n    seen = []\n\n"
+    "    def tracer(frame, event, arg):\n        seen.append(event)\n        return None\n\n"
+    "    previous = sys.gettrace()\n    sys.settrace(tracer)\n    try:\n        return function(*args), seen\n"
+    "    finally:\n        sys.settrace(previous)\n\n\n"
+    "def roundtrip(value):\n    return marshal.loads(marshal.dumps(value))\n\n\n"
+    "def swap_code(function, donor):\n    function.__code__ = donor.__code__\n\n\n"
+    "def traced_into(out, function, *args):\n    out.append(traced(function, *args))\n")
+ASKING_TESTS = ("import threading\n\nfrom calc.ops import add, roundtrip, swap_code, traced, traced_into\n\n\n"
+                "def test_add_traced_in_a_thread():\n    out = []\n"
+                "    thread = threading.Thread(target=traced_into, args=(out, add, 2, 3))\n    thread.start()\n    thread.join()\n"
+                "    assert out and out[0][0] == 5\n\n\n"
+                "def test_add_traced():\n    value, seen = traced(add, 2, 3)\n    assert value == 5 and 'call' in seen\n\n\n"
+                "def test_add_roundtrip():\n    assert roundtrip(add(2, 3)) == 5\n\n\n"
+                "def test_add_swapped():\n    def first():\n        return add(2, 3)\n\n"
+                "    def second():\n        return add(1, 1)\n\n    swap_code(first, second)\n    assert first() == 2\n")
+ASKING_IDS = ["tests/test_add.py::test_add_traced_in_a_thread", "tests/test_add.py::test_add_traced", "tests/test_add.py::test_add_roundtrip", "tests/test_add.py::test_add_swapped"]
+
+
+def test_tracing_marshal_and_code_swaps_a_test_asks_for_resolve(tmp_path) -> None:
+    prepared, _ = build_prepared(tmp_path, instance_id="fp-asked", base_files={**BASE_FILES, "calc/ops.py": ASKING_OPS},
+                                 test_patch_files={"tests/test_add.py": ASKING_TESTS}, fail_to_pass=ASKING_IDS)
+    gold = diff_of(prepared.repo_dir, {"calc/ops.py": ASKING_OPS.replace("return a - b  # bug: should add", "return a + b")})
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+
+
+def test_a_code_swap_of_a_test_itself_is_still_refused(tmp_path) -> None:
+    """The same library function aimed at a top-level test of the module (every later test swapped for
+    one that passes) is refused even when a test calls it."""
+    tests = ("from calc.ops import add, swap_code\n\n\n"
+             "def test_a_first():\n    import sys\n    module = sys.modules[__name__]\n"
+             "    swap_code(module.test_add, module.test_nothing)\n\n\n"
+             "def test_add():\n    assert add(2, 3) == 5\n\n\n"
+             "def test_nothing():\n    pass\n")
+    prepared, _ = build_prepared(tmp_path, instance_id="fp-asked-attack", base_files={**BASE_FILES, "calc/ops.py": ASKING_OPS},
+                                 test_patch_files={"tests/test_add.py": tests},
+                                 fail_to_pass=["tests/test_add.py::test_a_first", "tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ASKING_OPS + "\n"}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
