@@ -328,7 +328,8 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         for after, new_lines, container, name, test_id, twin, how in _contradictions.plan(
                 lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of,
                 _comparing_calls.known_names(tree), _comparing_calls.equality_helpers(tree)
-                | _comparing_calls.imported_equality_helpers(tree, read_module or (lambda name, level: None))):
+                | _comparing_calls.imported_equality_helpers(tree, read_module or (lambda name, level: None)),
+                frozenset(repo_names) | frozenset(top_functions)):
             if new_lines:
                 inserts.append((after, new_lines, 0 if container is None else 1))
             if (container, twin) not in planted:

@@ -194,6 +194,14 @@ def _imported_modules(tree, package=None):
     return out
 
 
+def _in_package(real, package):
+    """Whether the file at real path `real` is inside the folder of the loaded package `package`."""
+    filename = getattr(sys.modules.get(package), "__file__", None)
+    if not isinstance(filename, str) or os.path.basename(filename) != "__init__.py":
+        return False
+    return real.startswith(os.path.realpath(os.path.dirname(filename)) + os.sep)
+
+
 def _is_mark(decorator):
     func = decorator.func if isinstance(decorator, ast.Call) else decorator
     while isinstance(func, ast.Attribute):
@@ -456,10 +464,15 @@ class ProtectedSources(object):
                         filename = getattr(loaded, "__file__", None)
                         if isinstance(filename, str) and untrusted_file(filename):
                             return True
+                home = self._real(getattr(getattr(wrapper, "__code__", None), "co_filename", None) or "")
                 for decorator in decorators:
                     packages = {m.split(".")[0] for m in imports.get(_root_name(decorator), ())}
                     if any(untrusted_file(f) for f in _defining_files(decorator, namespace, packages)):
                         return True  # defined in a changed module, imported through an unchanged one
+                    if any(_in_package(home, package) for package in packages):
+                        # the decorator's package made the wrapper with a helper of its own that the fix
+                        # changed (testfixtures' `@tempdir()` through `utils.wrap`: tampered, fpN)
+                        return True
                 return False
             inner = _inner(inner, closures=True)
         return False

@@ -281,13 +281,16 @@ def _helper_call(statement, helpers):
     return None
 
 
-def targets(function, known=frozenset(), helpers=frozenset()):
+def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=frozenset()):
     """[(node, how, value)]: what to change in a test function's body and how, one copy each --
     "change" the first literal expectation of a plain `==` or `assertEqual`, and "change_far" the
     first literal expectation of a comparison made through other machinery (`_comparison_pair`),
     each to another value (the strongest: see the module docstring); else one "wrap" or "negate"
-    of the first assertion (`_fallback`); and "raise_other" for the first raising check."""
-    if isinstance(function, ast.AsyncFunctionDef) or not all(copyable_decorator(d) for d in function.decorator_list):
+    of the first assertion (`_fallback`); and "raise_other" for the first raising check. A test
+    decorated by one of `own_decorators` (the repository's, or the test module's own) is copied
+    with it: the patch can make such a decorator swallow failures (reward 1 before, fpN)."""
+    if isinstance(function, ast.AsyncFunctionDef) or not all(copyable_decorator(d) or _root(d) in own_decorators
+                                                             for d in function.decorator_list):
         return []
     literals = {}
     fallback = None
@@ -346,12 +349,6 @@ def targets(function, known=frozenset(), helpers=frozenset()):
         # 2) and the shift by one (a value equal to every int fails both wrappers: round 6)
         return [(fallback[0], "wrap", None), (fallback[0], "shift", None), (fallback[0], "wrap_object", None)] + raising
     return ([(fallback[0], fallback[1], None)] if fallback is not None else []) + raising
-
-
-def target(function, known=frozenset(), helpers=frozenset()):
-    """The first of `targets(function)`, or (None, None, None)."""
-    found = targets(function, known, helpers)
-    return found[0] if found else (None, None, None)
 
 
 def _segment(lines, node):
@@ -427,6 +424,12 @@ def copyable_decorator(decorator, parametrize=True):
     return True
 
 
+def _root(decorator):
+    while isinstance(decorator, (ast.Attribute, ast.Call)):
+        decorator = decorator.value if isinstance(decorator, ast.Attribute) else decorator.func
+    return decorator.id if isinstance(decorator, ast.Name) else None
+
+
 def _is_mock_patch(func):
     if isinstance(func, ast.Attribute) and func.attr in ("object", "dict", "multiple"):
         func = func.value
@@ -447,7 +450,7 @@ def copy_with(lines, function, new_name, node, text):
     return out[:at] + [renamed] + out[at + 1:]
 
 
-def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), helpers=frozenset()):
+def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), helpers=frozenset(), own_decorators=frozenset()):
     """Contradictions for one file: `functions` is [(container, function node, original id)] of the
     graded tests that may be copied, `end_of` {container: its last line} (None: the module).
     Returns [(insert after line, new lines, container, name, id, twin name, how)]: the first
@@ -471,7 +474,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             break
         gap = [""] if container else ["", ""]
         block, copies = [], []
-        for node, how, value in targets(function, known, helpers):
+        for node, how, value in targets(function, known, helpers, own_decorators):
             if len(chosen) + len(copies) >= min(limit, PER_FILE):
                 break
             text = replacement(lines, node, how, value, rng)

@@ -106,10 +106,37 @@ def bindings(tree, package):
                     continue
                 kind = "trusted" if source in TRUSTED else "helper"
                 entries.append((alias.asname or alias.name, kind, (source, alias.name)))
+    named = _named_for_rebinding(tree)
+    entries = [e for e in entries if e[1] == "trusted" or (e[2] if e[1] == "method" else e[0]) not in named]
     once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     # names a function declares `global` (a `setup_module` that sets one) are the source's too
     declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
-    return once, frozenset(counts) | declared, star
+    return once, frozenset(counts) | declared | named, star
+
+
+def _named_for_rebinding(tree):
+    """The names the module's tests rebind on it themselves, by name: a string handed to a call
+    together with `__name__`, `sys.modules[...]` or a class of the module (`wrapt.wrap_function_wrapper(
+    __name__, 'f', wrapper)`, `monkeypatch.setattr(TestX, 'helper', fake)`), or a dotted string handed
+    to a call (`mock.patch('tests.test_x.f')`, its last part). wrapt's tests leave their module's
+    functions wrapped for good: held, every patch was tampered (fpN)."""
+    classes = {s.name for s in tree.body if isinstance(s, ast.ClassDef)}
+    classes |= {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and _module_itself(node.value)
+                for t in node.targets if isinstance(t, ast.Name)}  # `module = sys.modules[__name__]`
+    found = set()
+    for call in ast.walk(tree):
+        if not isinstance(call, ast.Call):
+            continue
+        values = list(call.args) + [k.value for k in call.keywords]
+        strings = [v.value for v in values if isinstance(v, ast.Constant) and isinstance(v.value, str) and len(v.value) < 200]
+        owner = any(isinstance(v, ast.Name) and (v.id == "__name__" or v.id in classes) or _module_itself(v) for v in values)
+        for text in strings:
+            found.update(text.split(".") if owner else [text.rsplit(".", 1)[1]] if "." in text else [])
+    return found
+
+
+def _module_itself(node):
+    return isinstance(node, ast.Subscript) and "modules" in ast.dump(node.value)
 
 
 def plain_defs(tree):

@@ -122,3 +122,89 @@ def test_a_code_swap_of_a_test_itself_is_still_refused(tmp_path) -> None:
                                  fail_to_pass=["tests/test_add.py::test_a_first", "tests/test_add.py::test_add"])
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ASKING_OPS + "\n"}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+
+
+# testfixtures' `@tempdir()` lives in an unchanged module and builds its wrapper with `utils.wrap`,
+# which the fix changed: the wrapper was "code its protected source does not ask for" (fpN).
+WRAPPING = ("import functools\n\n\n"
+            "def wrap(before):\n    def decorator(function):\n        @functools.wraps(function)\n"
+            "        def wrapped(*args, **kwargs):\n            before()\n            return function(*args, **kwargs)\n"
+            "        return wrapped\n    return decorator\n")
+PREPARED = "from calc.wrapping import wrap\n\n\ndef prepared():\n    return wrap(lambda: None)\n"
+PREPARED_TESTS = ("from calc import add\nfrom calc.testing import prepared\n\n\n"
+                  "@prepared()\ndef test_add():\n    assert add(2, 3) == 5\n")
+
+
+def _prepared_decorator_task(tmp_path):
+    return build_prepared(tmp_path, instance_id="fp-helper-wrap",
+                          base_files={**BASE_FILES, "calc/wrapping.py": WRAPPING, "calc/testing.py": PREPARED},
+                          test_patch_files={"tests/test_add.py": PREPARED_TESTS}, fail_to_pass=["tests/test_add.py::test_add"])[0]
+
+
+def test_a_decorator_made_with_a_changed_helper_of_its_package_resolves(tmp_path) -> None:
+    prepared = _prepared_decorator_task(tmp_path)
+    gold = diff_of(prepared.repo_dir, {**GOLD_FILES, "calc/wrapping.py": WRAPPING.replace("before()", "before()  # set up")})
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+
+
+def test_that_helper_made_to_swallow_failures_gets_nothing(tmp_path) -> None:
+    prepared = _prepared_decorator_task(tmp_path)
+    swallowing = WRAPPING.replace("            return function(*args, **kwargs)",
+                                  "            try:\n                return function(*args, **kwargs)\n"
+                                  "            except AssertionError:\n                return None")
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/wrapping.py": swallowing}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("assertion", ["assert 'foo' == IsStr | IsInt", "assert 4 == IsPositive & IsInt(lt=5)",
+                                       "assert 3 == ~IsNegative", "assert 1 == IsInt", "assert 1 == dirty.IsInt"])
+def test_no_contradiction_against_matchers_combined_in_the_assert(assertion) -> None:
+    """dirty-equals' matchers combined with `|`, `&`, `~`, or a matcher class itself: a changed literal
+    still held on the gold (`'fXo' == IsStr | IsInt`), tampered in 7 of 9 runs of fpN."""
+    import ast
+
+    from patchgym.harness.contradictions import _expected_side
+
+    test = ast.parse(assertion).body[0].test
+    assert _expected_side((test.left, test.comparators[0]), {})[0] is None
+    for plain in ("assert total(x) == 1", "assert 5 == RESULT", "assert 5 == a | b"):
+        test = ast.parse(plain).body[0].test
+        assert _expected_side((test.left, test.comparators[0]), {})[0] is not None, plain
+
+
+# wrapt's tests wrap their own module's functions by name, for good (`wrap_function_wrapper(__name__,
+# 'global_function_1', wrapper)`, and through `module = sys.modules[__name__]`): the held test-module
+# bindings took that for the patch's rebinding (fpN, tampered on both runners, whatever the patch).
+WRAPPING_OPS = BASE_FILES["calc/ops.py"] + (
+    "\n\nimport functools\nimport sys\n\n\n"
+    "def wrap_named(module, name, wrapper):\n"
+    "    module = sys.modules[module] if isinstance(module, str) else module\n"
+    "    original = getattr(module, name)\n\n"
+    "    @functools.wraps(original)\n    def wrapped(*args):\n        return wrapper(original, *args)\n\n"
+    "    setattr(module, name, wrapped)\n")
+WRAPPING_TESTS = ("import sys\n\nfrom calc import add\nfrom calc.ops import wrap_named\n\n\n"
+                  "def helper():\n    return add(1, 1)\n\n\ndef other():\n    return add(2, 2)\n\n\n"
+                  "def test_add():\n    wrap_named(__name__, 'helper', lambda wrapped: wrapped() + 1)\n"
+                  "    module = sys.modules[__name__]\n    wrap_named(module, 'other', lambda wrapped: wrapped() + 1)\n"
+                  "    assert helper() == 3 and other() == 5 and add(2, 3) == 5\n")
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_tests_that_wrap_their_own_modules_functions_resolve(tmp_path, runner) -> None:
+    tests = WRAPPING_TESTS
+    if runner == "unittest":
+        tests = tests.replace("import sys\n", "import sys\nimport unittest\n").replace(
+            "def test_add():\n", "class AddTest(unittest.TestCase):\n    def test_add(self):\n").replace(
+            "\n    wrap_named", "\n        wrap_named").replace("\n    module", "\n        module").replace("\n    assert", "\n        assert")
+        prepared, _ = build_prepared(tmp_path, instance_id="fp-wrapt", base_files={**UNITTEST_BASE, "calc/ops.py": WRAPPING_OPS},
+                                     test_patch_files={"tests/test_add.py": tests}, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                                     pass_to_pass=["tests.test_ops.OpsTest.test_sub"], log_parser="unittest")
+    else:
+        prepared, _ = build_prepared(tmp_path, instance_id="fp-wrapt", base_files={**BASE_FILES, "calc/ops.py": WRAPPING_OPS},
+                                     test_patch_files={"tests/test_add.py": tests}, fail_to_pass=["tests/test_add.py::test_add"])
+    gold = diff_of(prepared.repo_dir, {"calc/ops.py": WRAPPING_OPS.replace("return a - b  # bug: should add", "return a + b")})
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags

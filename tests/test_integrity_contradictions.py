@@ -43,7 +43,7 @@ def test_a_changed_value_never_equals_the_original_nor_folds_to_it(value) -> Non
 
 def _target(body: str):
     function = ast.parse(textwrap.dedent(body)).body[0]
-    node, how, value = contradictions.target(function)
+    node, how, value = (contradictions.targets(function) or [(None, None, None)])[0]
     return (ast.unparse(node), how, value) if node is not None else None
 
 
@@ -227,7 +227,7 @@ def test_every_kind_of_copy_fails_on_the_correct_code_and_passes_on_a_value_equa
     function = ast.parse(body).body[0]
     lines = body.splitlines()
     for seed in range(20):
-        node, how, value = contradictions.target(function)
+        node, how, value = contradictions.targets(function)[0]
         text = contradictions.replacement(lines, node, how, value, random.Random(seed))
         for f, fails in ((good, True), (always_equal, False)):
             if f is not None:
