@@ -562,15 +562,20 @@ def install(testbed, patched, protected, test_roots, own_dir):
 
 
 def _note_test_threads(guard):
-    """Record each `threading.Thread` a test starts (`Guard.test_threads`): no audit event says so
-    before 3.12. Code of the patch that replaces `Thread.start` only loses its threads' standing."""
+    """Record each `threading.Thread` a test's own code starts (`Guard.test_threads`): no audit event
+    says so before 3.12. Code of the patch that replaces `Thread.start` only loses its threads' standing."""
     import threading
 
     start = threading.Thread.start
 
     def started_by(thread, *args, **kwargs):
         try:
-            if guard.active and guard.called_by_a_test(sys._getframe(1)):
+            caller = sys._getframe(1)
+            code = caller.f_code
+            # started by the test's own line (not by the patch's code a test called: such a thread
+            # outlives the call, and its walks stay refused)
+            if (guard.active and code.co_name != "<module>" and guard.real(code.co_filename) in guard.protected
+                    and not guard.untrusted_file(code.co_filename) and guard.called_by_a_test(caller)):
                 guard.test_threads[id(thread)] = thread
         except ValueError:
             pass
