@@ -52,7 +52,8 @@ _WATCHED = frozenset({
     "shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.rmtree", "sys.monitoring.register_callback",
     "sys._settraceallthreads", "sys._setprofileallthreads",
 })
-_gettrace, _getprofile = sys.gettrace, sys.getprofile  # taken at import: a test may replace them
+# taken at import: a test may replace them
+_gettrace, _getprofile, _settrace, _setprofile = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini",
                           "tox.ini", "setup.cfg", "pyproject.toml", "pytest.toml", ".pytest.toml"})
@@ -109,6 +110,7 @@ class Guard(object):
         self.owns_code = None
         self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
         self.test_threads = {}  # id -> threading.Thread a test started (`called_by_a_test`)
+        self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
 
     # --- whose code is on the stack ------------------------------------------------------------
     def real(self, filename):
@@ -361,7 +363,14 @@ class Guard(object):
         checks). Why (fpN): PySnooper's `Tracer.__enter__` calls `sys.settrace`, jinja2's bytecode
         cache `marshal.load`, and patchy sets `__code__` of the functions its tests hand it, each from
         the file the fix changed: every honest fix of those files was `tampered`. A trace function
-        the patch leaves installed is still reported at the end (`check_state`)."""
+        the patch leaves installed is reported when the test's phase ends (`check_trace`).
+        Tracing and profiling only where the repository traces: a file the fix edits names
+        `settrace` (`setprofile`) in its base version (`_tracing_in_base`). Why: anywhere else a
+        function a test calls installed a trace function that cleared pytest's `excinfo` in
+        `CallInfo.from_call` (unittest's `_addError`), and every failing test passed (red team
+        round 16, reward 1)."""
+        if event in ("sys.settrace", "sys.setprofile"):
+            return event in self.traced_in_base
         if event != "object.__setattr__":
             return True
         if len(args) < 2 or args[1] != "__code__":
@@ -423,7 +432,8 @@ class Guard(object):
                 "thread_profile": getattr(threading, "_profile_hook", None) if threading else None}
 
     def check_state(self, baseline):
-        """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace functions."""
+        """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace
+        functions (one whose code cannot be told counts: a `functools.partial` has no `__code__`)."""
         now = self.snapshot()
         for key in ("pycache_prefix", "dont_write_bytecode"):
             if now[key] != baseline[key]:
@@ -433,9 +443,74 @@ class Guard(object):
             function = now[key]
             if function is baseline[key] or function is None:
                 continue
-            code = getattr(function, "__code__", None) or getattr(getattr(function, "__call__", None), "__code__", None)
-            if code is not None and self.untrusted_file(code.co_filename):
-                self.found("changed", "{} function from {}".format(key, code.co_filename))
+            code = _code_of(function)
+            if code is None or self.untrusted_file(code.co_filename):
+                self.found("changed", "{} function from {}".format(key, code.co_filename if code is not None else repr(type(function))))
+
+    def check_trace(self, baseline, phase):
+        """After a test's phase (its setup, call, teardown): the trace and profile functions of this
+        thread are those of before it, or the tests' own; any other is reported (None: none) and
+        put back. Why: a trace function a test had the library install (`asked_for_code`) and left
+        installed rewrote pytest's `CallInfo.from_call` and unittest's `_addError` after the test
+        returned: each failure passed (red team round 16, reward 1). Taking it off again needs
+        `sys.settrace` with no test on the stack, which is refused."""
+        found = None
+        for key, getter, setter in (("trace", _gettrace, _settrace), ("profile", _getprofile, _setprofile)):
+            function = getter()
+            if function is baseline[key] or function is None:
+                continue
+            code = _code_of(function)
+            if code is not None and not self.untrusted_file(code.co_filename) and self.real(code.co_filename) in self.protected:
+                continue  # a test's own tracer
+            where = code.co_filename if code is not None else repr(type(function))
+            found = "{} function left installed after {} ({})".format(key, phase, where)
+            self.found("changed", found)
+            try:
+                setter(baseline[key])
+            except GradingRefusal:  # code of the patch's further out on the stack: reported already
+                pass
+        return found
+
+    def trace_state(self):
+        """This thread's trace and profile functions (`check_trace`'s baseline)."""
+        return {"trace": _gettrace(), "profile": _getprofile()}
+
+
+def _code_of(function):
+    """The code object a callable runs (through `functools.partial`, bound methods and `__call__`), or None."""
+    for _ in range(8):
+        code = getattr(function, "__code__", None)
+        if code is not None:
+            return code
+        inner = getattr(function, "func", None) or getattr(function, "__func__", None)
+        if inner is None:
+            call = getattr(type(function), "__call__", None)
+            inner = call if getattr(call, "__code__", None) is not None else None
+        if inner is None:
+            return None
+        function = inner
+    return None
+
+
+def _tracing_in_base(own_dir):
+    """{"sys.settrace", "sys.setprofile"}: those the base version of a file the fix edits names (the
+    startup config's `base_copies`, written by the grader from the base checkout); none where unknown."""
+    import json
+
+    try:
+        with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
+            copies = json.load(handle).get("base_copies") or {}
+    except (OSError, ValueError, AttributeError):
+        return frozenset()
+    found = set()
+    for copy in copies.values() if isinstance(copies, dict) else ():
+        try:
+            with _OPEN(str(copy), "rb") as handle:
+                text = handle.read()
+        except OSError:
+            continue
+        found.update(event for event in ("sys.settrace", "sys.setprofile") if event[4:].encode() in text)
+    return frozenset(found)
 
 
 def _importing_a_module(frame, args):

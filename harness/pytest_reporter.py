@@ -525,6 +525,7 @@ class Reporter:
         self._collected_here = False  # whether this process collected the test items itself
         self._guard = None
         self._guard_state = None
+        self._trace_before = None  # {"trace", "profile"} as a test's protocol started (`_check_trace`)
         if guard_module is not None:
             roots = [os.path.join(self._testbed, r) for r in config.get("test_roots", [])]
             self._guard = guard_module.install(self._testbed, self._patched, set(self._protected), roots, _OWN_DIR)
@@ -1028,6 +1029,7 @@ class Reporter:
         def pytest_runtest_makereport(self, item, call):
             brief = False
             excinfo = call.excinfo
+            self._check_trace(item, call.when)
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
                 brief = self._brief_canary_failure(item, call)
@@ -1043,6 +1045,7 @@ class Reporter:
         def pytest_runtest_makereport(self, item, call):
             brief = False
             excinfo = call.excinfo
+            self._check_trace(item, call.when)
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
                 brief = self._brief_canary_failure(item, call)
@@ -1514,6 +1517,17 @@ class Reporter:
             elif nodeid != pinned[1]:
                 self._violation("report_for_another_test", "{!r} collected as {!r}".format(nodeid, pinned[1]))
         self._running = [item, pinned[1] if pinned is not None else nodeid, {}]
+        if self._guard is not None:  # this test's: pytest-cov's tracer, started with the session, is not the test's
+            self._trace_before = self._guard.trace_state()
+
+    def _check_trace(self, item, phase):
+        """No trace or profile function a test's phase installed is left when it ends
+        (`Guard.check_trace`): that test is failed, and the run tampered."""
+        if self._guard is None or self._trace_before is None:
+            return
+        found = self._guard.check_trace(self._trace_before, phase)
+        if found is not None:
+            self._untrusted.setdefault(item.nodeid, ("trace_function_left_installed", found))
 
     def _check_report_identity(self, report):
         """A report logged while a test runs is of that test, under its collected id; its setup and

@@ -318,9 +318,10 @@ def _shadowed(result):
                   or callable(own[name]) and callable(getattr(type(result), name, None)))
 
 
-def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None, globals_check=None):
+def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None, globals_check=None, guard=None):
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
     code_problems = {}  # test id -> why the code about to run is not the protected source's
+    traced = {}  # "before": the trace and profile functions as the running test started (Guard.check_trace)
 
     def record(test, status):
         provenance.check_identity(test)
@@ -355,6 +356,8 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
                     code_problems[test.id()] = problem
             if globals_check is not None:
                 globals_check(test)
+            if guard is not None:
+                traced["before"] = guard.trace_state()
             super(SignedResult, self).startTest(test)
 
         def addSuccess(self, test):
@@ -398,6 +401,10 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
             super(SignedResult, self).stopTest(test)
             if globals_check is not None:
                 globals_check(test)
+            found = guard.check_trace(traced["before"], "the test") if guard is not None and "before" in traced else None
+            if found is not None:  # its outcome went through unittest's code with that function tracing
+                provenance.report(test, "trace_function_left_installed", found)
+                record(test, "FAILED")
             if provenance.running is test:
                 provenance.running = None
             for name in _shadowed(self):
@@ -497,7 +504,7 @@ def main(argv):
     # is `__main__`, whose globals code under test can reach, and a `_result_class` replaced there
     # after the import had handed failing tests to addSuccess (red team round 4, reward 1). The
     # module's globals and its classes are also compared at the end.
-    result_class = _result_class(statuses, provenance, canaries, code_check, returned, globals_check)
+    result_class = _result_class(statuses, provenance, canaries, code_check, returned, globals_check, guard)
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
     # The objects alive now (nothing of the repository has run yet) are moved out of the collector's
