@@ -238,7 +238,7 @@ def exact(how):
 def forkable(how):
     """A copy safe to call on the memory its original found but with the files it left
     (first_calls.py): a negated, shifted or one-step copy may pass honestly where the test's own
-    writes moved its value; a changed literal, a fresh class, `(E,)` or `object()` never does."""
+    writes moved its value; a changed literal, a fresh class, `(E, object())` or `object()` never does."""
     return how not in ("negate", "shift", "change_adjacent")
 
 

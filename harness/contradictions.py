@@ -20,25 +20,25 @@ literal to, replaced by the changed literal) gets C' != C. A second copy does th
 assertion made through other comparison machinery (`assert isclose(X, C)`, `assert X == approx(C)`,
 a bare `assert_allclose(X, C)` / `self.assertAlmostEqual(X, C)`: a call whose name says it compares
 for equality or closeness, and whose outcome is the assertion's), with numbers moved at least 1000
-times further, past any tolerance such a call plausibly allows, or, for a known library's check
-with literal tolerances, just past them (`comparing_calls.near_scale`), so that a tolerance widened
-for the bug passes it too. An int literal C also gets a copy one step away, C+1 or C-1: a result
-type equal to every int near the buggy value, or to every small int, passes it and no int equals
-both (red team round 6). Where the test has no literal expectation, its first assertion gets a
-weaker contradiction: `X == E` becomes `X == (E,)` and, in a second copy, `X == object()` (a value
-equal to E equals neither; a value equal to everything, or to everything but tuples, does), and in
-a third `X == (E) + 1` or `- 1` (a value equal to every int does; anything but a number raises
-there, so the copy fails honestly), `assert X in (literals)` gets every element changed, and any
-other assertion `assert T` becomes `assert not (T)` (`assertTrue`/`assertFalse` likewise: this
-catches code that reads the assert line and answers it). The copy is planted at the end of its
-original's container (the module, or the class), so it runs after every test there, and is named
-like the other canaries. Why at the end and not at random, before or after the original: the copy
-runs the test's statements a second time, and a test that is not idempotent would then fail its
-original on an honest fix; at the end, no test of the module or class runs after the copy's side
-effects. Right before its contradictions goes the test's twin, copied unchanged, and a
-contradiction is judged only where the twin passed (`plan`): the argument below needs a test that
-gives the same result when run again, and a test that passes only once would otherwise pass its
-negated copy on an honest fix.
+times further, past any tolerance such a call plausibly allows, or, for a known library's check with
+literal tolerances, just past them (`comparing_calls.near_scale`), so that a tolerance widened for
+the bug passes it too. An int literal C also gets a copy one step away, C+1 or C-1: a result type
+equal to every int near the buggy value, or to every small int, passes it and no int equals both
+(red team round 6). Where the test has no literal expectation, its first assertion gets a weaker
+contradiction: `X == E` becomes `X == (E, object())` (E: the side that calls nothing, where the
+other calls; both sides where both call) and, in a second copy, `X == object()` (a value equal to E
+equals neither; a value equal to everything, or to everything but tuples, does), and in a third `X
+== (E) + 1` or `- 1` (a value equal to every int does; anything but a number raises there, so the
+copy fails honestly), `assert X in (literals)` gets every element changed, and any other assertion
+`assert T` becomes `assert not (T)` (`assertTrue`/`assertFalse` likewise: this catches code that
+reads the assert line and answers it). The copy is planted at the end of its original's container
+(the module, or the class), so it runs after every test there, and is named like the other canaries.
+Why at the end and not at random, before or after the original: the copy runs the test's statements
+a second time, and a test that is not idempotent would then fail its original on an honest fix; at
+the end, no test of the module or class runs after the copy's side effects. Right before its
+contradictions goes the test's twin, copied unchanged, and a contradiction is judged only where the
+twin passed (`plan`): the argument below needs a test that gives the same result when run again, and
+a test that passes only once would otherwise pass its negated copy on an honest fix.
 
 Why an honest fix always fails it, whenever its original passed (the verdict asks no more: a
 contradiction whose original did not pass is not judged). The original passing means X == C held
@@ -53,8 +53,8 @@ equality a library plausibly defines holds for both: an integer moved by at leas
 half of itself, a float by at least half of max(1, |C|), one character of a string replaced by a
 different letter or digit (never by the same letter in another case, never by whitespace: case- and
 space-insensitive types exist), a container with one element or key more. A wrapped expectation
-fails the same way (a tuple's equality looks at its one element only when the other side is a
-sequence of length one), and a negated one fails because the original's assertion held.
+fails the same way (a pair's equality needs a second element equal to a bare object; a numpy
+value compared with it elementwise is ambiguous, and raises), and a negated one fails because the original's assertion held.
 
 A check that a block raises (`with pytest.raises(E):`, `self.assertRaises(E, f, x)`, `warns`) gets
 a copy expecting a class made when it runs (`comparing_calls.expected_raise`): nothing raises it.
@@ -255,22 +255,33 @@ def _self_call(statement, names):
 
 
 def _fallback(statement):
-    """A weaker contradiction for an assert that has no literal expectation: (node, how) where how
-    is "wrap" (the expected side X of `==` becomes the 1-tuple `(X,)`: a value equal to X is not
-    equal to a tuple holding it) or "negate" (the asserted expression becomes `not (...)`)."""
+    """A weaker contradiction for an assert that has no literal expectation: (nodes, how) where how
+    is "wrap" (the expected side X of `==` becomes the pair `(X, object())`: a value equal to X is
+    not equal to it; `_sides` says which) or "negate" (the asserted expression becomes
+    `not (...)`)."""
     if isinstance(statement, ast.Assert):
         test = statement.test
         if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
             if not isinstance(test.comparators[0], ast.Constant) and not isinstance(test.left, ast.Constant):
-                return test.comparators[0], "wrap"
-        return test, "negate"
+                return _sides(test.comparators[0], test.left), "wrap"
+        return [test], "negate"
     call = _self_call(statement, _calls.EQUAL_METHODS)
     if call is not None and len(call.args) >= 2 and not any(isinstance(a, ast.Constant) for a in call.args[:2]):
-        return call.args[1], "wrap"
+        return _sides(call.args[1], call.args[0]), "wrap"
     call = _self_call(statement, _TRUTH_METHODS)
     if call is not None:
-        return call.args[0], "negate"
+        return [call.args[0]], "negate"
     return None
+
+
+def _sides(second, first):
+    """The sides to wrap: the one that calls nothing where the other calls (the value under test is
+    the other, and its `__eq__` must meet the tuple: `assert expected == ordinal(n)` whose result
+    equals everything passed `expected == (result,)`, red team rt15/C); both where both call."""
+    calls = [any(isinstance(n, ast.Call) for n in ast.walk(side)) for side in (second, first)]
+    if calls[0] != calls[1]:
+        return [first] if calls[0] else [second]
+    return [second, first] if calls[0] else [second]
 
 
 def _helper_call(statement, helpers):
@@ -346,9 +357,12 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
         return chosen + raising
     if fallback is not None and fallback[1] == "wrap":
         # Both wrappers (a value equal to everything but tuples passed the tuple one: red team round
-        # 2) and the shift by one (a value equal to every int fails both wrappers: round 6)
-        return [(fallback[0], "wrap", None), (fallback[0], "shift", None), (fallback[0], "wrap_object", None)] + raising
-    return ([(fallback[0], fallback[1], None)] if fallback is not None else []) + raising
+        # 2) and the shift by one (a value equal to every int fails both wrappers: round 6); the
+        # wrappers on the other side too where both sides call (`_sides`)
+        first, others = fallback[0][0], fallback[0][1:]
+        return ([(first, "wrap", None), (first, "shift", None), (first, "wrap_object", None)]
+                + [(node, how, None) for node in others for how in ("wrap", "wrap_object")] + raising)
+    return ([(fallback[0][0], fallback[1], None)] if fallback is not None else []) + raising
 
 
 def _segment(lines, node):
@@ -380,8 +394,9 @@ def replacement(lines, node, how, value, rng):
         return value if how == "raise_other" else repr(value + rng.choice((1, -1)))
     if how == "shift":  # E a number: E+1 (or E-1); anything else raises, and the copy fails honestly
         return "((" + _segment(lines, node) + ") " + rng.choice(("+", "-")) + " 1)"
-    if how == "wrap":  # no value that equals E honestly equals a 1-tuple holding E, nor a bare object
-        return "(" + _segment(lines, node) + ",)"
+    if how == "wrap":  # no value that equals E honestly equals a pair of E and a bare object, nor a bare object
+        # (not the 1-tuple `(E,)`: a numpy scalar equals it elementwise, `array([ True])`, and is true)
+        return "(" + _segment(lines, node) + ", object())"
     if how == "wrap_object":
         return "object()"
     if how == "negate":

@@ -101,7 +101,7 @@ TESTCASE_TESTS = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(un
 
 
 @pytest.mark.parametrize("name, tests, graded", [
-    # no literal expectation: the copies are `(E,)`, `object()` and a shift, none of them exact
+    # no literal expectation: the copies are `(E, object())`, `object()` and a shift, none of them exact
     ("nonliteral", NONLITERAL_TESTS, "tests/test_add.py::test_add"),
     # a TestCase that pytest runs: forked from unittest's `_callTestMethod`, after setUp (red team round 14)
     ("testcase", TESTCASE_TESTS, "tests/test_add.py::AddTest::test_add"),
