@@ -36,6 +36,21 @@ import warnings
 TIMEOUT_S = 3.0  # a child held by threads the fork did not copy (a pool) counts as failed, not the run's time
 
 
+def as_its_own_test(make, name, testcase=None, nodeid=None):
+    """`make`, called in the child as the copy it calls runs on its own: the TestCase's
+    `_testMethodName` is the copy's (`name`), and so is pytest's `PYTEST_CURRENT_TEST` (`nodeid`).
+    Why: a library that lied on the first call only where the calling function was the test the
+    runner said was running (`_testMethodName`, `PYTEST_CURRENT_TEST`) told the child's copies from
+    the original, and lied to the original alone (red team rt15/D, reward 1)."""
+    def call():
+        if testcase is not None:
+            testcase._testMethodName = name
+        if nodeid is not None:
+            os.environ["PYTEST_CURRENT_TEST"] = "{} (call)".format(nodeid)
+        return make()
+    return call
+
+
 class FirstCalls(object):
     """Forked children, each holding the state right before one graded test's body."""
 

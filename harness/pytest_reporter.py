@@ -503,6 +503,7 @@ class Reporter:
             import patchgym_first_calls
 
             self._first_calls = patchgym_first_calls.FirstCalls([1, 2, getattr(stream, "_fd", None)])
+            self._as_its_own_test = patchgym_first_calls.as_its_own_test
         except ImportError:
             self._first_calls = None
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
@@ -1139,7 +1140,9 @@ class Reporter:
         item = self._running[0] if self._running is not None else None
         copies = self._copies_to_fork(item) if item is not None else None
         if copies:
-            self._fork(item, [(number, (lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()))
+            own = self._as_its_own_test
+            self._fork(item, [(number, own((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()),
+                                           str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None)))
                               for number, copy in copies])
 
     def _fork_first_calls(self, item):
@@ -1162,7 +1165,8 @@ class Reporter:
                 return function(**{arg: funcargs[arg] for arg in names if arg in funcargs})
             return call
 
-        self._fork(item, [(number, caller(copy)) for number, copy in copies])
+        own = self._as_its_own_test
+        self._fork(item, [(number, own(caller(copy), copy.name, None, copy.nodeid)) for number, copy in copies])
 
     def _copies_to_fork(self, item):
         """The exact copies of `item` when it is the first instance of its test function to come by

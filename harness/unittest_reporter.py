@@ -121,6 +121,7 @@ def _first_calls(planted, channel):
     if not copies_of:
         return None, None
     first_calls = patchgym_first_calls.FirstCalls([1, 2, getattr(channel._stream, "_fd", None)])
+    own = patchgym_first_calls.as_its_own_test
     forked = set()
 
     def before_call(testcase):
@@ -128,7 +129,8 @@ def _first_calls(planted, channel):
         if test_id in copies_of and test_id not in forked:
             forked.add(test_id)
             try:
-                first_calls.fork_before(test_id, [(n, (lambda name=name: getattr(testcase, name)())) for n, name in copies_of[test_id]])
+                first_calls.fork_before(test_id, [(n, own((lambda name=name: getattr(testcase, name)()), name, testcase))
+                                                  for n, name in copies_of[test_id]])
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
                 pass
 

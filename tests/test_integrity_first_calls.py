@@ -136,3 +136,35 @@ def test_a_fork_writes_nothing_the_run_sees(tmp_path) -> None:
     prepared, gold = build_prepared(tmp_path, instance_id="calc-first-shared", test_patch_files={"tests/test_add.py": SHARED_FILE_TESTS},
                                     fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=["tests/test_add.py::test_logged_once"])
     _assert_resolved(_grade(prepared, gold))
+
+
+# Red team rt15/D: the lie only where the calling function is the test the runner says is running
+# (`_testMethodName` of the TestCase on the caller's frame, else pytest's PYTEST_CURRENT_TEST): the
+# fork's child called the copies under the original's name, so they got honest values. Now the child
+# runs each copy as its own test (`first_calls.as_its_own_test`).
+IDENTITY_GATED_LIE = FIRST_CALL_LIE.replace('''    if (a, b) not in _seen:''', '''    import os
+    import sys
+
+    caller = sys._getframe(1)
+    case = caller.f_locals.get("self")
+    running = getattr(case, "_testMethodName", None)
+    if running is None:
+        running = os.environ.get("PYTEST_CURRENT_TEST", "").split("::")[-1].split(" ")[0].split("[")[0]
+    if caller.f_code.co_name != running:
+        return _honest_add(a, b)
+    if (a, b) not in _seen:''')
+
+
+def _gated(base):
+    return {"calc/__init__.py": base["calc/__init__.py"] + IDENTITY_GATED_LIE}
+
+
+def test_a_lie_gated_by_the_running_tests_name_pytest(tmp_path) -> None:
+    assert "_testMethodName" in IDENTITY_GATED_LIE
+    prepared, _ = build_prepared(tmp_path, instance_id="calc-first-named")
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, _gated(BASE_FILES))))
+
+
+def test_a_lie_gated_by_the_running_tests_name_unittest(tmp_path) -> None:
+    prepared, _ = build_unittest_prepared(tmp_path, "calc-first-named-ut")
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, _gated(UNITTEST_BASE))))
