@@ -247,6 +247,7 @@ class ProtectedSources(object):
         self._defined = {}  # real path -> the names its source defines with `def` (defines)
         self._owner_lists = {}  # real path -> its tree and its classes (_owners)
         self._trees = {}
+        self._propagating = {}  # (real path, name, first line) -> propagating_lines
 
     def _tree(self, path):
         if path not in self._trees:
@@ -425,6 +426,25 @@ class ProtectedSources(object):
                         and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list]):
                     return node, owner if isinstance(owner, ast.ClassDef) else None
         return None, None
+
+    def propagating_lines(self, real, code):
+        """The lines of the test function `code` of the protected file `real` whose statements raise
+        out of it whatever they raise: an `assert` or a call statement reached from its body through
+        `if`, `for` and `while` only (never inside a `try` or a `with`, which may catch). Empty where
+        the source does not define it."""
+        key = (real, code.co_name, code.co_firstlineno)
+        if key not in self._propagating:
+            node = self._definition(real, code)[0]
+            lines = set()
+            stack = list(node.body) if isinstance(node, ast.FunctionDef) else []
+            while stack:
+                statement = stack.pop()
+                if isinstance(statement, (ast.If, ast.For, ast.While)):
+                    stack.extend(statement.body + statement.orelse)
+                elif isinstance(statement, (ast.Assert, ast.Expr)):
+                    lines.update(range(statement.lineno, (getattr(statement, "end_lineno", None) or statement.lineno) + 1))
+            self._propagating[key] = frozenset(lines)
+        return self._propagating[key]
 
     def _declared_decorators(self, real, code, name=None):
         """The non-mark decorators the source puts on the test and its class; None if the test's

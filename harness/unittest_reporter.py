@@ -137,6 +137,36 @@ def _first_calls(planted, channel):
     return first_calls, before_call
 
 
+def _watch_failed_asserts(sources, running, testbed):
+    """{id(test): (test, "file:line")} of the running test's own assert methods that failed, on a
+    line of its body that raises out of it whatever it raises (`ProtectedSources.propagating_lines`):
+    unittest's `_formatMessage` runs only for a failing assert method. Such a test that passes had
+    its failure swallowed outside it (the pytest reporter's `_watch_failed_asserts` says why)."""
+    formatter = vars(unittest.TestCase).get("_formatMessage")
+    if sources is None or formatter is None:
+        return None
+    failed = {}
+
+    def _formatMessage(testcase, msg, standardMsg):
+        try:
+            test, frame = running(), sys._getframe(1)
+            name = getattr(test, "_testMethodName", None)
+            while frame is not None and test is not None:
+                code = frame.f_code
+                real = os.path.realpath(code.co_filename)
+                if real in sources.sources:  # the first frame of a test file's: the test itself, or not at all
+                    if code.co_name == name and frame.f_lineno in sources.propagating_lines(real, code):
+                        failed.setdefault(id(test), (test, "{}:{}".format(os.path.relpath(real, testbed), frame.f_lineno)))
+                    break
+                frame = frame.f_back
+        except Exception:  # noqa: BLE001  never the test's failure
+            pass
+        return formatter(testcase, msg, standardMsg)
+
+    unittest.TestCase._formatMessage = _formatMessage
+    return failed
+
+
 def _own_state(result_class):
     """This module's globals and the dicts of its classes (the result class included), as entries
     like `_watched`'s: the runner is `__main__`, reachable by code under test."""
@@ -320,7 +350,8 @@ def _shadowed(result):
                   or callable(own[name]) and callable(getattr(type(result), name, None)))
 
 
-def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None, globals_check=None, guard=None):
+def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None, globals_check=None, guard=None,
+                  failed_asserts=None):
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
     code_problems = {}  # test id -> why the code about to run is not the protected source's
     traced = {}  # "before": the trace and profile functions as the running test started (Guard.check_trace)
@@ -360,12 +391,19 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
                 globals_check(test)
             if guard is not None:
                 traced["before"] = guard.trace_state()
+            if failed_asserts is not None:
+                failed_asserts.clear()
             super(SignedResult, self).startTest(test)
 
         def addSuccess(self, test):
             super(SignedResult, self).addSuccess(test)
             if returned is not None and returned["returned"] is False and test.id() not in canaries:
                 provenance.report(test, "test_method_did_not_return", "unittest's _ShouldStop")
+                record(test, "FAILED")
+                return
+            failed = failed_asserts.get(id(test)) if failed_asserts is not None else None
+            if failed is not None and failed[0] is test:  # its own assert method failed (_watch_failed_asserts)
+                provenance.report(test, "assertion_failed_yet_passed", failed[1])
                 record(test, "FAILED")
                 return
             record(test, "PASSED")
@@ -460,6 +498,7 @@ def main(argv):
         pass
     first_calls, before_call = _first_calls(planted, channel)
     returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
+    failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed)  # before the snapshots
     watched = _watched()
     class_keys = _class_keys()
     provenance = _Provenance(config, channel)
@@ -506,7 +545,7 @@ def main(argv):
     # is `__main__`, whose globals code under test can reach, and a `_result_class` replaced there
     # after the import had handed failing tests to addSuccess (red team round 4, reward 1). The
     # module's globals and its classes are also compared at the end.
-    result_class = _result_class(statuses, provenance, canaries, code_check, returned, globals_check, guard)
+    result_class = _result_class(statuses, provenance, canaries, code_check, returned, globals_check, guard, failed_asserts)
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
     # The objects alive now (nothing of the repository has run yet) are moved out of the collector's
