@@ -72,6 +72,16 @@ _JUDGED_HOOKS = _OUTCOME_HOOKS + ("pytest_collection_modifyitems", "pytest_desel
                                   "pytest_collect_file", "pytest_collection", "pytest_sessionfinish", "pytest_terminal_summary")
 
 
+_UNITTEST_DIR = os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep
+
+
+def _unittest_own(code, real):
+    """Whether `code` is unittest's own and passes a failure on: its assert methods, not the
+    callable form of `assertRaises` (`handle`), which catches the AssertionError it expects, nor a
+    library's assert helper in between, which may catch it (`_watch_failed_asserts`)."""
+    return real.startswith(_UNITTEST_DIR) and code.co_name != "handle"
+
+
 def _caller_types():
     found = []  # pluggy is imported: pytest is loading this module
     for module_name in ("pluggy._hooks", "pluggy.hooks"):
@@ -1605,7 +1615,7 @@ class Reporter:
                 if code.co_name == name and frame.f_lineno in self._sources.propagating_lines(real, code):
                     self._asserts_failed.setdefault(item.nodeid, "{}:{}".format(os.path.relpath(real, self._testbed), frame.f_lineno))
                 return
-            if not outwards:
+            if not outwards or not _unittest_own(code, real):
                 return
             frame = frame.f_back
 

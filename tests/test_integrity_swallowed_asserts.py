@@ -87,3 +87,29 @@ def test_the_propagating_lines_of_a_test() -> None:
     sources.sources["/t.py"] = source.encode()
     code = compile(ast.parse(source), "/t.py", "exec").co_consts[0]
     assert sorted(sources.propagating_lines("/t.py", code)) == [2, 4, 6]
+
+
+LENIENT = HONEST + ("\n\ndef lenient_equal(case, first, second):\n    try:\n        case.assertEqual(first, second)\n"
+                    "    except AssertionError:\n        case.assertAlmostEqual(first, second, delta=1)\n")
+UNITTEST_CAUGHT = ("import unittest\n\nfrom calc import add\nfrom calc.testing import lenient_equal\n\n\n"
+                   "class AddTest(unittest.TestCase):\n    def test_add(self):\n"
+                   "        self.assertRaises(AssertionError, self.assertEqual, add(2, 3), 6)\n"
+                   "        lenient_equal(self, add(2, 3), 5.5)\n"
+                   "        for value in (1, 2):\n            with self.subTest(value=value):\n"
+                   "                self.assertEqual(add(value, 0), value)\n"
+                   "        self.assertEqual(add(2, 3), 5)\n")
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_failures_caught_by_unittest_or_a_library_helper_do_not_count(tmp_path, runner) -> None:
+    """assertRaises' callable form expecting an AssertionError, a library's assert helper that
+    catches one and asserts otherwise: honest, and their failing inner asserts are not the test's."""
+    unittest_style = runner == "unittest"
+    prepared = build_prepared(tmp_path, instance_id="caught-" + runner,
+                              base_files={**(UNITTEST_BASE if unittest_style else BASE_FILES), "calc/testing.py": LENIENT},
+                              test_patch_files={"tests/test_add.py": UNITTEST_CAUGHT},
+                              fail_to_pass=["tests.test_add.AddTest.test_add" if unittest_style else "tests/test_add.py::AddTest::test_add"],
+                              **({"log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub"]} if unittest_style else {}))[0]
+    verdict = _grade(prepared, GOLD_FILES)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
