@@ -364,8 +364,9 @@ class Guard(object):
         cache `marshal.load`, and patchy sets `__code__` of the functions its tests hand it, each from
         the file the fix changed: every honest fix of those files was `tampered`. A trace function
         the patch leaves installed is reported when the test's phase ends (`check_trace`).
-        Tracing and profiling only where the repository traces: a file the fix edits names
-        `settrace` (`setprofile`) in its base version (`_tracing_in_base`). Why: anywhere else a
+        Tracing and profiling only where the repository traces: one of its files at base (the
+        task's tests left out) names `settrace` (`setprofile`, `setstatprofile`), or the base
+        version of a file the fix edits does (`_tracing_in_base`). Why: anywhere else a
         function a test calls installed a trace function that cleared pytest's `excinfo` in
         `CallInfo.from_call` (unittest's `_addError`), and every failing test passed (red team
         round 16, reward 1)."""
@@ -493,16 +494,19 @@ def _code_of(function):
 
 
 def _tracing_in_base(own_dir):
-    """{"sys.settrace", "sys.setprofile"}: those the base version of a file the fix edits names (the
-    startup config's `base_copies`, written by the grader from the base checkout); none where unknown."""
+    """{"sys.settrace", "sys.setprofile"}: those the repository's own code raises (the startup
+    config's `traces`, found by the grader in the base checkout, grader.repository_traces), and
+    those the base version of a file the fix edits names (`base_copies`); none where unknown."""
     import json
 
     try:
         with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
-            copies = json.load(handle).get("base_copies") or {}
+            startup = json.load(handle)
+        copies = startup.get("base_copies") or {}
+        traces = startup.get("traces") or []
     except (OSError, ValueError, AttributeError):
         return frozenset()
-    found = set()
+    found = set(event for event in traces if event in ("sys.settrace", "sys.setprofile")) if isinstance(traces, list) else set()
     for copy in copies.values() if isinstance(copies, dict) else ():
         try:
             with _OPEN(str(copy), "rb") as handle:
@@ -510,6 +514,8 @@ def _tracing_in_base(own_dir):
         except OSError:
             continue
         found.update(event for event in ("sys.settrace", "sys.setprofile") if event[4:].encode() in text)
+        if b"setstatprofile" in text:
+            found.add("sys.setprofile")
     return frozenset(found)
 
 

@@ -180,7 +180,7 @@ class _Grading:
                             protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task, cache),
                             pytest_cache=cache,
                             timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests(),
-                            created_files=created, base_sources=self._base_sources(patched, created))
+                            created_files=created, base_sources=self._base_sources(patched, created), traces=self._traces())
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
             self.durations["apply"] = round(max(0.0, split - wall), 4)
             self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
@@ -204,7 +204,7 @@ class _Grading:
         run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None, cache), pytest_cache=cache,
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
                         timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests(),
-                        created_files=created, base_sources=self._base_sources(patched, created))
+                        created_files=created, base_sources=self._base_sources(patched, created), traces=self._traces())
         self._timed("tests", started)
         return self._finish(run)
 
@@ -249,6 +249,20 @@ class _Grading:
                 with open(path, "rb") as handle:
                     out[rel] = handle.read()
         return out
+
+    def _traces(self) -> list[str] | None:
+        """The tracing events the repository's own code (its files at base, the task's tests left
+        out) may raise: "sys.settrace" where one names `settrace` or `PyEval_SetTrace`,
+        "sys.setprofile" where one names `setprofile`, `setstatprofile` or `PyEval_SetProfile`. The
+        audit hook lets a function a test calls raise only these (audit_hook `asked_for_code`). None
+        where there is no base checkout here. Why the whole repository and not only the files the
+        fix edits (fpO): hunter's fix edits `__init__.py`, whose `trace()` calls `Tracer.trace` in
+        an unchanged module, and pyinstrument's C `setstatprofile` raises `sys.setprofile`; both
+        honest fixes were `tampered`."""
+        repo = self.prepared.repo_dir
+        if not os.path.isdir(os.path.join(repo, ".git")):
+            return None
+        return repository_traces(str(repo), self.prepared.base_commit, tuple(self.task.test_files()))
 
     def _doctests(self) -> dict[str, list[list[str]]]:
         from patchgym.harness.doctest_examples import graded_doctest_examples
@@ -366,3 +380,23 @@ def grade_patch(
 async def agrade_patch(prepared: PreparedTask, patch: str | None, **kwargs) -> Verdict:
     """`grade_patch` without blocking the event loop (it runs in a worker thread)."""
     return await asyncio.to_thread(grade_patch, prepared, patch, **kwargs)
+
+
+_TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace", "setprofile": "sys.setprofile",
+                  "setstatprofile": "sys.setprofile", "PyEval_SetProfile": "sys.setprofile"}
+_traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
+
+
+def repository_traces(repo: str, commit: str, test_files: tuple[str, ...]) -> list[str]:
+    """The events of `_TRACING_WORDS` that the repository's files at `commit` name, `test_files`
+    left out (`git grep`, kept per repository, commit and test files: ~20 ms on a mid-sized repository)."""
+    key = (repo, commit, test_files)
+    if key not in _traces_seen:
+        pattern = "|".join(_TRACING_WORDS)
+        excluded = [f":(exclude,literal){path}" for path in test_files]
+        done = subprocess.run(["git", "-C", repo, "grep", "-I", "-o", "-h", "-E", pattern, commit, "--", ".", *excluded],
+                              capture_output=True, text=True, errors="replace")
+        words = set(done.stdout.split()) if done.returncode in (0, 1) else set()
+        _traces_seen[key] = sorted({event for word, event in _TRACING_WORDS.items() if word in words})
+    return _traces_seen[key]
+

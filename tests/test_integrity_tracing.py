@@ -5,8 +5,9 @@ that used that to install its own trace function, wrapped in `functools.partial`
 the end-of-run check), and left it installed rewrote pytest's `CallInfo.from_call` (its `excinfo`)
 and unittest's `_addError` (its `exc_info`) after each test returned: every failing test passed,
 reward 1. Now (patchgym_audit_hook):
-- tracing is allowed from the fix's files only where the repository traces (a file the fix edits
-  names `settrace` in its base version); elsewhere it is refused as before fpN;
+- tracing is allowed from the fix's files only where the repository traces (one of its files at
+  base, the task's tests left out, names `settrace`: fpO widened it from the files the fix edits);
+  elsewhere it is refused as before fpN;
 - where it is allowed, a trace or profile function still installed when a test's phase ends is
   reported (`Guard.check_trace`), and that test is failed, on both runners.
 """
@@ -104,3 +105,43 @@ def test_the_gold_of_a_tracing_repository_still_resolves(tmp_path) -> None:
                      ["tests/test_add.py::test_add_traced"], {"calc/ops.py": gold})
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
     assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+
+
+def test_the_gold_resolves_where_an_unchanged_module_of_the_repository_traces(tmp_path) -> None:
+    """fpO (hunter): the fix edits a module whose function has another, unchanged module of the
+    repository install the tracer; the edited file never names `settrace`. It was `tampered`."""
+    tracer = ("import sys\n\n\ndef traced(function, *args):\n    seen = []\n\n"
+              "    def tracer(frame, event, arg):\n        seen.append(event)\n        return None\n\n"
+              "    previous = sys.gettrace()\n    sys.settrace(tracer)\n    try:\n        return function(*args), seen\n"
+              "    finally:\n        sys.settrace(previous)\n")
+    ops = BASE_FILES["calc/ops.py"] + "\n\ndef add_traced(a, b):\n    from calc.tracer import traced\n\n    return traced(add, a, b)\n"
+    tests = ("from calc.ops import add_traced\n\n\n"
+             "def test_add_traced():\n    value, seen = add_traced(2, 3)\n    assert value == 5 and 'call' in seen\n")
+    gold = ops.replace("return a - b  # bug: should add", "return a + b")
+    assert gold != ops and "settrace" not in ops
+    verdict = _grade(tmp_path, {**BASE_FILES, "calc/ops.py": ops, "calc/tracer.py": tracer}, {"tests/test_add.py": tests},
+                     ["tests/test_add.py::test_add_traced"], {"calc/ops.py": gold})
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+
+
+def test_the_repositorys_tracing_words_leave_out_the_tests_and_read_the_base_commit(tmp_path) -> None:
+    """What counts as the repository tracing (grader.repository_traces): its files at base, the
+    task's test files left out; pyinstrument's C `setstatprofile` raises `sys.setprofile` (fpO)."""
+    import subprocess
+
+    from patchgym.harness.grader import repository_traces
+
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+    (repo / "pkg" / "low.c").write_text("/* setstatprofile: PyEval_SetProfile(...) */\n")
+    (repo / "tests" / "test_a.py").write_text("import sys\nsys.settrace(None)\n")
+    git = ["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t"]
+    subprocess.run([*git, "init", "-q"], check=True)
+    subprocess.run([*git, "add", "."], check=True)
+    subprocess.run([*git, "commit", "-qm", "base"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, check=True).stdout.strip()
+    (repo / "pkg" / "later.py").write_text("import sys\nsys.settrace(None)\n")  # not at base: not counted
+    assert repository_traces(str(repo), commit, ("tests/test_a.py",)) == ["sys.setprofile"]
+    assert repository_traces(str(repo), commit, ()) == ["sys.setprofile", "sys.settrace"]
