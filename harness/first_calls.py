@@ -1,5 +1,6 @@
 """Contradiction copies run on the state their original found: a fork taken right before a graded
-test's body, which calls the test's exact copies (`contradictions.py`) right after that body.
+test's body, which calls the test's exact copies (`contradictions.py`) before that body runs, the
+parent waiting for its answer.
 
 Copied into the grading sandbox as `patchgym_first_calls` and used by the pytest reporter;
 standard library only, Python >= 3.6 syntax, POSIX (`os.fork`; elsewhere nothing is forked).
@@ -14,17 +15,21 @@ one: the lie meets an expectation no honest result meets, and passes it.
 
 Why an honest fix never fails this: the child calls only copies whose expectation is a changed
 value (a literal moved far, a fresh exception class: `Planted.exact`), with the original's own
-fixture values, on the memory the original found. The files may have changed since (the child runs
-right after the original's body, so that nothing of it reaches that body), which can only make an
-honest copy fail for another reason. Nothing of the child reaches the rest of the run either: its
+fixture values, on the memory and the files the original finds. Nothing of the child reaches the
+original's body or the rest of the run: its
 inherited descriptors point at /dev/null (an open file of a module fixture's, written through,
 made the next test fail: fpM) and its writes, processes and connections are refused. A child that
 does not answer in 3 s counts as failed (one held by threads the fork did not copy, a pool's);
 the parent's interval timer is paused while it waits (pytest-timeout's alarm fired in the wait).
 
-Why right after the body and not at the session's end: a child left waiting shares its pages with
-the run, and every page the run writes later is copied (copy-on-write): bench/grade's medium suite
-spent ~11% more CPU with the child waiting until the end, ~3% with it run right after the body.
+Why before the body, the parent waiting (red team rt17, 2026-12-03: reward 1 on both runners):
+the child used to make its calls right after the body, and a library that lied once per input and
+call site, keeping what it had answered in a file or a shared anonymous `mmap`, found the
+original's call already recorded there and answered the child's copies honestly. Now the child's
+call is the first one in time too, and the child cannot write files; a memo in shared memory
+only lets the lie skip the first call, which then reaches the original honestly. Why not at the
+session's end: a child left waiting shares its pages with the run, and every page the run writes
+later is copied (copy-on-write): bench/grade's medium suite spent ~11% more CPU that way.
 """
 
 import os
@@ -97,6 +102,7 @@ class FirstCalls(object):
         os.close(go_r)
         os.close(result_w)
         self._pending.append((pid, go_w, result_r, of))
+        self.run(of)  # the child's calls come first: see the module docstring
         return True
 
     def run(self, of, timeout_s=TIMEOUT_S):

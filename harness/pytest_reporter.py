@@ -1175,7 +1175,7 @@ class Reporter:
 
     def _fork_first_calls(self, item):
         """A graded test with exact contradiction copies: fork the state its body is about to find;
-        the child calls the copies with its fixture values right after that body
+        the child calls the copies with its fixture values before that body runs, the parent waiting
         (patchgym_first_calls: a library that lied on the first call per input only got reward 1)."""
         if hasattr(item, "addSuccess") or not hasattr(item, "funcargs"):
             return  # a TestCase's method: _fork_testcase, from unittest's _callTestMethod
@@ -1646,7 +1646,7 @@ class Reporter:
         if phases is None:
             phases = self._phases[report.nodeid] = {}
         if report.when == "call":
-            if report.nodeid in self._forked:  # the copies on the state this test's body found (patchgym_first_calls)
+            if report.nodeid in self._forked:  # a no-op now: the child answered before the body (patchgym_first_calls)
                 self._first_calls.run(report.nodeid)
             self.check_machinery(during_test=True)
             item = self._running[0] if self._running is not None else None
