@@ -111,6 +111,7 @@ class Guard(object):
         self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
         self.test_threads = {}  # id -> threading.Thread a test started (`called_by_a_test`)
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
+        self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
 
     # --- whose code is on the stack ------------------------------------------------------------
     def real(self, filename):
@@ -354,7 +355,21 @@ class Guard(object):
         if culprit is not None:
             if (event.startswith("gc.") or event in _ASKED_BY_A_TEST and self.asked_for_code(event, args)) and self.called_by_a_test(caller):
                 return
+            if event == "sys.addaudithook" and self.hooks_at_base(caller, culprit):
+                return
             self.refuse(event, culprit)
+
+    def hooks_at_base(self, caller, culprit):
+        """Whether an audit hook is added by the edited file's own line, and the file's base version
+        adds one too (names `addaudithook`). Why (fpP): filelock's `_api.py` adds an audit hook when
+        it is imported, and every honest fix of that file was refused. The hook is still the
+        patch's to write there: the canaries and the grader's own compilation stand."""
+        real = self.real(culprit)
+        if self.real(caller.f_code.co_filename) != real:
+            return False
+        if self._hooked_at_base is None:
+            self._hooked_at_base = _base_files_naming(self.own_dir, self.testbed, b"addaudithook")
+        return real in self._hooked_at_base
 
     def asked_for_code(self, event, args):
         """Whether a watched event other than a gc walk may be what a test asked the library to do
@@ -516,6 +531,27 @@ def _tracing_in_base(own_dir):
         found.update(event for event in ("sys.settrace", "sys.setprofile") if event[4:].encode() in text)
         if b"setstatprofile" in text:
             found.add("sys.setprofile")
+    return frozenset(found)
+
+
+def _base_files_naming(own_dir, testbed, word):
+    """The real paths of the edited files whose base version (the startup config's `base_copies`)
+    holds `word`."""
+    import json
+
+    try:
+        with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
+            copies = json.load(handle).get("base_copies") or {}
+    except (OSError, ValueError, AttributeError):
+        return frozenset()
+    found = set()
+    for rel, copy in copies.items() if isinstance(copies, dict) else ():
+        try:
+            with _OPEN(str(copy), "rb") as handle:
+                if word in handle.read():
+                    found.add(os.path.realpath(os.path.join(testbed, str(rel))))
+        except OSError:
+            continue
     return frozenset(found)
 
 

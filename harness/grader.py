@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import secrets
 import subprocess
 import threading
@@ -222,8 +223,11 @@ class _Grading:
 
     def _uses_pytest_cache(self) -> bool:
         """Whether the repository's pytest configuration at base names an option of pytest's cache
-        plugin (`--failed-first`, ...), which the graded run then keeps (runner.CACHE_OPTIONS)."""
-        if self.task.log_parser != "pytest":
+        plugin (`--failed-first`, ...), which the graded run then keeps (runner.CACHE_OPTIONS); not
+        where the task's own command turns the plugin off (`-p no:cacheprovider`): there `-o
+        cache_dir=` is an unknown option, an error under `strict = true` (coverage.py, fpP: every
+        test missing, the gold `tampered`)."""
+        if self.task.log_parser != "pytest" or _CACHE_PLUGIN_OFF.search(self.task.test_cmd or ""):
             return False
         for name in ("pytest.ini", ".pytest.ini", "pytest.toml", ".pytest.toml", "pyproject.toml", "tox.ini", "setup.cfg"):
             try:
@@ -382,6 +386,7 @@ async def agrade_patch(prepared: PreparedTask, patch: str | None, **kwargs) -> V
     return await asyncio.to_thread(grade_patch, prepared, patch, **kwargs)
 
 
+_CACHE_PLUGIN_OFF = re.compile(r"-p\s*no:cacheprovider(?![\w.-])")
 _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace", "setprofile": "sys.setprofile",
                   "setstatprofile": "sys.setprofile", "PyEval_SetProfile": "sys.setprofile"}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}

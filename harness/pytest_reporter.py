@@ -745,7 +745,7 @@ class Reporter:
                 self._machinery_watch.accept(label, value)
                 if label not in self._accepted:
                     self._accepted.add(label)
-                    self.emit("note", detail="{} replaced by installed code ({})".format(label, _function_of(value).__code__.co_filename))
+                    self.emit("note", detail="{} replaced by installed or unchanged code ({})".format(label, _function_of(value).__code__.co_filename))
                 continue
             self._violation("replaced", label)
         if thorough:
@@ -771,15 +771,19 @@ class Reporter:
                 self._violation("replaced", label)
 
     def _installed_library_code(self, value):
-        """Whether `value` is a function (or a method) of an installed package (site-packages),
-        which no code of the patch compiled or changed."""
+        """Whether `value` is a function (or a method) of an installed package (site-packages), or
+        of a file of the repository that the patch neither changed nor created, and which no code of
+        the patch compiled. Why the repository's (fpP): flaky's own repository, whose unchanged
+        `flaky_pytest_plugin.py` wraps `call_and_report` around every test, was `tampered` on an
+        honest fix of `_flaky_plugin.py`."""
         function = _function_of(value)
         if function is None:
             return False
         filename = function.__code__.co_filename
         untrusted = self._guard.untrusted_file if self._guard is not None else self._is_patched
         real = self._real(filename)
-        return "/site-packages/" in real and not real.startswith(self._testbed + "/") and not untrusted(filename)
+        in_repository = real.startswith(self._testbed + "/")
+        return ("/site-packages/" in real or in_repository and os.path.isfile(real)) and not untrusted(filename)
 
     def _machinery_value(self, value):
         """Whether a value is pytest's or pluggy's own, as imported: a function compiled in their

@@ -208,3 +208,78 @@ def test_tests_that_wrap_their_own_modules_functions_resolve(tmp_path, runner) -
     verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
     assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
+
+
+# -- fpP (stop 30, 2026-12-04): three honest fixes `tampered` ---------------------------------------
+
+def test_a_fixed_module_that_adds_an_audit_hook_as_its_base_did(tmp_path) -> None:
+    """filelock's `_api.py` adds an audit hook when it is imported; an honest fix of that file was
+    refused (`audit_refused: sys.addaudithook`). Allowed where the edited file's own line adds it
+    and its base version adds one too; a hook added by a file whose base never did stays refused."""
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, GOLD_FILES as CALC_GOLD, build_prepared as build
+    from tests.test_integrity_round3 import grade
+
+    hook = "\n\nimport sys as _sys\n\n\ndef _watch(event, args):\n    return None\n\n\n_sys.addaudithook(_watch)\n"
+    base = {**CALC, "calc/ops.py": CALC["calc/ops.py"] + hook}
+    task = build(tmp_path / "a", instance_id="fpp-hook", base_files=base)
+    verdict = grade(task, {"calc/ops.py": CALC_GOLD["calc/ops.py"] + hook})
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    plain = build(tmp_path / "b", instance_id="fpp-hook-new")
+    verdict = grade(plain, {"calc/ops.py": CALC_GOLD["calc/ops.py"] + hook})
+    assert verdict.reward == 0.0 and any("audit_refused: sys.addaudithook" in f for f in verdict.flags), verdict.flags
+
+
+def test_a_command_that_turns_pytests_cache_off_under_addopts_that_use_it(tmp_path) -> None:
+    """coverage.py's `addopts = --failed-first` under `strict = true`, with a task command that has
+    `-p no:cacheprovider`: the grader's `-o cache_dir=` was an unknown option, every test missing."""
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, GOLD_FILES as CALC_GOLD, build_prepared as build
+    from tests.test_integrity_round3 import grade
+
+    config = CALC["pyproject.toml"].replace("[tool.pytest.ini_options]\n",
+                                            "[tool.pytest.ini_options]\naddopts = '--failed-first'\nstrict = true\n")
+    task = build(tmp_path, instance_id="fpp-cache", base_files={**CALC, "pyproject.toml": config},
+                 test_cmd="python -m pytest -rfEsxXp -p no:cacheprovider -o addopts= tests/test_add.py tests/test_ops.py")
+    verdict = grade(task, CALC_GOLD)
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+
+
+FLAKY_IN_REPOSITORY = """import pytest
+from _pytest import runner
+
+
+class _Rerunner:
+    def call_and_report(self, item, when, log=True, **kwargs):
+        return self.original(item, when, log, **kwargs)
+
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.original = runner.call_and_report
+        runner.call_and_report = self.call_and_report
+        try:
+            yield
+        finally:
+            runner.call_and_report = self.original
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_Rerunner(), "calc-rerunner")
+"""
+
+
+@pytest.mark.parametrize("changed", [False, True])
+def test_the_repositorys_own_plugin_wrapping_pytests_runner(tmp_path, changed) -> None:
+    """flaky's own repository: its unchanged plugin module sets `call_and_report` around every
+    test, and an honest fix of another file was `replaced`. The same wrapper written by the patch
+    is still `replaced`."""
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, GOLD_FILES as CALC_GOLD, build_prepared as build
+    from tests.test_integrity_round3 import grade
+
+    config = CALC["pyproject.toml"].replace("[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = '-p calc.rerunner'\n")
+    plugin = FLAKY_IN_REPOSITORY if not changed else FLAKY_IN_REPOSITORY.replace("calc-rerunner", "calc-rerunner-2")
+    task = build(tmp_path, instance_id=f"fpp-flaky-{changed}",
+                 base_files={**CALC, "pyproject.toml": config, "calc/rerunner.py": FLAKY_IN_REPOSITORY})
+    verdict = grade(task, {**CALC_GOLD, **({"calc/rerunner.py": plugin} if changed else {})})
+    if changed:
+        assert verdict.reward == 0.0 and any("replaced" in f and "call_and_report" in f for f in verdict.flags), verdict.flags
+    else:
+        assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
