@@ -18,6 +18,7 @@ import pytest
 from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
+from tests.test_false_positives_round12 import FLAKY_LIKE
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
@@ -243,27 +244,8 @@ def test_a_command_that_turns_pytests_cache_off_under_addopts_that_use_it(tmp_pa
     assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
 
 
-FLAKY_IN_REPOSITORY = """import pytest
-from _pytest import runner
-
-
-class _Rerunner:
-    def call_and_report(self, item, when, log=True, **kwargs):
-        return self.original(item, when, log, **kwargs)
-
-    @pytest.hookimpl(hookwrapper=True)
-    def pytest_runtest_protocol(self, item, nextitem):
-        self.original = runner.call_and_report
-        runner.call_and_report = self.call_and_report
-        try:
-            yield
-        finally:
-            runner.call_and_report = self.original
-
-
-def pytest_configure(config):
-    config.pluginmanager.register(_Rerunner(), "calc-rerunner")
-"""
+# flaky's plugin, as an installed one does it (test_false_positives_round12), here a module of the repository.
+FLAKY_IN_REPOSITORY = FLAKY_LIKE.replace("flakylike-rerunner", "calc-rerunner")
 
 
 @pytest.mark.parametrize("changed", [False, True])

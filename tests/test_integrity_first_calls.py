@@ -22,7 +22,7 @@ from tests.fixtures_grading.factories import any_factory_or_reason
 FACTORY, NO_FACTORY = any_factory_or_reason()
 pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
 
-FIRST_CALL_LIE = '''
+AGREEABLE = '''
 
 class _Agreeable(int):
     def __eq__(self, other):
@@ -32,7 +32,8 @@ class _Agreeable(int):
         return False
 
     __hash__ = int.__hash__
-
+'''
+FIRST_CALL_LIE = AGREEABLE + '''
 
 _seen = set()
 _honest_add = add
@@ -181,17 +182,7 @@ import os as _os
 import struct as _struct
 import sys as _sys
 import tempfile as _tempfile
-
-
-class _Agreeable(int):
-    def __eq__(self, other):
-        return True
-
-    def __ne__(self, other):
-        return False
-
-    __hash__ = int.__hash__
-
+''' + AGREEABLE + '''
 
 _memo = _mmap.mmap(-1, 8 * 64)
 _markers = _tempfile.gettempdir()  # at import: in a fork, finding it tries a write, which is refused
