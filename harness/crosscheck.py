@@ -145,12 +145,15 @@ def _twin_passed(stream, number: int, param: str | None = None) -> bool:
     unchanged, run right before it) passed, so the test is repeatable and the copy with another
     expectation bound to fail; or the copy's expectation is a changed value (`exact`), which no
     honest rerun produces whatever its twin did (see contradictions.plan). A reporter that planted
-    no twin: judged as before twins existed."""
+    no twin: judged as before twins existed. A twin that passed only on another attempt (flaky's
+    reruns, pytest-rerunfailures') shows no repeatable test: flaky's own `test_something_flaky`
+    fails its first run and passes its second by a mutable default, and its negated copy, with a
+    fresh default, passed its first (fpP: the gold `tampered`)."""
     twin = stream.twins.get(number)
     if twin is None or number in stream.exact:
         return True
     status = stream.canaries.get(twin) if param is None else stream.canary_params.get(twin, {}).get(param)
-    return status == "PASSED"
+    return status == "PASSED" and (twin, param) not in stream.canaries_retried
 
 
 def _instance_flags(number: int, stream) -> list[str]:

@@ -544,6 +544,7 @@ class Reporter:
                 self._guard_state = self._guard.snapshot()
         self._phases = {}  # node id -> {phase: status}
         self._rerun = set()  # node ids whose attempt ended in a rerun (pytest-rerunfailures): nothing to emit for it
+        self._retried = set()  # node ids with an attempt that did not count (a rerun, flaky's unlogged one)
         self._untrusted = {}  # node id -> (violation, where) for a skip/xfail that came from the patch
         self._made = {}  # node id -> (its call report, the outcome it had when makereport returned)
         # id(item) -> (item, node id, name, path) as collected: which tests may run and under what
@@ -1645,6 +1646,7 @@ class Reporter:
         if getattr(report, "outcome", None) == "rerun":  # pytest-rerunfailures: the last attempt counts
             self._phases.pop(report.nodeid, None)
             self._rerun.add(report.nodeid)
+            self._retried.add(report.nodeid)
             return
         phases = self._phases.get(report.nodeid)
         if phases is None:
@@ -1694,6 +1696,15 @@ class Reporter:
             self._rerun.discard(nodeid)
             if not phases:
                 return
+        if not phases:
+            # An attempt that logged no call report and whose setup and teardown passed: flaky's
+            # reruns (each a whole protocol, the call report of every attempt but the last made
+            # and not logged) had it emitted as ERROR, and the worse outcome stood: every test
+            # flaky ran twice was `log PASSED, stream ERROR` (fpP, flaky's own repository). It has
+            # no status of its own; a test no attempt of which reports is missing, which no
+            # graded test passes as and no canary fails as.
+            self._retried.add(nodeid)
+            return
         self._emit_test(nodeid, phases)
 
     def _emit_test(self, nodeid, phases):
@@ -1702,16 +1713,21 @@ class Reporter:
             status = "ERROR"
         index = self._canary_index(nodeid)
         if index is not None:
-            # The grader learns a canary's number and outcome, never its name.
+            # The grader learns a canary's number and outcome, never its name; and whether an
+            # earlier attempt of it did not count (a twin that passed only when run again shows no
+            # repeatable test: crosscheck._twin_passed).
             param = self._canary_params.get(nodeid)
+            retried = {"retried": True} if nodeid in self._retried else {}
+            self._retried.discard(nodeid)
             if param is not None:
-                self.emit("canary", n=index, status=status, param=param)
+                self.emit("canary", n=index, status=status, param=param, **retried)
             elif status == "SKIPPED" and nodeid not in self._untrusted and nodeid not in self._undeclared_marks:
                 # skipped by nothing of the patch's: where it ran, for crosscheck's "every test beside it"
-                self.emit("canary", n=index, status=status, within=nodeid.split("[", 1)[0].rsplit("::", 1)[0])
+                self.emit("canary", n=index, status=status, within=nodeid.split("[", 1)[0].rsplit("::", 1)[0], **retried)
             else:
-                self.emit("canary", n=index, status=status)
+                self.emit("canary", n=index, status=status, **retried)
             return
+        self._retried.discard(nodeid)
         fields = {"id": nodeid, "status": status}
         if nodeid in self._undeclared_marks and status in ("SKIPPED", "XFAIL") and nodeid not in self._untrusted:
             self._untrusted[nodeid] = ("mark_not_declared_in_protected_source", self._undeclared_marks[nodeid])

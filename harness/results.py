@@ -111,6 +111,8 @@ class StreamResults:
     exact: set[int] = field(default_factory=set)  # contradictions whose expectation is a changed value
     canary_params: dict[int, dict[str, str]] = field(default_factory=dict)  # such a canary -> {parameter id: outcome}
     canary_within: dict[int, str] = field(default_factory=dict)  # a skipped canary -> its module or class (its id's head)
+    # (number, parameter id or None) of canaries with an attempt that did not count (reruns, flaky's)
+    canaries_retried: set[tuple[int, str | None]] = field(default_factory=set)
     canaries_collected: set[int] | None = None  # canaries the session collected (None: not said, xdist's controller)
     first_call_passes: list[tuple[int, str]] = field(default_factory=list)  # (copy, the test it copies) passed in a fork
     started: bool = False
@@ -212,6 +214,9 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             out.canaries_collected = collected | {int(n) for n in numbers if str(n).isdigit()}
         elif kind == "canary":
             number, status = int(record.get("n", -1)), str(record.get("status"))
+            if record.get("retried"):
+                param = record.get("param")
+                out.canaries_retried.add((number, None if param is None else str(param)))
             outcomes = out.canaries
             if record.get("param") is not None:  # an instance of a parametrised copy or canary
                 outcomes, number = out.canary_params.setdefault(number, {}), str(record["param"])

@@ -265,3 +265,72 @@ def test_the_repositorys_own_plugin_wrapping_pytests_runner(tmp_path, changed) -
         assert verdict.reward == 0.0 and any("replaced" in f and "call_and_report" in f for f in verdict.flags), verdict.flags
     else:
         assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+
+
+
+# As flaky does: a test whose call failed runs again, each attempt a whole protocol (logstart ...
+# logfinish), and the call report of a failed attempt that gets another run is made and not logged.
+FLAKY_RERUNS = '''"""Installed plugin: a failed test runs once more; only the last attempt's call report is logged."""
+import pytest
+from _pytest import runner
+
+
+class _Reruns:
+    def call_and_report(self, item, when, log=True, **kwargs):
+        report = self.original(item, when, False, **kwargs)
+        if when == "call" and report.failed and self.runs_left > 1:
+            self.failed = True
+        elif log:
+            item.ihook.pytest_runtest_logreport(report=report)
+        return report
+
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_runtest_protocol(self, item, nextitem):
+        self.original = runner.call_and_report
+        runner.call_and_report = self.call_and_report
+        try:
+            self.runs_left = 2
+            while self.runs_left:
+                self.failed = False
+                runner.pytest_runtest_protocol(item, nextitem)
+                self.runs_left -= 1
+                if not self.failed:
+                    break
+        finally:
+            runner.call_and_report = self.original
+        return True
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(_Reruns(), "flaky-reruns")
+'''
+
+# flaky's own example: a test that fails its first run and passes its second (a mutable default).
+# At base (`add` subtracts) it fails both.
+FAILS_ONCE = ("from calc import add\n\n\n"
+              "def test_add(runs=[]):\n    runs.append(0)\n    assert len(runs) * add(2, 3) > 5\n")
+
+
+@pytest.mark.parametrize("patch", ["gold", "no fix"])
+def test_a_test_that_passes_on_its_rerun(tmp_path, patch) -> None:
+    """flaky's reruns (fpP, flaky's own repository): the attempts before the last end with no call
+    report logged, and were emitted as ERROR, the worse outcome standing (`log PASSED, stream
+    ERROR`); such an attempt has no status of its own now. And the test's twin, which also passed
+    only on its second run, had its contradiction judged, and the copy, with a fresh default of its
+    own, passed its first run: a twin that needed another attempt shows no repeatable test. A
+    patch that does not fix the bug still fails, untampered."""
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, GOLD_FILES as CALC_GOLD, build_prepared as build
+    from tests.test_integrity_round3 import grade
+
+    config = CALC["pyproject.toml"].replace("[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = '-p flakyreruns'\n")
+    task = build(tmp_path, instance_id=f"fpq-rerun-{patch.replace(' ', '-')}", base_files={**CALC, "pyproject.toml": config},
+                 test_patch_files={"tests/test_add.py": FAILS_ONCE}, fail_to_pass=["tests/test_add.py::test_add"],
+                 pass_to_pass=["tests/test_ops.py::test_sub", "tests/test_ops.py::test_mul"])
+    site = next((task[0].venv_dir / "lib").glob("python3*/site-packages"))
+    (site / "flakyreruns.py").write_text(FLAKY_RERUNS)
+    verdict = grade(task, CALC_GOLD if patch == "gold" else {"README.md": CALC["README.md"] + "\nNo fix here.\n"})
+    if patch == "gold":
+        assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    else:
+        assert verdict.reward == 0.0 and verdict.status == "unresolved", verdict.model_dump_json(indent=1)
+        assert not any("tamper" in f for f in verdict.flags), verdict.flags
