@@ -31,6 +31,7 @@ from patchgym.harness.verdict import F2P, MISSING, P2P, all_pass, lookup, graded
 from patchgym.tasks.model import Task
 
 DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch", "canary_not_run:")
+FORK_REFUSED = -2  # a `first_call_passed` record's number where no fork could be made (first_calls.REFUSED)
 
 
 @dataclass
@@ -102,8 +103,11 @@ def canary_flags(stream, only_collected: bool = False) -> list[str]:
         flags.append(f"note: {len(left_out)} of {stream.canary_count} canaries not collected by the task's test_cmd")
     for number, original in stream.first_call_passes:
         # a changed expectation met on the state the original found (patchgym_first_calls)
-        if lookup(original, stream.tests) in PASSING and number < 0:
-            flags.append(f"tamper: first_call_fork_silenced: {original}: the fork of its state left without answering")
+        if lookup(original, stream.tests) in PASSING and number == FORK_REFUSED:
+            flags.append(f"tamper: first_call_fork_refused: {original}: no fork of its state could be made")
+        elif lookup(original, stream.tests) in PASSING and number < 0:
+            flags.append(f"tamper: first_call_fork_silenced: {original}: the fork of its state was stopped or left "
+                         "without answering")
         elif lookup(original, stream.tests) in PASSING:
             flags.append(f"tamper: contradiction_passed_on_a_first_call: canary {number}, {original} with another "
                          "expected value, passed where its call was the first")

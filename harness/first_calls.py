@@ -30,6 +30,18 @@ call is the first one in time too, and the child cannot write files; a memo in s
 only lets the lie skip the first call, which then reaches the original honestly. Why not at the
 session's end: a child left waiting shares its pages with the run, and every page the run writes
 later is copied (copy-on-write): bench/grade's medium suite spent ~11% more CPU that way.
+
+Why a fork that cannot be made, or whose child never reaches this module's code, is an answer too
+(red team rt18, 2026-12-04: reward 1 on both runners, seven ways): a first-call lie together with
+anything that stops the fork -- `os.fork` or `os.pipe` replaced, every free descriptor used up so
+that no pipe can be made, an audit hook (kept where the repository's base adds one) raising on
+`os.fork`, an `os.register_at_fork` child hook that kills the child with a signal, aborts or hangs --
+left the copies unjudged with no flag. `os.fork` and `os.pipe` are the ones this module found at
+import, before any code of the repository ran; the child writes a byte the moment the fork returns
+to it, before its copies; and the parent reports (`results`) a fork that could not be made
+(`REFUSED`) and a child that did not get that far or left without answering (`SILENCED`). Where the
+original passed, either is tampering (crosscheck). A child that got that far and was then held
+(threads the fork did not copy) still counts as failed copies.
 """
 
 import os
@@ -39,6 +51,13 @@ import time
 import warnings
 
 TIMEOUT_S = 3.0  # a child held by threads the fork did not copy (a pool) counts as failed, not the run's time
+SILENCED = -1  # as a copy number in `results`: the child left, or was stopped, without answering
+REFUSED = -2  # no fork could be made
+STARTED = b"s"  # the child's first byte, written as soon as the fork returns to it
+
+# As found at import, before any code of the repository ran (one replaced later stops no fork).
+_FORK = getattr(os, "fork", None)
+_PIPE = os.pipe
 
 
 def as_its_own_test(make, name, testcase=None, nodeid=None):
@@ -69,20 +88,23 @@ class FirstCalls(object):
         """Fork now; the child waits for `run(of)` (or `results`), then makes each call of `calls`
         ([(number, make)]: `make()` builds the call and makes it) and says which returned. False
         when no fork could be made (then nothing is judged)."""
-        if not hasattr(os, "fork") or not calls:
+        if _FORK is None or not calls:
             return False
-        go_r, go_w = os.pipe()
-        result_r, result_w = os.pipe()
+        fds = []
         try:
+            fds.extend(_PIPE())
+            fds.extend(_PIPE())
+            go_r, go_w, result_r, result_w = fds
             with warnings.catch_warnings():  # 3.12+: a fork of a process with threads warns
                 warnings.simplefilter("ignore")
-                pid = os.fork()
-        except OSError:
-            for fd in (go_r, go_w, result_r, result_w):
-                os.close(fd)
+                pid = _FORK()
+        except Exception:  # noqa: BLE001  no descriptors left, a hook refusing the fork: an answer too
+            _close(*fds)
+            self._found.append((of, REFUSED))
             return False
         if pid == 0:  # the child: nothing of it may reach the parent but its answer
             try:
+                os.write(result_w, STARTED)
                 os.close(go_w)
                 os.close(result_r)
                 for _, other_go, other_result, _ in self._pending:
@@ -124,8 +146,9 @@ class FirstCalls(object):
                 signal.setitimer(signal.ITIMER_REAL, paused[0], paused[1])
 
     def results(self, timeout_s=TIMEOUT_S):
-        """[(of, copy number)] of the copies that passed in their child, and (of, None) for a child
-        that left without answering; every child is reaped."""
+        """[(of, copy number)] of the copies that passed in their child, (of, SILENCED) for a child
+        that left or was stopped before answering, (of, REFUSED) where no fork could be made; every
+        child is reaped."""
         pending, self._pending = self._pending, []
         for entry in pending:
             self._found += _answer(entry, timeout_s, self._exiting)
@@ -137,9 +160,11 @@ class FirstCalls(object):
 
 
 def _answer(entry, timeout_s, exiting):
-    """[(of, copy number)] of the copies that passed in the child of `entry`; [(of, None)] when the
-    child left on its own without answering (an `os.register_at_fork` hook of the patch's calling
-    `os._exit`, red team round 14: no answer had counted as failed copies). A child that answered
+    """[(of, copy number)] of the copies that passed in the child of `entry`; [(of, SILENCED)] when
+    the child left on its own without answering (an `os.register_at_fork` hook of the patch's
+    calling `os._exit`, red team round 14: no answer had counted as failed copies), or never wrote
+    its first byte (a hook that kills, aborts or holds it: rt18). A child that wrote that byte and
+    was then held past the timeout, or killed, counts as failed copies ([]). A child that answered
     goes to `exiting`, reaped later: its exit tears down a copy of the whole address space (~7 ms
     for a 100 MB process, measured), which the run need not wait for."""
     pid, go_w, result_r, of = entry
@@ -159,10 +184,12 @@ def _answer(entry, timeout_s, exiting):
         pass
     finally:
         _close(go_w, result_r)
-    if data.endswith(b"\n"):
+    started = data.startswith(STARTED)
+    if started and data.endswith(b"\n"):
         exiting.append(pid)
-        return [(of, int(n)) for n in data.split() if n.isdigit()]
-    return [(of, None)] if _reap(pid) else []
+        return [(of, int(n)) for n in data[len(STARTED):].split() if n.isdigit()]
+    exited = _reap(pid)
+    return [(of, SILENCED)] if exited or not started else []
 
 
 # What a child may not do: its calls run with the files the run left, and nothing of them may reach

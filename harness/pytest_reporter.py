@@ -1892,7 +1892,7 @@ class Reporter:
         self.check_dispatch(None)
         if self._first_calls is not None:
             for of, number in self._first_calls.results():
-                self.emit("first_call_passed", n=number if number is not None else -1, of=of)
+                self.emit("first_call_passed", n=number, of=of)  # < 0: patchgym_first_calls.SILENCED, REFUSED
         if self._guard is not None:
             self._guard.active = False  # pytest's own teardown from here on
         self.emit("end", exitstatus=int(exitstatus), testsfailed=int(session.testsfailed),

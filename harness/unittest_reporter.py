@@ -603,7 +603,7 @@ def main(argv):
         for detail in check(None, thorough=True):
             channel.emit("integrity", what="test_module_name_rebound", detail=detail)
     for of, number in first_calls.results() if first_calls is not None else ():
-        channel.emit("first_call_passed", n=number if number is not None else -1, of=of)
+        channel.emit("first_call_passed", n=number, of=of)  # < 0: patchgym_first_calls.SILENCED, REFUSED
     exitstatus = 0 if result.wasSuccessful() else 1
     channel.emit("end", exitstatus=exitstatus, testsrun=result.testsRun)
     log_stream.flush()
