@@ -519,6 +519,8 @@ class Reporter:
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
         self._forked = set()  # node ids forked before (patchgym_first_calls)
         self._forked_functions = set()  # ... and their ids without parameters: one fork a test function
+        # the FAIL_TO_PASS ids the copies contradict: of a parametrised test, an instance among them is forked
+        self._contradicted = {str(i) for i in (config.get("canaries") or {}).get("contradict") or ()}
         self._bindings = {}  # real path of a test module -> patchgym_test_globals.bindings of its source
         self._helper_defs = (self._test_globals.HelperDefs(set(self._protected), self._test_root_dirs)
                              if self._test_globals is not None else None)
@@ -1203,12 +1205,20 @@ class Reporter:
 
     def _copies_to_fork(self, item):
         """The exact copies of `item` when it is the first instance of its test function to come by
-        (one fork a test function: a lie on the first call per input shows on any input, and each
-        fork costs ~12 ms and the faults of a copy-on-write run); None otherwise."""
-        function = item.nodeid.split("[", 1)[0]
+        that the task grades as FAIL_TO_PASS (one fork a test function: a lie on the first call per
+        input shows on any input, and each fork costs ~12 ms and the faults of a copy-on-write run);
+        None otherwise. Why FAIL_TO_PASS: the fork went to the first instance, and a library that
+        lied only from a function's second instance on, where the first passes with the bug (a
+        PASS_TO_PASS instance), was never forked (red team rt18, reward 1); every FAIL_TO_PASS
+        instance is one the bug fails, which the lie must reach."""
+        nodeid = item.nodeid
+        function = nodeid.split("[", 1)[0]
         if self._first_calls is None or function in self._forked_functions:
             return None
-        copies = self._copies_of.get(item.nodeid) or self._copies_of.get(function)
+        if nodeid != function and function not in self._contradicted and nodeid not in self._contradicted \
+                and any(c.startswith(function + "[") for c in self._contradicted):
+            return None  # an instance the task does not grade as failing: a later one is forked
+        copies = self._copies_of.get(nodeid) or self._copies_of.get(function)
         if copies:
             self._forked_functions.add(function)
         return copies
