@@ -231,14 +231,16 @@ def _runs_run_test(node):
 
 def exact(how):
     """A copy judged even where its twin failed (`contradictions.plan`): not a step of one (a
-    counting test's rerun can reach it), nor a wrapped, shifted or negated assertion."""
+    counting test's rerun can reach it), nor a wrapped, negated or by-one-shifted assertion (E moved
+    far, `shift_far`, is exact)."""
     return how not in ("wrap", "wrap_object", "negate", "shift", "change_adjacent")
 
 
 def forkable(how):
     """A copy safe to call on the memory its original found but with the files it left
     (first_calls.py): a negated, shifted or one-step copy may pass honestly where the test's own
-    writes moved its value; a changed literal, a fresh class, `(E, object())` or `object()` never does."""
+    writes moved its value; a changed literal, a fresh class, `(E, object())`, `object()` or E moved
+    far (`3*E + K`) never does."""
     return how not in ("negate", "shift", "change_adjacent")
 
 

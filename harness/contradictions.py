@@ -340,6 +340,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
         if fallback is None:
             fallback = _fallback(statement)
             tolerant = fallback is not None and _tolerant(statement)
+            asserting = statement
         if _ends_early(statement):
             break
         for name in list(literals):
@@ -360,11 +361,36 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
     if fallback is not None and fallback[1] == "wrap":
         # Both wrappers (a value equal to everything but tuples passed the tuple one: red team round
         # 2) and the shift by one (a value equal to every int fails both wrappers: round 6); the
-        # wrappers on the other side too where both sides call (`_sides`)
+        # wrappers on the other side too where both sides call (`_sides`). And the far shift, which
+        # no honest result meets and so is forked: a value equal to every number, told only on the
+        # first call per input, passed the original, failed both wrappers in the fork and met the
+        # shift by one only in the run, where its lie was spent (red team rt18, reward 1).
+        # Where E is a local of the test (a parameter, `for ..., expected in ...`), the far copy
+        # rebinds it right before the assertion instead: a library that answers with the caller's
+        # local of the result's type (read from its frame) meets the moved value there, as no
+        # honest result does (red team rt18's locals reader).
         first, others = fallback[0][0], fallback[0][1:]
-        return ([(first, "wrap", None), (first, "shift", tolerant), (first, "wrap_object", None)]
+        far = (first, "shift_far", None)
+        if isinstance(first, ast.Name) and _local_to(function, first.id):
+            far = (asserting, "rebind_far", first.id)
+        return ([(first, "wrap", None), (first, "shift", tolerant), (first, "wrap_object", None), far]
                 + [(node, how, None) for node in others for how in ("wrap", "wrap_object")] + raising)
     return ([(fallback[0][0], fallback[1], None)] if fallback is not None else []) + raising
+
+
+def _local_to(function, name):
+    """Whether `name` is a local of `function`: a parameter or a name its own body assigns, and
+    declared neither global nor nonlocal (a copy may then rebind it)."""
+    args = function.args
+    params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
+    stored = False
+    for node in _walk_own(function):
+        if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
+            return False
+        if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
+            stored = True
+    return name in params or stored
 
 
 def _segment(lines, node):
@@ -394,8 +420,10 @@ def replacement(lines, node, how, value, rng):
             return None
     if how in ("raise_other", "change_adjacent"):  # a fresh class for the expected one; an int one step away
         return value if how == "raise_other" else repr(value + rng.choice((1, -1)))
-    if how == "shift":
-        return shifted(_segment(lines, node), rng, bool(value))
+    if how in ("shift", "shift_far"):
+        return shifted(_segment(lines, node), rng, how == "shift_far" or bool(value))
+    if how == "rebind_far":  # the local E moved far, then the assertion unchanged
+        return value + " = " + shifted(value, rng, True) + "; " + _segment(lines, node)
     if how == "wrap":  # no value that equals E honestly equals a pair of E and a bare object, nor a bare object
         # (not the 1-tuple `(E,)`: a numpy scalar equals it elementwise, `array([ True])`, and is true)
         return "(" + _segment(lines, node) + ", object())"

@@ -1221,6 +1221,7 @@ class Reporter:
         copies = self._copies_of.get(nodeid) or self._copies_of.get(function)
         if copies:
             self._forked_functions.add(function)
+            copies = _exact_first(copies, self._canaries)
         return copies
 
     def _fork(self, item, calls):
@@ -1945,6 +1946,13 @@ def _keep_impl_functions(plugin, manager):
         for impl in _impls_of(caller):
             if getattr(impl, "plugin", None) is plugin and id(impl) not in _impl_functions:
                 _impl_functions[id(impl)] = (impl, getattr(impl, "function", None))
+
+
+def _exact_first(copies, planted):
+    """[(copy number, ...)] with the copies whose expectation is a changed value first, in the
+    order given otherwise: a lie told on the first call per input meets only the child's first
+    copy, and a value equal to every number (rt18) passes only a changed one."""
+    return sorted(copies, key=lambda entry: not getattr(planted[entry[0]], "exact", False))
 
 
 def _claim():

@@ -300,13 +300,19 @@ def test_a_parametrised_test_is_copied_with_its_decorators_and_every_instance_fa
         contradicted: dict = {}
         text, planted = canaries.plant_source(PARAMETRISED, ["test_add", "test_other"], random.Random(seed), "/nonexistent",
                                               ids, contradicted, 6)
-        assert len(contradicted) == 3  # the tuple wrapper, the object one, the expectation shifted by one
-        bodies = set()
+        # the tuple wrapper, the object one, the expectation shifted by one, and the local rebound far
+        assert len(contradicted) == 4
+        bodies, rebound = set(), 0
         for container, name in contradicted:
             copy = next(n for n in ast.parse(text).body if isinstance(n, ast.FunctionDef) and n.name == name)
             assert [ast.unparse(d) for d in copy.decorator_list] == [
                 "pytest.mark.parametrize('a, b, expected', [(1, 2, 3), (2, 2, 4)])"]
+            if ast.unparse(copy.body[0]).startswith("expected = (lambda v: "):
+                assert ast.unparse(copy.body[1]) == "assert add(a, b) == expected"
+                rebound += 1
+                continue
             bodies.add(ast.unparse(copy.body[0]))
+        assert rebound == 1
         shifted = {b for b in bodies if "(expected)" in b and ("v + 1 if type(v)" in b or "v - 1 if type(v)" in b)}
         assert len(shifted) == 1 and bodies - shifted == {
             "assert add(a, b) == (expected, object())", "assert add(a, b) == object()"} and len(bodies) == 3
@@ -507,7 +513,7 @@ def test_a_value_equal_to_everything_but_tuples_meets_both_wrappers() -> None:
     function = ast.parse(body).body[0]
     lines = body.splitlines()
     found = contradictions.targets(function)
-    assert [how for _, how, _ in found] == ["wrap", "shift", "wrap_object"]
+    assert [how for _, how, _ in found] == ["wrap", "shift", "wrap_object", "rebind_far"]
     passed = []
     for node, how, value in found:
         text = contradictions.replacement(lines, node, how, value, random.Random(0))
@@ -515,7 +521,7 @@ def test_a_value_equal_to_everything_but_tuples_meets_both_wrappers() -> None:
         assert not _copy_passes(lines, function, node, text, {"f": lambda x: x * 2, "g": lambda x: x})
         if _copy_passes(lines, function, node, text, {"f": lambda x: _NotTuple(0), "g": lambda x: x}):
             passed.append(how)
-    assert passed == ["shift", "wrap_object"]  # copies pass for it: tampering
+    assert passed == ["shift", "wrap_object", "rebind_far"]  # copies pass for it: tampering
 
 
 def test_a_membership_in_a_literal_gets_every_element_changed() -> None:
@@ -666,7 +672,7 @@ def test_an_honest_value_a_step_of_one_cannot_move_fails_every_copy(value) -> No
     copy shifted by one passed on ten honest fixes in six projects (cbor2, tomlkit, pyasn1, sympy,
     mpmath): `tampered`. Now the copy raises where the step leaves E where it was."""
     body = "def test_a():\n    expected = g(5)\n    assert f(2) == expected\n"
-    assert [how for _, how, _ in contradictions.targets(ast.parse(body).body[0])] == ["wrap", "shift", "wrap_object"]
+    assert [how for _, how, _ in contradictions.targets(ast.parse(body).body[0])] == ["wrap", "shift", "wrap_object", "rebind_far"]
     assert _copies_passing(body, {"f": lambda x: value, "g": lambda x: value}) == []
 
 
@@ -677,8 +683,29 @@ def test_a_tolerant_comparison_gets_a_far_shift(result) -> None:
     `==` keeps the step of one: `test_a_result_equal_to_nearby_or_to_all_ints_...`)."""
     body = "def test_a():\n    x = f(2)\n    assert x == approx(g(5), abs=1)\n"
     found = contradictions.targets(ast.parse(body).body[0])
-    assert [(how, value) for _, how, value in found] == [("wrap", None), ("shift", True), ("wrap_object", None)]
+    assert [(how, value) for _, how, value in found] == [("wrap", None), ("shift", True), ("wrap_object", None), ("rebind_far", "x")]
     namespace = {"approx": pytest.approx, "g": lambda x: x}
     assert _copies_passing(body, {**namespace, "f": lambda x: result}) == []
     plain = "def test_a():\n    x = f(2)\n    assert x == g(5)\n"
     assert [value for _, how, value in contradictions.targets(ast.parse(plain).body[0]) if how == "shift"] == [False]
+
+
+class _AnyNumber(int):
+    def __eq__(self, other):
+        return type(other) in (int, float)
+
+    __hash__ = int.__hash__
+
+
+def test_a_non_literal_expectation_gets_a_far_copy_which_no_honest_value_meets() -> None:
+    """rt18: a value equal to every number, told on the first call only, failed both wrappers in the
+    fork. The fourth copy, E moved far (`3*E + K`; a local E rebound so: `rebind_far`), is exact and
+    forked; honest values, infinities among them, fail it."""
+    body = "def test_a():\n    assert f(2) == g(4)\n"
+    found = contradictions.targets(ast.parse(body).body[0])
+    assert [how for _, how, _ in found][:4] == ["wrap", "shift", "wrap_object", "shift_far"]
+    assert canaries.exact("shift_far") and canaries.forkable("shift_far")
+    assert canaries.exact("rebind_far") and canaries.forkable("rebind_far")
+    for honest in (8, 8.5, float("inf"), 10 ** 30):
+        assert _copies_passing(body, {"f": lambda x, v=honest: v, "g": lambda x, v=honest: v}) == []
+    assert "shift_far" in _copies_passing(body, {"f": lambda x: _AnyNumber(0), "g": lambda x: 8})
