@@ -176,6 +176,7 @@ class Planted(object):
         self.twin = None  # for a contradiction canary, the number of its twin
         self.exact = False  # ... and whether its expectation is a changed value (contradictions.plan)
         self.forkable = False  # ... and whether it may run on the state its original found (first_calls.py)
+        self.rebinds = None  # ... a parameter it moves far that the fork moves in the original's own call
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -231,16 +232,14 @@ def _runs_run_test(node):
 
 def exact(how):
     """A copy judged even where its twin failed (`contradictions.plan`): not a step of one (a
-    counting test's rerun can reach it), nor a wrapped, negated or by-one-shifted assertion (E moved
-    far, `shift_far`, is exact)."""
+    counting test's rerun can reach it), nor a wrapped, negated or by-one-shifted assertion."""
     return how not in ("wrap", "wrap_object", "negate", "shift", "change_adjacent")
 
 
 def forkable(how):
-    """A copy safe to call on the memory its original found but with the files it left
-    (first_calls.py): a negated, shifted or one-step copy may pass honestly where the test's own
-    writes moved its value; a changed literal, a fresh class, `(E, object())`, `object()` or E moved
-    far (`3*E + K`) never does."""
+    """A copy safe to call on the state its original found (first_calls.py): a negated, shifted or
+    one-step copy may pass honestly where the test's own writes moved its value; a changed literal,
+    a fresh class, `(E, object())`, `object()` or E moved far (`3*E + K`) never does."""
     return how not in ("negate", "shift", "change_adjacent")
 
 
@@ -469,6 +468,7 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             copy.twin = numbers[(container, twin)]
             copy.exact = exact(how)
             copy.forkable = forkable(how)
+            copy.rebinds = how.split(":", 1)[1] if how.startswith("rebind_far:") else None
     return planted
 
 

@@ -393,6 +393,21 @@ def _local_to(function, name):
     return name in params or stored
 
 
+def _only_read_there(function, statement, name):
+    """Whether `name` is a parameter of `function` that its body reads once, in `statement` (the
+    assertion whose expected side it is), and never assigns: then calling the test's own function
+    with that argument moved far is the `rebind_far` copy, run from the original's code. Why only
+    then: a body that reads it elsewhere (`decode(encode(expected)) == expected`) passes with any
+    value honestly."""
+    args = function.args
+    if name not in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
+        return False
+    reads = [node for statement_ in function.body for node in _walk_own(statement_)
+             if isinstance(node, ast.Name) and node.id == name]
+    inside = {id(node) for node in _walk_own(statement)}
+    return len(reads) == 1 and isinstance(reads[0].ctx, ast.Load) and id(reads[0]) in inside
+
+
 def _segment(lines, node):
     """The source of `node` (ast columns are UTF-8 byte offsets)."""
     first, last = node.lineno - 1, node.end_lineno - 1
@@ -560,6 +575,8 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             if new_lines is None:
                 continue
             block += gap + new_lines
+            if how == "rebind_far" and _only_read_there(function, node, value):
+                how = how + ":" + value  # the fork may call the original's own code with it moved (first_calls)
             copies.append((name, how))
         if not copies:
             continue

@@ -1193,15 +1193,43 @@ class Reporter:
         names = list(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
         instance = getattr(item, "instance", None)  # a test class's: its setup_method has run on it
 
-        def caller(copy):
+        def caller(copy, moved=None):
             def call():
-                name = getattr(copy, "originalname", None) or copy.name.split("[", 1)[0]
-                function = getattr(instance, name) if instance is not None else copy.obj
-                return function(**{arg: funcargs[arg] for arg in names if arg in funcargs})
+                if moved is not None:  # the original's own code, one argument moved (its_own_code)
+                    name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
+                    function = getattr(instance, name) if instance is not None else item.obj
+                else:
+                    name = getattr(copy, "originalname", None) or copy.name.split("[", 1)[0]
+                    function = getattr(instance, name) if instance is not None else copy.obj
+                args = {arg: funcargs[arg] for arg in names if arg in funcargs}
+                if moved is not None:
+                    args[moved[0]] = moved[1]
+                return function(**args)
             return call
 
         own = self._as_its_own_test
-        self._fork(item, [(number, own(caller(copy), copy.name, None, copy.nodeid)) for number, copy in copies])
+        calls = []
+        for number, copy in copies:
+            moved = self._its_own_code(number, funcargs)
+            if moved is not None:  # run as the original: its id is the running test's
+                calls.append((number, own(caller(copy, moved), item.name, None, item.nodeid)))
+            else:
+                calls.append((number, own(caller(copy), copy.name, None, copy.nodeid)))
+        self._fork(item, calls)
+
+    def _its_own_code(self, number, funcargs):
+        """(parameter, value moved far) where copy `number` moves a parameter of its test that the
+        test reads once, at its assertion (`Planted.rebinds`), and the value is an int or a float;
+        None otherwise. The fork then calls the original's own function with that argument moved,
+        not the copy's: a library that told the original from its copies by the calling code (the
+        first instance of each function honest, the earliest of functions alike lied to: red team
+        rt18, reward 1) meets the original's code there."""
+        name = getattr(self._canaries[number], "rebinds", None)
+        if not name or name not in funcargs or type(funcargs[name]) not in (int, float):
+            return None
+        value = funcargs[name]
+        moved = value * 3 + (7919, -7919, 104729, -104729)[os.urandom(1)[0] % 4]
+        return None if moved == value else (name, moved)
 
     def _copies_to_fork(self, item):
         """The exact copies of `item` when it is the first instance of its test function to come by

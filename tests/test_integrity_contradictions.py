@@ -709,3 +709,18 @@ def test_a_non_literal_expectation_gets_a_far_copy_which_no_honest_value_meets()
     for honest in (8, 8.5, float("inf"), 10 ** 30):
         assert _copies_passing(body, {"f": lambda x, v=honest: v, "g": lambda x, v=honest: v}) == []
     assert "shift_far" in _copies_passing(body, {"f": lambda x: _AnyNumber(0), "g": lambda x: 8})
+
+
+@pytest.mark.parametrize("body, same_code", [
+    ("def test_a(a, expected):\n    assert f(a) == expected\n", True),
+    # read twice: the original's code with it moved passes honestly (a round trip)
+    ("def test_a(a, expected):\n    assert decode(encode(expected)) == expected\n", False),
+    ("def test_a(a, expected):\n    print(expected)\n    assert f(a) == expected\n", False),
+    ("def test_a(a, expected):\n    expected = expected + 0\n    assert f(a) == expected\n", False),
+    ("def test_a(a):\n    expected = g(a)\n    assert f(a) == expected\n", False),  # a local, not a parameter
+])
+def test_the_fork_calls_the_originals_code_only_where_the_parameter_is_read_once_at_the_assertion(body, same_code) -> None:
+    function = ast.parse(body).body[0]
+    far = [(node, value) for node, how, value in contradictions.targets(function) if how == "rebind_far"]
+    assert len(far) == 1
+    assert contradictions._only_read_there(function, *far[0]) is same_code
