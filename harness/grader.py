@@ -30,8 +30,8 @@ from pathlib import Path
 from patchgym.harness.apply import new_marker, parse_tree_output, tree_script
 from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
-from patchgym.harness.neutralize import (Plan, grading_test_roots, installed_module_names, plan_neutralization,
-                                         pytest_sections_changed)
+from patchgym.harness.neutralize import (Plan, defines_tests, grading_test_roots, installed_module_names, looks_like_test,
+                                         plan_neutralization, pytest_sections_changed)
 from patchgym.harness.patch_check import check_patch
 from patchgym.harness.runner import (
     CACHE_OPTIONS,
@@ -152,13 +152,27 @@ class _Grading:
             self._log("grader_error.txt", traceback.format_exc())
             return self.verdict("infra_error", error=f"grader error: {type(exc).__name__}: {exc}")
 
+    def _library_named_like_tests(self, touched: list[str]) -> frozenset[str]:
+        """The touched files named like tests, outside the grading tests' folders, that exist at
+        base and define no test there (`neutralize.defines_tests`, read with `git show`)."""
+        roots = grading_test_roots(self.task.test_files())
+        out = set()
+        for path in touched:
+            if not looks_like_test(path) or any(path.startswith(root + "/") for root in roots):
+                continue
+            shown = subprocess.run(["git", "-C", str(self.prepared.repo_dir), "show", f"{self.prepared.base_commit}:{path}"],
+                                   capture_output=True, text=True, errors="replace")
+            if shown.returncode == 0 and not defines_tests(shown.stdout):
+                out.add(path)
+        return frozenset(out)
+
     def _in_sandbox(self, sandbox: Sandbox, check, empty: bool) -> Verdict:
         started = time.monotonic()
         touched = check.files if check else []
         self._named = set(touched)
         created = self._created(check)
         plan = plan_neutralization(touched, created, self.task.test_files(), self.task.test_cmd,
-                                   installed_module_names(self.prepared.venv_dir))
+                                   installed_module_names(self.prepared.venv_dir), self._library_named_like_tests(touched))
         patch_path = test_patch_path = None
         if not empty:
             patch_path = f"{self.workdir}/model.diff"

@@ -40,6 +40,8 @@ reporter plugin.
 
 from __future__ import annotations
 
+import ast
+
 import functools
 import posixpath
 import shlex
@@ -323,16 +325,36 @@ class Plan:
             self.flags.append(f"{flag}:{path}")
 
 
+def defines_tests(source: str) -> bool:
+    """Whether a module's source defines a test as pytest or unittest collects one: a top-level
+    `def test*`, or a top-level class with a `test*` method. Unparsable source counts as tests."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return True
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+            return True
+        if isinstance(node, ast.ClassDef) and any(isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                                  and n.name.startswith("test") for n in node.body):
+            return True
+    return False
+
+
 def plan_neutralization(touched: list[str], added: list[str], protected: list[str], test_cmd: str | None = None,
-                        installed: frozenset[str] = frozenset()) -> Plan:
-    """Decide, from the paths alone, what to restore after the patch is applied."""
+                        installed: frozenset[str] = frozenset(), library_named_like_tests: frozenset[str] = frozenset()) -> Plan:
+    """Decide, from the paths alone, what to restore after the patch is applied. `library_named_like_tests`:
+    files named like tests, outside the grading tests' folders, whose base version defines no test
+    (pylint's `pylint/testutils/functional/test_file.py`, astroid's `astroid/test_utils.py`): library
+    code, whose honest fix was restored to base, and the gold `unresolved` (fpQ)."""
     plan = Plan()
     protected_set = set(protected)
     named_by_command = set(command_files(test_cmd))
     added_set = set(added)
     roots = grading_test_roots(protected)
     for path in touched:
-        if path in protected_set or in_test_suite(path, roots):
+        library = path in library_named_like_tests and not any(path.startswith(root + "/") for root in roots)
+        if path in protected_set or in_test_suite(path, roots) and not library:
             plan.add(path, "restored_test_file")
         elif infra_reason(path) or path in named_by_command or new_package_above_tests(path, path in added_set, protected):
             plan.add(path, "reverted_test_infra")

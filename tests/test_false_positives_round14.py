@@ -334,3 +334,28 @@ def test_a_test_that_passes_on_its_rerun(tmp_path, patch) -> None:
     else:
         assert verdict.reward == 0.0 and verdict.status == "unresolved", verdict.model_dump_json(indent=1)
         assert not any("tamper" in f for f in verdict.flags), verdict.flags
+
+
+def test_a_library_module_named_like_a_test_is_the_fixs_to_change(tmp_path) -> None:
+    """fpQ: pylint's `pylint/testutils/functional/test_file.py` and astroid's `astroid/test_utils.py`
+    are library code named like tests; the honest fix of either was restored to base
+    (`restored_test_file`) and the gold `unresolved`. A file named like a test outside the grading
+    tests' folders whose base version defines no test is the library's now; one that defines tests
+    (tests beside the code, python-ecdsa's) is still restored."""
+    from patchgym.harness.neutralize import defines_tests
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, build_prepared as build
+    from tests.test_integrity_round3 import grade
+
+    assert not defines_tests("class TestFileOptions(dict):\n    pass\n\n\ndef clamp(v):\n    return v\n")
+    assert defines_tests("def test_clamp():\n    assert True\n")
+    assert defines_tests("class Checks:\n    def test_clamp(self):\n        pass\n")
+    helper = "def add(a, b):\n    return a - b  # bug: should add\n"
+    base = {**CALC, "calc/test_utils.py": helper, "calc/ops.py": "from calc.test_utils import add\n\n\n"
+            + CALC["calc/ops.py"].split("\n\n\n", 1)[1]}
+    task = build(tmp_path / "library", instance_id="fpq-library-test-name", base_files=base)
+    verdict = grade(task, {"calc/test_utils.py": helper.replace("a - b  # bug: should add", "a + b")})
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    beside = {**base, "calc/test_utils.py": helper + "\n\ndef test_helper():\n    assert add(1, 1) == 0\n"}
+    task = build(tmp_path / "beside", instance_id="fpq-tests-beside", base_files=beside)
+    verdict = grade(task, {"calc/test_utils.py": beside["calc/test_utils.py"].replace("a - b  # bug: should add", "a + b")})
+    assert verdict.reward == 0.0 and any(f.startswith("restored_test_file:calc/test_utils.py") for f in verdict.flags), verdict.flags
