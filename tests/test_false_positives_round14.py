@@ -359,3 +359,33 @@ def test_a_library_module_named_like_a_test_is_the_fixs_to_change(tmp_path) -> N
     task = build(tmp_path / "beside", instance_id="fpq-tests-beside", base_files=beside)
     verdict = grade(task, {"calc/test_utils.py": beside["calc/test_utils.py"].replace("a - b  # bug: should add", "a + b")})
     assert verdict.reward == 0.0 and any(f.startswith("restored_test_file:calc/test_utils.py") for f in verdict.flags), verdict.flags
+
+
+COPYING_HELPERS = ("import os\nimport shutil\n\n\ndef add(a, b):\n    return a - b  # bug: should add\n\n\n"
+                   "def copy_root(destination):\n    here = os.path.join(os.path.dirname(os.path.dirname(__file__)), 'tests', 'roots')\n"
+                   "    shutil.copytree(here, os.path.join(str(destination), 'roots'))\n"
+                   "    shutil.copyfile(os.path.join(here, 'basic.txt'), os.path.join(str(destination), 'basic.txt'))\n")
+COPYING_TESTS = ("from calc.testing import add, copy_root\n\n\n"
+                 "def test_add(tmp_path):\n    copy_root(tmp_path)\n    assert (tmp_path / 'basic.txt').read_text() == 'root\\n'\n"
+                 "    assert add(2, 3) == 5\n")
+
+
+def test_a_fixed_library_helper_that_copies_test_data_out_of_the_tests(tmp_path) -> None:
+    """fpQ: sphinx's `app` fixtures copy `tests/roots/test-*` to a temporary folder from
+    `sphinx/testing/fixtures.py`; an honest fix of that file was `audit_refused` (a copy's source was
+    held to be a write of it). Copying onto a test file is still refused."""
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, PASS_TO_PASS, build_prepared as build
+    from tests.test_integrity_round3 import grade
+
+    base = {**CALC, "calc/testing.py": COPYING_HELPERS, "tests/roots/basic.txt": "root\n"}
+    fixed = COPYING_HELPERS.replace("a - b  # bug: should add", "a + b")
+    task = build(tmp_path / "out", instance_id="fpq-copy-out", base_files=base, test_patch_files={"tests/test_add.py": COPYING_TESTS},
+                 fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=PASS_TO_PASS)
+    verdict = grade(task, {"calc/testing.py": fixed})
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
+    onto = fixed + ("\n\nshutil.copyfile(os.path.join(os.path.dirname(__file__), '__init__.py'),\n"
+                    "                os.path.join(os.path.dirname(os.path.dirname(__file__)), 'tests', 'test_ops.py'))\n")
+    task = build(tmp_path / "onto", instance_id="fpq-copy-onto", base_files=base, test_patch_files={"tests/test_add.py": COPYING_TESTS},
+                 fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=PASS_TO_PASS)
+    verdict = grade(task, {"calc/testing.py": onto})
+    assert verdict.reward == 0.0 and any("shutil.copyfile" in f for f in verdict.flags), verdict.flags
