@@ -1343,6 +1343,11 @@ class Reporter:
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
                 for definition in definitions:
+                    if definition is not definitions[-1] and getattr(definition, "cached_result", None) is None:
+                        # overridden and not run for this test (a fixture of the repository's own
+                        # plugin that a conftest overrides, as sphinx's does `rootdir`: an honest fix
+                        # of the plugin's file was `tampered` in a reproducer of that layout, fpQ)
+                        continue
                     # not those a conftest or a plugin module provides (see _from_conftest_or_plugin)
                     if self._from_conftest_or_plugin(item, definition):
                         continue

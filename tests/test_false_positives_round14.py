@@ -389,3 +389,27 @@ def test_a_fixed_library_helper_that_copies_test_data_out_of_the_tests(tmp_path)
                  fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=PASS_TO_PASS)
     verdict = grade(task, {"calc/testing.py": onto})
     assert verdict.reward == 0.0 and any("shutil.copyfile" in f for f in verdict.flags), verdict.flags
+
+
+PLUGIN_FIXTURES = ('"""calc\'s own pytest plugin (as sphinx.testing.fixtures): conftests name it in pytest_plugins."""\n'
+                   "import pytest\n\n\n@pytest.fixture(scope='session')\ndef rootdir():\n    return None\n\n\n"
+                   "@pytest.fixture\ndef app(rootdir):\n    return {'root': rootdir, 'greeting': 'helo'}\n")
+OVERRIDING_CONFTEST = ("from pathlib import Path\n\nimport pytest\n\npytest_plugins = ['calc.plugin']\n\n\n"
+                       "@pytest.fixture\ndef two():\n    return 2\n\n\n"
+                       "@pytest.fixture(scope='session')\ndef rootdir():\n    return Path(__file__).parent\n")
+APP_TESTS = "def test_greeting(app):\n    assert app['greeting'] == 'hello'\n    assert app['root'].name == 'tests'\n"
+
+
+def test_a_fixed_plugin_whose_fixture_a_conftest_overrides(tmp_path) -> None:
+    """fpQ, sphinx's layout: `tests/conftest.py` names the repository's plugin in `pytest_plugins`
+    and overrides its `rootdir`; the fix changes the plugin's `app`. The overridden `rootdir`,
+    which never runs, was checked as the test's code and found in a changed file
+    (`test_code_not_from_protected_source`). An overridden definition that did not run is not."""
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, PASS_TO_PASS, build_prepared as build
+    from tests.test_integrity_round3 import grade
+
+    base = {**CALC, "calc/plugin.py": PLUGIN_FIXTURES, "tests/conftest.py": OVERRIDING_CONFTEST}
+    task = build(tmp_path, instance_id="fpq-plugin-override", base_files=base, test_patch_files={"tests/test_app.py": APP_TESTS},
+                 fail_to_pass=["tests/test_app.py::test_greeting"], pass_to_pass=PASS_TO_PASS)
+    verdict = grade(task, {"calc/plugin.py": PLUGIN_FIXTURES.replace("'helo'", "'hello'")})
+    assert verdict.reward == 1.0 and verdict.status == "resolved", verdict.model_dump_json(indent=1)
