@@ -73,6 +73,7 @@ else:  # imported as patchgym.harness.contradictions (on the host)
 
 _ENDS_EARLY = ("skip", "skipTest", "xfail", "importorskip", "exit")
 PER_FILE = 5  # contradictions per test file at most
+FAR_STEPS = (7919, -7919, 104729, -104729)  # K of a far move, `3*E + K` (`shifted`)
 PER_RUN = 10  # and per graded run (each re-runs a graded test's statements)
 
 
@@ -378,19 +379,23 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
     return ([(fallback[0][0], fallback[1], None)] if fallback is not None else []) + raising
 
 
+def _parameters(function, starred=True):
+    """The names of `function`'s parameters (`*args` and `**kwargs` too where `starred`)."""
+    args = function.args
+    names = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
+    return names + [a.arg for a in (args.vararg, args.kwarg) if a is not None and starred]
+
+
 def _local_to(function, name):
     """Whether `name` is a local of `function`: a parameter or a name its own body assigns, and
     declared neither global nor nonlocal (a copy may then rebind it)."""
-    args = function.args
-    params = [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]
-    params += [a.arg for a in (args.vararg, args.kwarg) if a is not None]
     stored = False
     for node in _walk_own(function):
         if isinstance(node, (ast.Global, ast.Nonlocal)) and name in node.names:
             return False
         if isinstance(node, ast.Name) and node.id == name and isinstance(node.ctx, ast.Store):
             stored = True
-    return name in params or stored
+    return name in _parameters(function) or stored
 
 
 def _only_read_there(function, statement, name):
@@ -399,8 +404,7 @@ def _only_read_there(function, statement, name):
     with that argument moved far is the `rebind_far` copy, run from the original's code. Why only
     then: a body that reads it elsewhere (`decode(encode(expected)) == expected`) passes with any
     value honestly."""
-    args = function.args
-    if name not in [a.arg for a in args.posonlyargs + args.args + args.kwonlyargs]:
+    if name not in _parameters(function, starred=False):
         return False
     reads = [node for statement_ in function.body for node in _walk_own(statement_)
              if isinstance(node, ast.Name) and node.id == name]
@@ -460,7 +464,7 @@ def shifted(text, rng, tolerant):
     holds for x == E, so the copy passed honestly. Why by one where it can: a float subclass equal
     to every number within 50 of its own value was caught by that step (red team round 6).
     Anything but a number raises at the arithmetic already. E is evaluated once."""
-    far = "v * 3 + " + repr(rng.choice((7919, -7919, 104729, -104729)))
+    far = "v * 3 + " + repr(rng.choice(FAR_STEPS))
     moved = far if tolerant else "v " + rng.choice(("+", "-")) + " 1 if type(v) in (int, float) else " + far
     return "(lambda v: (lambda w: w if not (w == v) else 1 // 0)(" + moved + "))(" + text + ")"
 

@@ -60,6 +60,14 @@ _FORK = getattr(os, "fork", None)
 _PIPE = os.pipe
 
 
+def exact_first(copies, planted):
+    """[(copy number, ...)] with the copies whose expectation is a changed value
+    (`Planted.exact`) first, in the order given otherwise: a lie told on the first call per input
+    meets only the child's first copy, and a value equal to every number (rt18) passes only a
+    changed one."""
+    return sorted(copies, key=lambda entry: not getattr(planted[entry[0]], "exact", False))
+
+
 def as_its_own_test(make, name, testcase=None, nodeid=None):
     """`make`, called in the child as the copy it calls runs on its own: the TestCase's
     `_testMethodName` is the copy's (`name`), and so is pytest's `PYTEST_CURRENT_TEST` (`nodeid`).

@@ -30,8 +30,8 @@ from pathlib import Path
 from patchgym.harness.apply import new_marker, parse_tree_output, tree_script
 from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
-from patchgym.harness.neutralize import (Plan, defines_tests, grading_test_roots, installed_module_names, looks_like_test,
-                                         plan_neutralization, pytest_sections_changed)
+from patchgym.harness.neutralize import (Plan, defines_tests, grading_test_roots, installed_module_names,
+                                         named_like_test_only, plan_neutralization, pytest_sections_changed)
 from patchgym.harness.patch_check import check_patch
 from patchgym.harness.runner import (
     CACHE_OPTIONS,
@@ -158,7 +158,7 @@ class _Grading:
         roots = grading_test_roots(self.task.test_files())
         out = set()
         for path in touched:
-            if not looks_like_test(path) or any(path.startswith(root + "/") for root in roots):
+            if not named_like_test_only(path, roots):
                 continue
             shown = subprocess.run(["git", "-C", str(self.prepared.repo_dir), "show", f"{self.prepared.base_commit}:{path}"],
                                    capture_output=True, text=True, errors="replace")

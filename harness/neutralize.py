@@ -119,6 +119,11 @@ def grading_test_roots(test_files: list[str]) -> set[str]:
     return roots
 
 
+def named_like_test_only(path: str, roots: set[str]) -> bool:
+    """Named like a test (`looks_like_test`) and outside the grading tests' folders."""
+    return looks_like_test(path) and not any(path.startswith(root + "/") for root in roots)
+
+
 def in_test_suite(path: str, roots: set[str]) -> bool:
     """A file inside the grading tests' folders (helpers, `__init__.py`, data) or named like a test.
     Library code in a package that happens to be called `test` (`django/test/`) is not: only the
@@ -353,7 +358,7 @@ def plan_neutralization(touched: list[str], added: list[str], protected: list[st
     added_set = set(added)
     roots = grading_test_roots(protected)
     for path in touched:
-        library = path in library_named_like_tests and not any(path.startswith(root + "/") for root in roots)
+        library = path in library_named_like_tests and named_like_test_only(path, roots)
         if path in protected_set or in_test_suite(path, roots) and not library:
             plan.add(path, "restored_test_file")
         elif infra_reason(path) or path in named_by_command or new_package_above_tests(path, path in added_set, protected):

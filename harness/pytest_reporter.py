@@ -514,9 +514,16 @@ class Reporter:
 
             self._first_calls = patchgym_first_calls.FirstCalls([1, 2, getattr(stream, "_fd", None)])
             self._as_its_own_test = patchgym_first_calls.as_its_own_test
+            self._exact_first = patchgym_first_calls.exact_first
         except ImportError:
             self._first_calls = None
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
+        try:  # imported with the canaries, before any code of the repository ran
+            import patchgym_contradictions
+
+            self._far_steps = patchgym_contradictions.FAR_STEPS  # the far copies' moves (_its_own_code)
+        except (ImportError, AttributeError):
+            self._far_steps = ()
         self._forked = set()  # node ids forked before (patchgym_first_calls)
         self._forked_functions = set()  # ... and their ids without parameters: one fork a test function
         # the FAIL_TO_PASS ids the copies contradict: of a parametrised test, an instance among them is forked
@@ -1193,17 +1200,13 @@ class Reporter:
         names = list(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
         instance = getattr(item, "instance", None)  # a test class's: its setup_method has run on it
 
-        def caller(copy, moved=None):
+        def caller(of, moved=()):
+            """A call of `of`'s function (a copy's, or the original's with `moved`: (argument, value))."""
             def call():
-                if moved is not None:  # the original's own code, one argument moved (its_own_code)
-                    name = getattr(item, "originalname", None) or item.name.split("[", 1)[0]
-                    function = getattr(instance, name) if instance is not None else item.obj
-                else:
-                    name = getattr(copy, "originalname", None) or copy.name.split("[", 1)[0]
-                    function = getattr(instance, name) if instance is not None else copy.obj
+                name = getattr(of, "originalname", None) or of.name.split("[", 1)[0]
+                function = getattr(instance, name) if instance is not None else of.obj
                 args = {arg: funcargs[arg] for arg in names if arg in funcargs}
-                if moved is not None:
-                    args[moved[0]] = moved[1]
+                args.update([moved] if moved else [])
                 return function(**args)
             return call
 
@@ -1212,7 +1215,7 @@ class Reporter:
         for number, copy in copies:
             moved = self._its_own_code(number, funcargs)
             if moved is not None:  # run as the original: its id is the running test's
-                calls.append((number, own(caller(copy, moved), item.name, None, item.nodeid)))
+                calls.append((number, own(caller(item, moved), item.name, None, item.nodeid)))
             else:
                 calls.append((number, own(caller(copy), copy.name, None, copy.nodeid)))
         self._fork(item, calls)
@@ -1228,7 +1231,10 @@ class Reporter:
         if not name or name not in funcargs or type(funcargs[name]) not in (int, float):
             return None
         value = funcargs[name]
-        moved = value * 3 + (7919, -7919, 104729, -104729)[os.urandom(1)[0] % 4]
+        steps = self._far_steps
+        if not steps:
+            return None
+        moved = value * 3 + steps[os.urandom(1)[0] % len(steps)]
         return None if moved == value else (name, moved)
 
     def _copies_to_fork(self, item):
@@ -1249,7 +1255,7 @@ class Reporter:
         copies = self._copies_of.get(nodeid) or self._copies_of.get(function)
         if copies:
             self._forked_functions.add(function)
-            copies = _exact_first(copies, self._canaries)
+            copies = self._exact_first(copies, self._canaries)
         return copies
 
     def _fork(self, item, calls):
@@ -1979,13 +1985,6 @@ def _keep_impl_functions(plugin, manager):
         for impl in _impls_of(caller):
             if getattr(impl, "plugin", None) is plugin and id(impl) not in _impl_functions:
                 _impl_functions[id(impl)] = (impl, getattr(impl, "function", None))
-
-
-def _exact_first(copies, planted):
-    """[(copy number, ...)] with the copies whose expectation is a changed value first, in the
-    order given otherwise: a lie told on the first call per input meets only the child's first
-    copy, and a value equal to every number (rt18) passes only a changed one."""
-    return sorted(copies, key=lambda entry: not getattr(planted[entry[0]], "exact", False))
 
 
 def _claim():

@@ -118,10 +118,7 @@ def _first_calls(planted, channel):
     for number, canary in enumerate(planted):
         if getattr(canary, "forkable", False) and getattr(canary, "contradicts", None):
             copies_of.setdefault(canary.contradicts, []).append((number, canary.name))
-    for copies in copies_of.values():
-        # those whose expectation is a changed value first: a lie told on the first call per input
-        # meets only the child's first copy (rt18: a value equal to every number passes only those)
-        copies.sort(key=lambda entry: not getattr(planted[entry[0]], "exact", False))
+    copies_of = {test_id: patchgym_first_calls.exact_first(copies, planted) for test_id, copies in copies_of.items()}
     if not copies_of:
         return None, None
     first_calls = patchgym_first_calls.FirstCalls([1, 2, getattr(channel._stream, "_fd", None)])
