@@ -196,22 +196,46 @@ def near_scale(call, known):
     return scale if scale < 0.1 else None
 
 
+def _compared_names(node):
+    """The two names a helper's body compares for equality and fails on when they differ:
+    `assert a == b[, msg]`, or `if a != b: raise ...` (`if not a == b`); None for any other body."""
+    body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    if len(body) != 1:
+        return None
+    test, equal = None, True
+    if isinstance(body[0], ast.Assert):
+        test = body[0].test
+    elif (isinstance(body[0], ast.If) and not body[0].orelse and len(body[0].body) == 1
+          and isinstance(body[0].body[0], ast.Raise) and body[0].body[0].exc is not None):
+        test, equal = body[0].test, False
+        if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
+            test, equal = test.operand, True
+    if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq if equal else ast.NotEq)):
+        return None
+    names = (getattr(test.left, "id", None), getattr(test.comparators[0], "id", None))
+    return names if None not in names and names[0] != names[1] else None
+
+
 def equality_helpers(tree):
-    """Module-level functions of a test module whose body is `assert a == b` on their first two
-    parameters (`def check(result, expected): assert result == expected`): a call of one compares
-    exactly like `==`, and a test asserting only through it got no copy before (red team round 2)."""
+    """Module-level functions of a test module whose body compares two of their parameters for
+    equality and fails when they differ (`def check(result, expected): assert result == expected`,
+    `def verify(result, *, expected): if result != expected: raise AssertionError(...)`): a call of
+    one compares exactly like `==`, and a test asserting only through it got no copy before (red
+    team round 2; rt19 the raising form with a keyword). Entries `(name, positional parameters,
+    first, second)`: the compared parameters in the order the signature has them, which a call
+    binds by position or keyword (`contradictions._helper_pair`)."""
     found = set()
     for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or node.decorator_list or len(node.args.args) < 2:
+        if not isinstance(node, ast.FunctionDef) or node.decorator_list:
             continue
-        body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-        if len(body) != 1 or not isinstance(body[0], ast.Assert):
+        compared = _compared_names(node)
+        args = node.args
+        positional = tuple(a.arg for a in getattr(args, "posonlyargs", []) + args.args)
+        order = list(positional) + [a.arg for a in args.kwonlyargs]
+        if compared is None or not set(compared) <= set(order):
             continue
-        test = body[0].test
-        params = {node.args.args[0].arg, node.args.args[1].arg}
-        if (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq)
-                and {getattr(test.left, "id", None), getattr(test.comparators[0], "id", None)} == params):
-            found.add(node.name)
+        first, second = sorted(compared, key=order.index)
+        found.add((node.name, positional, first, second))
     return frozenset(found)
 
 
@@ -219,7 +243,7 @@ def imported_equality_helpers(tree, read_module):
     """The names a test module binds, by `from M import f [as g]`, to an equality helper of another
     module of the tests (`def check(a, b): assert a == b` in `tests/helpers.py`): a copy of a call of
     one is made like that of the module's own. `read_module(name, level)` gives M's source, None
-    where M is not a module of the tests."""
+    where M is not a module of the tests. Entries as `equality_helpers`' under the bound name."""
     found = set()
     for node in tree.body:
         if not isinstance(node, ast.ImportFrom):
@@ -228,10 +252,10 @@ def imported_equality_helpers(tree, read_module):
         if source is None:
             continue
         try:
-            helpers = equality_helpers(ast.parse(source))
+            helpers = {entry[0]: entry[1:] for entry in equality_helpers(ast.parse(source))}
         except (SyntaxError, ValueError):
             continue
-        found.update(alias.asname or alias.name for alias in node.names if alias.name in helpers)
+        found.update((alias.asname or alias.name,) + helpers[alias.name] for alias in node.names if alias.name in helpers)
     return frozenset(found)
 
 

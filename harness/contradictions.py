@@ -59,6 +59,12 @@ value compared with it elementwise is ambiguous, and raises), and a negated one 
 
 A check that a block raises (`with pytest.raises(E):`, `self.assertRaises(E, f, x)`, `warns`) gets
 a copy expecting a class made when it runs (`comparing_calls.expected_raise`): nothing raises it.
+
+A test none of whose assertions surely runs (each in an `if`, a `for` over a computed sequence, a
+`while`) gets guarded copies instead (`GUARDED`, `guarded_copy`): every assertion anywhere in its
+body changed as above and followed by `return`, and the body ending in a failure. The same argument
+holds at the first changed assertion a run reaches (the twin reached the same one, unchanged, and
+met it), and a run that reaches none fails at the end.
 What it does not catch is in docs/grading.md (code that answers honestly only to a test it sees).
 """
 
@@ -256,7 +262,7 @@ def _self_call(statement, names):
     return None
 
 
-def _fallback(statement):
+def _fallback(statement, helpers=frozenset()):
     """A weaker contradiction for an assert that has no literal expectation: (nodes, how) where how
     is "wrap" (the expected side X of `==` becomes the pair `(X, object())`: a value equal to X is
     not equal to it; `_sides` says which) or "negate" (the asserted expression becomes
@@ -268,8 +274,9 @@ def _fallback(statement):
                 return _sides(test.comparators[0], test.left), "wrap"
         return [test], "negate"
     call = _self_call(statement, _calls.EQUAL_METHODS)
-    if call is not None and len(call.args) >= 2 and not any(isinstance(a, ast.Constant) for a in call.args[:2]):
-        return _sides(call.args[1], call.args[0]), "wrap"
+    pair = (call.args[0], call.args[1]) if call is not None and len(call.args) >= 2 else _helper_pair(statement, helpers)
+    if pair is not None and not any(isinstance(a, ast.Constant) for a in pair):
+        return _sides(pair[1], pair[0]), "wrap"
     call = _self_call(statement, _TRUTH_METHODS)
     if call is not None:
         return [call.args[0]], "negate"
@@ -286,11 +293,22 @@ def _sides(second, first):
     return [second, first] if calls[0] else [second]
 
 
-def _helper_call(statement, helpers):
-    """The call if `statement` is `helper(X, E, ...)` of one of the module's equality helpers."""
-    if (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and isinstance(statement.value.func, ast.Name)
-            and statement.value.func.id in helpers and not any(isinstance(a, ast.Starred) for a in statement.value.args[:2])):
-        return statement.value
+def _helper_pair(statement, helpers):
+    """(X, E) if `statement` calls one of the test modules' equality helpers
+    (`comparing_calls.equality_helpers`): the two arguments it compares, bound by position or
+    keyword, in the order of the helper's parameters; None otherwise."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
+            and isinstance(statement.value.func, ast.Name)):
+        return None
+    call = statement.value
+    for name, positional, first, second in helpers:
+        if name != call.func.id:
+            continue
+        if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+            return None
+        bound = dict(zip(positional, call.args))
+        bound.update((k.arg, k.value) for k in call.keywords)
+        return (bound[first], bound[second]) if first in bound and second in bound else None
     return None
 
 
@@ -315,9 +333,8 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
             if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
                 pair = (test.left, test.comparators[0])
         else:
-            call = _self_call(statement, _calls.EQUAL_METHODS) or _helper_call(statement, helpers)
-            if call is not None and len(call.args) >= 2:
-                pair = (call.args[0], call.args[1])
+            call = _self_call(statement, _calls.EQUAL_METHODS)
+            pair = (call.args[0], call.args[1]) if call is not None and len(call.args) >= 2 else _helper_pair(statement, helpers)
         if "change" not in found and isinstance(statement, ast.Assert) and _membership(statement.test):
             found["change"] = (statement.test.comparators[0], "change_all", _calls.literal(statement.test.comparators[0])[1])
         comparison = _calls.comparison_pair(statement)
@@ -339,7 +356,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
         if len(found) == 3:
             break
         if fallback is None:
-            fallback = _fallback(statement)
+            fallback = _fallback(statement, helpers)
             tolerant = fallback is not None and _tolerant(statement)
             asserting = statement
         if _ends_early(statement):
@@ -376,7 +393,122 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
             far = (asserting, "rebind_far", first.id)
         return ([(first, "wrap", None), (first, "shift", tolerant), (first, "wrap_object", None), far]
                 + [(node, how, None) for node in others for how in ("wrap", "wrap_object")] + raising)
-    return ([(fallback[0][0], fallback[1], None)] if fallback is not None else []) + raising
+    weak = [(fallback[0][0], fallback[1], None)] if fallback is not None else []
+    if not raising and (fallback is None or fallback[1] == "negate") and _guardable(function):
+        # No copy can change an assertion that surely runs: every assertion anywhere in the body
+        # is changed instead, each followed by a `return` (`guarded_copy`; node None).
+        statements = list(_anywhere(function.body))
+        return weak + [(None, how, None) for how in GUARDED
+                       if any(_guarded_change(statement, how, helpers) for statement in statements)]
+    return weak + raising
+
+
+# Copies of a test none of whose assertions surely runs (each in an `if`, a `for` over a computed
+# sequence, a `while`): every assertion anywhere in the body, outside `try` statements and
+# managers that may swallow a failure, gets its expectation changed and a `return` after it, and
+# the body ends failing. The first changed assertion a run reaches decides: an honest result fails
+# it (the twin, run right before on the same path, met the unchanged one), a result that passes it
+# returns and passes the copy; a run that reaches none fails at the end. Why: a value equal to
+# everything, and a raising check answered from the test's source, got reward 1 where a real
+# suite's asserts sat in the branches of an `if` (rt19: marshmallow's, and `for ... if` shapes on
+# both runners). `guarded_wrap` and `guarded_object` wrap or replace a non-literal expectation
+# (forkable); `guarded_shift` moves it by one and negates any other assertion. A raising check
+# expects a fresh class in `guarded_wrap` only: the others keep it, so that what the test then
+# asserts of the exception (its message, a changed literal) decides there.
+GUARDED = ("guarded_wrap", "guarded_object", "guarded_shift")
+_GUARDED_CHANGE = {"guarded_wrap": "wrap", "guarded_object": "wrap_object", "guarded_shift": "shift"}
+
+
+def _guardable(function):
+    """No `return`, `yield` or `await` anywhere in the test's own body (a path that returns early
+    would pass the copy honestly), and a body that starts below its `def`."""
+    if function.body[0].lineno <= function.lineno:
+        return False
+    return not any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom, ast.Await)) for n in _walk_own(function))
+
+
+def _anywhere(body):
+    """Every statement of a body in source order, entering `if`, `for` and `while` bodies and their
+    `else`, `with` bodies whose managers cannot swallow an AssertionError, and `match` cases; never
+    a `try` (an assertion whose failure its handler swallows may pass negated on an honest run)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, (ast.If, ast.For, ast.While)) or type(statement).__name__ == "AsyncFor":
+            yield from _anywhere(statement.body)
+            yield from _anywhere(statement.orelse)
+        elif isinstance(statement, ast.With) and all(_transparent(item.context_expr) for item in statement.items):
+            yield from _anywhere(statement.body)
+        elif type(statement).__name__ == "Match":
+            for case in statement.cases:
+                yield from _anywhere(case.body)
+
+
+def _guarded_change(statement, how, helpers):
+    """(node, change, value) for one assertion of a guarded copy (see GUARDED), or None."""
+    raising = _calls.expected_raise(statement)
+    if raising is not None:  # in one copy; in the others the check stays, so the assertions on what it caught decide
+        return (raising[0], "raise_other", raising[1]) if how == "guarded_wrap" else None
+    pair = None
+    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
+        test = statement.test
+        if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            pair = (test.left, test.comparators[0])
+        elif _membership(test):
+            return test.comparators[0], "change_all", _calls.literal(test.comparators[0])[1]
+    elif not isinstance(statement, ast.Assert):
+        call = _self_call(statement, _calls.EQUAL_METHODS)
+        pair = (call.args[0], call.args[1]) if call is not None and len(call.args) >= 2 else _helper_pair(statement, helpers)
+    if pair is not None:
+        node, value, inside = _expected_side(pair, {})
+        if node is not None:
+            if how == "guarded_shift" and type(value) is int and not inside:  # one step away (red team round 6)
+                return node, "change_adjacent", value
+            return node, "change_in_call" if inside else "change", value
+        if any(isinstance(side, ast.Constant) or _calls.made_by_a_class(side) for side in pair):
+            return None
+        return _sides(pair[1], pair[0])[0], _GUARDED_CHANGE[how], _tolerant(statement) if how == "guarded_shift" else None
+    comparison = _calls.comparison_pair(statement)
+    if comparison is not None:
+        node, value, _ = _expected_side(comparison[:2], {})
+        return (node, "change_far", value) if node is not None else None
+    if how == "guarded_shift":
+        call = _self_call(statement, _TRUTH_METHODS)
+        if call is not None:
+            return call.args[0], "negate", None
+        if isinstance(statement, ast.Assert):
+            return statement.test, "negate", None
+    return None
+
+
+def guarded_copy(lines, function, new_name, how, helpers, rng):
+    """The lines of a guarded copy of `function` (see GUARDED) named `new_name`, or None where no
+    assertion of its body could be changed."""
+    out = copy_with(lines, function, new_name, None, None)
+    if out is None:
+        return None
+    first = min([function.lineno] + [d.lineno for d in function.decorator_list])
+    edits = []
+    for statement in _anywhere(function.body):
+        change = _guarded_change(statement, how, helpers)
+        if change is None:
+            continue
+        text = replacement(lines, change[0], change[1], change[2], rng)
+        indent = lines[statement.lineno - 1].encode("utf-8")[: statement.col_offset].decode("utf-8")
+        if text is None or indent.strip():
+            continue
+        edits.append((statement, change[0], text, indent))
+    if not edits:
+        return None
+    for statement, node, text, indent in reversed(edits):
+        at = statement.end_lineno - first
+        if isinstance(statement, (ast.Assert, ast.Expr)):  # `assert ...; return` (one line, or the body of an `if x:` line)
+            end = out[at].encode("utf-8")
+            out[at] = (end[: statement.end_col_offset] + b"; return" + end[statement.end_col_offset:]).decode("utf-8")
+        else:  # a raising `with` block: `return` on the line after it
+            out.insert(at + 1, indent + "return")
+        out = _splice(out, node, text, first)
+    body_indent = lines[function.body[0].lineno - 1][: len(lines[function.body[0].lineno - 1]) - len(lines[function.body[0].lineno - 1].lstrip())]
+    return out + [body_indent + "assert False"]
 
 
 def _parameters(function, starred=True):
@@ -571,11 +703,14 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
         for node, how, value in targets(function, known, helpers, own_decorators):
             if len(chosen) + len(copies) >= min(limit, PER_FILE):
                 break
-            text = replacement(lines, node, how, value, rng)
-            if text is None:
+            text = None if how in GUARDED else replacement(lines, node, how, value, rng)
+            if text is None and how not in GUARDED:
                 continue
             name = name_for(function.name)
-            new_lines = copy_with(lines, function, name, node, text)
+            if how in GUARDED:
+                new_lines = guarded_copy(lines, function, name, how, helpers, rng)
+            else:
+                new_lines = copy_with(lines, function, name, node, text)
             if new_lines is None:
                 continue
             block += gap + new_lines
