@@ -60,29 +60,73 @@ def _module_as_gold_leaves_it(repo_dir: str, path: str, gold: str) -> str | None
         return target.read_text(encoding="utf-8")
 
 
+class _Parser(doctest.DocTestParser):
+    """The standard parser with every `# doctest: +FLAG` accepted: what is compared is an example's
+    source (which holds the comment) and its expected output, never its options. Why: flags that
+    pytest (`NUMBER`), pytest-doctestplus (`FLOAT_CMP`, `REMOTE_DATA`) or a conftest register exist
+    only in the test process, and the standard parser raised ValueError on them in the grader's,
+    which turned every patch of such a task into `infra_error` (fpS: 71 of astropy's doctests)."""
+
+    def _find_options(self, source, name, lineno):  # noqa: ANN001, ANN202  (doctest's own signature)
+        return {}
+
+
+# Decorators whose name says they write or change a docstring (astropy's `format_doc`, pandas'
+# `doc`, `Appender`, `Substitution`): the docstring in the source is not the one that runs.
+_DOC_WRITERS = ("doc", "appender", "substitution", "inherit")
+
+
+def _writes_docstring(node: ast.AST) -> bool:
+    for decorator in getattr(node, "decorator_list", []):
+        target = decorator.func if isinstance(decorator, ast.Call) else decorator
+        name = target.attr if isinstance(target, ast.Attribute) else getattr(target, "id", "")
+        if any(word in name.lower() for word in _DOC_WRITERS):
+            return True
+    return False
+
+
 def _examples(source: str, name: str, module: str) -> list[list[str]] | None:
     """The examples of the docstring of `name` (`pkg.mod.Cls.method`) in the module `source`
-    (whose file is `module`, dotted: `src.pkg.mod`)."""
+    (whose file is `module`, dotted: `src.pkg.mod`). None (no expectation: the doctest is judged as
+    before) wherever the docstring in the source may not be the one pytest runs (fpS, false
+    `doctest_changed` on honest fixes): one set at import (`f.__doc__ = ...`, a decorator that
+    writes docstrings), several definitions of the name with different docstrings (a property's
+    getter and setter: pytest runs the getter's), or one with no examples at all."""
     try:
         tree = ast.parse(source)
     except (SyntaxError, ValueError):
         return None
-    docstrings = {"": ast.get_docstring(tree, clean=False)}
+    docstrings: dict[str, str | None] = {"": ast.get_docstring(tree, clean=False)}
+    unknown = {node.value.id for node in ast.walk(tree)
+               if isinstance(node, ast.Attribute) and node.attr == "__doc__" and isinstance(node.ctx, ast.Store)
+               and isinstance(node.value, ast.Name)}
 
     def visit(node: ast.AST, prefix: str) -> None:
         for child in getattr(node, "body", []):
             if isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
                 qualname = f"{prefix}.{child.name}" if prefix else child.name
-                docstrings[qualname] = ast.get_docstring(child, clean=False)
+                docstring = ast.get_docstring(child, clean=False)
+                if child.name in unknown or _writes_docstring(child):
+                    unknown.add(qualname)
+                elif qualname in docstrings and docstrings[qualname] is not None and docstring not in (None, docstrings[qualname]):
+                    unknown.add(qualname)  # defined again with another docstring
+                if docstrings.get(qualname) is None:
+                    docstrings[qualname] = docstring
                 if isinstance(child, ast.ClassDef):
                     visit(child, qualname)
 
     visit(tree, "")
-    parser = doctest.DocTestParser()
-    for qualname in sorted((q for q in docstrings if q), key=len, reverse=True):
-        if name.endswith("." + qualname):
-            docstring = docstrings[qualname]
-            return None if docstring is None else [[e.source, e.want] for e in parser.get_examples(docstring)]
-    if module.endswith(name) and docstrings[""] is not None:  # the id names the module itself
-        return [[e.source, e.want] for e in parser.get_examples(docstrings[""])]
-    return None
+    if module == name or module.endswith("." + name):  # the id names the module itself
+        chosen = docstrings[""]
+    else:
+        qualname = next((q for q in sorted((q for q in docstrings if q), key=len, reverse=True) if name.endswith("." + q)), None)
+        if qualname is None or qualname in unknown:
+            return None
+        chosen = docstrings[qualname]
+    if chosen is None:
+        return None
+    try:
+        examples = [[e.source, e.want] for e in _Parser().get_examples(chosen)]
+    except ValueError:  # a docstring the parser refuses (inconsistent indentation): no expectation
+        return None
+    return examples or None
