@@ -60,6 +60,17 @@ _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py",
 _CODE_SUFFIXES = (".py", ".so", ".pyd")
 _IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
 _OPEN = open  # taken before any code of the repository runs
+# Standard library modules whose native callables call Python code they hold (`Guard._native_and_trusted`).
+_WRAPPING_MODULES = frozenset(("builtins", "functools", "operator", "weakref", "ctypes", "types", "itertools", "abc",
+                               "thread", "threading", "asyncio", "contextvars", "collections"))
+# Standard library modules that compile code from templates of their own, never from their
+# caller's text (field names are checked identifiers, defaults are passed as objects): what they
+# compile for the patch's `namedtuple` or `@dataclass` is not the patch compiling. Why: every
+# code object named `<string>` was then the patch's, and an honest fix of a module defining a
+# namedtuple failed SQLAlchemy's exec-built test decorators (fpR). Not timeit, code, doctest or
+# runpy, which compile what they are handed.
+_TEMPLATE_COMPILERS = frozenset(os.path.join(os.path.dirname(os.__file__), name)
+                                for name in ("collections/__init__.py", "dataclasses.py", "typing.py", "enum.py"))
 _IMPORTING = ("<module>", "exec_module", "create_module", "load_module", "get_code", "source_to_code")
 MACHINERY_NAMES = ("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama")
 
@@ -313,6 +324,8 @@ class Guard(object):
                 return
             if event == "compile" and self.real(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
+            if filename in _TEMPLATE_COMPILERS:
+                return
             # Up to the import system only: pytest's rewriter compiling a module the patch imports
             # is not the patch compiling it (typeguard's honest fix was tampered that way).
             culprit = self.culprit(caller)
@@ -464,8 +477,26 @@ class Guard(object):
             if function is baseline[key] or function is None:
                 continue
             code = _code_of(function)
+            if code is None and self._native_and_trusted(function):
+                continue
             if code is None or self.untrusted_file(code.co_filename):
                 self.found("changed", "{} function from {}".format(key, code.co_filename if code is not None else repr(type(function))))
+
+    def _native_and_trusted(self, function):
+        """Whether a trace or profile function with no code is an object of a native type (its
+        call is C's, not a Python `__call__`) of a package of the environment or of the base
+        repository (coverage's `CTracer`, which `--cov` in a repository's addopts starts: every
+        patch of such a task was tampered on Python 3.11, fpR). The standard library's native
+        callables that call Python code they hold (`functools.partial` and `lru_cache`'s wrapper,
+        `operator`'s getters, weak proxies, ctypes' callbacks) still count."""
+        kind = type(function)
+        if type(getattr(kind, "__call__", None)).__name__ != "wrapper_descriptor":
+            return False
+        name = str(getattr(kind, "__module__", "") or "")
+        if name.split(".")[0].lstrip("_") in _WRAPPING_MODULES:
+            return False
+        path = getattr(sys.modules.get(name), "__file__", None)
+        return bool(path) and not self.untrusted_file(path)
 
     def check_trace(self, baseline, phase):
         """After a test's phase (its setup, call, teardown): the trace and profile functions of this

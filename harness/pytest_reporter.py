@@ -660,12 +660,18 @@ class Reporter:
 
     def _untrusted_source(self, filenames):
         """The first of `filenames` (code on a call stack) that is a file the patch changed, or code
-        compiled from a string (`<string>`: exec'd code could come from anywhere); None if none is."""
+        compiled from a string by the patch's code (`Guard.tainted`; with no audit hook, any
+        `<string>`: exec'd code could come from anywhere); None if none is. Why not any
+        `<...>` where the hook watches: SQLAlchemy's `@testing.requires` builds its wrapper with
+        `exec` under `<sqlalchemy generated decorate() wrapper>`, and every graded test it skipped
+        honestly was `skip_from_patched_file` on every patch (fpR)."""
         for filename in filenames:
             if not filename:
                 continue
             if filename.startswith("<"):
-                if not filename.startswith(_TRUSTED_PSEUDO_FILES):
+                if filename.startswith(_TRUSTED_PSEUDO_FILES):
+                    continue
+                if self._guard is None or filename in self._guard.tainted:
                     return filename
             elif self._is_patched(filename):
                 return os.path.relpath(os.path.realpath(filename), self._testbed)

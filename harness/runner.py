@@ -57,6 +57,29 @@ def pytest_files(task: Task) -> list[str]:
     return files
 
 
+# Installed plugins that replace pytest's terminal report and print no per-test line even under
+# -rA (pytest-pretty: none; pytest-tldr: only failures). The log is the grader's second witness (a
+# stream forged with the log blinded was caught by the log alone, red team round 4), and every
+# graded test of an honest fix was "not in the log" with them (fpR: pydantic's environment). They
+# change nothing but the output, so graded runs leave them out.
+QUIET_REPORTERS_OFF = "-p no:pretty -p no:tldr"
+
+
+def pytest_data_items(task: Task) -> list[str]:
+    """The files of graded pytest items that are not Python files (`tests/snippets/x.txt::x`:
+    golden files a conftest's `pytest_collect_file` makes items of, as Pygments' does). The command
+    names them too, after the test files; they are not test modules (no canaries, no compilation of
+    their own). Why: left out of the command, every such graded item was MISSING on the gold (fpR)."""
+    out: list[str] = []
+    for test_id in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]:
+        head, sep, _ = test_id.partition("::")
+        head = head.strip()
+        if (sep and file_of_test_id(test_id, "pytest") is None and "." in posixpath.basename(head)
+                and not head.startswith(("/", "-")) and ".." not in head.split("/") and head not in out):
+            out.append(head)
+    return out
+
+
 # pytest's cache is off in graded runs (`-p no:cacheprovider`: nothing a run leaves behind decides
 # another's selection or order), except where the repository's own configuration asks for one of its
 # options: `addopts = --failed-first` (coverage.py) was `unrecognized arguments` without it, every
@@ -79,6 +102,7 @@ def grading_command(task: Task, present: set[str] | None = None, pytest_cache: b
         # unittest's own runner (verbosity 2), driven by the signed reporter module.
         return f"python -m {UNITTEST_MODULE} " + " ".join(shlex.quote(t) for t in [*task.FAIL_TO_PASS, *task.PASS_TO_PASS])
     files = [f for f in pytest_files(task) if present is None or f in present]
+    files += pytest_data_items(task) if present is None else []
     return f"python -m pytest {SUMMARY_FLAGS} {cache_option(pytest_cache)} " + " ".join(shlex.quote(f) for f in files)
 
 
@@ -88,7 +112,7 @@ def shell_command(task: Task, pytest_cache: bool = False) -> str:
     the tree), and pytest is exec'd so its exit status is the command's."""
     if task.test_cmd or task.log_parser != "pytest":
         return grading_command(task)
-    files = " ".join(shlex.quote(f) for f in pytest_files(task))
+    files = " ".join(shlex.quote(f) for f in [*pytest_files(task), *pytest_data_items(task)])
     return (f'set --; for f in {files}; do [ -e "$f" ] && set -- "$@" "$f"; done; '
             f'exec python -m pytest {SUMMARY_FLAGS} {cache_option(pytest_cache)} "$@"')
 
@@ -249,7 +273,7 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
             env["PYTEST_PLUGINS"] = PLUGIN_MODULE
             # `-p` loads the reporter while pytest pre-parses its arguments: before the plugins of
             # installed entry points, which may be the repository's own code.
-            env["PYTEST_ADDOPTS"] += f" -p {PLUGIN_MODULE}"
+            env["PYTEST_ADDOPTS"] += f" -p {PLUGIN_MODULE} {QUIET_REPORTERS_OFF}"
         env.update({"PYTHONPATH": channel.workdir, "PATCHGYM_REPORTER": "1"})
         wants_canaries = canaries_apply(task) if canaries is None else canaries
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files,

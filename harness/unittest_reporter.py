@@ -228,14 +228,16 @@ class _Provenance:
         self.running = None  # the loaded test between its startTest and its stopTest
         self.skip_origin = None  # for the running test: None, or where its last SkipTest was made
         self.sources = None  # patchgym_compiled_tests.ProtectedSources, once read
+        self.guard = None  # patchgym_audit_hook.Guard, once installed
         self.skip_raised = False
 
     def untrusted_source(self, frame):
         while frame is not None:
             filename = frame.f_code.co_filename
             frame = frame.f_back
-            if filename.startswith("<"):
-                if not filename.startswith(("<frozen ", "<decorator-gen-")):
+            if filename.startswith("<"):  # exec'd code: the patch's where it compiled it (Guard.tainted)
+                guard = self.guard
+                if not filename.startswith(("<frozen ", "<decorator-gen-")) and (guard is None or filename in guard.tainted):
                     return filename
             elif os.path.realpath(filename) in self._patched:
                 return os.path.relpath(os.path.realpath(filename), self._testbed)
@@ -517,6 +519,7 @@ def main(argv):
         protected.update(os.path.realpath(os.path.join(testbed, c.path)) for c in planted)
         roots = [os.path.join(testbed, r) for r in config.get("test_roots", [])]
         guard = patchgym_audit_hook.install(testbed, patched, protected, roots, _OWN_DIR)
+        provenance.guard = guard
         if guard is not None:
             guard.emit = lambda what, detail: channel.emit("integrity", what=what, detail=detail)
             guard_state = guard.snapshot()
