@@ -660,8 +660,9 @@ class Reporter:
 
     def _untrusted_source(self, filenames):
         """The first of `filenames` (code on a call stack) that is a file the patch changed, or code
-        compiled from a string by the patch's code (`Guard.tainted`; with no audit hook, any
-        `<string>`: exec'd code could come from anywhere); None if none is. Why not any
+        compiled from a string by the patch's code (`Guard.tainted`), or under the plain name
+        `<string>` (with no audit hook, any `<...>`: exec'd code could come from anywhere); None if
+        none is. Why not any
         `<...>` where the hook watches: SQLAlchemy's `@testing.requires` builds its wrapper with
         `exec` under `<sqlalchemy generated decorate() wrapper>`, and every graded test it skipped
         honestly was `skip_from_patched_file` on every patch (fpR)."""
@@ -671,8 +672,8 @@ class Reporter:
             if filename.startswith("<"):
                 if filename.startswith(_TRUSTED_PSEUDO_FILES):
                     continue
-                if self._guard is None or filename in self._guard.tainted:
-                    return filename
+                if self._guard is None or filename == "<string>" or filename in self._guard.tainted:
+                    return filename  # (plain `exec` of a string: anyone's, a dataclass `__init__` an annotation fed)
             elif self._is_patched(filename):
                 return os.path.relpath(os.path.realpath(filename), self._testbed)
         return None

@@ -237,7 +237,8 @@ class _Provenance:
             frame = frame.f_back
             if filename.startswith("<"):  # exec'd code: the patch's where it compiled it (Guard.tainted)
                 guard = self.guard
-                if not filename.startswith(("<frozen ", "<decorator-gen-")) and (guard is None or filename in guard.tainted):
+                if not filename.startswith(("<frozen ", "<decorator-gen-")) and (
+                        guard is None or filename == "<string>" or filename in guard.tainted):
                     return filename
             elif os.path.realpath(filename) in self._patched:
                 return os.path.relpath(os.path.realpath(filename), self._testbed)
