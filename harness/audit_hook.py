@@ -63,14 +63,64 @@ _OPEN = open  # taken before any code of the repository runs
 # Standard library modules whose native callables call Python code they hold (`Guard._native_and_trusted`).
 _WRAPPING_MODULES = frozenset(("builtins", "functools", "operator", "weakref", "ctypes", "types", "itertools", "abc",
                                "thread", "threading", "asyncio", "contextvars", "collections"))
-# Standard library modules that compile code from templates of their own, never from their
-# caller's text (field names are checked identifiers, defaults are passed as objects): what they
-# compile for the patch's `namedtuple` or `@dataclass` is not the patch compiling. Why: every
-# code object named `<string>` was then the patch's, and an honest fix of a module defining a
-# namedtuple failed SQLAlchemy's exec-built test decorators (fpR). Not timeit, code, doctest or
-# runpy, which compile what they are handed.
-_TEMPLATE_COMPILERS = frozenset(os.path.join(os.path.dirname(os.__file__), name)
-                                for name in ("collections/__init__.py", "dataclasses.py", "typing.py", "enum.py"))
+# Standard library modules that compile code from templates of their own, for the module that
+# imports: what they compile for the patch's namedtuple, dataclass or string annotation is not the
+# patch compiling, where the text that goes into the template is checked (`_checked_template`).
+# Why: every code object named `<string>` was then the patch's, and an honest fix of a module with
+# a namedtuple, a dataclass or a `cast("Row[Any]", x)` failed SQLAlchemy's exec-built test
+# decorators (fpR; 261 forward references and 48 namedtuple and dataclass functions compiled at
+# the import of SQLAlchemy's `engine/result.py`). Not timeit, code, doctest or runpy, which compile
+# whatever they are handed.
+_STDLIB = os.path.dirname(os.__file__)
+_COMPILE = compile  # taken before any code of the repository runs
+_TEMPLATE_COMPILERS = {os.path.join(_STDLIB, "collections", "__init__.py"): "namedtuple",
+                       os.path.join(_STDLIB, "dataclasses.py"): "dataclass", os.path.join(_STDLIB, "typing.py"): "annotation"}
+_CALLS = frozenset(code for name, code in __import__("opcode").opmap.items() if "CALL" in name)
+
+
+def _checked_template(kind, caller, event, args):
+    """Whether what a template compiler compiles carries nothing of its caller's but names it
+    checked: namedtuple checks its field and type names itself; a dataclass's field names, which
+    `dataclasses` writes into its source unchecked (a crafted `__annotations__` key would carry
+    the patch's text), must be identifiers, read from the class being processed; a string
+    annotation must be a type expression that calls nothing."""
+    if kind == "namedtuple":
+        return True
+    if kind == "dataclass":
+        frame = caller
+        while frame is not None and frame.f_code.co_name != "_process_class":
+            frame = frame.f_back
+        cls = frame.f_locals.get("cls") if frame is not None else None
+        names = vars(cls).get("__annotations__", {}) if isinstance(cls, type) else None
+        return isinstance(names, dict) and all(isinstance(n, str) and n.isidentifier() for n in names)
+    if event == "compile":
+        source = args[0] if args else None
+        if isinstance(source, bytes):
+            source = source.decode("utf-8", "replace")
+        if not isinstance(source, str):
+            return False
+        try:
+            tree = _COMPILE(source, "<annotation>", "eval", 0x400)  # ast.PyCF_ONLY_AST
+        except (SyntaxError, ValueError):
+            return True  # nothing is compiled from it
+        return all(type(node).__name__ in _TYPE_EXPRESSION for node in _walk(tree))
+    code = args[0] if args else None
+    raw = getattr(code, "co_code", b"")
+    return (not any(hasattr(const, "co_code") for const in getattr(code, "co_consts", ()))
+            and not any(raw[i] in _CALLS for i in range(0, len(raw), 2)))
+
+
+_TYPE_EXPRESSION = frozenset(("Expression", "Name", "Load", "Attribute", "Subscript", "Index", "Tuple", "List", "Constant",
+                              "Str", "Num", "NameConstant", "Ellipsis", "BinOp", "BitOr"))
+
+
+def _walk(node):
+    todo = [node]
+    while todo:
+        current = todo.pop()
+        yield current
+        todo.extend(child for _, value in vars(current).items()
+                    for child in (value if isinstance(value, list) else [value]) if hasattr(child, "_fields"))
 _IMPORTING = ("<module>", "exec_module", "create_module", "load_module", "get_code", "source_to_code")
 MACHINERY_NAMES = ("pytest", "_pytest", "pluggy", "py", "iniconfig", "packaging", "exceptiongroup", "tomli", "colorama")
 
@@ -324,7 +374,7 @@ class Guard(object):
                 return
             if event == "compile" and self.real(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
-            if filename in _TEMPLATE_COMPILERS:
+            if filename in _TEMPLATE_COMPILERS and _checked_template(_TEMPLATE_COMPILERS[filename], caller, event, args):
                 return
             # Up to the import system only: pytest's rewriter compiling a module the patch imports
             # is not the patch compiling it (typeguard's honest fix was tampered that way).

@@ -7,10 +7,11 @@ markdown-it-py, python-slugify; both runners) found refused, cut down:
   honestly: any `<...>` code on the stack of a skip was the patch's (`skip_from_patched_file` on
   every patch, both runners). Only names the patch's code compiled under are now
   (`Guard.tainted`);
-- a fixed module defining a `namedtuple` or a `@dataclass`: their `<string>` code, compiled by the
-  standard library while the fixed module imported, tainted the name `<string>`, and every
+- a fixed module defining a `namedtuple`, a `@dataclass` or a string annotation: the `<string>` code
+  the standard library compiled for it while it imported tainted the name `<string>`, and every
   exec-built wrapper of the library was `test_code_not_from_protected_source`
-  (`audit_hook._TEMPLATE_COMPILERS`);
+  (`audit_hook._checked_template`: not where a dataclass's field names or an annotation's text
+  would carry the patch's code into the template);
 - coverage's C tracer, started by `--cov` in the repository's addopts (`Guard._native_and_trusted`);
 - a reporting plugin that prints no per-test lines (pytest-pretty, pytest-tldr): every graded test
   was "not in the log" (graded runs block them by name, `runner.QUIET_REPORTERS_OFF`: a log blinded
@@ -23,8 +24,13 @@ from __future__ import annotations
 
 import array
 import functools
+import json
 import json.scanner
 import operator
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -143,3 +149,45 @@ def test_graded_items_of_golden_files_a_conftest_collects_are_run(tmp_path) -> N
     assert _resolved(verdict), verdict.model_dump_json(indent=1)
     empty = grade_patch(prepared, diff_of(prepared.repo_dir, {"README.md": "calc, again\n"}), factory=FACTORY, deadline_s=120)
     assert empty.tests["FAIL_TO_PASS"]["tests/golden/five.txt::five"] == "FAILED", empty.model_dump_json(indent=1)
+
+
+TAINT_SCRIPT = textwrap.dedent("""\
+    import collections, dataclasses, json, sys, typing
+    sys.path.insert(0, {hook_dir!r})
+    import audit_hook
+    guard = audit_hook.install({testbed!r}, {{{patched!r}}}, set(), [{testbed!r} + "/tests"], {own!r})
+    try:
+        exec(compile({operation!r}, {patched!r}, "exec"), {{"collections": collections, "dataclasses": dataclasses, "typing": typing}})
+    except Exception:
+        pass
+    print(json.dumps("<string>" in guard.tainted))
+    """)
+
+
+@pytest.mark.parametrize("operation, tainted", [
+    ("Pair = collections.namedtuple('Pair', 'a b')", False),
+    ("@dataclasses.dataclass\nclass Box:\n    size: int = 0\n    name: str = 'x'\n", False),
+    ("Rows = typing.List['typing.Optional[int]']\nEither = typing.List['int | str']", False),
+    # the patch's own exec, and templates that would carry the patch's text: the name is the patch's
+    ("exec('x = 1')", True),
+    ("Rows = typing.List[\"__import__('os').getcwd() and int\"]", True),
+])
+def test_what_the_standard_librarys_templates_compile_for_the_patch_is_not_its_code(tmp_path, operation, tainted) -> None:
+    testbed = tmp_path / "testbed"
+    (testbed / "tests").mkdir(parents=True)
+    patched = str(testbed / "pkg" / "core.py")
+    script = TAINT_SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), testbed=str(testbed), patched=patched,
+                                 own=str(tmp_path / "own"), operation=operation)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout.strip().splitlines()[-1]) is tainted, (operation, done.stdout)
+
+
+def test_a_dataclass_whose_field_names_are_not_identifiers_is_not_a_checked_template() -> None:
+    """`dataclasses` writes field names into the source it compiles unchecked: only a class whose
+    annotation names are all identifiers leaves nothing of the patch's text in it."""
+    def _process_class(cls):  # noqa: ANN001, ANN202  (named as dataclasses' own, whose frame is read)
+        return audit_hook._checked_template("dataclass", sys._getframe(), "compile", ("...", "<string>"))
+
+    assert _process_class(type("Plain", (), {"__annotations__": {"size": int, "name": str}}))
+    assert not _process_class(type("Crafted", (), {"__annotations__": {"size=print()": int}}))
