@@ -62,7 +62,7 @@ _IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
 _OPEN = open  # taken before any code of the repository runs
 # Standard library modules whose native callables call Python code they hold (`Guard._native_and_trusted`).
 _WRAPPING_MODULES = frozenset(("builtins", "functools", "operator", "weakref", "ctypes", "types", "itertools", "abc",
-                               "thread", "threading", "asyncio", "contextvars", "collections"))
+                               "thread", "threading", "asyncio", "contextvars", "collections", "typing"))
 # Standard library modules that compile code from templates of their own, for the module that
 # imports: what they compile for the patch's namedtuple, dataclass or string annotation is not the
 # patch compiling, where the text that goes into the template is checked (`_checked_template`).
@@ -87,12 +87,17 @@ def _checked_template(kind, caller, event, args):
     if kind == "namedtuple":
         return True
     if kind == "dataclass":
+        # Every field that reaches the template, inherited ones too (a base's `__dataclass_fields__`
+        # the patch wrote by hand carried code into a generated `__eq__`: red team rt20, reward 1):
+        # `_process_class`'s own `fields`, each `Field.name` a plain `str` that is an identifier.
         frame = caller
         while frame is not None and frame.f_code.co_name != "_process_class":
             frame = frame.f_back
-        cls = frame.f_locals.get("cls") if frame is not None else None
-        names = vars(cls).get("__annotations__", {}) if isinstance(cls, type) else None
-        return isinstance(names, dict) and all(isinstance(n, str) and n.isidentifier() for n in names)
+        fields = frame.f_locals.get("fields") if frame is not None else None
+        if type(fields) is not dict:
+            return False
+        return all(type(name) is str and name.isidentifier() and type(getattr(field, "name", None)) is str
+                   and field.name.isidentifier() for name, field in fields.items())
     if event == "compile":
         source = args[0] if args else None
         if isinstance(source, bytes):
@@ -540,7 +545,9 @@ class Guard(object):
         callables that call Python code they hold (`functools.partial` and `lru_cache`'s wrapper,
         `operator`'s getters, weak proxies, ctypes' callbacks) still count."""
         kind = type(function)
-        if type(getattr(kind, "__call__", None)).__name__ != "wrapper_descriptor":
+        # its own C call: a class (a `typing.Protocol` subclass: its metaclass's inherited call runs
+        # the patch's `__init__`, red team rt20) or a type whose call is inherited is not one
+        if isinstance(function, type) or type(vars(kind).get("__call__")).__name__ != "wrapper_descriptor":
             return False
         name = str(getattr(kind, "__module__", "") or "")
         if name.split(".")[0].lstrip("_") in _WRAPPING_MODULES:

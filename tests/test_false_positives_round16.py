@@ -185,9 +185,36 @@ def test_what_the_standard_librarys_templates_compile_for_the_patch_is_not_its_c
 
 def test_a_dataclass_whose_field_names_are_not_identifiers_is_not_a_checked_template() -> None:
     """`dataclasses` writes field names into the source it compiles unchecked: only a class whose
-    annotation names are all identifiers leaves nothing of the patch's text in it."""
-    def _process_class(cls):  # noqa: ANN001, ANN202  (named as dataclasses' own, whose frame is read)
+    fields' names are all plain identifiers leaves nothing of the patch's text in it."""
+    import dataclasses
+
+    def _process_class(fields):  # noqa: ANN001, ANN202  (named as dataclasses' own, whose `fields` is read)
         return audit_hook._checked_template("dataclass", sys._getframe(), "compile", ("...", "<string>"))
 
-    assert _process_class(type("Plain", (), {"__annotations__": {"size": int, "name": str}}))
-    assert not _process_class(type("Crafted", (), {"__annotations__": {"size=print()": int}}))
+    def field(name):
+        made = dataclasses.field()
+        made.name = name
+        return made
+
+    class Lying(str):
+        def isidentifier(self):
+            return True
+
+    assert _process_class({"size": field("size"), "name": field("name")})
+    assert not _process_class({"size=print()": field("size=print()")})
+    # every field that reaches the template, inherited ones too: a base's `__dataclass_fields__` the
+    # patch wrote by hand carried code into a generated `__eq__` (red team rt20, reward 1)
+    assert not _process_class({"size": field("size"), "x": field("x==__import__('sys').settrace(None)")})
+    assert not _process_class({"size": field(Lying("size) or print("))})
+    assert not _process_class(None)
+
+
+def test_a_class_as_a_trace_function_runs_its_own_python_and_is_not_a_native_tracer(tmp_path) -> None:
+    import typing
+
+    class Tracer(typing.Protocol):  # its metaclass comes from `typing`; calling it runs this `__init__`
+        def __init__(self, *args):
+            pass
+
+    guard = audit_hook.Guard(str(tmp_path), set(), set(), [str(tmp_path / "tests")], str(tmp_path / "own"))
+    assert not guard._native_and_trusted(Tracer) and not guard._native_and_trusted(Tracer.__init__)
