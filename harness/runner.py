@@ -6,8 +6,9 @@ test files `test_patch` touches), for `unittest` the signed unittest runner
 (`python -m patchgym_unittest_reporter <test ids>`, unittest's TextTestRunner at verbosity 2).
 
 `run_tests` writes the reporter plugin into a fresh directory under the sandbox's /tmp, runs the
-command with a controlled environment (`PYTEST_ADDOPTS` replaced by `-p no:cacheprovider`,
-`PYTHONDONTWRITEBYTECODE=1`, the plugin on `PYTEST_PLUGINS`), passes the plugin its key on stdin,
+command with a controlled environment (`PYTEST_ADDOPTS` replaced by `-p no:cacheprovider`, the
+plugin's `-p` and `QUIET_REPORTERS_OFF`, `PYTHONDONTWRITEBYTECODE=1`, the plugin on
+`PYTEST_PLUGINS`), passes the plugin its key on stdin,
 and collects the output and the signed stream.
 """
 
