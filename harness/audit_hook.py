@@ -120,6 +120,8 @@ _TYPE_EXPRESSION = frozenset(("Expression", "Name", "Load", "Attribute", "Subscr
 
 
 def _walk(node):
+    """`ast.walk`, held here: the module's own looks up `iter_child_nodes` at each call, which the
+    repository's code could have replaced by the time an annotation is judged."""
     todo = [node]
     while todo:
         current = todo.pop()
@@ -536,6 +538,15 @@ class Guard(object):
                 continue
             if code is None or self.untrusted_file(code.co_filename):
                 self.found("changed", "{} function from {}".format(key, code.co_filename if code is not None else repr(type(function))))
+
+    def untrusted_pseudo_file(self, filename):
+        """Whether code compiled under the `<...>` name `filename` is to be taken for the patch's in
+        the reporters' provenance walks: a name the patch's code compiled under (`tainted`), or the
+        plain `<string>`, which anyone's `exec` of a string gives (a dataclass's generated methods
+        among them). Other names a library gives its generated code (SQLAlchemy's
+        `<sqlalchemy generated decorate() wrapper>`) are not: every graded test such a wrapper
+        skipped honestly was `skip_from_patched_file` on every patch (fpR)."""
+        return filename == "<string>" or filename in self.tainted
 
     def _native_and_trusted(self, function):
         """Whether a trace or profile function with no code is an object of a native type (its

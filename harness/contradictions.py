@@ -273,8 +273,7 @@ def _fallback(statement, helpers=frozenset()):
             if not isinstance(test.comparators[0], ast.Constant) and not isinstance(test.left, ast.Constant):
                 return _sides(test.comparators[0], test.left), "wrap"
         return [test], "negate"
-    call = _self_call(statement, _calls.EQUAL_METHODS)
-    pair = (call.args[0], call.args[1]) if call is not None and len(call.args) >= 2 else _helper_pair(statement, helpers)
+    pair = _equality_pair(statement, helpers)
     if pair is not None and not any(isinstance(a, ast.Constant) for a in pair):
         return _sides(pair[1], pair[0]), "wrap"
     call = _self_call(statement, _TRUTH_METHODS)
@@ -291,6 +290,20 @@ def _sides(second, first):
     if calls[0] != calls[1]:
         return [first] if calls[0] else [second]
     return [second, first] if calls[0] else [second]
+
+
+def _equality_pair(statement, helpers):
+    """(X, E) of an equality the statement asserts: `assert X == E`, `self.assertEqual(X, E)` (and
+    its kin), or a call of one of the test modules' equality helpers; None otherwise."""
+    if isinstance(statement, ast.Assert):
+        test = statement.test
+        if isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
+            return test.left, test.comparators[0]
+        return None
+    call = _self_call(statement, _calls.EQUAL_METHODS)
+    if call is not None and len(call.args) >= 2:
+        return call.args[0], call.args[1]
+    return _helper_pair(statement, helpers)
 
 
 def _helper_pair(statement, helpers):
@@ -327,14 +340,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
     fallback = None
     found = {}
     for statement in _statements(function.body):
-        pair = None
-        if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
-            test = statement.test
-            if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-                pair = (test.left, test.comparators[0])
-        else:
-            call = _self_call(statement, _calls.EQUAL_METHODS)
-            pair = (call.args[0], call.args[1]) if call is not None and len(call.args) >= 2 else _helper_pair(statement, helpers)
+        pair = _equality_pair(statement, helpers)
         if "change" not in found and isinstance(statement, ast.Assert) and _membership(statement.test):
             found["change"] = (statement.test.comparators[0], "change_all", _calls.literal(statement.test.comparators[0])[1])
         comparison = _calls.comparison_pair(statement)
@@ -448,16 +454,9 @@ def _guarded_change(statement, how, helpers):
     raising = _calls.expected_raise(statement)
     if raising is not None:  # in one copy; in the others the check stays, so the assertions on what it caught decide
         return (raising[0], "raise_other", raising[1]) if how == "guarded_wrap" else None
-    pair = None
-    if isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare):
-        test = statement.test
-        if len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq):
-            pair = (test.left, test.comparators[0])
-        elif _membership(test):
-            return test.comparators[0], "change_all", _calls.literal(test.comparators[0])[1]
-    elif not isinstance(statement, ast.Assert):
-        call = _self_call(statement, _calls.EQUAL_METHODS)
-        pair = (call.args[0], call.args[1]) if call is not None and len(call.args) >= 2 else _helper_pair(statement, helpers)
+    if isinstance(statement, ast.Assert) and _membership(statement.test):
+        return statement.test.comparators[0], "change_all", _calls.literal(statement.test.comparators[0])[1]
+    pair = _equality_pair(statement, helpers)
     if pair is not None:
         node, value, inside = _expected_side(pair, {})
         if node is not None:
@@ -507,8 +506,8 @@ def guarded_copy(lines, function, new_name, how, helpers, rng):
         else:  # a raising `with` block: `return` on the line after it
             out.insert(at + 1, indent + "return")
         out = _splice(out, node, text, first)
-    body_indent = lines[function.body[0].lineno - 1][: len(lines[function.body[0].lineno - 1]) - len(lines[function.body[0].lineno - 1].lstrip())]
-    return out + [body_indent + "assert False"]
+    first_line = lines[function.body[0].lineno - 1]
+    return out + [first_line[: len(first_line) - len(first_line.lstrip())] + "assert False"]
 
 
 def _parameters(function, starred=True):
@@ -703,13 +702,14 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
         for node, how, value in targets(function, known, helpers, own_decorators):
             if len(chosen) + len(copies) >= min(limit, PER_FILE):
                 break
-            text = None if how in GUARDED else replacement(lines, node, how, value, rng)
-            if text is None and how not in GUARDED:
-                continue
-            name = name_for(function.name)
             if how in GUARDED:
+                name = name_for(function.name)
                 new_lines = guarded_copy(lines, function, name, how, helpers, rng)
             else:
+                text = replacement(lines, node, how, value, rng)
+                if text is None:
+                    continue
+                name = name_for(function.name)
                 new_lines = copy_with(lines, function, name, node, text)
             if new_lines is None:
                 continue

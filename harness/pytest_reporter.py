@@ -660,20 +660,16 @@ class Reporter:
 
     def _untrusted_source(self, filenames):
         """The first of `filenames` (code on a call stack) that is a file the patch changed, or code
-        compiled from a string by the patch's code (`Guard.tainted`), or under the plain name
-        `<string>` (with no audit hook, any `<...>`: exec'd code could come from anywhere); None if
-        none is. Why not any
-        `<...>` where the hook watches: SQLAlchemy's `@testing.requires` builds its wrapper with
-        `exec` under `<sqlalchemy generated decorate() wrapper>`, and every graded test it skipped
-        honestly was `skip_from_patched_file` on every patch (fpR)."""
+        compiled from a string that `Guard.untrusted_pseudo_file` takes for the patch's (with no
+        audit hook, any `<...>`: exec'd code could come from anywhere); None if none is."""
         for filename in filenames:
             if not filename:
                 continue
             if filename.startswith("<"):
                 if filename.startswith(_TRUSTED_PSEUDO_FILES):
                     continue
-                if self._guard is None or filename == "<string>" or filename in self._guard.tainted:
-                    return filename  # (plain `exec` of a string: anyone's, a dataclass `__init__` an annotation fed)
+                if self._guard is None or self._guard.untrusted_pseudo_file(filename):
+                    return filename
             elif self._is_patched(filename):
                 return os.path.relpath(os.path.realpath(filename), self._testbed)
         return None
@@ -1919,7 +1915,6 @@ class Reporter:
             if real in self._sources.sources and not self._sources.declares(real):
                 self._undeclared_marks[item.nodeid] = ", ".join(names)
 
-    @pytest.hookimpl(trylast=True)
     def _adopt_rootdir(self, config):
         """Put the task's ids into pytest's node ids where pytest's rootdir is not the folder it was
         invoked in (a `tests/pytest.ini`, pandas' nested `pyproject.toml`: every node id is then
@@ -1950,6 +1945,7 @@ class Reporter:
         """A node id as the task and pytest's `-rA` lines name it (`Config.cwd_relative_nodeid`)."""
         return nodeid if self._rootdir == self._invoked else self._moved(nodeid, self._rootdir, self._invoked)
 
+    @pytest.hookimpl(trylast=True)
     def pytest_collection_finish(self, session):
         self._collected_here = bool(session.items)
         self._pinned = {}

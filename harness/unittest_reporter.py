@@ -235,10 +235,10 @@ class _Provenance:
         while frame is not None:
             filename = frame.f_code.co_filename
             frame = frame.f_back
-            if filename.startswith("<"):  # exec'd code: the patch's where it compiled it (Guard.tainted)
+            if filename.startswith("<"):  # exec'd code (Guard.untrusted_pseudo_file)
                 guard = self.guard
                 if not filename.startswith(("<frozen ", "<decorator-gen-")) and (
-                        guard is None or filename == "<string>" or filename in guard.tainted):
+                        guard is None or guard.untrusted_pseudo_file(filename)):
                     return filename
             elif os.path.realpath(filename) in self._patched:
                 return os.path.relpath(os.path.realpath(filename), self._testbed)
