@@ -398,19 +398,6 @@ class _Bound:
 _METHOD_TYPE = type(_Bound().method)  # types.MethodType, without importing `types` (the reporters' imports stay few)
 
 
-def _inspect_async(function):
-    """Whether a test function is a coroutine or async generator function (or wraps one): what an
-    async plugin runs its own way."""
-    seen = 0
-    while function is not None and seen < 20:
-        seen += 1
-        code = getattr(getattr(function, "__func__", function), "__code__", None)
-        if code is not None and code.co_flags & (_RESUMABLE | 0x100):  # 0x100: CO_ITERABLE_COROUTINE
-            return True
-        function = getattr(function, "__wrapped__", None)
-    return False
-
-
 def _holds(declared, function):
     """Whether `declared`, what `@pytest.fixture` left under a name, is `function`'s fixture: the
     function itself, pytest >= 8.4's FixtureFunctionDefinition, or the earlier wrapper that fails
@@ -1304,8 +1291,8 @@ class Reporter:
         function is really called: that hook may claim the call and return without making it. Red
         teaming of the configured plugins: one that returned True for the graded tests by name got
         reward 1, the canaries and the copies, which it did not name, failing honestly. A plain
-        (not async) test's function is watched through the call; async ones are their plugins'
-        to run (None: not watched)."""
+        test function is watched through its call, a coroutine function through its await (the
+        hook's plugin runs it); anything else is not watched (None)."""
         try:
             impls = self._config.pluginmanager.hook.pytest_pyfunc_call.get_hookimpls()
         except AttributeError:
@@ -1313,23 +1300,43 @@ class Reporter:
         if not any(self._is_patched(getattr(getattr(impl.function, "__code__", None), "co_filename", "")) for impl in impls):
             return None
         original = item.obj
-        if _inspect_async(original):
-            return None
+        code = getattr(original, "__code__", None) if type(original).__name__ in ("function", "method") else None
+        if code is None or code.co_flags & (_RESUMABLE | 0x100) and not code.co_flags & 0x80:
+            return None  # not a plain function, or a generator's: left to the plugins that run such
         funcargs = dict(getattr(item, "funcargs", None) or {})
         names = tuple(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
         calls = []  # per call: None (as pytest calls it, returned), or what was wrong with it
 
-        def called(*args, **kwargs):
+        def as_collected(args, kwargs):
             if args or set(kwargs) != set(names) or any(kwargs[n] is not funcargs.get(n) for n in names):
                 calls.append("called with other arguments than its fixtures' values")
-            try:
-                result = original(*args, **kwargs)
-            except BaseException:
-                calls.append("its failure did not reach pytest")  # unless the hook raises in turn
-                raise
-            calls.append(None)
-            return result
 
+        if code.co_flags & 0x80:  # CO_COROUTINE: its body runs when the plugin awaits it
+            async def called(*args, **kwargs):
+                as_collected(args, kwargs)
+                try:
+                    result = await original(*args, **kwargs)
+                except BaseException:
+                    calls.append("its failure did not reach pytest")  # unless the hook raises in turn
+                    raise
+                calls.append(None)
+                return result
+        else:
+            def called(*args, **kwargs):
+                as_collected(args, kwargs)
+                try:
+                    result = original(*args, **kwargs)
+                except BaseException:
+                    calls.append("its failure did not reach pytest")
+                    raise
+                calls.append(None)
+                return result
+        for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
+            try:
+                setattr(called, attribute, getattr(original, attribute))
+            except (AttributeError, TypeError):
+                pass
+        called.__wrapped__ = original  # what inspects the signature sees the test's
         item.obj = called
         return original, calls
 

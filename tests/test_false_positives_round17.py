@@ -12,7 +12,11 @@
 
 What stays the patch's: a hook of such a plugin that rewrites failures still fails the run (the
 report checks and the canaries judge it), and a base-class fixture that overrides another fixture
-(a conftest's) is not the library's by inheritance.
+(a conftest's) is not the library's by inheritance. Found red-teaming the first: a
+`pytest_pyfunc_call` of that plugin returning True for the graded tests, named, without calling
+them got reward 1 (the canaries and copies, not named, failed honestly). Where a patched file
+implements that hook, a test's function is now watched through its call or its await
+(`Reporter._watch_the_body`).
 """
 
 from __future__ import annotations
@@ -142,5 +146,27 @@ def test_a_pyfunc_call_hook_of_the_repositorys_plugin_must_call_the_test_as_coll
                               factory=FACTORY, deadline_s=120)
         assert _resolved(verdict), verdict.model_dump_json(indent=1)
     lie = {"calc/testing_plugin.py": PLUGIN + PYFUNC_HOOKS[hook]}
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, lie), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("test_function_not_called_as_collected" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+ASYNC_PLUGIN = PLUGIN + ("\n\nimport asyncio\nimport inspect\n\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_pyfunc_call(pyfuncitem):\n"
+                         "    if not inspect.iscoroutinefunction(pyfuncitem.obj):\n        return None\n"
+                         "    asyncio.run(pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in pyfuncitem._fixtureinfo.argnames}))\n"
+                         "    return True\n")
+
+
+@needs_sandbox
+def test_an_async_test_the_repositorys_plugin_runs_is_watched_through_its_await(tmp_path) -> None:
+    """The plugin runs coroutine tests (as aiohttp's does): a fix of it resolves; the same plugin
+    made to claim the graded coroutine without awaiting it is the patch's lie."""
+    base = {**BASE_FILES, **LOADERS["pytest_plugins"], "calc/testing_plugin.py": ASYNC_PLUGIN.replace("'setup_test'", "'setup_tests'")}
+    prepared, _ = build_prepared(tmp_path, instance_id="pyfunc-async", base_files=base,
+                                 test_patch_files={"tests/test_add.py": "from calc import add\n\n\nasync def test_add():\n    assert add(2, 3) == 5\n"},
+                                 fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=["tests/test_ops.py::test_sub"])
+    fix = {**GOLD_FILES, "calc/testing_plugin.py": ASYNC_PLUGIN}
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, fix), factory=FACTORY, deadline_s=120)
+    assert _resolved(verdict), verdict.model_dump_json(indent=1)
+    lie = {"calc/testing_plugin.py": ASYNC_PLUGIN.replace("    asyncio.run(", "    pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in pyfuncitem._fixtureinfo.argnames}).close()\n    0 and asyncio.run(")}
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, lie), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and any("test_function_not_called_as_collected" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
