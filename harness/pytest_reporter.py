@@ -163,6 +163,14 @@ def _code_filename(entry):
         return str(getattr(entry, "path", "") or "")
 
 
+def _a_doctest_id(test_id):
+    """Whether a graded id is a doctest's: `pkg/mod.py::pkg.mod.name` (`--doctest-modules`) or
+    `docs/usage.rst::usage.rst` (a text file's, `--doctest-glob`)."""
+    path, _, name = test_id.partition("::")
+    name = name.split("[", 1)[0]
+    return bool(name) and "::" not in name and (path.endswith(".py") and "." in name or name == path.rsplit("/", 1)[-1])
+
+
 def _doctest_machinery():
     """doctest's and pytest's doctest runner and checker, with pytest's lazily made classes made
     now (so that their making is not a change): what decides a graded doctest's outcome. Red team
@@ -643,7 +651,7 @@ class Reporter:
         self._pass_hook = None  # whether pytest's assertion-pass hook is on (rewritten passing asserts format too)
         self._explain = self._watch_failed_asserts()
         # Snapshots last, so that the wrappers installed above are part of them.
-        self._machinery = _machinery(bool(self._doctests))
+        self._machinery = _machinery(bool(self._doctests) or any(_a_doctest_id(g) for g in self._graded or ()))
         self._namespace = _namespace()
         self._class_keys = _class_keys()
         self._codes = _code_snapshot(self._machinery + self._namespace)
@@ -1212,6 +1220,9 @@ class Reporter:
                 report = None
             self._judge_report(item, call, report, excinfo)
 
+    def _is_graded(self, nodeid):
+        return self._graded is None or nodeid in self._graded or nodeid.startswith(self._graded_cut)
+
     def _probe_doctest_checker(self, item):
         """After a graded doctest ran: does the checker its runner used tell two different numbers
         apart? One that accepts any output passes every doctest, the broken ones too; its
@@ -1255,7 +1266,7 @@ class Reporter:
         running = self._running
         if running is not None and running[0] is item and report is not None:
             running[2][call.when] = report
-        if call.when == "call" and item.nodeid in self._doctests:
+        if call.when == "call" and getattr(item, "dtest", None) is not None and self._is_graded(item.nodeid):
             self._probe_doctest_checker(item)
         if raised is not None and excinfo is None:
             self._untrusted.setdefault(item.nodeid, ("call_result_changed", "its exception was cleared"))
@@ -2062,7 +2073,7 @@ class Reporter:
             fields["status"] = "FAILED"
             what, origin = self._untrusted[nodeid]
             fields["note"] = f"{status.lower()} from untrusted code ({what}: {origin})"
-            if self._graded is None or nodeid in self._graded or nodeid.startswith(self._graded_cut):
+            if self._is_graded(nodeid):
                 # Only a graded test's: patched library code that skips a test nobody grades is what
                 # an honest fix of that code does (sklearn's estimator checks skip through
                 # `_maybe_skip`); the graded ones would have needed it to hide a failure.

@@ -84,3 +84,17 @@ def test_an_installed_doctest_plugins_own_classes_in_pytests_place(tmp_path, whe
         verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": FIXED, "calc/plugin_impl.py": DOCTEST_PLUGIN}),
                               factory=FACTORY, deadline_s=120)
         assert verdict.reward == 0.0 and any("replaced" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+def test_a_lenient_checker_does_not_pass_a_text_files_graded_doctest(tmp_path) -> None:
+    base = {**BASE_FILES, "docs/usage.rst": "Usage\n=====\n\n>>> from calc import add\n>>> add(2, 3)\n5\n",
+            "pyproject.toml": BASE_FILES["pyproject.toml"].replace(
+                "[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = \"--doctest-glob='*.rst'\"\n")}
+    prepared, gold = build_prepared(tmp_path, instance_id="rt21-rst", base_files=base,
+                                    test_patch_files={"tests/test_ops.py": BASE_FILES["tests/test_ops.py"]},
+                                    fail_to_pass=["docs/usage.rst::usage.rst"])
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+    lenient = {"calc/ops.py": LENIENT["class-attribute"] + BASE_FILES["calc/ops.py"]}
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, lenient), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("doctest_checker_accepts_wrong_output" in f or "replaced" in f for f in verdict.flags), verdict.flags
