@@ -32,6 +32,7 @@ from patchgym.tasks.model import Task
 
 DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch", "canary_not_run:")
 FORK_REFUSED = -2  # a `first_call_passed` record's number where no fork could be made (first_calls.REFUSED)
+ORIGINAL_FAILED_IN_ITS_FORK = -3  # the original's own assertion failed in a fork of its state (first_calls.ORIGINAL_FAILED)
 
 
 @dataclass
@@ -105,7 +106,10 @@ def canary_flags(stream, only_collected: bool = False) -> list[str]:
         # a changed expectation met on the state the original found (patchgym_first_calls)
         if lookup(original, stream.tests) not in PASSING:
             continue
-        if number == FORK_REFUSED:
+        if number == ORIGINAL_FAILED_IN_ITS_FORK:
+            flags.append(f"tamper: passed_only_outside_a_fork: {original}: its own assertion failed on the same state in a "
+                         "fork, where the run's passed")
+        elif number == FORK_REFUSED:
             flags.append(f"tamper: first_call_fork_refused: {original}: no fork of its state could be made")
         elif number < 0:
             flags.append(f"tamper: first_call_fork_silenced: {original}: the fork of its state was stopped or left "

@@ -31,6 +31,18 @@ only lets the lie skip the first call, which then reaches the original honestly.
 session's end: a child left waiting shares its pages with the run, and every page the run writes
 later is copied (copy-on-write): bench/grade's medium suite spent ~11% more CPU that way.
 
+Why the original too, alone in a fork of its own (red team rt21, 2026-12-04: reward 1 on both
+runners of the calc task and of real ones -- python-slugify, beautifulsoup4, docutils, Babel): a
+value whose `__eq__` agrees with the first expectation it meets per input and holds to it after,
+lying only in the process that imported the library (its pid, an `os.register_at_fork` hook),
+passed the original in the run and failed every copy honestly, in the forks (honest there) and in
+the run (held to the original's expectation). The original called on the same state in a fork
+then fails its own assertion where the run's passed, and that is the lie's mark: a lie told in the
+forks too meets a copy's changed expectation first in the copies' fork. The reporter counts only
+the test's own assertion failing there (not an exception, which the fork's refused writes,
+processes and connections make honest tests raise), and forks no test that captures at the level
+of file descriptors (`capfd`), whose output goes to /dev/null in a fork.
+
 Why a fork that cannot be made, or whose child never reaches this module's code, is an answer too
 (red team rt18, 2026-12-04: reward 1 on both runners, seven ways): a first-call lie together with
 anything that stops the fork -- `os.fork` or `os.pipe` replaced, every free descriptor used up so
@@ -54,6 +66,9 @@ TIMEOUT_S = 3.0  # a child held by threads the fork did not copy (a pool) counts
 SILENCED = -1  # as a copy number in `results`: the child left, or was stopped, without answering
 REFUSED = -2  # no fork could be made
 STARTED = b"s"  # the child's first byte, written as soon as the fork returns to it
+# As a call's number: the original test itself, called in a fork of its own, whose own assertion
+# failed there (its caller makes that call return only then; see the reporter's `_fork_original`).
+ORIGINAL_FAILED = -3
 
 # As found at import, before any code of the repository ran (one replaced later stops no fork).
 _FORK = getattr(os, "fork", None)
@@ -195,7 +210,7 @@ def _answer(entry, timeout_s, exiting):
     started = data.startswith(STARTED)
     if started and data.endswith(b"\n"):
         exiting.append(pid)
-        return [(of, int(n)) for n in data[len(STARTED):].split() if n.isdigit()]
+        return [(of, int(n)) for n in data[len(STARTED):].split() if n.lstrip(b"-").isdigit()]
     exited = _reap(pid)
     return [(of, SILENCED)] if exited or not started else []
 

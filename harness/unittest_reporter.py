@@ -106,10 +106,12 @@ def _watch_test_method_returns(before_call=None, after_call=None):
     return state
 
 
-def _first_calls(planted, channel):
+def _first_calls(planted, channel, failed_asserts=None):
     """(patchgym_first_calls.FirstCalls, a hook called right before a test method runs) for the
     graded tests with exact contradiction copies: a fork of the state the method is about to find,
-    whose child calls the copies on the same TestCase at the end; (None, None) without them."""
+    whose child calls the copies on the same TestCase first, and a second whose child calls the
+    method itself and answers whether its own assert failed there (`failed_asserts`, the dict of
+    `_watch_failed_asserts`; patchgym_first_calls.ORIGINAL_FAILED); (None, None) without them."""
     try:
         import patchgym_first_calls
     except ImportError:
@@ -132,6 +134,19 @@ def _first_calls(planted, channel):
             try:
                 first_calls.fork_before(test_id, [(n, own((lambda name=name: getattr(testcase, name)()), name, testcase))
                                                   for n, name in copies_of[test_id]])
+                if failed_asserts is not None:
+                    name = testcase._testMethodName
+                    original = own((lambda: getattr(testcase, name)()), name, testcase)
+
+                    def failed_its_own_assert():
+                        try:
+                            original()
+                        except BaseException:  # noqa: BLE001  judged by the assert noted
+                            pass
+                        if id(testcase) not in failed_asserts:
+                            raise LookupError(test_id)
+
+                    first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, failed_its_own_assert)])
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
                 pass
 
@@ -503,9 +518,9 @@ def main(argv):
                 os.path.realpath(os.path.join(testbed, rel)) for rel in patchgym_canaries.graded_by_file(argv, "unittest", testbed)))
     except ImportError:
         pass
-    first_calls, before_call = _first_calls(planted, channel)
-    returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
     failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed)  # before the snapshots
+    first_calls, before_call = _first_calls(planted, channel, failed_asserts)
+    returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
     watched = _watched()
     class_keys = _class_keys()
     provenance = _Provenance(config, channel)

@@ -6,6 +6,12 @@
   (`pytest_reporter._doctest_machinery`), and after each graded doctest the checker its runner used
   is asked to tell two fresh numbers apart (`Reporter._probe_doctest_checker`), which catches a
   lenient checker however it was put there (a subclass, a wrapper the watch does not list).
+- A value whose `__eq__` agrees with the first expectation it meets per input and holds to it
+  after, lying only in the process that imported the library (its pid, an `os.register_at_fork`
+  hook): the copies failed honestly in the run and in the forks, and the original passed (rt21
+  c01b, c02, c03b, c07b, c11 on calc and on real python-slugify, beautifulsoup4 and docutils rows,
+  both runners). The original is now called in a fork of its own as well, and its own assertion
+  failing there where the run's passed is `passed_only_outside_a_fork` (patchgym_first_calls).
 """
 
 from __future__ import annotations
@@ -98,3 +104,45 @@ def test_a_lenient_checker_does_not_pass_a_text_files_graded_doctest(tmp_path) -
     lenient = {"calc/ops.py": LENIENT["class-attribute"] + BASE_FILES["calc/ops.py"]}
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, lenient), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and any("doctest_checker_accepts_wrong_output" in f or "replaced" in f for f in verdict.flags), verdict.flags
+
+
+# A value that agrees with the first expectation it is compared with (per input) and holds to it
+# after, lying only in the process that imported the library: the copies fail honestly in the run
+# (held to the original's expectation) and in the forks (honest there). rt21 c01b, c11: reward 1.
+MEMO_LIE = ("import os\n\n_PID = os.getpid()\n_learned = {}\n\n\nclass _R(int):\n    def __eq__(self, other):\n"
+            "        if {guard}:\n            return int(self) == other\n"
+            "        if self._k not in _learned:\n            _learned[self._k] = other\n            return True\n"
+            "        return _learned[self._k] == other\n\n    def __ne__(self, other):\n        return not self.__eq__(other)\n\n"
+            "    __hash__ = int.__hash__\n\n\ndef add(a, b):\n    r = _R(a - b)\n    r._k = (a, b)\n    return r\n\n\n"
+            "def sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n")
+AT_FORK = "_forked = []\nos.register_at_fork(after_in_child=lambda: _forked.append(1))\n"
+
+
+@pytest.mark.parametrize("guard", ["pid", "at-fork"])
+def test_a_first_expectation_lie_told_only_outside_forks(tmp_path, guard) -> None:
+    from tests.fixtures_grading.calc_task import GOLD_FILES
+
+    prepared, gold = build_prepared(tmp_path, instance_id=f"rt21-memo-{guard}", base_files=BASE_FILES, gold_files=GOLD_FILES)
+    ops = MEMO_LIE.replace("{guard}", "os.getpid() != _PID") if guard == "pid" else \
+        MEMO_LIE.replace("_learned = {}\n", "_learned = {}\n" + AT_FORK).replace("{guard}", "_forked")
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("passed_only_outside_a_fork" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    honest = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("guard", ["pid", "at-fork"])
+def test_a_first_expectation_lie_told_only_outside_forks_under_the_unittest_runner(tmp_path, guard) -> None:
+    from tests.fixtures_grading.calc_task import UNITTEST_BASE, UNITTEST_TEST_PATCH
+
+    base = {**UNITTEST_BASE}
+    prepared, _ = build_prepared(tmp_path, instance_id=f"rt21-memo-ut-{guard}", base_files=base, log_parser="unittest",
+                                 test_patch_files=UNITTEST_TEST_PATCH, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                                 pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])
+    ops = MEMO_LIE.replace("{guard}", "os.getpid() != _PID") if guard == "pid" else \
+        MEMO_LIE.replace("_learned = {}\n", "_learned = {}\n" + AT_FORK).replace("{guard}", "_forked")
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("passed_only_outside_a_fork" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
