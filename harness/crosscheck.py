@@ -33,6 +33,7 @@ from patchgym.tasks.model import Task
 DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch", "canary_not_run:")
 FORK_REFUSED = -2  # a `first_call_passed` record's number where no fork could be made (first_calls.REFUSED)
 ORIGINAL_FAILED_IN_ITS_FORK = -3  # the original's own assertion failed in a fork of its state (first_calls.ORIGINAL_FAILED)
+DOCTEST_COPY_PASSED = -4  # a graded doctest with every expected output changed passed in a fork (first_calls.DOCTEST_COPY_PASSED)
 
 
 @dataclass
@@ -106,7 +107,10 @@ def canary_flags(stream, only_collected: bool = False) -> list[str]:
         # a changed expectation met on the state the original found (patchgym_first_calls)
         if lookup(original, stream.tests) not in PASSING:
             continue
-        if number == ORIGINAL_FAILED_IN_ITS_FORK:
+        if number == DOCTEST_COPY_PASSED:
+            flags.append(f"tamper: contradiction_passed_on_a_first_call: {original} with every expected output changed, "
+                         "passed in a fork of its state")
+        elif number == ORIGINAL_FAILED_IN_ITS_FORK:
             flags.append(f"tamper: passed_only_outside_a_fork: {original}: its own assertion failed on the same state in a "
                          "fork, where the run's passed")
         elif number == FORK_REFUSED:

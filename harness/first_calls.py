@@ -69,6 +69,9 @@ STARTED = b"s"  # the child's first byte, written as soon as the fork returns to
 # As a call's number: the original test itself, called in a fork of its own, whose own assertion
 # failed there (its caller makes that call return only then; see the reporter's `_fork_original`).
 ORIGINAL_FAILED = -3
+# As a call's number: a graded doctest's copy with every expected output changed, which passed in
+# its fork (the reporter's `_fork_doctest`).
+DOCTEST_COPY_PASSED = -4
 
 # As found at import, before any code of the repository ran (one replaced later stops no fork).
 _FORK = getattr(os, "fork", None)

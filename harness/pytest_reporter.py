@@ -597,6 +597,7 @@ class Reporter:
             self._as_its_own_test = patchgym_first_calls.as_its_own_test
             self._exact_first = patchgym_first_calls.exact_first
             self._original_failed = patchgym_first_calls.ORIGINAL_FAILED
+            self._doctest_copy_passed = patchgym_first_calls.DOCTEST_COPY_PASSED
         except ImportError:
             self._first_calls = None
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
@@ -1339,6 +1340,7 @@ class Reporter:
         self._check_doctest(item)
         self.check_test_globals(getattr(item, "module", None))
         self._fork_first_calls(item)
+        self._fork_doctest(item)
 
     if _NEW_STYLE_WRAPPERS:
         @pytest.hookimpl(wrapper=True, tryfirst=True)
@@ -1470,6 +1472,49 @@ class Reporter:
         self._fork(item, calls)
         if not _FD_CAPTURE.intersection(names):
             self._fork_original(item, own(caller(item), item.name, None, item.nodeid))
+
+    def _fork_doctest(self, item):
+        """A graded FAIL_TO_PASS doctest, forked as a test function with copies is: one child runs a
+        copy whose every expected output is changed, which must fail; another runs the doctest
+        itself, whose output failing to match there, where the run's matches, is a lie told only
+        outside forks. Why: a doctest has no contradiction copies, and a library printing the
+        running example's expected output, read off the stack (a `sys.__displayhook__` of its own
+        that writes `example.want`), passed a broken one (red team rt21 e02, reward 1)."""
+        dtest, runner = getattr(item, "dtest", None), getattr(item, "runner", None)
+        if self._first_calls is None or dtest is None or runner is None or item.nodeid not in self._contradicted:
+            return
+        examples = list(getattr(dtest, "examples", None) or ())
+        if not any(getattr(example, "want", "") for example in examples):
+            return
+        token = "{}\n".format(1000 + int.from_bytes(os.urandom(3), "big"))
+        try:
+            changed = [type(e)(e.source, e.want + token if e.want else e.want, e.exc_msg, e.lineno, e.indent, e.options)
+                       for e in examples]
+            copy = type(dtest)(changed, dict(dtest.globs), dtest.name, dtest.filename, dtest.lineno, dtest.docstring)
+        except Exception:  # noqa: BLE001  another doctest: nothing forked
+            return
+
+        def run(test):
+            """The failures of a run of `test` by the item's runner (pytest's collects them, or
+            raises the first): [] where it passed."""
+            failures = []
+            try:
+                runner.run(test, out=failures)
+            except Exception as exc:  # noqa: BLE001
+                failures.append(exc)
+            return failures
+
+        def copy_passed():
+            if run(copy):
+                raise LookupError(item.nodeid)
+
+        def original_mismatched():
+            if not any(type(f).__name__ == "DocTestFailure" for f in run(dtest)):
+                raise LookupError(item.nodeid)
+
+        own = self._as_its_own_test
+        self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))])
+        self._fork(item, [(self._original_failed, own(original_mismatched, item.name, None, item.nodeid))])
 
     def _fork_original(self, item, call):
         """Fork once more, and call the original test itself on the same state in the child: its own
