@@ -101,6 +101,23 @@ def as_its_own_test(make, name, testcase=None, nodeid=None):
     return call
 
 
+def subtests_counted(call, testcase):
+    """`call` (a copy of a TestCase's test method), failing where a subtest of it failed: unittest's
+    `subTest` records the failure on the running outcome and returns, so the copy's call returned
+    as if it had passed. Why (fpT, 2026-12-04): a copy changing `expected = 5` under
+    `with self.subTest(...)` "passed" in the fork, `contradiction_passed_on_a_first_call` on the
+    gold, both runners."""
+    def checked():
+        outcome = getattr(testcase, "_outcome", None)
+        if outcome is not None:
+            outcome.success = True
+        result = call()
+        if outcome is not None and getattr(outcome, "success", True) is False:
+            raise AssertionError("a subtest failed")
+        return result
+    return checked
+
+
 class FirstCalls(object):
     """Forked children, each holding the state right before one graded test's body."""
 

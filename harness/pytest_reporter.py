@@ -597,6 +597,7 @@ class Reporter:
             self._as_its_own_test = patchgym_first_calls.as_its_own_test
             self._exact_first = patchgym_first_calls.exact_first
             self._original_failed = patchgym_first_calls.ORIGINAL_FAILED
+            self._subtests_counted = patchgym_first_calls.subtests_counted
             self._doctest_copy_passed = patchgym_first_calls.DOCTEST_COPY_PASSED
         except ImportError:
             self._first_calls = None
@@ -1433,10 +1434,12 @@ class Reporter:
         item = self._running[0] if self._running is not None else None
         copies = self._copies_to_fork(item) if item is not None else None
         if copies:
-            own = self._as_its_own_test
-            self._fork(item, [(number, own((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()),
+            own, counted = self._as_its_own_test, self._subtests_counted
+            self._fork(item, [(number, own(counted((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()), testcase),
                                            str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None)))
                               for number, copy in copies])
+            name = testcase._testMethodName
+            self._fork_original(item, own((lambda: getattr(testcase, name)()), name, testcase, item.nodeid))
 
     def _fork_first_calls(self, item):
         """A graded test with exact contradiction copies: fork the state its body is about to find;

@@ -132,7 +132,8 @@ def _first_calls(planted, channel, failed_asserts=None):
         if test_id in copies_of and test_id not in forked:
             forked.add(test_id)
             try:
-                first_calls.fork_before(test_id, [(n, own((lambda name=name: getattr(testcase, name)()), name, testcase))
+                counted = patchgym_first_calls.subtests_counted
+                first_calls.fork_before(test_id, [(n, own(counted((lambda name=name: getattr(testcase, name)()), testcase), name, testcase))
                                                   for n, name in copies_of[test_id]])
                 if failed_asserts is not None:
                     name = testcase._testMethodName

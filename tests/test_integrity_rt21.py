@@ -178,3 +178,24 @@ def test_a_doctest_lie_told_only_outside_forks(doctest_task) -> None:
         "    return a - b  # bug: should add")
     verdict = grade_patch(doctest_task, diff_of(doctest_task.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and any("passed_only_outside_a_fork" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+SUBTEST_TESTS = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
+                 "        with self.subTest('small'):\n            expected = 5\n            self.assertEqual(add(2, 3), expected)\n"
+                 "        with self.subTest('large'):\n            expected = 300\n            self.assertEqual(add(100, 200), expected)\n")
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_a_gold_whose_graded_test_holds_subtests_resolves(tmp_path, runner) -> None:
+    """fpT: the copy changing `expected` under `with self.subTest(...)` failed only inside the
+    subtest, which returns, and "passed" in the fork: the gold was tampered on both runners."""
+    from tests.fixtures_grading.calc_task import UNITTEST_BASE
+
+    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    ids = (["tests.test_add.AddTest.test_add"], ["tests.test_ops.OpsTest.test_sub"]) if runner == "unittest" else \
+        (["tests/test_add.py::AddTest::test_add"], ["tests/test_ops.py::OpsTest::test_sub"])
+    prepared, _ = build_prepared(tmp_path, instance_id=f"subtests-{runner}", base_files=UNITTEST_BASE, gold_files=fixed,
+                                 log_parser=runner, test_patch_files={"tests/test_add.py": SUBTEST_TESTS},
+                                 fail_to_pass=ids[0], pass_to_pass=ids[1])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
