@@ -222,6 +222,15 @@ def _body(rng, subject, pool, indent, unittest_style):
     return [indent + "value = repr({})".format(subject), indent + "assert value in ({!r}, {!r})".format(token, other)]
 
 
+def _async_like(nodes):
+    """"async " where every graded test beside the canary is an undecorated coroutine function (an
+    `IsolatedAsyncioTestCase`'s, or a module's run by an async plugin in auto mode or under a
+    module or class mark): the canary then runs as they do, through the same event loop, and is
+    not told from them by being plain. Why: an event loop of the library's that swallowed
+    assertion errors passed every async test while the plain canaries failed (red team rt21)."""
+    return "async " if nodes and all(isinstance(n, ast.AsyncFunctionDef) and not n.decorator_list for n in nodes) else ""
+
+
 def _runs_run_test(node):
     """Whether a class defines `runTest`: unittest (and pytest's unittest support) run it only in a
     class with no `test*` method, so a canary or a copy planted there would never run, or would stop
@@ -297,7 +306,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         anchor = max(nodes, key=lambda n: n.end_lineno)
         name = _canary_name(rng, rng.choice(module_graded), pool, taken)
         body = _body(rng, subject_for(nodes), pool, "    ", False)
-        inserts.append((anchor.end_lineno, ["", "", "def {}():".format(name)] + body, 1))
+        inserts.append((anchor.end_lineno, ["", "", "{}def {}():".format(_async_like(nodes), name)] + body, 1))
         planted.append((None, name))
     for class_name, methods in sorted(class_graded.items()):
         node = classes[class_name]
@@ -312,7 +321,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             continue
         name = _canary_name(rng, rng.choice(methods), pool, taken)
         body = _body(rng, subject_for(method_nodes), pool, indent * 2, is_testcase)
-        inserts.append((node.end_lineno, ["", indent + "def {}(self):".format(name)] + body, 1))
+        inserts.append((node.end_lineno, ["", indent + "{}def {}(self):".format(_async_like(method_nodes), name)] + body, 1))
         planted.append((class_name, name))
     if contradict and limit > 0 and not module_level_marks:
         functions = []
@@ -323,7 +332,7 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
             elif len(parts) == 2 and parts[0] in classes and not _declares_skip_or_xfail(classes[parts[0]]) \
                     and not _runs_run_test(classes[parts[0]]):
                 functions += [(parts[0], n, test_id) for n in classes[parts[0]].body
-                              if isinstance(n, ast.FunctionDef) and n.name == parts[1]]
+                              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == parts[1]]
         end_of = {name: node.end_lineno for name, node in classes.items()}
         end_of[None] = len(lines)
         for after, new_lines, container, name, test_id, twin, how in _contradictions.plan(

@@ -12,6 +12,13 @@
   c01b, c02, c03b, c07b, c11 on calc and on real python-slugify, beautifulsoup4 and docutils rows,
   both runners). The original is now called in a fork of its own as well, and its own assertion
   failing there where the run's passed is `passed_only_outside_a_fork` (patchgym_first_calls).
+- A graded doctest whose expected output the library prints itself, read off the stack (rt21 e02,
+  through `sys.__displayhook__`): graded FAIL_TO_PASS doctests are forked like tests with copies
+  (`Reporter._fork_doctest`).
+- An event loop policy of the library's whose loops swallow the assertion errors of the coroutines
+  they run (rt21 c13, c13b; an `IsolatedAsyncioTestCase`): async tests got no contradiction copies,
+  and the canaries beside them were plain functions, run outside the loop. Async tests get copies
+  now, and a canary beside undecorated async tests is async (`canaries._async_like`).
 """
 
 from __future__ import annotations
@@ -199,3 +206,42 @@ def test_a_gold_whose_graded_test_holds_subtests_resolves(tmp_path, runner) -> N
                                  fail_to_pass=ids[0], pass_to_pass=ids[1])
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+# An event loop policy of the library's whose loops swallow the assertion errors of the coroutines
+# they run (rt21 c13/c13b: an IsolatedAsyncioTestCase; reward 1, no copies were made of async tests).
+SWALLOWING_LOOP = ("import asyncio\n\n\nclass _Loop(asyncio.SelectorEventLoop):\n    def run_until_complete(self, future):\n"
+                   "        try:\n            return super().run_until_complete(future)\n        except AssertionError:\n"
+                   "            return None\n\n\nclass _Policy(asyncio.DefaultEventLoopPolicy):\n    def new_event_loop(self):\n"
+                   "        return _Loop()\n\n\nasyncio.set_event_loop_policy(_Policy())\n\n\n")
+ASYNC_CONFTEST = ("import asyncio\nimport inspect\n\nimport pytest\n\n\n@pytest.hookimpl(tryfirst=True)\ndef pytest_pyfunc_call(pyfuncitem):\n"
+                  "    if not inspect.iscoroutinefunction(pyfuncitem.obj):\n        return None\n"
+                  "    asyncio.run(pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in pyfuncitem._fixtureinfo.argnames}))\n"
+                  "    return True\n")
+
+
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_an_event_loop_that_swallows_the_async_tests_failures(tmp_path, runner) -> None:
+    from tests.fixtures_grading.calc_task import UNITTEST_BASE
+
+    if runner == "unittest":
+        tests = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.IsolatedAsyncioTestCase):\n"
+                 "    async def test_add(self):\n        assert add(2, 3) == 5\n\n    async def test_add_more(self):\n"
+                 "        self.assertEqual(add(10, 4), 14)\n")
+        prepared, _ = build_prepared(tmp_path, instance_id="rt21-loop-ut", base_files=UNITTEST_BASE, log_parser="unittest",
+                                     test_patch_files={"tests/test_add.py": tests},
+                                     fail_to_pass=["tests.test_add.AddTest.test_add", "tests.test_add.AddTest.test_add_more"],
+                                     pass_to_pass=["tests.test_ops.OpsTest.test_sub"])
+        ops = UNITTEST_BASE["calc/ops.py"]
+    else:
+        tests = "from calc import add\n\n\nasync def test_add():\n    assert add(2, 3) == 5\n\n\nasync def test_add_more():\n    assert add(10, 4) == 14\n"
+        prepared, _ = build_prepared(tmp_path, instance_id="rt21-loop-py", base_files={**BASE_FILES, "tests/conftest.py": ASYNC_CONFTEST},
+                                     test_patch_files={"tests/test_add.py": tests},
+                                     fail_to_pass=["tests/test_add.py::test_add", "tests/test_add.py::test_add_more"],
+                                     pass_to_pass=["tests/test_ops.py::test_sub"])
+        ops = BASE_FILES["calc/ops.py"]
+    fixed = {"calc/ops.py": ops.replace("return a - b  # bug: should add", "return a + b")}
+    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": SWALLOWING_LOOP + ops}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
