@@ -38,6 +38,9 @@ LONG_MODULES_ALLOWED = {
     "patchgym.harness.contradictions": "the contradiction copies (~725 lines): a module docstring of ~70 lines "
     "holds the argument why an honest fix fails every copy, which each rule of the code below must keep true; "
     "the guarded copies (~130 lines) share its sites, changes and splicing and are planned by its `targets`",
+    "patchgym.harness.canaries": "the canaries (~510 lines): copied into the sandbox as one module that the "
+    "reporters import before any repository code (no package of its own there); planting them into a test module's "
+    "source, naming them, and reading which tests of which file are graded",
     "patchgym.harness.sandbox.local": "LocalSandbox and its factory only (540 lines) after the split into "
     "mountplan/launch/pump/rlimits/cgroup_pool/fileaccess; what is left is the two classes' own methods",
 }
