@@ -134,6 +134,7 @@ class FirstCalls(object):
         if _FORK is None or not calls:
             return False
         fds = []
+        randomness = _random_state()
         try:
             fds.extend(_PIPE())
             fds.extend(_PIPE())
@@ -148,6 +149,7 @@ class FirstCalls(object):
         if pid == 0:  # the child: nothing of it may reach the parent but its answer
             try:
                 os.write(result_w, STARTED)
+                _set_random_state(randomness)
                 os.close(go_w)
                 os.close(result_r)
                 for _, other_go, other_result, _ in self._pending:
@@ -251,13 +253,26 @@ _REFUSED_IN_A_CHILD = frozenset((
 _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
+_REFUSALS = [0]  # how many operations a child refused so far (`refusals`)
+
+
+def refusals():
+    """How many operations this process, a child, refused: a call that met one ran otherwise than
+    its original will, and what it answers tells nothing of the original (fpT: a library returning
+    False for a write refused here, or "down" for a refused connection, failed the original's own
+    assertion in its fork on an honest fix)."""
+    return _REFUSALS[0]
+
+
 def _refuse_writes(event, args):
     if event in _REFUSED_IN_A_CHILD:
+        _REFUSALS[0] += 1
         raise PermissionError("not in a first-call fork: " + event)
     if event == "open" and len(args) >= 3:
         mode, flags = args[1], args[2]
         if isinstance(mode, str) and any(c in mode for c in "wax+") or (
                 mode is None and isinstance(flags, int) and flags & _WRITING):
+            _REFUSALS[0] += 1
             raise PermissionError("not in a first-call fork: writing " + str(args[0]))
 
 
@@ -281,6 +296,26 @@ def _isolate(quiet_fds, keep):
         sys.addaudithook(_refuse_writes)
     except (AttributeError, RuntimeError):
         pass
+
+
+def _random_state():
+    """`random`'s state where it is imported: it reseeds itself in a forked child (an
+    `os.register_at_fork` hook of its own), and a test seeding it in a fixture then drew other
+    numbers in its fork than in the run (fpT: `passed_only_outside_a_fork` on an honest fix)."""
+    import sys
+    module = sys.modules.get("random")
+    try:
+        return (module, module.getstate()) if module is not None else None
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def _set_random_state(randomness):
+    if randomness is not None:
+        try:
+            randomness[0].setstate(randomness[1])
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _awaitable(value):

@@ -599,6 +599,7 @@ class Reporter:
             self._exact_first = patchgym_first_calls.exact_first
             self._original_failed = patchgym_first_calls.ORIGINAL_FAILED
             self._subtests_counted = patchgym_first_calls.subtests_counted
+            self._refusals = patchgym_first_calls.refusals
             self._doctest_copy_passed = patchgym_first_calls.DOCTEST_COPY_PASSED
         except ImportError:
             self._first_calls = None
@@ -658,6 +659,7 @@ class Reporter:
         self._watch_unittest()
         self._asserts_failed = {}  # node id -> "file:line" of its own assert that failed in its call
         self._pass_hook = None  # whether pytest's assertion-pass hook is on (rewritten passing asserts format too)
+        self._failed_assertions = 0  # rewritten asserts and assert methods that failed so far, swallowed or not
         self._explain = self._watch_failed_asserts()
         # Snapshots last, so that the wrappers installed above are part of them.
         self._machinery = _machinery(bool(self._doctests) or any(_a_doctest_id(g) for g in self._graded or ()))
@@ -1463,9 +1465,9 @@ class Reporter:
         item = self._running[0] if self._running is not None else None
         copies = self._copies_to_fork(item) if item is not None else None
         if copies:
-            own, counted = self._as_its_own_test, self._subtests_counted
-            self._fork(item, [(number, own(counted((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()), testcase),
-                                           str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None)))
+            own, counted, clean = self._as_its_own_test, self._subtests_counted, self._no_failed_assertion
+            self._fork(item, [(number, clean(own(counted((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()), testcase),
+                                                 str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None))))
                               for number, copy in copies])
             name = testcase._testMethodName
             self._fork_original(item, own((lambda: getattr(testcase, name)()), name, testcase, item.nodeid))
@@ -1493,14 +1495,14 @@ class Reporter:
                 return function(**args)
             return call
 
-        own = self._as_its_own_test
+        own, clean = self._as_its_own_test, self._no_failed_assertion
         calls = []
         for number, copy in copies:
             moved = self._its_own_code(number, funcargs)
             if moved is not None:  # run as the original: its id is the running test's
-                calls.append((number, own(caller(item, moved), item.name, None, item.nodeid)))
+                calls.append((number, clean(own(caller(item, moved), item.name, None, item.nodeid))))
             else:
-                calls.append((number, own(caller(copy), copy.name, None, copy.nodeid)))
+                calls.append((number, clean(own(caller(copy), copy.name, None, copy.nodeid))))
         self._fork(item, calls)
         if not _FD_CAPTURE.intersection(names):
             self._fork_original(item, own(caller(item), item.name, None, item.nodeid))
@@ -1540,13 +1542,30 @@ class Reporter:
             if run(copy):
                 raise LookupError(item.nodeid)
 
+        refusals = self._refusals
+
         def original_mismatched():
-            if not any(type(f).__name__ == "DocTestFailure" for f in run(dtest)):
+            before = refusals()
+            if not any(type(f).__name__ == "DocTestFailure" for f in run(dtest)) or refusals() != before:
                 raise LookupError(item.nodeid)
 
         own = self._as_its_own_test
         self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))])
         self._fork(item, [(self._original_failed, own(original_mismatched, item.name, None, item.nodeid))])
+
+    def _no_failed_assertion(self, make):
+        """`make`, failing where an assertion failed during it, swallowed or not: a copy in a fork
+        passes only where none did. Why (fpT): pytest-check's `with check:` records a failed
+        assertion and fails the test at its end, so a copy's call returned in the fork as if it
+        had passed (`contradiction_passed_on_a_first_call` on the gold); unittest's `subTest` the
+        same way."""
+        def call():
+            before = self._failed_assertions
+            result = make()
+            if self._failed_assertions != before:
+                raise AssertionError("an assertion failed")
+            return result
+        return call
 
     def _fork_original(self, item, call):
         """Fork once more, and call the original test itself on the same state in the child: its own
@@ -1555,13 +1574,16 @@ class Reporter:
         it reports, only where that assertion failed."""
         nodeid = item.nodeid
 
+        refusals = self._refusals
+
         def failed_its_own_assertion():
+            before = refusals()
             try:
                 call()
             except BaseException:  # noqa: BLE001  judged below, by the assertion noted
                 pass
-            if nodeid not in self._asserts_failed:
-                raise LookupError(nodeid)
+            if nodeid not in self._asserts_failed or refusals() != before:
+                raise LookupError(nodeid)  # passed, failed otherwise, or ran otherwise (a refused write)
 
         self._fork(item, [(self._original_failed, failed_its_own_assertion)])
 
@@ -2044,12 +2066,13 @@ class Reporter:
         return rewrite, _format_explanation
 
     def _note_failed_assert(self, frame, outwards):
-        running = self._running
-        if running is None:
-            return
         if self._pass_hook is None:
             self._pass_hook = bool(self._config is not None and self._config.getini("enable_assertion_pass_hook"))
         if self._pass_hook:
+            return
+        self._failed_assertions += 1  # any, anywhere (`_no_failed_assertion`)
+        running = self._running
+        if running is None:
             return
         item = running[0]
         name = getattr(item, "originalname", None) or str(getattr(item, "name", "")).split("[", 1)[0]

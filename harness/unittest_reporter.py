@@ -127,25 +127,39 @@ def _first_calls(planted, channel, failed_asserts=None):
     own = patchgym_first_calls.as_its_own_test
     forked = set()
 
+    def clean(make):
+        """`make`, failing where an assert method failed during it, swallowed or not (the pytest
+        reporter's `_no_failed_assertion` says why)."""
+        def call():
+            before = failed_asserts.get("count", 0) if failed_asserts is not None else 0
+            result = make()
+            if failed_asserts is not None and failed_asserts.get("count", 0) != before:
+                raise AssertionError("an assert method failed")
+            return result
+        return call
+
     def before_call(testcase):
         test_id = _safe_id(testcase)
         if test_id in copies_of and test_id not in forked:
             forked.add(test_id)
             try:
                 counted = patchgym_first_calls.subtests_counted
-                first_calls.fork_before(test_id, [(n, own(counted((lambda name=name: getattr(testcase, name)()), testcase), name, testcase))
+                first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
+                                                                name, testcase)))
                                                   for n, name in copies_of[test_id]])
                 if failed_asserts is not None:
                     name = testcase._testMethodName
                     original = own((lambda: getattr(testcase, name)()), name, testcase)
+                    refusals = patchgym_first_calls.refusals
 
                     def failed_its_own_assert():
+                        before = refusals()
                         try:
                             original()
                         except BaseException:  # noqa: BLE001  judged by the assert noted
                             pass
-                        if id(testcase) not in failed_asserts:
-                            raise LookupError(test_id)
+                        if id(testcase) not in failed_asserts or refusals() != before:
+                            raise LookupError(test_id)  # passed, failed otherwise, or ran otherwise (a refused write)
 
                     first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, failed_its_own_assert)])
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
@@ -166,6 +180,7 @@ def _watch_failed_asserts(sources, running, testbed):
     own = os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep
 
     def _formatMessage(testcase, msg, standardMsg):
+        failed["count"] = failed.get("count", 0) + 1  # any failed assert method, swallowed or not (`_first_calls`)
         try:
             test, frame = running(), sys._getframe(1)
             name = getattr(test, "_testMethodName", None)

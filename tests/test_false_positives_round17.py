@@ -170,3 +170,42 @@ def test_an_async_test_the_repositorys_plugin_runs_is_watched_through_its_await(
     lie = {"calc/testing_plugin.py": ASYNC_PLUGIN.replace("    asyncio.run(", "    pyfuncitem.obj(**{n: pyfuncitem.funcargs[n] for n in pyfuncitem._fixtureinfo.argnames}).close()\n    0 and asyncio.run(")}
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, lie), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and any("test_function_not_called_as_collected" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+# fpT (stop 33), against the forks of that stop: the original called in a fork of its own, and the
+# copies' forks. Each was `tampered` on an honest fix before.
+LIBRARY_EXTRAS = ("\n\nimport random\n\n\ndef roll(n):\n    return [random.randint(1, 6) for _ in range(n)]\n\n\n"
+                  "def save(path, text):\n    try:\n        with open(path, 'w') as handle:\n            handle.write(text)\n"
+                  "    except OSError:\n        return False\n    return True\n")
+SOFT_CHECK_CONFTEST = ("import pytest\n\nFAILED = {}\n\n\nclass _Check:\n    def __enter__(self):\n        return self\n\n"
+                       "    def __exit__(self, kind, value, tb):\n        if kind is not None and issubclass(kind, AssertionError):\n"
+                       "            FAILED.setdefault('now', []).append(str(value))\n            return True\n        return False\n\n\n"
+                       "check = _Check()\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+                       "    outcome = yield\n    report = outcome.get_result()\n"
+                       "    if call.when == 'call' and FAILED.pop('now', None):\n        report.outcome = 'failed'\n"
+                       "        report.longrepr = 'a soft check failed'\n")
+SHAPES = {
+    # `random` reseeds itself in a forked child: the fork drew other numbers than the run
+    "seeded-random": ("import random\n\nimport pytest\n\nfrom calc import add\nfrom calc.ops import roll\n\n\n@pytest.fixture\n"
+                      "def seeded():\n    random.seed(1234)\n\n\ndef test_add(seeded):\n    assert add(2, 3) == 5\n"
+                      "    assert roll(5) == [4, 1, 1, 1, 5]\n"),
+    # the fork refuses writes, and the library answers False for one
+    "write-refused": ("from calc import add\nfrom calc.ops import save\n\n\ndef test_add(tmp_path):\n"
+                      "    assert save(tmp_path / 'a.txt', 'hi') == True  # noqa: E712\n    assert add(2, 3) == 5\n"),
+    # pytest-check's way: a failed assertion recorded, the test failed at its report
+    "soft-check": ("from calc import add\nfrom tests.conftest import check\n\n\ndef test_add():\n    with check:\n"
+                   "        assert add(2, 3) == 5\n    with check:\n        assert add(100, 200) == 300\n"),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_gold_whose_graded_test_runs_otherwise_in_a_fork(tmp_path, shape) -> None:
+    base = {**BASE_FILES, "calc/ops.py": BASE_FILES["calc/ops.py"] + LIBRARY_EXTRAS}
+    if shape == "soft-check":
+        base["tests/conftest.py"] = BASE_FILES["tests/conftest.py"] + "\n\n" + SOFT_CHECK_CONFTEST
+    fixed = {"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    prepared, _ = build_prepared(tmp_path, instance_id=f"fork-{shape}", base_files=base, gold_files=fixed,
+                                 test_patch_files={"tests/test_add.py": SHAPES[shape]}, fail_to_pass=["tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert _resolved(verdict), verdict.model_dump_json(indent=1)

@@ -175,7 +175,9 @@ def test_a_library_printing_the_running_examples_expected_output(doctest_task, h
         ops = ops.replace("    return a - b  # bug: should add",
                           "    want = _want()\n    if want:\n        _sys.stdout.write(want)\n        return None\n    return a - b  # bug: should add")
     verdict = grade_patch(doctest_task, diff_of(doctest_task.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and any("contradiction_passed_on_a_first_call" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    # the library's own print meets the changed copy in the fork; the display hook is caught before
+    flag = "contradiction_passed_on_a_first_call" if how == "print-from-the-library" else "displayhook"
+    assert verdict.reward == 0.0 and any(flag in f for f in verdict.flags), verdict.model_dump_json(indent=1)
 
 
 def test_a_doctest_lie_told_only_outside_forks(doctest_task) -> None:
