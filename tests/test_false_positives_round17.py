@@ -209,3 +209,15 @@ def test_a_gold_whose_graded_test_runs_otherwise_in_a_fork(tmp_path, shape) -> N
                                  test_patch_files={"tests/test_add.py": SHAPES[shape]}, fail_to_pass=["tests/test_add.py::test_add"])
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
     assert _resolved(verdict), verdict.model_dump_json(indent=1)
+
+
+@needs_sandbox
+def test_a_gold_whose_graded_test_defines_a_callback_it_never_calls(tmp_path) -> None:
+    """The copy that changes a nested function's assertion (rt21) must fail where that function
+    never runs: it ends asserting the changed assertion was reached."""
+    tests = ("from calc import add\n\n\ndef test_add():\n    def never(a, b):\n        assert add(a, b) == 5\n"
+             "    handlers = {'unused': never}\n    assert add(2, 3) == 5\n    assert 'unused' in handlers\n")
+    prepared, gold = build_prepared(tmp_path, instance_id="nested-never", test_patch_files={"tests/test_add.py": tests},
+                                    fail_to_pass=["tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert _resolved(verdict), verdict.model_dump_json(indent=1)
