@@ -242,14 +242,14 @@ def _runs_run_test(node):
 def exact(how):
     """A copy judged even where its twin failed (`contradictions.plan`): not a step of one (a
     counting test's rerun can reach it), nor a wrapped, negated or by-one-shifted assertion."""
-    return how not in ("wrap", "wrap_object", "negate", "shift", "change_adjacent", "nested_change") and not how.startswith("guarded")
+    return how not in ("wrap", "wrap_object", "negate", "shift", "change_adjacent") and not how.startswith("guarded")
 
 
 def forkable(how):
     """A copy safe to call on the state its original found (first_calls.py): a negated, shifted or
     one-step copy may pass honestly where the test's own writes moved its value; a changed literal,
     a fresh class, `(E, object())`, `object()` or E moved far (`3*E + K`) never does."""
-    return how not in ("negate", "shift", "change_adjacent", "guarded_shift", "nested_change")
+    return how not in ("negate", "shift", "change_adjacent", "guarded_shift")
 
 
 def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contradicted=None, limit=0, twins=None,

@@ -427,6 +427,16 @@ class ProtectedSources(object):
                     return node, owner if isinstance(owner, ast.ClassDef) else None
         return None, None
 
+    def _nested_definition(self, real, code):
+        """The FunctionDef of `code` anywhere in the protected source (a function a test defines in
+        its body), or None."""
+        tree = self._tree(real)
+        for node in _walk(tree) if tree is not None else ():
+            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
+                    and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list]):
+                return node
+        return None
+
     def propagating_lines(self, real, code):
         """The lines of the test function `code` of the protected file `real` whose statements raise
         out of it whatever they raise: an `assert` or a call statement reached from its body through
@@ -434,9 +444,9 @@ class ProtectedSources(object):
         the source does not define it."""
         key = (real, code.co_name, code.co_firstlineno)
         if key not in self._propagating:
-            node = self._definition(real, code)[0]
+            node = self._definition(real, code)[0] or self._nested_definition(real, code)
             lines = set()
-            stack = list(node.body) if isinstance(node, ast.FunctionDef) else []
+            stack = list(node.body) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
             while stack:
                 statement = stack.pop()
                 if isinstance(statement, (ast.If, ast.For, ast.While)):

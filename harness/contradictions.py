@@ -328,57 +328,6 @@ def _helper_pair(statement, helpers):
     return None
 
 
-def _nested_targets(function, helpers):
-    """[(node, "nested_change", (value, the statement holding it))] for the first assertion with a
-    literal expectation in a function the test's body defines and hands on (a callback the library
-    calls, a coroutine `asyncio.run` runs): its copy changes that expectation, marks that the
-    assertion was reached, and ends asserting that it was (`nested_copy`). An honest library lets
-    the changed assertion's failure out, and a copy that never reached it fails at its end; one
-    that passes reached it and had its failure swallowed. Why: a library whose callback runner, or
-    whose event loop, swallowed the assertion errors of the test's own nested functions passed
-    tests no copy changed (red team rt21, reward 1 on both runners). Not where the test's body can
-    return early, which would skip the end."""
-    if any(isinstance(n, (ast.Return, ast.Yield, ast.YieldFrom)) for statement in function.body
-           for n in _walk_own(statement)):
-        return []
-    for statement in function.body:
-        if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef)) or statement.decorator_list:
-            continue
-        for inner in _statements(statement.body):
-            pair = _equality_pair(inner, helpers)
-            if pair is not None:
-                node, value, inside = _expected_side(pair, {})
-                if node is not None and not inside and node.lineno == node.end_lineno:
-                    return [(node, "nested_change", (value, inner))]
-            if _ends_early(inner):
-                break
-    return []
-
-
-def nested_copy(lines, function, name, node, value, rng):
-    """The copy of `nested_targets`: the nested assertion's expectation changed, a mark set right
-    before that assertion, and the body ending with an assertion that the mark was set."""
-    value, statement = value
-    text = replacement(lines, node, "change", value, rng)
-    if text is None or "\n" in text:
-        return None
-    copied = copy_with(lines, function, name, node, text)
-    if copied is None:
-        return None
-    first = min([function.lineno] + [d.lineno for d in function.decorator_list])
-    mark = "_reached_{:08x}".format(rng.getrandbits(32))
-    at = statement.lineno - first
-    body_line = lines[function.body[0].lineno - 1]
-    body_indent = body_line[: len(body_line) - len(body_line.lstrip())]
-    line = copied[at]
-    indent = line[: len(line) - len(line.lstrip())]
-    start = function.body[0].lineno - first
-    if start >= at or not indent.startswith(body_indent) or indent == body_indent:
-        return None
-    out = copied[:start] + [body_indent + mark + " = []"] + copied[start:at] + [indent + mark + ".append(1)"] + copied[at:]
-    return out + [body_indent + "assert " + mark]
-
-
 def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=frozenset()):
     """[(node, how, value)]: what to change in a test function's body and how, one copy each --
     "change" the first literal expectation of a plain `==` or `assertEqual`, and "change_far" the
@@ -429,7 +378,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
             if ok:
                 literals[statement.targets[0].id] = value
     raising = [found.pop("raise_other")] if "raise_other" in found else []  # beside any other copy
-    return _targets(function, found, fallback, raising, tolerant, asserting, helpers) + _nested_targets(function, helpers)
+    return _targets(function, found, fallback, raising, tolerant, asserting, helpers)
 
 
 def _targets(function, found, fallback, raising, tolerant, asserting, helpers):
@@ -763,9 +712,6 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             if how in GUARDED:
                 name = name_for(function.name)
                 new_lines = guarded_copy(lines, function, name, how, helpers, rng)
-            elif how == "nested_change":
-                name = name_for(function.name)
-                new_lines = nested_copy(lines, function, name, node, value, rng)
             else:
                 text = replacement(lines, node, how, value, rng)
                 if text is None:

@@ -2080,11 +2080,42 @@ class Reporter:
             code = frame.f_code
             real = self._real(code.co_filename)
             if real in self._sources.sources:  # the first frame of a test file's: the test itself, or not at all
-                if code.co_name == name and frame.f_lineno in self._sources.propagating_lines(real, code):
+                if frame.f_lineno not in self._sources.propagating_lines(real, code):
+                    return
+                if code.co_name == name:
                     self._asserts_failed.setdefault(item.nodeid, "{}:{}".format(os.path.relpath(real, self._testbed), frame.f_lineno))
+                else:
+                    self._failed_through_the_patch(item, name, frame)
                 return
             if not outwards or not _unittest_own(code, real):
                 return
+            frame = frame.f_back
+
+    def _failed_through_the_patch(self, item, name, frame):
+        """An assertion of a function of the test file that is not the test (a callback the test
+        hands to the library, a coroutine it runs with `asyncio.run`) failed: where the test's own
+        frame is further out, on a line that lets what it calls raise, and code of the patch's sits
+        between the two, the test passing means that code swallowed the failure, and the test
+        failed (`assertion_failed_yet_passed`). Why: a library's callback runner, or an event loop
+        of its own, that swallowed the assertion errors of the test's nested functions got reward 1
+        on both runners (red team rt21); no copy changes an assertion there. Only through the
+        patch's code: an unchanged library (an event loop's `call_soon`, a thread) honestly keeps
+        what a callback raises from the test, and a thread's frames never reach the test's."""
+        patched = None
+        nested = "{}:{}".format(os.path.relpath(self._real(frame.f_code.co_filename), self._testbed), frame.f_lineno)
+        frame = frame.f_back
+        while frame is not None:
+            code = frame.f_code
+            real = self._real(code.co_filename)
+            if real in self._sources.sources:
+                if code.co_name == name:
+                    if patched is not None and frame.f_lineno in self._sources.propagating_lines(real, code):
+                        self._asserts_failed.setdefault(item.nodeid, "{} (through {})".format(nested, patched))
+                    return
+                if frame.f_lineno not in self._sources.propagating_lines(real, code):
+                    return  # an outer function of the test file's own that may catch it
+            elif patched is None and self._is_patched(code.co_filename):
+                patched = os.path.relpath(real, self._testbed)
             frame = frame.f_back
 
     def _check_report_identity(self, report):

@@ -168,11 +168,14 @@ def _first_calls(planted, channel, failed_asserts=None):
     return first_calls, before_call
 
 
-def _watch_failed_asserts(sources, running, testbed):
+def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
     """{id(test): (test, "file:line")} of the running test's own assert methods that failed, on a
     line of its body that raises out of it whatever it raises (`ProtectedSources.propagating_lines`):
     unittest's `_formatMessage` runs only for a failing assert method. Such a test that passes had
-    its failure swallowed outside it (the pytest reporter's `_watch_failed_asserts` says why)."""
+    its failure swallowed outside it (the pytest reporter's `_watch_failed_asserts` says why). Also
+    one of a function the test defines and hands on (a callback), where code of a file the patch
+    changed (`patched`) sits between it and the test's own frame (the pytest reporter's
+    `_failed_through_the_patch` says why)."""
     formatter = vars(unittest.TestCase).get("_formatMessage")
     if sources is None or formatter is None:
         return None
@@ -188,8 +191,15 @@ def _watch_failed_asserts(sources, running, testbed):
                 code = frame.f_code
                 real = os.path.realpath(code.co_filename)
                 if real in sources.sources:  # the first frame of a test file's: the test itself, or not at all
-                    if code.co_name == name and frame.f_lineno in sources.propagating_lines(real, code):
-                        failed.setdefault(id(test), (test, "{}:{}".format(os.path.relpath(real, testbed), frame.f_lineno)))
+                    if frame.f_lineno not in sources.propagating_lines(real, code):
+                        break
+                    where = "{}:{}".format(os.path.relpath(real, testbed), frame.f_lineno)
+                    if code.co_name == name:
+                        failed.setdefault(id(test), (test, where))
+                    else:
+                        through = _through_the_patch(frame.f_back, name, sources, patched, testbed)
+                        if through is not None:
+                            failed.setdefault(id(test), (test, "{} (through {})".format(where, through)))
                     break
                 if not real.startswith(own) or code.co_name == "handle":
                     break  # a library's assert helper, or assertRaises' callable form: either may catch it
@@ -200,6 +210,24 @@ def _watch_failed_asserts(sources, running, testbed):
 
     unittest.TestCase._formatMessage = _formatMessage
     return failed
+
+
+def _through_the_patch(frame, name, sources, patched, testbed):
+    """The first file the patch changed among the frames from `frame` out to the test method `name`'s
+    own, where that frame is on a line that lets what it calls raise; None otherwise."""
+    found = None
+    while frame is not None:
+        code = frame.f_code
+        real = os.path.realpath(code.co_filename)
+        if real in sources.sources:
+            if frame.f_lineno not in sources.propagating_lines(real, code):
+                return None
+            if code.co_name == name:
+                return found
+        elif found is None and real in patched:
+            found = os.path.relpath(real, testbed)
+        frame = frame.f_back
+    return None
 
 
 def _own_state(result_class):
@@ -534,7 +562,8 @@ def main(argv):
                 os.path.realpath(os.path.join(testbed, rel)) for rel in patchgym_canaries.graded_by_file(argv, "unittest", testbed)))
     except ImportError:
         pass
-    failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed)  # before the snapshots
+    patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
+    failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed, patched)  # before the snapshots
     first_calls, before_call = _first_calls(planted, channel, failed_asserts)
     returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
     watched = _watched()

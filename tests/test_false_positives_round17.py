@@ -211,13 +211,26 @@ def test_a_gold_whose_graded_test_runs_otherwise_in_a_fork(tmp_path, shape) -> N
     assert _resolved(verdict), verdict.model_dump_json(indent=1)
 
 
+NESTED_HONEST = {
+    # a nested function's assertion that an unchanged part of the run keeps from the test: a
+    # thread's (its frames never reach the test's), and one the test's own `try` catches
+    "thread": ("import threading\n\nfrom calc import add\n\n\ndef test_add():\n    def worker():\n"
+               "        assert add(2, 3) == 6\n    t = threading.Thread(target=worker)\n    t.start()\n    t.join()\n"
+               "    assert add(2, 3) == 5\n"),
+    "caught-by-the-test": ("from calc import add\nfrom calc.ops import run\n\n\ndef test_add():\n    def check(a, b):\n"
+                           "        assert add(a, b) == 6\n    try:\n        run(check, 2, 3)\n    except AssertionError:\n"
+                           "        pass\n    assert add(2, 3) == 5\n"),
+}
+
+
 @needs_sandbox
-def test_a_gold_whose_graded_test_defines_a_callback_it_never_calls(tmp_path) -> None:
-    """The copy that changes a nested function's assertion (rt21) must fail where that function
-    never runs: it ends asserting the changed assertion was reached."""
-    tests = ("from calc import add\n\n\ndef test_add():\n    def never(a, b):\n        assert add(a, b) == 5\n"
-             "    handlers = {'unused': never}\n    assert add(2, 3) == 5\n    assert 'unused' in handlers\n")
-    prepared, gold = build_prepared(tmp_path, instance_id="nested-never", test_patch_files={"tests/test_add.py": tests},
-                                    fail_to_pass=["tests/test_add.py::test_add"])
-    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+@pytest.mark.parametrize("shape", list(NESTED_HONEST))
+def test_a_gold_whose_graded_test_has_a_nested_assertion_kept_from_it_honestly(tmp_path, shape) -> None:
+    """rt21's nested-function check (`Reporter._failed_through_the_patch`) counts a nested
+    assertion's failure only through code of the patch's, here the fixed `calc/ops.py` itself."""
+    base = {**BASE_FILES, "calc/ops.py": BASE_FILES["calc/ops.py"] + "\n\ndef run(callback, *args):\n    return callback(*args)\n"}
+    fixed = {"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    prepared, _ = build_prepared(tmp_path, instance_id=f"nested-{shape}", base_files=base, gold_files=fixed,
+                                 test_patch_files={"tests/test_add.py": NESTED_HONEST[shape]}, fail_to_pass=["tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
     assert _resolved(verdict), verdict.model_dump_json(indent=1)

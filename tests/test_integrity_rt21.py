@@ -296,4 +296,22 @@ def test_a_library_swallowing_the_failures_of_the_tests_own_nested_functions(tmp
     assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
     lie = SWALLOWING_LOOP + base["calc/ops.py"] if shape == "coroutine" else BASE_FILES["calc/ops.py"] + SWALLOWING[shape]
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": lie}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    assert verdict.reward == 0.0 and any("assertion_failed_yet_passed" in f and "through calc/ops.py" in f for f in verdict.flags), \
+        verdict.model_dump_json(indent=1)
+
+
+def test_a_library_swallowing_the_failures_of_the_tests_callback_under_the_unittest_runner(tmp_path) -> None:
+    from tests.fixtures_grading.calc_task import UNITTEST_BASE
+
+    base = {**UNITTEST_BASE, "calc/ops.py": UNITTEST_BASE["calc/ops.py"] + CALLBACK_OPS}
+    tests = ("import unittest\n\nfrom calc import add\nfrom calc.ops import run\n\n\nclass AddTest(unittest.TestCase):\n"
+             "    def test_add(self):\n        def check(a, b):\n            self.assertEqual(add(a, b), 5)\n        run(check, 2, 3)\n")
+    prepared, _ = build_prepared(tmp_path, instance_id="rt21-nested-ut", base_files=base, log_parser="unittest",
+                                 test_patch_files={"tests/test_add.py": tests}, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                                 pass_to_pass=["tests.test_ops.OpsTest.test_sub"])
+    fixed = {"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+    lie = UNITTEST_BASE["calc/ops.py"] + SWALLOWING["callback"]
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": lie}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
