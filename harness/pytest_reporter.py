@@ -466,6 +466,17 @@ def _name_and_path(item):
 _FD_CAPTURE = frozenset(("capfd", "capfdbinary"))
 
 
+def _other_threads():
+    """Whether Python threads other than this one are alive: a fork holds only this one, and a test
+    that waits on another (a `QueueListener` delivering log records) runs otherwise there (fpT:
+    `passed_only_outside_a_fork` on an honest fix), so the original's own fork tells nothing."""
+    threading = sys.modules.get("threading")
+    try:
+        return threading is not None and threading.active_count() > 1
+    except Exception:  # noqa: BLE001
+        return True
+
+
 def _code_file_of(value):
     """The file of a function's code, or of a class's first function's."""
     function = _function_of(value)
@@ -1545,6 +1556,8 @@ class Reporter:
         refusals = self._refusals
 
         def original_mismatched():
+            if _other_threads():
+                raise LookupError(item.nodeid)
             before = refusals()
             if not any(type(f).__name__ == "DocTestFailure" for f in run(dtest)) or refusals() != before:
                 raise LookupError(item.nodeid)
@@ -1573,8 +1586,9 @@ class Reporter:
         (patchgym_first_calls' docstring, red team rt21). The child's call "passes", which is what
         it reports, only where that assertion failed."""
         nodeid = item.nodeid
-
         refusals = self._refusals
+        if _other_threads():
+            return
 
         def failed_its_own_assertion():
             before = refusals()

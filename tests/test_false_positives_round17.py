@@ -192,6 +192,15 @@ SHAPES = {
     # the fork refuses writes, and the library answers False for one
     "write-refused": ("from calc import add\nfrom calc.ops import save\n\n\ndef test_add(tmp_path):\n"
                       "    assert save(tmp_path / 'a.txt', 'hi') == True  # noqa: E712\n    assert add(2, 3) == 5\n"),
+    # a thread of the fixture's delivers what the test checks: the fork holds no thread but its own
+    "thread-in-a-fixture": ("import logging\nimport logging.handlers\nimport queue\n\nimport pytest\n\nfrom calc import add\n\n\n"
+                            "@pytest.fixture\ndef collected():\n    q = queue.Queue()\n    got = []\n"
+                            "    handler = logging.Handler()\n    handler.emit = lambda record: got.append(record.getMessage())\n"
+                            "    listener = logging.handlers.QueueListener(q, handler)\n    logger = logging.getLogger('calc.test')\n"
+                            "    logger.addHandler(logging.handlers.QueueHandler(q))\n    logger.setLevel(logging.INFO)\n"
+                            "    listener.start()\n    yield listener, got, logger\n\n\n"
+                            "def test_add(collected):\n    listener, got, logger = collected\n    assert add(2, 3) == 5\n"
+                            "    logger.info('added')\n    listener.stop()\n    assert got == ['added']\n"),
     # pytest-check's way: a failed assertion recorded, the test failed at its report
     "soft-check": ("from calc import add\nfrom tests.conftest import check\n\n\ndef test_add():\n    with check:\n"
                    "        assert add(2, 3) == 5\n    with check:\n        assert add(100, 200) == 300\n"),
