@@ -41,7 +41,13 @@ then fails its own assertion where the run's passed, and that is the lie's mark:
 forks too meets a copy's changed expectation first in the copies' fork. The reporter counts only
 the test's own assertion failing there (not an exception, which the fork's refused writes,
 processes and connections make honest tests raise), and forks no test that captures at the level
-of file descriptors (`capfd`), whose output goes to /dev/null in a fork.
+of file descriptors (`capfd`), whose output goes to /dev/null in a fork. A false-positive hunt
+against this (fpT, the same day) found honest tests that run otherwise in a fork: a library that
+answers False for a write the fork refused, or "down" for a refused connection (a call that met a
+refusal tells nothing now: `refusals`), `random` reseeding itself in a forked child (its state is
+put back), a fixture's thread delivering what the test checks (no original is forked where other
+Python threads are alive). What that leaves open: a lie told only outside forks that also starts a
+thread, or makes the fork refuse something, before the original's call.
 
 Why a fork that cannot be made, or whose child never reaches this module's code, is an answer too
 (red team rt18, 2026-12-04: reward 1 on both runners, seven ways): a first-call lie together with
