@@ -437,6 +437,12 @@ class ProtectedSources(object):
                 return node
         return None
 
+    def decorated(self, real, code):
+        """Whether the source puts a decorator on the function `code` (a test's nested one: a retry
+        decorator of the library's may call it again where it failed)."""
+        node = self._definition(real, code)[0] or self._nested_definition(real, code)
+        return bool(node is not None and node.decorator_list)
+
     def propagating_lines(self, real, code):
         """The lines of the test function `code` of the protected file `real` whose statements raise
         out of it whatever they raise: an `assert` or a call statement reached from its body through

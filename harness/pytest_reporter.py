@@ -611,6 +611,7 @@ class Reporter:
             self._original_failed = patchgym_first_calls.ORIGINAL_FAILED
             self._subtests_counted = patchgym_first_calls.subtests_counted
             self._refusals = patchgym_first_calls.refusals
+            self._holds_open_files = patchgym_first_calls.holds_open_files
             self._doctest_copy_passed = patchgym_first_calls.DOCTEST_COPY_PASSED
         except ImportError:
             self._first_calls = None
@@ -1556,7 +1557,7 @@ class Reporter:
         refusals = self._refusals
 
         def original_mismatched():
-            if _other_threads():
+            if _other_threads() or self._open_files():
                 raise LookupError(item.nodeid)
             before = refusals()
             if not any(type(f).__name__ == "DocTestFailure" for f in run(dtest)) or refusals() != before:
@@ -1580,6 +1581,9 @@ class Reporter:
             return result
         return call
 
+    def _open_files(self):
+        return self._holds_open_files((getattr(self._stream, "_fd", None),))
+
     def _fork_original(self, item, call):
         """Fork once more, and call the original test itself on the same state in the child: its own
         assertion failing there where the run's passes is a lie told only outside forks
@@ -1587,7 +1591,7 @@ class Reporter:
         it reports, only where that assertion failed."""
         nodeid = item.nodeid
         refusals = self._refusals
-        if _other_threads():
+        if _other_threads() or self._open_files():
             return
 
         def failed_its_own_assertion():
@@ -2116,6 +2120,8 @@ class Reporter:
         patch's code: an unchanged library (an event loop's `call_soon`, a thread) honestly keeps
         what a callback raises from the test, and a thread's frames never reach the test's."""
         patched = None
+        if self._sources.decorated(self._real(frame.f_code.co_filename), frame.f_code):
+            return  # a decorator (a library's retry) may call it again: fpT, an honest retry helper of the fix's
         nested = "{}:{}".format(os.path.relpath(self._real(frame.f_code.co_filename), self._testbed), frame.f_lineno)
         frame = frame.f_back
         while frame is not None:

@@ -148,8 +148,10 @@ def _first_calls(planted, channel, failed_asserts=None):
                                                                 name, testcase)))
                                                   for n, name in copies_of[test_id]])
                 threading = sys.modules.get("threading")
-                if failed_asserts is not None and not (threading is not None and threading.active_count() > 1):
-                    # (not where other threads are alive: the fork holds only this one, fpT)
+                if failed_asserts is not None and not (threading is not None and threading.active_count() > 1) \
+                        and not patchgym_first_calls.holds_open_files((getattr(channel._stream, "_fd", None),)):
+                    # (not where other threads are alive, or files are open: the fork holds only this
+                    # thread, and its descriptors point at /dev/null; fpT)
                     name = testcase._testMethodName
                     original = own((lambda: getattr(testcase, name)()), name, testcase)
                     refusals = patchgym_first_calls.refusals
@@ -198,7 +200,7 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
                     where = "{}:{}".format(os.path.relpath(real, testbed), frame.f_lineno)
                     if code.co_name == name:
                         failed.setdefault(id(test), (test, where))
-                    else:
+                    elif not sources.decorated(real, code):  # a decorator (a library's retry) may call it again
                         through = _through_the_patch(frame.f_back, name, sources, patched, testbed)
                         if through is not None:
                             failed.setdefault(id(test), (test, "{} (through {})".format(where, through)))

@@ -201,6 +201,11 @@ SHAPES = {
                             "    listener.start()\n    yield listener, got, logger\n\n\n"
                             "def test_add(collected):\n    listener, got, logger = collected\n    assert add(2, 3) == 5\n"
                             "    logger.info('added')\n    listener.stop()\n    assert got == ['added']\n"),
+    # a file a fixture opened, read by the test: the fork's descriptors point at /dev/null
+    "open-file-of-a-fixture": ("import pytest\n\nfrom calc import add\n\n\n@pytest.fixture\ndef numbers(tmp_path):\n"
+                               "    (tmp_path / 'n.txt').write_text('1\\n2\\n')\n    with open(tmp_path / 'n.txt') as handle:\n"
+                               "        yield handle\n\n\ndef test_add(numbers):\n    assert add(2, 3) == 5\n"
+                               "    assert [int(line) for line in numbers] == [1, 2]\n"),
     # pytest-check's way: a failed assertion recorded, the test failed at its report
     "soft-check": ("from calc import add\nfrom tests.conftest import check\n\n\ndef test_add():\n    with check:\n"
                    "        assert add(2, 3) == 5\n    with check:\n        assert add(100, 200) == 300\n"),
@@ -221,6 +226,10 @@ def test_a_gold_whose_graded_test_runs_otherwise_in_a_fork(tmp_path, shape) -> N
 
 
 NESTED_HONEST = {
+    # a retry decorator of the fix's own that calls the nested function again where it failed
+    "retried-by-the-fix": ("from calc import add\nfrom calc.ops import retry\n\n\ndef test_add():\n    calls = []\n\n"
+                           "    @retry(3)\n    def attempt():\n        calls.append(1)\n        assert len(calls) == 3\n\n"
+                           "    attempt()\n    assert add(2, 3) == 5\n"),
     # a nested function's assertion that an unchanged part of the run keeps from the test: a
     # thread's (its frames never reach the test's), and one the test's own `try` catches
     "thread": ("import threading\n\nfrom calc import add\n\n\ndef test_add():\n    def worker():\n"
@@ -232,12 +241,18 @@ NESTED_HONEST = {
 }
 
 
+RETRY = ("\n\ndef retry(times):\n    def decorate(function):\n        def wrapper(*args, **kwargs):\n"
+         "            for attempt in range(times):\n                try:\n                    return function(*args, **kwargs)\n"
+         "                except AssertionError:\n                    if attempt == times - 1:\n                        raise\n"
+         "        return wrapper\n    return decorate\n")
+
+
 @needs_sandbox
 @pytest.mark.parametrize("shape", list(NESTED_HONEST))
 def test_a_gold_whose_graded_test_has_a_nested_assertion_kept_from_it_honestly(tmp_path, shape) -> None:
     """rt21's nested-function check (`Reporter._failed_through_the_patch`) counts a nested
     assertion's failure only through code of the patch's, here the fixed `calc/ops.py` itself."""
-    base = {**BASE_FILES, "calc/ops.py": BASE_FILES["calc/ops.py"] + "\n\ndef run(callback, *args):\n    return callback(*args)\n"}
+    base = {**BASE_FILES, "calc/ops.py": BASE_FILES["calc/ops.py"] + "\n\ndef run(callback, *args):\n    return callback(*args)\n" + RETRY}
     fixed = {"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
     prepared, _ = build_prepared(tmp_path, instance_id=f"nested-{shape}", base_files=base, gold_files=fixed,
                                  test_patch_files={"tests/test_add.py": NESTED_HONEST[shape]}, fail_to_pass=["tests/test_add.py::test_add"])
