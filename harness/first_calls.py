@@ -46,8 +46,10 @@ against this (fpT, the same day) found honest tests that run otherwise in a fork
 answers False for a write the fork refused, or "down" for a refused connection (a call that met a
 refusal tells nothing now: `refusals`), `random` reseeding itself in a forked child (its state is
 put back), a fixture's thread delivering what the test checks (no original is forked where other
-Python threads are alive). What that leaves open: a lie told only outside forks that also starts a
-thread, or makes the fork refuse something, before the original's call.
+Python threads are alive), a file a fixture opened or a `FileHandler` writes, read by the test (nor
+where the process holds a file open: `holds_open_files`). What that leaves open: a lie told only
+outside forks that also starts a thread, opens a file, or makes the fork refuse something, before
+the original's call.
 
 Why a fork that cannot be made, or whose child never reaches this module's code, is an answer too
 (red team rt18, 2026-12-04: reward 1 on both runners, seven ways): a first-call lie together with
