@@ -1480,9 +1480,10 @@ class Reporter:
             own, counted, clean = self._as_its_own_test, self._subtests_counted, self._no_failed_assertion
             self._fork(item, [(number, clean(own(counted((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()), testcase),
                                                  str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None))))
-                              for number, copy in copies])
+                              for number, copy in copies], defer=True)
             name = testcase._testMethodName
             self._fork_original(item, own((lambda: getattr(testcase, name)()), name, testcase, item.nodeid))
+            self._first_calls.run(item.nodeid)  # both children at once
 
     def _fork_first_calls(self, item):
         """A graded test with exact contradiction copies: fork the state its body is about to find;
@@ -1515,9 +1516,10 @@ class Reporter:
                 calls.append((number, clean(own(caller(item, moved), item.name, None, item.nodeid))))
             else:
                 calls.append((number, clean(own(caller(copy), copy.name, None, copy.nodeid))))
-        self._fork(item, calls)
+        self._fork(item, calls, defer=True)
         if not _FD_CAPTURE.intersection(names):
             self._fork_original(item, own(caller(item), item.name, None, item.nodeid))
+        self._first_calls.run(item.nodeid)  # both children at once
 
     def _fork_doctest(self, item):
         """A graded FAIL_TO_PASS doctest, forked as a test function with copies is: one child runs a
@@ -1564,8 +1566,9 @@ class Reporter:
                 raise LookupError(item.nodeid)
 
         own = self._as_its_own_test
-        self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))])
-        self._fork(item, [(self._original_failed, own(original_mismatched, item.name, None, item.nodeid))])
+        self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))], defer=True)
+        self._fork(item, [(self._original_failed, own(original_mismatched, item.name, None, item.nodeid))], defer=True)
+        self._first_calls.run(item.nodeid)
 
     def _no_failed_assertion(self, make):
         """`make`, failing where an assertion failed during it, swallowed or not: a copy in a fork
@@ -1603,7 +1606,7 @@ class Reporter:
             if nodeid not in self._asserts_failed or refusals() != before:
                 raise LookupError(nodeid)  # passed, failed otherwise, or ran otherwise (a refused write)
 
-        self._fork(item, [(self._original_failed, failed_its_own_assertion)])
+        self._fork(item, [(self._original_failed, failed_its_own_assertion)], defer=True)
 
     def _its_own_code(self, number, funcargs):
         """(parameter, value moved far) where copy `number` moves a parameter of its test that the
@@ -1643,10 +1646,10 @@ class Reporter:
             copies = self._exact_first(copies, self._canaries)
         return copies
 
-    def _fork(self, item, calls):
+    def _fork(self, item, calls, defer=False):
         self._forked.add(item.nodeid)
         try:
-            self._first_calls.fork_before(item.nodeid, calls)
+            self._first_calls.fork_before(item.nodeid, calls, defer)
         except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
             pass
 

@@ -146,7 +146,7 @@ def _first_calls(planted, channel, failed_asserts=None):
                 counted = patchgym_first_calls.subtests_counted
                 first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
                                                                 name, testcase)))
-                                                  for n, name in copies_of[test_id]])
+                                                  for n, name in copies_of[test_id]], defer=True)
                 threading = sys.modules.get("threading")
                 if failed_asserts is not None and not (threading is not None and threading.active_count() > 1) \
                         and not patchgym_first_calls.holds_open_files((getattr(channel._stream, "_fd", None),)):
@@ -165,9 +165,10 @@ def _first_calls(planted, channel, failed_asserts=None):
                         if id(testcase) not in failed_asserts or refusals() != before:
                             raise LookupError(test_id)  # passed, failed otherwise, or ran otherwise (a refused write)
 
-                    first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, failed_its_own_assert)])
+                    first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, failed_its_own_assert)], defer=True)
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
                 pass
+            first_calls.run(test_id)  # the children make their calls now, side by side, before the method
 
     return first_calls, before_call
 
