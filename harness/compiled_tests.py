@@ -42,6 +42,13 @@ _ONLY_AST = ast.PyCF_ONLY_AST
 _walk = ast.walk
 _gc_enabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 
+
+def _defines(node, code):
+    """Whether `node` is the `def` that compiled to `code` (its name, and its first line or a
+    decorator's)."""
+    return (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
+            and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list])
+
 # Where the runners' own skip and xfail machinery lives (the frames a skip passes through on its
 # way from where it was asked for): pytest's outcomes, unittest's case module, pluggy.
 _MACHINERY = ("/_pytest/", "/pytest/", "/pluggy/", "/unittest/")
@@ -422,26 +429,46 @@ class ProtectedSources(object):
         """(the test's FunctionDef, its enclosing ClassDef or None) in the protected source."""
         for owner in self._owners(real):
             for node in owner.body:
-                if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
-                        and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list]):
+                if _defines(node, code):
                     return node, owner if isinstance(owner, ast.ClassDef) else None
         return None, None
 
-    def _nested_definition(self, real, code):
-        """The FunctionDef of `code` anywhere in the protected source (a function a test defines in
-        its body), or None."""
-        tree = self._tree(real)
-        for node in _walk(tree) if tree is not None else ():
-            if (isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == code.co_name
-                    and code.co_firstlineno in [node.lineno] + [d.lineno for d in node.decorator_list]):
-                return node
-        return None
+    def _any_definition(self, real, code):
+        """The FunctionDef of `code` in the protected source: a test's or a fixture's (found first,
+        among the module's and the classes' own), or a function a test defines in its body."""
+        node = self._definition(real, code)[0]
+        if node is None:
+            tree = self._tree(real)
+            node = next((n for n in _walk(tree) if _defines(n, code)), None) if tree is not None else None
+        return node
 
     def decorated(self, real, code):
         """Whether the source puts a decorator on the function `code` (a test's nested one: a retry
         decorator of the library's may call it again where it failed)."""
-        node = self._definition(real, code)[0] or self._nested_definition(real, code)
+        node = self._any_definition(real, code)
         return bool(node is not None and node.decorator_list)
+
+    def swallowed_through(self, frame, name, is_patched):
+        """For a failed assertion of a function of a test file that is not the test itself (a
+        callback the test hands to the library, a coroutine it runs with `asyncio.run`), `frame`
+        being the one it was called from: the real path of the first file the patch changed
+        (`is_patched`) among the frames out to the test `name`'s own, where every frame of a test
+        file on the way, and the test's own, is on a line that lets what it calls raise
+        (`propagating_lines`); None otherwise. Where there is one and the test passed, that code
+        swallowed the failure (the reporters' `assertion_failed_yet_passed`, red team rt21)."""
+        found = None
+        while frame is not None:
+            code = frame.f_code
+            real = self._real(code.co_filename)
+            if real in self.sources:
+                if frame.f_lineno not in self.propagating_lines(real, code):
+                    return None
+                if code.co_name == name:
+                    return found
+            elif found is None and is_patched(code.co_filename):
+                found = real
+            frame = frame.f_back
+        return None
 
     def propagating_lines(self, real, code):
         """The lines of the test function `code` of the protected file `real` whose statements raise
@@ -450,7 +477,7 @@ class ProtectedSources(object):
         the source does not define it."""
         key = (real, code.co_name, code.co_firstlineno)
         if key not in self._propagating:
-            node = self._definition(real, code)[0] or self._nested_definition(real, code)
+            node = self._any_definition(real, code)
             lines = set()
             stack = list(node.body) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) else []
             while stack:

@@ -313,6 +313,51 @@ def _isolate(quiet_fds, keep):
         pass
 
 
+def no_failure_noted(make, failures):
+    """`make` (a copy's call), failing where the count `failures()` of failed assertions moved during
+    it, swallowed or not: a copy in a fork passes only where none failed. Why (fpT): pytest-check's
+    `with check:` records a failed assertion and fails the test at its end, and unittest's
+    `subTest` records it on the outcome, so a copy's call returned in the fork as if it had passed
+    (`contradiction_passed_on_a_first_call` on the gold)."""
+    def call():
+        before = failures()
+        result = make()
+        if failures() != before:
+            raise AssertionError("an assertion failed")
+        return result
+    return call
+
+
+def alone_tells(own=()):
+    """Whether the original test called alone in a fork (ORIGINAL_FAILED) runs there as it will in
+    the run: not where Python threads other than this one are alive (a fork holds only this one: a
+    fixture's `QueueListener` delivering log records, fpT) nor where the process holds a file open
+    (`holds_open_files`). Asked in the parent, before the fork: in the child both are gone."""
+    import sys
+    threading = sys.modules.get("threading")
+    try:
+        if threading is not None and threading.active_count() > 1:
+            return False
+    except Exception:  # noqa: BLE001
+        return False
+    return not holds_open_files(own)
+
+
+def failing_alone(call, failed_there, label):
+    """The ORIGINAL_FAILED call of a fork: `call()` (the original), returning only where
+    `failed_there()` says its own check failed and nothing was refused during it (a call that met
+    a refusal ran otherwise than its original will: `refusals`)."""
+    def check():
+        before = refusals()
+        try:
+            call()
+        except BaseException:  # noqa: BLE001  judged by `failed_there`
+            pass
+        if not failed_there() or refusals() != before:
+            raise LookupError(label)  # passed, failed otherwise, or ran otherwise
+    return check
+
+
 def holds_open_files(own=()):
     """Whether the process holds a file open (a descriptor to a regular file that is not deleted,
     other than `own` and the standard streams): a fork's descriptors point at /dev/null, so a test

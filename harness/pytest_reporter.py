@@ -422,14 +422,6 @@ def _module_level_statements(body):
                 yield from _module_level_statements(handler.body)
 
 
-class _Bound:
-    def method(self):
-        return self
-
-
-_METHOD_TYPE = type(_Bound().method)  # types.MethodType, without importing `types` (the reporters' imports stay few)
-
-
 def _holds(declared, function):
     """Whether `declared`, what `@pytest.fixture` left under a name, is `function`'s fixture: the
     function itself, pytest >= 8.4's FixtureFunctionDefinition, or the earlier wrapper that fails
@@ -464,17 +456,6 @@ def _name_and_path(item):
 # Fixtures that capture at the level of file descriptors: a fork's descriptors point at /dev/null,
 # so the original's output checks fail there honestly (`_fork_original`).
 _FD_CAPTURE = frozenset(("capfd", "capfdbinary"))
-
-
-def _other_threads():
-    """Whether Python threads other than this one are alive: a fork holds only this one, and a test
-    that waits on another (a `QueueListener` delivering log records) runs otherwise there (fpT:
-    `passed_only_outside_a_fork` on an honest fix), so the original's own fork tells nothing."""
-    threading = sys.modules.get("threading")
-    try:
-        return threading is not None and threading.active_count() > 1
-    except Exception:  # noqa: BLE001
-        return True
 
 
 def _code_file_of(value):
@@ -610,8 +591,9 @@ class Reporter:
             self._exact_first = patchgym_first_calls.exact_first
             self._original_failed = patchgym_first_calls.ORIGINAL_FAILED
             self._subtests_counted = patchgym_first_calls.subtests_counted
-            self._refusals = patchgym_first_calls.refusals
-            self._holds_open_files = patchgym_first_calls.holds_open_files
+            self._alone_tells = patchgym_first_calls.alone_tells
+            self._failing_alone = patchgym_first_calls.failing_alone
+            self._no_failure_noted = patchgym_first_calls.no_failure_noted
             self._doctest_copy_passed = patchgym_first_calls.DOCTEST_COPY_PASSED
         except ImportError:
             self._first_calls = None
@@ -1556,36 +1538,19 @@ class Reporter:
             if run(copy):
                 raise LookupError(item.nodeid)
 
-        refusals = self._refusals
-
-        def original_mismatched():
-            if _other_threads() or self._open_files():
-                raise LookupError(item.nodeid)
-            before = refusals()
-            if not any(type(f).__name__ == "DocTestFailure" for f in run(dtest)) or refusals() != before:
-                raise LookupError(item.nodeid)
+        failures = []  # the original's, in its own fork
 
         own = self._as_its_own_test
         self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))], defer=True)
-        self._fork(item, [(self._original_failed, own(original_mismatched, item.name, None, item.nodeid))], defer=True)
+        if self._alone_tells((getattr(self._stream, "_fd", None),)):
+            mismatched = self._failing_alone(lambda: failures.extend(run(dtest)), lambda: any(
+                type(f).__name__ == "DocTestFailure" for f in failures), item.nodeid)
+            self._fork(item, [(self._original_failed, own(mismatched, item.name, None, item.nodeid))], defer=True)
         self._first_calls.run(item.nodeid)
 
     def _no_failed_assertion(self, make):
-        """`make`, failing where an assertion failed during it, swallowed or not: a copy in a fork
-        passes only where none did. Why (fpT): pytest-check's `with check:` records a failed
-        assertion and fails the test at its end, so a copy's call returned in the fork as if it
-        had passed (`contradiction_passed_on_a_first_call` on the gold); unittest's `subTest` the
-        same way."""
-        def call():
-            before = self._failed_assertions
-            result = make()
-            if self._failed_assertions != before:
-                raise AssertionError("an assertion failed")
-            return result
-        return call
-
-    def _open_files(self):
-        return self._holds_open_files((getattr(self._stream, "_fd", None),))
+        """`make`, failing where an assertion failed during it (patchgym_first_calls.no_failure_noted)."""
+        return self._no_failure_noted(make, lambda: self._failed_assertions)
 
     def _fork_original(self, item, call):
         """Fork once more, and call the original test itself on the same state in the child: its own
@@ -1593,20 +1558,9 @@ class Reporter:
         (patchgym_first_calls' docstring, red team rt21). The child's call "passes", which is what
         it reports, only where that assertion failed."""
         nodeid = item.nodeid
-        refusals = self._refusals
-        if _other_threads() or self._open_files():
-            return
-
-        def failed_its_own_assertion():
-            before = refusals()
-            try:
-                call()
-            except BaseException:  # noqa: BLE001  judged below, by the assertion noted
-                pass
-            if nodeid not in self._asserts_failed or refusals() != before:
-                raise LookupError(nodeid)  # passed, failed otherwise, or ran otherwise (a refused write)
-
-        self._fork(item, [(self._original_failed, failed_its_own_assertion)], defer=True)
+        if self._alone_tells((getattr(self._stream, "_fd", None),)):
+            failed = self._failing_alone(call, lambda: nodeid in self._asserts_failed, nodeid)
+            self._fork(item, [(self._original_failed, failed)], defer=True)
 
     def _its_own_code(self, number, funcargs):
         """(parameter, value moved far) where copy `number` moves a parameter of its test that the
@@ -1829,7 +1783,7 @@ class Reporter:
         team round 8's fake `capsys`, there in a plugin module)."""
         cls = getattr(item, "cls", None)
         function = getattr(definition, "func", None)
-        if type(function) is _METHOD_TYPE:  # pytest binds a class's fixtures to an instance
+        if type(function).__name__ == "method":  # pytest binds a class's fixtures to an instance (as `_function_of`)
             function = function.__func__
         name = getattr(function, "__name__", None)
         code = getattr(function, "__code__", None)
@@ -2122,24 +2076,13 @@ class Reporter:
         on both runners (red team rt21); no copy changes an assertion there. Only through the
         patch's code: an unchanged library (an event loop's `call_soon`, a thread) honestly keeps
         what a callback raises from the test, and a thread's frames never reach the test's."""
-        patched = None
-        if self._sources.decorated(self._real(frame.f_code.co_filename), frame.f_code):
+        real = self._real(frame.f_code.co_filename)
+        if self._sources.decorated(real, frame.f_code):
             return  # a decorator (a library's retry) may call it again: fpT, an honest retry helper of the fix's
-        nested = "{}:{}".format(os.path.relpath(self._real(frame.f_code.co_filename), self._testbed), frame.f_lineno)
-        frame = frame.f_back
-        while frame is not None:
-            code = frame.f_code
-            real = self._real(code.co_filename)
-            if real in self._sources.sources:
-                if code.co_name == name:
-                    if patched is not None and frame.f_lineno in self._sources.propagating_lines(real, code):
-                        self._asserts_failed.setdefault(item.nodeid, "{} (through {})".format(nested, patched))
-                    return
-                if frame.f_lineno not in self._sources.propagating_lines(real, code):
-                    return  # an outer function of the test file's own that may catch it
-            elif patched is None and self._is_patched(code.co_filename):
-                patched = os.path.relpath(real, self._testbed)
-            frame = frame.f_back
+        patched = self._sources.swallowed_through(frame.f_back, name, self._is_patched)
+        if patched is not None:
+            self._asserts_failed.setdefault(item.nodeid, "{}:{} (through {})".format(
+                os.path.relpath(real, self._testbed), frame.f_lineno, os.path.relpath(patched, self._testbed)))
 
     def _check_report_identity(self, report):
         """A report logged while a test runs is of that test, under its collected id; its setup and

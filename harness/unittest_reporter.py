@@ -127,16 +127,11 @@ def _first_calls(planted, channel, failed_asserts=None):
     own = patchgym_first_calls.as_its_own_test
     forked = set()
 
+    def failures():
+        return failed_asserts.get("count", 0) if failed_asserts is not None else 0
+
     def clean(make):
-        """`make`, failing where an assert method failed during it, swallowed or not (the pytest
-        reporter's `_no_failed_assertion` says why)."""
-        def call():
-            before = failed_asserts.get("count", 0) if failed_asserts is not None else 0
-            result = make()
-            if failed_asserts is not None and failed_asserts.get("count", 0) != before:
-                raise AssertionError("an assert method failed")
-            return result
-        return call
+        return patchgym_first_calls.no_failure_noted(make, failures)
 
     def before_call(testcase):
         test_id = _safe_id(testcase)
@@ -147,25 +142,11 @@ def _first_calls(planted, channel, failed_asserts=None):
                 first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
                                                                 name, testcase)))
                                                   for n, name in copies_of[test_id]], defer=True)
-                threading = sys.modules.get("threading")
-                if failed_asserts is not None and not (threading is not None and threading.active_count() > 1) \
-                        and not patchgym_first_calls.holds_open_files((getattr(channel._stream, "_fd", None),)):
-                    # (not where other threads are alive, or files are open: the fork holds only this
-                    # thread, and its descriptors point at /dev/null; fpT)
+                if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),)):
                     name = testcase._testMethodName
-                    original = own((lambda: getattr(testcase, name)()), name, testcase)
-                    refusals = patchgym_first_calls.refusals
-
-                    def failed_its_own_assert():
-                        before = refusals()
-                        try:
-                            original()
-                        except BaseException:  # noqa: BLE001  judged by the assert noted
-                            pass
-                        if id(testcase) not in failed_asserts or refusals() != before:
-                            raise LookupError(test_id)  # passed, failed otherwise, or ran otherwise (a refused write)
-
-                    first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, failed_its_own_assert)], defer=True)
+                    original = patchgym_first_calls.failing_alone(own((lambda: getattr(testcase, name)()), name, testcase),
+                                                                  lambda: id(testcase) in failed_asserts, test_id)
+                    first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, original)], defer=True)
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
                 pass
             first_calls.run(test_id)  # the children make their calls now, side by side, before the method
@@ -179,8 +160,8 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
     unittest's `_formatMessage` runs only for a failing assert method. Such a test that passes had
     its failure swallowed outside it (the pytest reporter's `_watch_failed_asserts` says why). Also
     one of a function the test defines and hands on (a callback), where code of a file the patch
-    changed (`patched`) sits between it and the test's own frame (the pytest reporter's
-    `_failed_through_the_patch` says why)."""
+    changed (`patched`) sits between it and the test's own frame (`ProtectedSources.swallowed_through`;
+    the pytest reporter's `_failed_through_the_patch` says why)."""
     formatter = vars(unittest.TestCase).get("_formatMessage")
     if sources is None or formatter is None:
         return None
@@ -202,9 +183,9 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
                     if code.co_name == name:
                         failed.setdefault(id(test), (test, where))
                     elif not sources.decorated(real, code):  # a decorator (a library's retry) may call it again
-                        through = _through_the_patch(frame.f_back, name, sources, patched, testbed)
+                        through = sources.swallowed_through(frame.f_back, name, lambda f: os.path.realpath(f) in patched)
                         if through is not None:
-                            failed.setdefault(id(test), (test, "{} (through {})".format(where, through)))
+                            failed.setdefault(id(test), (test, "{} (through {})".format(where, os.path.relpath(through, testbed))))
                     break
                 if not real.startswith(own) or code.co_name == "handle":
                     break  # a library's assert helper, or assertRaises' callable form: either may catch it
@@ -215,24 +196,6 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
 
     unittest.TestCase._formatMessage = _formatMessage
     return failed
-
-
-def _through_the_patch(frame, name, sources, patched, testbed):
-    """The first file the patch changed among the frames from `frame` out to the test method `name`'s
-    own, where that frame is on a line that lets what it calls raise; None otherwise."""
-    found = None
-    while frame is not None:
-        code = frame.f_code
-        real = os.path.realpath(code.co_filename)
-        if real in sources.sources:
-            if frame.f_lineno not in sources.propagating_lines(real, code):
-                return None
-            if code.co_name == name:
-                return found
-        elif found is None and real in patched:
-            found = os.path.relpath(real, testbed)
-        frame = frame.f_back
-    return None
 
 
 def _own_state(result_class):

@@ -424,3 +424,25 @@ def test_a_lie_told_only_to_the_earliest_of_functions_alike(tmp_path) -> None:
     _assert_resolved(_grade(prepared, gold))
     attack = {"calc/__init__.py": BASE_FILES["calc/__init__.py"] + EARLIEST_SIBLING_LIE}
     _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, attack)))
+
+
+def test_the_original_is_forked_alone_only_where_the_fork_holds_what_it_needs(tmp_path) -> None:
+    """`alone_tells` is asked in the parent (in a child, the other threads are gone and the
+    descriptors point at /dev/null, so asking there always said yes: the doctest fork did, before)."""
+    import threading
+
+    from patchgym.harness import first_calls
+
+    quiet = first_calls.alone_tells()  # this process may hold threads or files of other tests
+    release = threading.Event()
+    worker = threading.Thread(target=release.wait)
+    worker.start()
+    try:
+        assert not first_calls.alone_tells()
+    finally:
+        release.set()
+        worker.join()
+    with open(tmp_path / "held.txt", "w") as handle:
+        assert not first_calls.alone_tells()
+        assert first_calls.holds_open_files() and first_calls.alone_tells((handle.fileno(),)) == quiet
+    assert first_calls.alone_tells() == quiet
