@@ -339,7 +339,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
     if not all(copyable_decorator(d) or _root(d) in own_decorators for d in function.decorator_list):
         return []
     literals = {}
-    fallback = tolerant = asserting = None
+    fallback = None
     found = {}
     for statement in _statements(function.body):
         pair = _equality_pair(statement, helpers)
@@ -378,11 +378,6 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
             if ok:
                 literals[statement.targets[0].id] = value
     raising = [found.pop("raise_other")] if "raise_other" in found else []  # beside any other copy
-    return _targets(function, found, fallback, raising, tolerant, asserting, helpers)
-
-
-def _targets(function, found, fallback, raising, tolerant, asserting, helpers):
-    """`targets`' choice among what its walk found."""
     if found:
         chosen = [found[how] for how in ("change", "change_far") if how in found]
         node, how, value = found.get("change", (None, None, None))
