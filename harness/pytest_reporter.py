@@ -1538,13 +1538,12 @@ class Reporter:
             if run(copy):
                 raise LookupError(item.nodeid)
 
-        failures = []  # the original's, in its own fork
-
         own = self._as_its_own_test
         self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))], defer=True)
         if self._alone_tells((getattr(self._stream, "_fd", None),)):
-            mismatched = self._failing_alone(lambda: failures.extend(run(dtest)), lambda: any(
-                type(f).__name__ == "DocTestFailure" for f in failures), item.nodeid)
+            original = []  # the original's failures, in its own fork
+            mismatched = self._failing_alone(lambda: original.extend(run(dtest)), lambda: any(
+                type(f).__name__ == "DocTestFailure" for f in original), item.nodeid)
             self._fork(item, [(self._original_failed, own(mismatched, item.name, None, item.nodeid))], defer=True)
         self._first_calls.run(item.nodeid)
 
