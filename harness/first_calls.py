@@ -343,17 +343,23 @@ def alone_tells(own=()):
     return not holds_open_files(own)
 
 
-def failing_alone(call, failed_there, label):
+def failing_alone(call, failed_there, label, raised_there=None):
     """The ORIGINAL_FAILED call of a fork: `call()` (the original), returning only where
-    `failed_there()` says its own check failed and nothing was refused during it (a call that met
-    a refusal ran otherwise than its original will: `refusals`)."""
+    `failed_there()` says its own check failed, or `raised_there(error)` says the error it raised
+    is its own assertion's (a plain `assert` no hook notes: `ProtectedSources.raised_in_the_test`),
+    and nothing was refused during it (a call that met a refusal ran otherwise than its original
+    will: `refusals`)."""
     def check():
-        before = refusals()
+        before, raised = refusals(), None
         try:
             call()
-        except BaseException:  # noqa: BLE001  judged by `failed_there`
-            pass
-        if not failed_there() or refusals() != before:
+        except BaseException as error:  # noqa: BLE001  judged by `failed_there`
+            raised = error
+        try:
+            own = raised is not None and raised_there is not None and raised_there(raised)
+        except Exception:  # noqa: BLE001
+            own = False
+        if not (failed_there() or own) or refusals() != before:
             raise LookupError(label)  # passed, failed otherwise, or ran otherwise
     return check
 

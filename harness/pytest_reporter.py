@@ -605,6 +605,8 @@ class Reporter:
         except (ImportError, AttributeError):
             self._far_steps = ()
         self._forked = set()  # node ids forked before (patchgym_first_calls)
+        self._forked_original = None  # the test whose original was forked, until its call's report
+        self._failed_when_forked = set()  # ... whose call failed in the run too (a rerun plugin's first attempt)
         self._forked_functions = set()  # ... and their ids without parameters: one fork a test function
         # the FAIL_TO_PASS ids the copies contradict: of a parametrised test, an instance among them is forked
         self._contradicted = {str(i) for i in (config.get("canaries") or {}).get("contradict") or ()}
@@ -1315,6 +1317,10 @@ class Reporter:
                 excinfo.typename, report.outcome)))
         if report is not None and call.when == "call":
             self._judge_asserts(item, report)
+            if self._forked_original == item.nodeid:  # the attempt whose original was forked
+                self._forked_original = None
+                if report.failed:  # failed in the run too: the fork's failure tells nothing (a rerun may pass)
+                    self._failed_when_forked.add(item.nodeid)
             self._made[item.nodeid] = (report, report.outcome)  # compared when it is logged
             if type(report.outcome) is not str:  # pytest's are plain strings; one with its own __ne__ lied (round 10)
                 self._untrusted.setdefault(item.nodeid, ("report_outcome_replaced", type(report.outcome).__name__))
@@ -1458,23 +1464,27 @@ class Reporter:
         after its setUp; the child calls the copies on the same TestCase (they are its methods)."""
         item = self._running[0] if self._running is not None else None
         copies = self._copies_to_fork(item) if item is not None else None
-        if copies:
+        if copies is not None:
             own, counted, clean = self._as_its_own_test, self._subtests_counted, self._no_failed_assertion
-            self._fork(item, [(number, clean(own(counted((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()), testcase),
-                                                 str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None))))
-                              for number, copy in copies], defer=True)
+            if copies:
+                self._fork(item, [(number, clean(own(counted((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()), testcase),
+                                                     str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None))))
+                                  for number, copy in copies], defer=True)
             name = testcase._testMethodName
             self._fork_original(item, own((lambda: getattr(testcase, name)()), name, testcase, item.nodeid))
             self._first_calls.run(item.nodeid)  # both children at once
 
     def _fork_first_calls(self, item):
-        """A graded test with exact contradiction copies: fork the state its body is about to find;
-        the child calls the copies with its fixture values before that body runs, the parent waiting
-        (patchgym_first_calls: a library that lied on the first call per input only got reward 1)."""
+        """A graded FAIL_TO_PASS test: fork the state its body is about to find; the child calls its
+        exact contradiction copies with its fixture values before that body runs, the parent waiting
+        (patchgym_first_calls: a library that lied on the first call per input only got reward 1),
+        and another child calls the test itself (`_fork_original`), with copies or without."""
         if hasattr(item, "addSuccess") or not hasattr(item, "funcargs"):
             return  # a TestCase's method: _fork_testcase, from unittest's _callTestMethod
+        if getattr(item, "dtest", None) is not None or not callable(getattr(item, "obj", None)):
+            return  # a doctest (`_fork_doctest`), or an item of a plugin's that calls no function
         copies = self._copies_to_fork(item)
-        if not copies:
+        if copies is None:
             return
         funcargs = item.funcargs
         names = list(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
@@ -1498,7 +1508,8 @@ class Reporter:
                 calls.append((number, clean(own(caller(item, moved), item.name, None, item.nodeid))))
             else:
                 calls.append((number, clean(own(caller(copy), copy.name, None, copy.nodeid))))
-        self._fork(item, calls, defer=True)
+        if calls:
+            self._fork(item, calls, defer=True)
         if not _FD_CAPTURE.intersection(names):
             self._fork_original(item, own(caller(item), item.name, None, item.nodeid))
         self._first_calls.run(item.nodeid)  # both children at once
@@ -1545,6 +1556,7 @@ class Reporter:
             mismatched = self._failing_alone(lambda: original.extend(run(dtest)), lambda: any(
                 type(f).__name__ == "DocTestFailure" for f in original), item.nodeid)
             self._fork(item, [(self._original_failed, own(mismatched, item.name, None, item.nodeid))], defer=True)
+            self._forked_original = item.nodeid
         self._first_calls.run(item.nodeid)
 
     def _no_failed_assertion(self, make):
@@ -1556,10 +1568,12 @@ class Reporter:
         assertion failing there where the run's passes is a lie told only outside forks
         (patchgym_first_calls' docstring, red team rt21). The child's call "passes", which is what
         it reports, only where that assertion failed."""
-        nodeid = item.nodeid
+        nodeid, name = item.nodeid, getattr(item, "originalname", None) or str(item.name).split("[", 1)[0]
         if self._alone_tells((getattr(self._stream, "_fd", None),)):
-            failed = self._failing_alone(call, lambda: nodeid in self._asserts_failed, nodeid)
+            failed = self._failing_alone(call, lambda: nodeid in self._asserts_failed, nodeid,
+                                         lambda error: self._sources is not None and self._sources.raised_in_the_test(error, name))
             self._fork(item, [(self._original_failed, failed)], defer=True)
+            self._forked_original = nodeid
 
     def _its_own_code(self, number, funcargs):
         """(parameter, value moved far) where copy `number` moves a parameter of its test that the
@@ -1581,8 +1595,9 @@ class Reporter:
     def _copies_to_fork(self, item):
         """The exact copies of `item` when it is the first instance of its test function to come by
         that the task grades as FAIL_TO_PASS (one fork a test function: a lie on the first call per
-        input shows on any input, and each fork costs ~12 ms and the faults of a copy-on-write run);
-        None otherwise. Why FAIL_TO_PASS: the fork went to the first instance, and a library that
+        input shows on any input, and each fork costs ~12 ms and the faults of a copy-on-write run),
+        [] for such a test without copies (its original is forked alone: an assertion in a helper of
+        the test's gets no copies, red team rt21 c04); None otherwise. Why FAIL_TO_PASS: the fork went to the first instance, and a library that
         lied only from a function's second instance on, where the first passes with the bug (a
         PASS_TO_PASS instance), was never forked (red team rt18, reward 1); every FAIL_TO_PASS
         instance is one the bug fails, which the lie must reach."""
@@ -1590,14 +1605,11 @@ class Reporter:
         function = nodeid.split("[", 1)[0]
         if self._first_calls is None or function in self._forked_functions:
             return None
-        if nodeid != function and function not in self._contradicted and nodeid not in self._contradicted \
-                and any(c.startswith(function + "[") for c in self._contradicted):
-            return None  # an instance the task does not grade as failing: a later one is forked
+        if nodeid not in self._contradicted and function not in self._contradicted:
+            return None  # not graded as failing (an instance of a function that is: a later one is forked)
+        self._forked_functions.add(function)
         copies = self._copies_of.get(nodeid) or self._copies_of.get(function)
-        if copies:
-            self._forked_functions.add(function)
-            copies = self._exact_first(copies, self._canaries)
-        return copies
+        return self._exact_first(copies, self._canaries) if copies else []
 
     def _fork(self, item, calls, defer=False):
         self._forked.add(item.nodeid)
@@ -2056,8 +2068,11 @@ class Reporter:
             if real in self._sources.sources:  # the first frame of a test file's: the test itself, or not at all
                 if frame.f_lineno not in self._sources.propagating_lines(real, code):
                     return
+                where = "{}:{}".format(os.path.relpath(real, self._testbed), frame.f_lineno)
                 if code.co_name == name:
-                    self._asserts_failed.setdefault(item.nodeid, "{}:{}".format(os.path.relpath(real, self._testbed), frame.f_lineno))
+                    self._asserts_failed.setdefault(item.nodeid, where)
+                elif self._sources.reaches_the_test(frame, name) and not self._sources.decorated(real, code):
+                    self._asserts_failed.setdefault(item.nodeid, "{} (in {})".format(where, code.co_name))
                 else:
                     self._failed_through_the_patch(item, name, frame)
                 return
@@ -2381,6 +2396,8 @@ class Reporter:
         self.check_dispatch(None)
         if self._first_calls is not None:
             for of, number in self._first_calls.results():
+                if number == self._original_failed and of in self._failed_when_forked:
+                    continue
                 self.emit("first_call_passed", n=number, of=self._task_id(of))  # < 0: patchgym_first_calls.SILENCED, REFUSED
         if self._guard is not None:
             self._guard.active = False  # pytest's own teardown from here on

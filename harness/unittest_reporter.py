@@ -106,21 +106,24 @@ def _watch_test_method_returns(before_call=None, after_call=None):
     return state
 
 
-def _first_calls(planted, channel, failed_asserts=None):
+def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None):
     """(patchgym_first_calls.FirstCalls, a hook called right before a test method runs) for the
-    graded tests with exact contradiction copies: a fork of the state the method is about to find,
-    whose child calls the copies on the same TestCase first, and a second whose child calls the
-    method itself and answers whether its own assert failed there (`failed_asserts`, the dict of
-    `_watch_failed_asserts`; patchgym_first_calls.ORIGINAL_FAILED); (None, None) without them."""
+    tests graded as failing (`failing`, FAIL_TO_PASS): a fork of the state the method is about to
+    find, whose child calls its exact contradiction copies on the same TestCase first, and a second
+    whose child calls the method itself and answers whether its own assert failed there
+    (`failed_asserts`, the dict of `_watch_failed_asserts`, or a plain `assert` it raised:
+    `ProtectedSources.raised_in_the_test`; patchgym_first_calls.ORIGINAL_FAILED), with copies or
+    without (an assert in a helper method gets none: red team rt21 c04); (None, None) without any."""
     try:
         import patchgym_first_calls
     except ImportError:
         return None, None
-    copies_of = {}
+    copies_of = {test_id: [] for test_id in failing}
     for number, canary in enumerate(planted):
         if getattr(canary, "forkable", False) and getattr(canary, "contradicts", None):
             copies_of.setdefault(canary.contradicts, []).append((number, canary.name))
-    copies_of = {test_id: patchgym_first_calls.exact_first(copies, planted) for test_id, copies in copies_of.items()}
+    copies_of = {test_id: patchgym_first_calls.exact_first(copies, planted) if copies else []
+                 for test_id, copies in copies_of.items()}
     if not copies_of:
         return None, None
     first_calls = patchgym_first_calls.FirstCalls([1, 2, getattr(channel._stream, "_fd", None)])
@@ -139,13 +142,15 @@ def _first_calls(planted, channel, failed_asserts=None):
             forked.add(test_id)
             try:
                 counted = patchgym_first_calls.subtests_counted
-                first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
-                                                                name, testcase)))
-                                                  for n, name in copies_of[test_id]], defer=True)
+                if copies_of[test_id]:
+                    first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
+                                                                    name, testcase)))
+                                                      for n, name in copies_of[test_id]], defer=True)
                 if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),)):
                     name = testcase._testMethodName
-                    original = patchgym_first_calls.failing_alone(own((lambda: getattr(testcase, name)()), name, testcase),
-                                                                  lambda: id(testcase) in failed_asserts, test_id)
+                    original = patchgym_first_calls.failing_alone(
+                        own((lambda: getattr(testcase, name)()), name, testcase), lambda: id(testcase) in failed_asserts, test_id,
+                        lambda error: sources is not None and sources.raised_in_the_test(error, name))
                     first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, original)], defer=True)
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
                 pass
@@ -182,6 +187,8 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
                     where = "{}:{}".format(os.path.relpath(real, testbed), frame.f_lineno)
                     if code.co_name == name:
                         failed.setdefault(id(test), (test, where))
+                    elif sources.reaches_the_test(frame, name) and not sources.decorated(real, code):  # a helper's
+                        failed.setdefault(id(test), (test, "{} (in {})".format(where, code.co_name)))
                     elif not sources.decorated(real, code):  # a decorator (a library's retry) may call it again
                         through = sources.swallowed_through(frame.f_back, name, lambda f: os.path.realpath(f) in patched)
                         if through is not None:
@@ -532,7 +539,8 @@ def main(argv):
         pass
     patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
     failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed, patched)  # before the snapshots
-    first_calls, before_call = _first_calls(planted, channel, failed_asserts)
+    failing = [str(i) for i in (config.get("canaries") or {}).get("contradict") or ()]
+    first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources)
     returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
     watched = _watched()
     class_keys = _class_keys()
