@@ -318,6 +318,37 @@ def expected_raise(statement):
     return None
 
 
+# The raising checks that take a pattern the message must match, and where: (keyword, position).
+_MATCHING_CHECKS = {"raises": ("match", None), "warns": ("match", None), "assertRaisesRegex": ("expected_regex", 1),
+                    "assertRaisesRegexp": ("expected_regex", 1), "assertWarnsRegex": ("expected_regex", 1)}
+
+
+def expected_match(statement):
+    """(pattern node, pattern) of the first raising check `statement` makes whose message must
+    match a literal pattern (`pytest.raises(E, match="...")`, `assertRaisesRegex(E, "...")`), or
+    None; not a pattern with an alternation (`a|b` + more would still match `a`). The copy that
+    appends a token to the pattern fails on every honest run: no message holds it. An exception
+    whose `__str__` answers the pattern it is matched against, read off the raising check's frame,
+    passes it, and passed the original (`__str__` returning `self.match.pattern`: reward 1, stop 34)."""
+    calls = [item.context_expr for item in statement.items] if isinstance(statement, ast.With) else (
+        [statement.value] if isinstance(statement, ast.Expr) else [])
+    for call in calls:
+        if not isinstance(call, ast.Call):
+            continue
+        func = call.func
+        name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if name not in _MATCHING_CHECKS:
+            continue
+        keyword, position = _MATCHING_CHECKS[name]
+        node = next((k.value for k in call.keywords if k.arg == keyword), None)
+        if node is None and position is not None and len(call.args) > position \
+                and not any(isinstance(a, ast.Starred) for a in call.args[:position + 1]):
+            node = call.args[position]
+        if isinstance(node, ast.Constant) and type(node.value) is str and "|" not in node.value:
+            return node, node.value
+    return None
+
+
 def fresh_class(name, base):
     """Source of a class made when it runs, named like the one it stands for: nothing raises it."""
     return "type({!r}, ({},), {{}})".format(name, base)

@@ -62,6 +62,8 @@ value compared with it elementwise is ambiguous, and raises), and a negated one 
 
 A check that a block raises (`with pytest.raises(E):`, `self.assertRaises(E, f, x)`, `warns`) gets
 a copy expecting a class made when it runs (`comparing_calls.expected_raise`): nothing raises it.
+One whose message must match a literal pattern (`match="..."`, `assertRaisesRegex(E, "...")`) gets
+another with a token appended to the pattern (`comparing_calls.expected_match`): no message holds it.
 
 A test none of whose assertions surely runs (each in an `if`, a `for` over a computed sequence, a
 `while`) gets guarded copies instead (`GUARDED`, `guarded_copy`): every assertion anywhere in its
@@ -361,7 +363,10 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
         raising = _calls.expected_raise(statement)
         if raising is not None and "raise_other" not in found and not _ends_early(statement):
             found["raise_other"] = (raising[0], "raise_other", raising[1])
-        if len(found) == 3:
+        matching = _calls.expected_match(statement)
+        if matching is not None and "raise_match" not in found and not _ends_early(statement):
+            found["raise_match"] = (matching[0], "raise_match", matching[1])
+        if len(found) == 4:
             break
         if fallback is None:
             fallback = _fallback(statement, helpers)
@@ -377,7 +382,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
             ok, value = _calls.literal(statement.value)
             if ok:
                 literals[statement.targets[0].id] = value
-    raising = [found.pop("raise_other")] if "raise_other" in found else []  # beside any other copy
+    raising = [found.pop(how) for how in ("raise_other", "raise_match") if how in found]  # beside any other copy
     if found:
         chosen = [found[how] for how in ("change", "change_far") if how in found]
         node, how, value = found.get("change", (None, None, None))
@@ -570,6 +575,8 @@ def replacement(lines, node, how, value, rng):
             return text if ast.literal_eval(text) == new else None
         except (ValueError, SyntaxError):
             return None
+    if how == "raise_match":  # a token no message holds, after the pattern it must match
+        return repr(value + rng.choice(string.ascii_uppercase) + str(rng.randint(10000, 99999)))
     if how in ("raise_other", "change_adjacent"):  # a fresh class for the expected one; an int one step away
         return value if how == "raise_other" else repr(value + rng.choice((1, -1)))
     if how in ("shift", "shift_far"):
