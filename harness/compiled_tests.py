@@ -493,13 +493,17 @@ class ProtectedSources(object):
             frame = frame.f_back
         return False
 
-    def raised_in_the_test(self, error, name):
-        """Whether `error` is an AssertionError raised by an `assert` of a test file on its way out
-        of the test `name` (its traceback from the test's own frame inwards: frames of test files
-        only, each on a line that lets what it calls raise, the innermost the `assert`). The
-        witness of a test's own assertion where nothing notes one (a plain `assert` under the
-        unittest runner, which is not rewritten): the original called in a fork of its own."""
-        if not isinstance(error, AssertionError):
+    def raised_in_the_test(self, error, name, checkers=()):
+        """Whether `error`, which left the test `name`, is its own check failing: an AssertionError
+        (or pytest's `Failed`: `pytest.fail`, a block that did not raise) raised, on its way out
+        through frames of test files only (the test's own and its helpers'), by an `assert` there,
+        or by the checking code of the runner called from there (`checkers`: the folders of pytest
+        and unittest; `pytest.raises(match=)`, `assertEqual`). The witness of a test's own check
+        where nothing notes one (a plain `assert` under the unittest runner, which is not
+        rewritten; a raising check's failure): the original called in a fork of its own. Not an
+        error raised by the library's code (a refused write it met in the fork)."""
+        failed = type(error).__name__ == "Failed" and type(error).__module__ == "_pytest.outcomes"
+        if not isinstance(error, AssertionError) and not failed:
             return False
         entries, tb = [], getattr(error, "__traceback__", None)
         while tb is not None:
@@ -509,13 +513,13 @@ class ProtectedSources(object):
                       and self._real(code.co_filename) in self.sources), None)
         if start is None:
             return False
-        for position, (code, line) in enumerate(entries[start:]):
-            real = self._real(code.co_filename)
-            if real not in self.sources or line not in self.propagating_lines(real, code):
-                return False
-            if position and self.decorated(real, code):
-                return False
-        return entries[-1][1] in self._assert_lines(self._real(entries[-1][0].co_filename))
+        rest = [(self._real(code.co_filename), line) for code, line in entries[start:]]
+        own = 0
+        while own < len(rest) and rest[own][0] in self.sources:
+            own += 1
+        if own == len(rest):  # raised in a test file: by its `assert`
+            return not failed and rest[-1][1] in self._assert_lines(rest[-1][0])
+        return all(any(real.startswith(folder) for folder in checkers) for real, _ in rest[own:])
 
     def _assert_lines(self, real):
         """The lines of the protected source's `assert` statements."""

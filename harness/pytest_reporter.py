@@ -195,6 +195,8 @@ def _doctest_machinery():
                                  "pytest_collect_file", "_is_mocked", "_check_all_skipped")))
 
 
+_UNITTEST_DIR = (os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep,)  # its assert methods' folder
+
 # Machinery that pytest itself sets back to None, to make again with its own (watched) maker.
 _RESET_BY_PYTEST = frozenset(("_pytest.doctest.RUNNER_CLASS", "_pytest.doctest.CHECKER_CLASS"))
 
@@ -1598,7 +1600,8 @@ class Reporter:
         nodeid, name = item.nodeid, getattr(item, "originalname", None) or str(item.name).split("[", 1)[0]
         if self._alone_tells((getattr(self._stream, "_fd", None),)):
             failed = self._failing_alone(call, lambda: nodeid in self._asserts_failed, nodeid,
-                                         lambda error: self._sources is not None and self._sources.raised_in_the_test(error, name))
+                                         lambda error: self._sources is not None and self._sources.raised_in_the_test(
+                                             error, name, self._machinery_dirs + _UNITTEST_DIR))
             self._fork(item, [(self._original_failed, failed)], defer=True)
             self._forked_original = nodeid
 

@@ -150,7 +150,8 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
                     name = testcase._testMethodName
                     original = patchgym_first_calls.failing_alone(
                         own((lambda: getattr(testcase, name)()), name, testcase), lambda: id(testcase) in failed_asserts, test_id,
-                        lambda error: sources is not None and sources.raised_in_the_test(error, name))
+                        lambda error: sources is not None and sources.raised_in_the_test(
+                            error, name, (os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep,)))
                     first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, original)], defer=True)
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
                 pass
