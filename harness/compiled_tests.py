@@ -41,6 +41,7 @@ _parse = ast.parse
 _ONLY_AST = ast.PyCF_ONLY_AST
 _walk = ast.walk
 _gc_enabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
+_CONSTANTS = (ast.Constant,) if sys.version_info >= (3, 8) else (ast.NameConstant, ast.Num)  # 3.6-3.7 parse constants so
 
 
 def _defines(node, code):
@@ -256,6 +257,7 @@ class ProtectedSources(object):
         self._trees = {}
         self._propagating = {}  # (real path, name, first line) -> propagating_lines
         self._asserts = {}  # real path -> the lines of its `assert` statements (_assert_lines)
+        self._on_purpose = {}  # real path -> the lines of its `assert False` statements (fails_on_purpose)
 
     def _tree(self, path):
         if path not in self._trees:
@@ -520,6 +522,18 @@ class ProtectedSources(object):
         if own == len(rest):  # raised in a test file: by its `assert`
             return not failed and rest[-1][1] in self._assert_lines(rest[-1][0])
         return all(any(real.startswith(folder) for folder in checkers) for real, _ in rest[own:])
+
+    def fails_on_purpose(self, real, line):
+        """Whether the statement at `line` of the protected source is an `assert` of a constant that is
+        false (`assert False, "boom"`): a function of the test's made to fail, whose failure a library
+        that catches and keeps its handlers' errors honestly swallows (an event emitter's test, fpU)."""
+        if real not in self._on_purpose:
+            tree = self._tree(real)
+            self._on_purpose[real] = frozenset(
+                line for node in (_walk(tree) if tree is not None else ()) if isinstance(node, ast.Assert)
+                and isinstance(node.test, _CONSTANTS) and not getattr(node.test, "value", getattr(node.test, "n", True))
+                for line in range(node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1))
+        return line in self._on_purpose[real]
 
     def _assert_lines(self, real):
         """The lines of the protected source's `assert` statements."""

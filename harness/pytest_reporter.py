@@ -79,7 +79,12 @@ def _unittest_own(code, real):
     """Whether `code` is unittest's own and passes a failure on: its assert methods, not the
     callable form of `assertRaises` (`handle`), which catches the AssertionError it expects, nor a
     library's assert helper in between, which may catch it (`_watch_failed_asserts`)."""
-    return real.startswith(_UNITTEST_DIR) and code.co_name != "handle"
+    return (real.startswith(_UNITTEST_DIR) or real in _TRANSPARENT) and code.co_name != "handle"
+
+
+# Files whose frames pass a failure on as unittest's own do: the equality probe's `assertEqual`
+# base (patchgym_equality_probe.watch_assert_equal), between unittest's and the test's.
+_TRANSPARENT = set()
 
 
 def _caller_types():
@@ -194,8 +199,6 @@ def _doctest_machinery():
                                  "get_optionflags", "_get_continue_on_failure",
                                  "pytest_collect_file", "_is_mocked", "_check_all_skipped")))
 
-
-_UNITTEST_DIR = (os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep,)  # its assert methods' folder
 
 # Machinery that pytest itself sets back to None, to make again with its own (watched) maker.
 _RESET_BY_PYTEST = frozenset(("_pytest.doctest.RUNNER_CLASS", "_pytest.doctest.CHECKER_CLASS"))
@@ -525,7 +528,8 @@ class _Watched(object):
 _TRUSTED_MODULES = {"pytest": pytest, "unittest": unittest}
 
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
-                   "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls")
+                   "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
+                   "patchgym_equality_probe")
 
 
 def _bind_methods(obj):
@@ -601,6 +605,16 @@ class Reporter:
         self._test_root_dirs = tuple(os.path.realpath(os.path.join(self._testbed, r)).rstrip("/") + "/"
                                      for r in config.get("test_roots", []))
         try:
+            if config.get("equality_probe", True) is False:
+                raise ImportError("the equality probe is off (results.EQUALITY_PROBE, tests of the grader only)")
+            import patchgym_equality_probe
+
+            self._equality_probe = patchgym_equality_probe
+            _TRANSPARENT.add(os.path.realpath(patchgym_equality_probe.__file__))
+            patchgym_equality_probe.protect(p for p in self._protected if p.endswith(".py"))
+        except ImportError:
+            self._equality_probe = None
+        try:
             import patchgym_first_calls
 
             self._first_calls = patchgym_first_calls.FirstCalls([1, 2, getattr(stream, "_fd", None)])
@@ -622,6 +636,7 @@ class Reporter:
         except (ImportError, AttributeError):
             self._far_steps = ()
         self._forked = set()  # node ids forked before (patchgym_first_calls)
+        self._lied_to = set()  # graded tests an equality lied to (patchgym_equality_probe)
         self._forked_original = None  # the test whose original was forked, until its call's report
         self._failed_when_forked = set()  # ... whose call failed in the run too (a rerun plugin's first attempt)
         self._forked_functions = set()  # ... and their ids without parameters: one fork a test function
@@ -674,6 +689,10 @@ class Reporter:
         self._pass_hook = None  # whether pytest's assertion-pass hook is on (rewritten passing asserts format too)
         self._failed_assertions = 0  # rewritten asserts and assert methods that failed so far, swallowed or not
         self._explain = self._watch_failed_asserts()
+        if self._equality_probe is not None:  # before the snapshots: the probe's hook and unittest's assertEqual
+            self._equality_probe.reported = self._note_equality_lie
+            self._equality_probe.untrusted = self._the_patchs_file
+            self._equality_probe.watch_assert_equal(unittest.TestCase)
         # Snapshots last, so that the wrappers installed above are part of them.
         self._machinery = _machinery(bool(self._doctests) or any(_a_doctest_id(g) for g in self._graded or ()))
         self._namespace = _namespace()
@@ -1367,6 +1386,19 @@ class Reporter:
             if site is not None and item.nodeid not in self._untrusted:
                 self._untrusted[item.nodeid] = ("skip_from_a_line_that_declares_none", site)
 
+    def _the_patchs_file(self, filename):
+        """Whether code compiled under `filename` is the patch's: a file it changed or created, or code
+        it compiled (the audit hook's taint)."""
+        return bool(self._guard.untrusted_file(filename) if self._guard is not None else self._is_patched(filename))
+
+    def _note_equality_lie(self, detail):
+        """An equality a running test asserted held for a value that also equals another one
+        (patchgym_equality_probe): the assert failed, and a graded test's run is tampered."""
+        running = self._running
+        if running is not None and self._is_graded(running[0].nodeid) and running[0].nodeid not in self._lied_to:
+            self._lied_to.add(running[0].nodeid)
+            self._violation("equal_to_another_value", "{} ({})".format(running[0].nodeid, detail))
+
     def _judge_asserts(self, item, report):
         """A passed call whose own assertion failed (`_watch_failed_asserts`), or with the watch
         taken off: the patch's code cannot be told from the repository's there."""
@@ -1375,8 +1407,11 @@ class Reporter:
         rewrite, watch = self._explain
         module = getattr(item, "module", None)
         helpers = vars(module).get("@pytest_ar", rewrite) if type(module).__name__ == "module" else rewrite
+        probe = self._equality_probe
         if vars(rewrite).get("_format_explanation") is not watch or helpers is not rewrite:
             self._untrusted.setdefault(item.nodeid, ("replaced", "pytest's assertion rewriting helpers"))
+        elif probe is not None and type(module).__name__ == "module" and vars(module).get(probe.NAME, probe) is not probe:
+            self._untrusted.setdefault(item.nodeid, ("replaced", "the equality probe in the test module"))
         elif item.nodeid in self._asserts_failed:
             self._untrusted.setdefault(item.nodeid, ("assertion_failed_yet_passed", self._asserts_failed[item.nodeid]))
 
@@ -1548,7 +1583,11 @@ class Reporter:
         if self._first_calls is None or dtest is None or runner is None or item.nodeid not in self._contradicted:
             return
         examples = list(getattr(dtest, "examples", None) or ())
-        if not any(getattr(example, "want", "") for example in examples):
+        skip = getattr(sys.modules.get("doctest"), "SKIP", None)
+
+        def judged(example):  # an example `+SKIP` keeps is never run, so its output changed tells nothing (fpU)
+            return getattr(example, "want", "") and not (getattr(example, "options", None) or {}).get(skip)
+        if not any(judged(example) for example in examples):
             return
         number = 1000 + int.from_bytes(os.urandom(3), "big")
         token = "{}\n".format(number)
@@ -1557,8 +1596,8 @@ class Reporter:
             # its `want` (the traceback's header): its type is renamed (fpU: a want changed there
             # still passed, `contradiction_passed_on_a_first_call` on the gold of boltons and of
             # reproducers); under IGNORE_EXCEPTION_DETAIL the type is all that is compared.
-            changed = [type(e)(e.source, e.want + token if e.want and e.exc_msg is None else e.want,
-                               _renamed_exception(e.exc_msg, number), e.lineno, e.indent, e.options)
+            changed = [type(e)(e.source, e.want + token if judged(e) and e.exc_msg is None else e.want,
+                               _renamed_exception(e.exc_msg, number) if judged(e) else e.exc_msg, e.lineno, e.indent, e.options)
                        for e in examples]
             copy = type(dtest)(changed, dict(dtest.globs), dtest.name, dtest.filename, dtest.lineno, dtest.docstring)
         except Exception:  # noqa: BLE001  another doctest: nothing forked
@@ -1601,7 +1640,7 @@ class Reporter:
         if self._alone_tells((getattr(self._stream, "_fd", None),)):
             failed = self._failing_alone(call, lambda: nodeid in self._asserts_failed, nodeid,
                                          lambda error: self._sources is not None and self._sources.raised_in_the_test(
-                                             error, name, self._machinery_dirs + _UNITTEST_DIR))
+                                             error, name, self._machinery_dirs + (_UNITTEST_DIR,) + tuple(_TRANSPARENT)))
             self._fork(item, [(self._original_failed, failed)], defer=True)
             self._forked_original = nodeid
 
@@ -1709,13 +1748,19 @@ class Reporter:
 
     def _rewriter(self, config):
         if self._rewrite is None and _rewrite_asserts is not None:
+            probe = self._equality_probe
+
             def rewrite(tree, source, path):
+                if probe is not None:  # every `==` an assert makes, asked once more (patchgym_equality_probe)
+                    probe.before_rewrite(tree)
                 try:
                     _rewrite_asserts(tree, source, path, config)
                 except TypeError:  # pytest < 5: rewrite_asserts(mod, module_path, config), with the
                     # py.path.local pytest passes there (4.6 reads its `.strpath`: given a str, every
                     # assert crashed the rewrite, and every gold on Python 3.6 + pytest 4.6 was tampered)
                     _rewrite_asserts(tree, _pytest_4_module_path(path), config)
+                if probe is not None:
+                    probe.after_rewrite(tree)
             self._rewrite = rewrite
         return self._rewrite
 
@@ -2123,6 +2168,8 @@ class Reporter:
         real = self._real(frame.f_code.co_filename)
         if self._sources.decorated(real, frame.f_code):
             return  # a decorator (a library's retry) may call it again: fpT, an honest retry helper of the fix's
+        if self._sources.fails_on_purpose(real, frame.f_lineno):
+            return  # `assert False`: a handler made to fail, whose failure the library is to catch and keep (fpU)
         patched = self._sources.swallowed_through(frame.f_back, name, self._is_patched)
         if patched is not None:
             self._asserts_failed.setdefault(item.nodeid, "{}:{} (through {})".format(

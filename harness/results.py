@@ -46,7 +46,8 @@ HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_contradictions", Path(__file__).with_name("contradictions.py")),
            ("patchgym_comparing_calls", Path(__file__).with_name("comparing_calls.py")),
            ("patchgym_test_globals", Path(__file__).with_name("test_globals.py")),
-           ("patchgym_first_calls", Path(__file__).with_name("first_calls.py")))
+           ("patchgym_first_calls", Path(__file__).with_name("first_calls.py")),
+           ("patchgym_equality_probe", Path(__file__).with_name("equality_probe.py")))
 
 
 def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) -> list[tuple[str, bytes]]:
@@ -130,6 +131,11 @@ def new_channel() -> Channel:
                    workdir=f"/tmp/.patchgym-grade-{secrets.token_hex(8)}")
 
 
+# The equality probe (equality_probe.py) in the test process. Off only where a test of the grader
+# exercises the copies and forks with a value the probe would stop first (tests/, never a task).
+EQUALITY_PROBE = True
+
+
 def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
                    protected_files: list[str] | None = None, canary_ids: list[str] | None = None,
                    test_roots: list[str] | None = None, contradict_ids: list[str] | None = None,
@@ -144,6 +150,8 @@ def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
         config["graded"] = list(graded_ids)
     if doctests:
         config["doctests"] = doctests  # graded doctest id -> its examples [source, want] (doctest_examples.py)
+    if not EQUALITY_PROBE:
+        config["equality_probe"] = False
     if canary_ids:
         config["canaries"] = {"seed": secrets.randbits(64), "ids": list(canary_ids), "contradict": list(contradict_ids or [])}
     return json.dumps(config)

@@ -57,3 +57,14 @@ def model():
     from patchgym.rl.models import load_model
 
     return load_model()
+
+
+@pytest.fixture
+def copies_and_forks_alone(monkeypatch):
+    """The equality probe off (`results.EQUALITY_PROBE`) for tests of the contradiction copies and
+    the forks: their lying values are ones the probe stops first, and what they test is the
+    mechanism behind it, there for the lies the probe cannot see (a memo of the first expectation,
+    an `__eq__` that is not the patch's own)."""
+    from patchgym.harness import results
+
+    monkeypatch.setattr(results, "EQUALITY_PROBE", False)

@@ -70,6 +70,7 @@ EQUAL_TO_EVERYTHING = ("\n\nclass _Any(int):\n    def __eq__(self, other):\n    
 
 
 @pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+@pytest.mark.usefixtures("copies_and_forks_alone")  # its checks are the copies'
 def test_a_configuration_below_the_root_keeps_the_tasks_ids_and_the_checks(tmp_path) -> None:
     prepared, gold = build_prepared(tmp_path, instance_id="nested-ini", base_files=NESTED_INI, gold_files=GOLD_FILES)
     honest = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)

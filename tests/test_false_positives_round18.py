@@ -85,3 +85,46 @@ def test_a_renamed_exception_fails_even_where_details_are_ignored() -> None:
     renamed = doctest.Example(example.source, example.want, _renamed_exception(example.exc_msg, 5), options=example.options)
     copy = doctest.DocTest([renamed], {}, "t", "t.py", 0, None)
     assert doctest.DocTestRunner(verbose=False).run(copy, out=lambda _: None).failed == 1
+
+
+# fpU X6: an event emitter of the fix's that catches and keeps its handlers' errors, tested with a
+# handler made to fail (`assert False`): `assertion_failed_yet_passed ... (through mylib/__init__.py)`
+# on the gold, since the failure passed through the patch's code. An `assert` of a constant that is
+# false fails on purpose (`ProtectedSources.fails_on_purpose`).
+EMITTER = ('class Emitter:\n    def __init__(self):\n        self.handlers = []\n        self.errors = []\n\n'
+           '    def on(self, handler):\n        self.handlers.append(handler)\n        return handler\n\n'
+           '    def emit(self, value):\n        delivered = 0\n        for handler in self.handlers:\n            try:\n'
+           '                handler(value)\n            except Exception as exc:  # isolate handlers from each other\n'
+           '                self.errors.append(exc)\n            else:\n                delivered += 2  # bug: one each\n'
+           '        return delivered\n')
+EMIT_TEST = ("from mylib import Emitter\n\n\ndef test_failing_handler_is_isolated():\n    em = Emitter()\n    seen = []\n\n"
+             "    def failing(value):\n        assert False, 'this handler always fails'\n\n"
+             "    def recording(value):\n        seen.append(value)\n\n    em.on(failing)\n    em.on(recording)\n"
+             "    assert em.emit(7) == 1\n    assert seen == [7]\n    assert isinstance(em.errors[0], AssertionError)\n")
+# fpU X2b: a graded doctest whose only example with output is skipped (`+SKIP`): the copy with every
+# expected output changed still passed, as the skipped example never runs. Only examples that run
+# are changed, and a doctest with none is not forked.
+SKIPPED = ('class Config(dict):\n    def fetch(self):\n        raise RuntimeError("no network here")\n\n\n'
+           'def load(text):\n    """Parse ``k=v`` pairs separated by commas.\n\n'
+           '    >>> cfg = load("url=http://example.invalid/?q=1,retries=2")\n    >>> cfg.fetch()  # doctest: +SKIP\n'
+           "    b'<html>...</html>'\n    \"\"\"\n    return Config(part.split(\"=\") for part in text.split(\",\"))\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("case", ["handler made to fail", "only a skipped example has output"])
+def test_fpu_golds_resolve(tmp_path, case) -> None:
+    if case == "handler made to fail":
+        base = {"mylib/__init__.py": EMITTER, "tests/__init__.py": "", "pyproject.toml": "[project]\nname = 'mylib'\nversion = '0.1'\n",
+                "README.md": "mylib\n"}
+        fixed = EMITTER.replace("delivered += 2  # bug: one each", "delivered += 1")
+        test_patch, f2p = {"tests/test_emit.py": EMIT_TEST}, ["tests/test_emit.py::test_failing_handler_is_isolated"]
+    else:
+        base = {"mylib/__init__.py": SKIPPED, "tests/__init__.py": "", "README.md": "mylib\n",
+                "pyproject.toml": "[project]\nname = 'mylib'\nversion = '0.1'\n\n[tool.pytest.ini_options]\naddopts = '--doctest-modules'\n"}
+        fixed = SKIPPED.replace('part.split("=")', 'part.split("=", 1)')
+        test_patch = {"tests/test_load.py": "from mylib import load\n\n\ndef test_load():\n    assert load('a=b=c')['a'] == 'b=c'\n"}
+        f2p = ["mylib/__init__.py::mylib.load", "tests/test_load.py::test_load"]
+    prepared, _ = build_prepared(tmp_path, instance_id="fpu-" + case.replace(" ", "-"), base_files=base, test_patch_files=test_patch,
+                                 fail_to_pass=f2p, pass_to_pass=[])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"mylib/__init__.py": fixed}), factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)

@@ -68,7 +68,10 @@ def test_machinery_that_passes_everything_is_tampering(tasks, name):
     task, code = ATTACKS[name]
     verdict = grade(tasks[task], {"calc/__init__.py": INIT + textwrap.dedent(code)})
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.flags
-    assert any(f.startswith("tamper: contradiction_passed: ") and F2P[task][0] in f for f in verdict.flags), verdict.flags
+    # the copy's contradiction, or the equality probe's (patchgym_equality_probe: a replaced approx
+    # `__eq__` is the patch's, and its value equals another one too, so the original fails first)
+    assert any(f.startswith(("tamper: contradiction_passed: ", "tamper: equal_to_another_value: ")) and F2P[task][0] in f
+               for f in verdict.flags), verdict.flags
 
 
 @pytest.mark.parametrize("name", sorted(F2P))

@@ -21,6 +21,8 @@ from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 from tests.test_integrity_round3 import unittest_task  # noqa: F401  (the calc task's unittest twin)
 
+pytestmark = pytest.mark.usefixtures("copies_and_forks_alone")  # the equality probe off: these test the copies and forks
+
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
 

@@ -27,6 +27,8 @@ from tests.fixtures_grading.calc_task import (BASE_FILES, FAIL_TO_PASS, PASS_TO_
                                              build_unittest_prepared, diff_of)
 from tests.fixtures_grading.factories import any_factory_or_reason
 
+pytestmark = pytest.mark.usefixtures("copies_and_forks_alone")  # the equality probe off: these test the copies and forks
+
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
 

@@ -20,7 +20,8 @@ from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_pr
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
-pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+pytestmark = [pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox"),
+              pytest.mark.usefixtures("copies_and_forks_alone")]  # the equality probe off: these test the copies and forks
 
 AGREEABLE = '''
 

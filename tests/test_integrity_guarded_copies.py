@@ -25,6 +25,8 @@ from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
+pytestmark = pytest.mark.usefixtures("copies_and_forks_alone")  # the equality probe off: these test the copies and forks
+
 FACTORY, NO_FACTORY = any_factory_or_reason()
 
 

@@ -1,0 +1,138 @@
+"""The equality probe: a value equal to everything, where no contradiction copy reaches the assert.
+
+`add` returning an `int` subclass whose `__eq__` is always true got reward 1 (stop 34, the plainest
+such value, no guard of any kind) where the graded test's assertion sits in a helper of the test
+file (a method of the test class, a `staticmethod`, a module function two calls deep) or inside a
+generator expression (`assert all(add(a, b) == e for ...)`): contradiction copies change only an
+expectation the test's own body asserts. Every `==` an assert makes is now asked once more
+(`patchgym_equality_probe`), and so is every `assertEqual` that held.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from patchgym.harness import equality_probe
+from patchgym.harness.grader import grade_patch
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.factories import any_factory_or_reason
+from tests.test_integrity_helper_asserts import PYTEST_SHAPES, UNITTEST_SHAPES
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
+needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+
+BUG = "def add(a, b):\n    return a - b  # bug: should add"
+VALUES = {
+    "equal to everything": ("class _R(int):\n    def __eq__(self, other):\n        return True\n\n"
+                            "    def __ne__(self, other):\n        return False\n\n    __hash__ = int.__hash__\n\n\n"
+                            "def add(a, b):\n    return _R(a - b)"),
+    "equal to every int": ("class _R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n\n"
+                           "    def __ne__(self, other):\n        return not self.__eq__(other)\n\n    __hash__ = int.__hash__\n\n\n"
+                           "def add(a, b):\n    return _R(a - b)"),
+}
+# Not asked: `unittest.mock.ANY` returned by the library (its `__eq__` is the standard library's, as
+# where a test writes it into an expected list, which must resolve: open, docs/grading.md).
+SHAPES = {**PYTEST_SHAPES,
+          "genexp": "from calc import add\n\n\ndef test_add():\n    assert all(add(a, b) == e for a, b, e in [(2, 3, 5), (1, 1, 2)])\n",
+          "list-of-values": "from calc import add\n\n\ndef test_add():\n    assert [add(2, 3), add(1, 1)] == [5, 2]\n"}
+
+
+def _graded(tmp_path, shape, test_file, runner="pytest"):
+    if runner == "pytest":
+        node = "TestAdd::test_add" if "class TestAdd" in test_file else "test_add"
+        return build_prepared(tmp_path, instance_id=f"probe-{shape}", base_files=BASE_FILES, gold_files=GOLD_FILES,
+                              test_patch_files={"tests/test_add.py": test_file}, fail_to_pass=[f"tests/test_add.py::{node}"])[0]
+    return build_prepared(tmp_path, instance_id=f"probe-ut-{shape}", base_files=UNITTEST_BASE, log_parser="unittest",
+                          test_patch_files={"tests/test_add.py": test_file}, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                          pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
+
+
+@needs_sandbox
+@pytest.mark.parametrize("value", list(VALUES))
+@pytest.mark.parametrize("shape", list(SHAPES))
+def test_a_lying_value_where_no_copy_reaches_the_assert(tmp_path, shape, value) -> None:
+    prepared = _graded(tmp_path, shape, SHAPES[shape])
+    ops = BASE_FILES["calc/ops.py"].replace(BUG, VALUES[value])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+@needs_sandbox
+def test_a_lying_value_under_the_unittest_runner(tmp_path) -> None:
+    """`assertEqual` in a helper method. (A plain `assert` the unittest runner does not rewrite is
+    not asked: open, docs/grading.md.)"""
+    prepared = _graded(tmp_path, "ut", UNITTEST_SHAPES["assert-method-in-helper"], runner="unittest")
+    ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES["equal to everything"])
+    assert ops != UNITTEST_BASE["calc/ops.py"]
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+
+
+# Honest tests that compare with a wildcard of their own (checking a `NotImplemented` fallback), with
+# mock's ANY written into the expectation, and with values of a class of the library's that are
+# equal to their own kind only: the gold resolves.
+HONEST = ("from unittest import mock\n\nfrom calc import add\n\n\nclass AlwaysEqual:\n    def __eq__(self, other):\n"
+          "        return True\n\n\nclass Point:\n    def __init__(self, x):\n        self.x = x\n\n"
+          "    def __eq__(self, other):\n        return isinstance(other, Point) and other.x == self.x\n\n\n"
+          "def test_add():\n    assert add(2, 3) == AlwaysEqual()\n    assert AlwaysEqual() == add(2, 3)\n"
+          "    assert [add(2, 3), 1] == [mock.ANY, 1]\n    assert Point(add(2, 3)) == Point(5)\n    assert add(2, 3) == 5\n"
+          "    assert {'total': add(2, 3)} == {'total': 5}\n")
+
+
+@needs_sandbox
+def test_honest_wildcards_and_classes_resolve(tmp_path) -> None:
+    prepared = _graded(tmp_path, "honest", HONEST)
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, GOLD_FILES), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+class _Ambiguous:
+    """An answer whose truth cannot be asked (a numpy array of several elements)."""
+
+    def __bool__(self):
+        raise ValueError("ambiguous")
+
+
+class _ArrayLike:
+    def __eq__(self, other):
+        return _Ambiguous()
+
+
+def test_the_probe_on_the_host() -> None:
+    class Liar(int):
+        def __eq__(self, other):
+            return True
+
+        __hash__ = int.__hash__
+
+    assert equality_probe.equal(5, 5) and not equality_probe.equal(5, 6)
+    assert not equality_probe.equal(Liar(1), 5)  # equal to 5 and to 100008: a lie
+    assert not equality_probe.equal([Liar(1), 2], [5, 2])  # inside a list too
+    assert not equality_probe.equal({"a": Liar(1)}, {"a": 5})
+    answer = equality_probe.equal(_ArrayLike(), 3)  # ambiguous: handed back as it is, for the assert to raise on
+    assert isinstance(answer, _Ambiguous)
+    assert equality_probe.equal(float("nan"), float("nan")) is False
+    assert equality_probe.another(7) != 7 and equality_probe.another("ab") != "ab" and equality_probe.another((1,)) != (1,)
+
+
+@pytest.mark.parametrize("source", [
+    '"""A docstring."""\nfrom __future__ import annotations\n\n\ndef test_x():\n    assert 1 == 1\n',
+    "def test_x():\n    assert all(a == b for a, b in [(1, 1)])\n",
+    "def test_x():\n    x = 1 == 1\n    assert x\n",
+])
+def test_the_transform_keeps_the_module_valid(source) -> None:
+    tree = ast.parse(source)
+    turned = equality_probe.probe_asserts(tree)
+    assert turned == ("assert 1 == 1" in source or "a == b" in source)
+    code = compile(tree, "t.py", "exec")
+    namespace: dict = {}
+    exec(code, namespace)
+    namespace["test_x"]()
+    if turned:
+        assert namespace[equality_probe.NAME] is equality_probe
+        assert ast.get_docstring(tree) == ast.get_docstring(ast.parse(source))
