@@ -44,6 +44,25 @@ _gc_enabled, _gc_disable, _gc_enable = gc.isenabled, gc.disable, gc.enable
 _CONSTANTS = (ast.Constant,) if sys.version_info >= (3, 8) else (ast.NameConstant, ast.Num)  # 3.6-3.7 parse constants so
 
 
+# unittest's old names and what they stand for: a test suite's own compatibility shim sets them to the
+# method they name (`TestCase.assertItemsEqual = TestCase.assertCountEqual` in a conftest, the aliases
+# Python 3.12 removed put back): `replaced` on every gold of such a suite, both runners (fpU).
+UNITTEST_ALIASES = {"assertItemsEqual": "assertCountEqual", "assertEquals": "assertEqual", "assertNotEquals": "assertNotEqual",
+                    "assertAlmostEquals": "assertAlmostEqual", "assertNotAlmostEquals": "assertNotAlmostEqual",
+                    "assert_": "assertTrue", "failUnless": "assertTrue", "failIf": "assertFalse", "failUnlessEqual": "assertEqual",
+                    "failIfEqual": "assertNotEqual", "failUnlessAlmostEqual": "assertAlmostEqual",
+                    "failIfAlmostEqual": "assertNotAlmostEqual", "failUnlessRaises": "assertRaises",
+                    "assertRaisesRegexp": "assertRaisesRegex", "assertRegexpMatches": "assertRegex",
+                    "assertNotRegexpMatches": "assertNotRegex"}
+
+
+def unittest_alias(name, value, originals):
+    """Whether `value`, set as TestCase's `name`, is the method that old name stands for, as TestCase
+    had it (`originals`: its dict at the snapshot)."""
+    target = UNITTEST_ALIASES.get(name)
+    return target is not None and target in originals and value is originals[target]
+
+
 def _defines(node, code):
     """Whether `node` is the `def` that compiled to `code` (its name, and its first line or a
     decorator's)."""

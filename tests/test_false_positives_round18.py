@@ -128,3 +128,34 @@ def test_fpu_golds_resolve(tmp_path, case) -> None:
                                  fail_to_pass=f2p, pass_to_pass=[])
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"mylib/__init__.py": fixed}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+# fpU X3: a test suite's own shim for unittest's old names, in a conftest or the test module
+# (`TestCase.assertItemsEqual = TestCase.assertCountEqual`; `assertEquals` put back as
+# `assertEqual`): `replaced: unittest.TestCase...` on every gold, both runners. The method an old
+# name stands for is what a shim may set it to (`compiled_tests.unittest_alias`), nothing else.
+SHIMS = {"added": "unittest.TestCase.assertItemsEqual = unittest.TestCase.assertCountEqual\n",
+         "replaced": "unittest.TestCase.assertEquals = unittest.TestCase.assertEqual\n"}
+SHIM_TESTS = ("import unittest\n\n{shim}\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+              "    def test_add(self):\n        self.assertEquals(add(2, 3), 5)\n        self.assertItemsEqual([add(1, 1), 1], [1, 2])\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_suites_shim_for_unittests_old_names_resolves(tmp_path, runner) -> None:
+    from tests.fixtures_grading.calc_task import BASE_FILES as CALC, GOLD_FILES, UNITTEST_BASE
+
+    test_file = SHIM_TESTS.format(shim=SHIMS["added"] + SHIMS["replaced"])
+    base = CALC if runner == "pytest" else UNITTEST_BASE
+    f2p = ["tests/test_add.py::AddTest::test_add"] if runner == "pytest" else ["tests.test_add.AddTest.test_add"]
+    extra = {} if runner == "pytest" else {"log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub"]}
+    prepared, _ = build_prepared(tmp_path, instance_id=f"fpu-shim-{runner}", base_files=base, test_patch_files={"tests/test_add.py": test_file},
+                                 fail_to_pass=f2p, **extra)
+    fixed = {"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    assert fixed["calc/ops.py"] != base["calc/ops.py"] and GOLD_FILES
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+    # the library pointing an old name at another method is still a replacement
+    lenient = {"calc/ops.py": "import unittest as _u\n_u.TestCase.assertEquals = _u.TestCase.assertTrue\n\n\n" + base["calc/ops.py"]}
+    attack = grade_patch(prepared, diff_of(prepared.repo_dir, lenient), factory=FACTORY, deadline_s=180)
+    assert attack.reward == 0.0, attack.model_dump_json(indent=1)
