@@ -176,9 +176,14 @@ def watch_assert_equal(testcase_class):
 def _equal_call(left, right, where):
     import ast
 
-    call = ast.Call(func=ast.Attribute(value=ast.Name(id=NAME, ctx=ast.Load()), attr="equal", ctx=ast.Load()),
-                    args=[left, right], keywords=[])
-    return ast.copy_location(call, where)
+    name = ast.copy_location(ast.Name(id=NAME, ctx=ast.Load()), where)
+    function = ast.copy_location(ast.Attribute(value=name, attr="equal", ctx=ast.Load()), where)
+    # Every new node placed where the comparison was, and nothing else touched: filling the whole
+    # tree's missing positions (`ast.fix_missing_locations`) gave the imports pytest's rewriter adds,
+    # which carry a line and no end line, an end before their start, and the module no longer
+    # compiled (every test of pytest's, attrs' and click's graded files `test_code_not_from_
+    # protected_source`, fpU's rows run again).
+    return ast.copy_location(ast.Call(func=function, args=[left, right], keywords=[]), where)
 
 
 def _is_equality(node):
@@ -263,18 +268,17 @@ def _import_here(tree):
 
     body = getattr(tree, "body", [])
     if any(isinstance(n, ast.Import) and any(a.asname == NAME for a in n.names) for n in body):
-        ast.fix_missing_locations(tree)  # the calls just made
         return
     at = 1 if ast.get_docstring(tree, clean=False) is not None else 0
     while at < len(body) and isinstance(body[at], ast.ImportFrom) and body[at].module == "__future__":
         at += 1
     line = body[at].lineno if at < len(body) else 1
     module_name = __name__ if __name__ != "__main__" else "patchgym_equality_probe"
-    imported = ast.Import(names=[ast.alias(name=module_name, asname=NAME)])
-    imported.lineno, imported.col_offset = line, 0
-    imported.end_lineno, imported.end_col_offset = line, 0
+    alias = ast.alias(name=module_name, asname=NAME)
+    imported = ast.Import(names=[alias])
+    for node in (imported, alias):  # an alias has a position of its own since Python 3.10
+        node.lineno, node.col_offset, node.end_lineno, node.end_col_offset = line, 0, line, 0
     body.insert(at, imported)
-    ast.fix_missing_locations(tree)
 
 
 def protect(paths):

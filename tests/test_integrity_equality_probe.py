@@ -136,3 +136,21 @@ def test_the_transform_keeps_the_module_valid(source) -> None:
     if turned:
         assert namespace[equality_probe.NAME] is equality_probe
         assert ast.get_docstring(tree) == ast.get_docstring(ast.parse(source))
+
+
+def test_the_turned_module_compiles_where_its_first_statement_is_not_on_line_one() -> None:
+    """pytest's rewriter adds its imports with a line and no end line; filling the tree's missing
+    positions gave them an end before their start, and no module whose first statement sits below
+    line 1 (a comment, a docstring, `from __future__`) compiled: every graded file of pytest's own,
+    attrs' and click's repositories fell back to pytest's compilation (fpU rows, run again)."""
+    from _pytest.assertion.rewrite import rewrite_asserts
+
+    source = ("# a comment\nfrom __future__ import annotations\n\nimport sys\n\n\ndef test_x():\n"
+              "    assert all(a == b for a, b in [(1, 1)])\n    assert sys.maxsize == sys.maxsize\n")
+    tree = ast.parse(source)
+    assert equality_probe.before_rewrite(tree)
+    rewrite_asserts(tree, source.encode(), "t.py", None)
+    assert equality_probe.after_rewrite(tree)
+    namespace: dict = {}
+    exec(compile(tree, "t.py", "exec"), namespace)
+    namespace["test_x"]()
