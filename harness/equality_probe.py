@@ -192,6 +192,23 @@ def _is_equality(node):
     return isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
 
 
+def _turned(node):
+    """`node` with every single `A == B` in it turned into `NAME.equal(A, B)`, and how many were."""
+    import ast
+
+    turned = []
+
+    class _Turn(ast.NodeTransformer):
+        def visit_Compare(self, compare):
+            self.generic_visit(compare)
+            if _is_equality(compare):
+                turned.append(compare)
+                return _equal_call(compare.left, compare.comparators[0], compare)
+            return compare
+
+    return _Turn().visit(node), len(turned)
+
+
 def before_rewrite(tree):
     """Turn the single `A == B` inside a comprehension or lambda of an `assert` into `NAME.equal(A,
     B)`: pytest's rewriter leaves their insides alone (it explains the generator as a whole), so no
@@ -199,21 +216,12 @@ def before_rewrite(tree):
     import ast
 
     scopes = (ast.GeneratorExp, ast.ListComp, ast.SetComp, ast.DictComp, ast.Lambda)
-    turned = []
-
-    class _Turn(ast.NodeTransformer):
-        def visit_Compare(self, node):
-            self.generic_visit(node)
-            if _is_equality(node):
-                turned.append(node)
-                return _equal_call(node.left, node.comparators[0], node)
-            return node
-
+    turned = 0
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert):
             for inner in ast.walk(node.test):
                 if isinstance(inner, scopes):
-                    _Turn().visit(inner)
+                    turned += _turned(inner)[1]  # in place: a scope node is never itself a comparison
     if turned:
         _import_here(tree)
     return bool(turned)
@@ -239,26 +247,17 @@ def after_rewrite(tree):
 
 
 def probe_asserts(tree):
-    """Both turns, for a tree no rewriter touches (tests)."""
+    """Every single `==` of every `assert` turned, for a tree no rewriter touches (the host's tests)."""
     import ast
 
-    first = before_rewrite(tree)
-    turned = []
-
-    class _Turn(ast.NodeTransformer):
-        def visit_Compare(self, node):
-            self.generic_visit(node)
-            if _is_equality(node):
-                turned.append(node)
-                return _equal_call(node.left, node.comparators[0], node)
-            return node
-
+    turned = before_rewrite(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert):
-            node.test = _Turn().visit(node.test)
+            node.test, count = _turned(node.test)
+            turned = turned or bool(count)
     if turned:
         _import_here(tree)
-    return first or bool(turned)
+    return turned
 
 
 def _import_here(tree):
