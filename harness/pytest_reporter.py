@@ -639,6 +639,7 @@ class Reporter:
             self._far_steps = ()
         self._forked = set()  # node ids forked before (patchgym_first_calls)
         self._lied_to = set()  # graded tests an equality lied to (patchgym_equality_probe)
+        self._serving = False  # whether pytest executes the grader's own compilation (_serve_own_compilation)
         self._forked_original = None  # the test whose original was forked, until its call's report
         self._failed_when_forked = set()  # ... whose call failed in the run too (a rerun plugin's first attempt)
         self._forked_functions = set()  # ... and their ids without parameters: one fork a test function
@@ -823,6 +824,7 @@ class Reporter:
             return
         sources = self._sources
         reporter = self
+        self._serving = True  # the tests run this compilation's code (the equality probe needs that)
 
         def _rewrite_test(fn, config, *args, **kwargs):
             if not args and not kwargs and config is reporter._config and config is not None:
@@ -1761,10 +1763,15 @@ class Reporter:
 
     def _rewriter(self, config):
         if self._rewrite is None and _rewrite_asserts is not None:
-            probe = self._equality_probe
+            reporter = self
 
             def rewrite(tree, source, path):
-                if probe is not None:  # every `==` an assert makes, asked once more (patchgym_equality_probe)
+                # Every `==` an assert makes, asked once more (patchgym_equality_probe), only where the
+                # tests run this compilation's code: pytest < 5 compiles them itself (no wrapper is
+                # served), and its code must then equal this one (Python 3.6 + pytest 4.6's gold was
+                # `test_code_not_from_protected_source` while the probe turned this one alone).
+                probe = reporter._equality_probe if reporter._serving else None
+                if probe is not None:
                     probe.before_rewrite(tree)
                 try:
                     _rewrite_asserts(tree, source, path, config)
