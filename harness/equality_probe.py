@@ -137,7 +137,9 @@ def lying_side(first, second):
     """The side of an equality that held which also equals another value (reported), or None."""
     if type(first) in _SCALARS and type(second) in _SCALARS:
         return None
-    for value, other in ((first, second), (second, first)):
+    # two builtin containers of a kind are asked element by element both ways at once (`_lies`)
+    both = type(first) is type(second) and (type(first) in _SEQUENCES or type(first) is dict)
+    for value, other in ((first, second),) if both else ((first, second), (second, first)):
         if _lies(value, other):
             _report(value, other)
             return value

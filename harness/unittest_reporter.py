@@ -110,6 +110,14 @@ def _watch_test_method_returns(before_call=None, after_call=None):
     return state
 
 
+def _checking_code():
+    """The real paths whose frames are unittest's own checking code: unittest's folder, and the
+    equality probe's `assertEqual` base (patchgym_equality_probe.watch_assert_equal), which sits
+    between unittest's frames and the test's."""
+    probe = getattr(sys.modules.get("patchgym_equality_probe"), "__file__", None)
+    return (os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep,) + ((os.path.realpath(probe),) if probe else ())
+
+
 def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None):
     """(patchgym_first_calls.FirstCalls, a hook called right before a test method runs) for the
     tests graded as failing (`failing`, FAIL_TO_PASS): a fork of the state the method is about to
@@ -122,7 +130,7 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
         import patchgym_first_calls
     except ImportError:
         return None, None
-    probe_file = os.path.realpath(getattr(sys.modules.get("patchgym_equality_probe"), "__file__", None) or "/nonexistent")
+    checking = _checking_code()
     copies_of = {test_id: [] for test_id in failing}
     for number, canary in enumerate(planted):
         if getattr(canary, "forkable", False) and getattr(canary, "contradicts", None):
@@ -156,7 +164,7 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
                     original = patchgym_first_calls.failing_alone(
                         own((lambda: getattr(testcase, name)()), name, testcase), lambda: id(testcase) in failed_asserts, test_id,
                         lambda error: sources is not None and sources.raised_in_the_test(
-                            error, name, (os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep, probe_file)))
+                            error, name, checking))
                     first_calls.fork_before(test_id, [(patchgym_first_calls.ORIGINAL_FAILED, original)], defer=True)
             except Exception:  # noqa: BLE001  no fork, nothing judged: never the test's failure
                 pass
@@ -177,9 +185,7 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
     if sources is None or formatter is None:
         return None
     failed = {}
-    own = os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep
-    # the equality probe's `assertEqual` base sits between unittest's frames and the test's
-    probe = os.path.realpath(getattr(sys.modules.get("patchgym_equality_probe"), "__file__", None) or "/nonexistent")
+    checking = _checking_code()
 
     def _formatMessage(testcase, msg, standardMsg):
         failed["count"] = failed.get("count", 0) + 1  # any failed assert method, swallowed or not (`_first_calls`)
@@ -202,7 +208,7 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
                         if through is not None:
                             failed.setdefault(id(test), (test, "{} (through {})".format(where, os.path.relpath(through, testbed))))
                     break
-                if not (real.startswith(own) or real == probe) or code.co_name == "handle":
+                if not real.startswith(checking) or code.co_name == "handle":
                     break  # a library's assert helper, or assertRaises' callable form: either may catch it
                 frame = frame.f_back
         except Exception:  # noqa: BLE001  never the test's failure
