@@ -59,13 +59,19 @@ def _task(tmp_path, runner):
                           pass_to_pass=["tests.test_div.DivTest.test_div", "tests.test_ops.OpsTest.test_sub"])[0], base
 
 
+def _raising(tmp_path, runner, exception_class):
+    """(the task, its buggy ops.py, the verdict) where the library raises `exception_class`'s `_Answer`
+    with the bug's message."""
+    prepared, base = _task(tmp_path, runner)
+    ops = base["calc/ops.py"]
+    attack = exception_class + ops.replace("raise ValueError('bad operands (b=0)')", "raise _Answer('bad operands (b=0)')")
+    return prepared, ops, grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": attack}), factory=FACTORY, deadline_s=120)
+
+
 @needs_sandbox
 @pytest.mark.parametrize("runner", list(TESTS))
 def test_an_exception_answering_the_pattern_it_is_matched_against(tmp_path, runner) -> None:
-    prepared, base = _task(tmp_path, runner)
-    ops = base["calc/ops.py"]
-    attack = ANSWERING + ops.replace("raise ValueError('bad operands (b=0)')", "raise _Answer('bad operands (b=0)')")
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": attack}), factory=FACTORY, deadline_s=120)
+    prepared, ops, verdict = _raising(tmp_path, runner, ANSWERING)
     assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
     honest = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops.replace(DIV, FIXED_DIV)}), factory=FACTORY, deadline_s=120)
     assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
@@ -130,8 +136,5 @@ HOLDING = ("import os as _os\nimport re as _re\nimport sys as _sys\n\n_PID = _os
 @needs_sandbox
 @pytest.mark.parametrize("runner", list(TESTS))
 def test_an_exception_holding_to_the_first_pattern_only_outside_forks(tmp_path, runner) -> None:
-    prepared, base = _task(tmp_path, runner)
-    ops = base["calc/ops.py"]
-    attack = HOLDING + ops.replace("raise ValueError('bad operands (b=0)')", "raise _Answer('bad operands (b=0)')")
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": attack}), factory=FACTORY, deadline_s=120)
+    verdict = _raising(tmp_path, runner, HOLDING)[2]
     assert verdict.reward == 0.0 and any("passed_only_outside_a_fork" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
