@@ -52,6 +52,15 @@ def tokenizer():
     return load_tokenizer()
 
 
+@pytest.fixture(scope="session")
+def torch_device() -> str:
+    """Where the model tests that take a device run: $PATCHGYM_TEST_DEVICE, default cpu
+    (bench/gpu/run.sh runs them again with cuda)."""
+    import os
+
+    return os.environ.get("PATCHGYM_TEST_DEVICE", "cpu")
+
+
 @pytest.fixture(scope="module")
 def model():
     from patchgym.rl.models import load_model

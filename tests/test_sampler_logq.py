@@ -2,7 +2,8 @@
 
 Every returned token's log q is recomputed here, independently: a teacher-forced forward of the
 same emulated weights (`EmbeddedSampler.logits`) and temperature / top-k / top-p written again in
-numpy (lexicographic order: logit descending, id ascending). Real tokenizer and SmolLM2 model.
+numpy (lexicographic order: logit descending, id ascending). Real tokenizer and SmolLM2 model, on
+the CPU, or on $PATCHGYM_TEST_DEVICE (bench/gpu/run.sh runs this file again on cuda).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def check_generation(sampler, prompt, params, gen, atol: float, boundary: int | 
     logits = sampler.logits(prompt + gen.token_ids, decode_from=len(prompt) if exact else None)
     assert logits.dtype == torch.float32 and logits.shape == (len(prompt) + len(gen.token_ids), sampler.vocab_size)
     for t, tok in enumerate(gen.token_ids):
-        z = logits[len(prompt) - 1 + t].numpy()
+        z = logits[len(prompt) - 1 + t].cpu().numpy()
         ids, logq = independent_support(z, params.temperature, params.top_k, params.top_p)
         sup = gen.support_ids[t]
         slq = np.array(gen.support_logprobs[t])
@@ -82,9 +83,10 @@ def check_generation(sampler, prompt, params, gen, atol: float, boundary: int | 
 
 
 @pytest.fixture(scope="module")
-def fp8w(model, tokenizer):
+def fp8w(model, tokenizer, torch_device):
     # fp8 weights (the same encoding as the W8A8 test below: encoded once per process)
-    s = EmbeddedSampler(model, Group(name="h200-fp8w", accelerator="H200", weights="fp8_e4m3", kv_cache="bf16"), tokenizer=tokenizer)
+    s = EmbeddedSampler(model, Group(name="h200-fp8w", accelerator="H200", weights="fp8_e4m3", kv_cache="bf16"), tokenizer=tokenizer,
+                        device=torch_device)
     yield s
     s.close()
 
@@ -97,13 +99,14 @@ def test_logq_recomputed_independently(fp8w, prompt, temperature, top_p, top_k):
     check_generation(fp8w, prompt, params, gen, atol=2e-3)
 
 
-def test_logq_under_w8a8_and_fp8_kv(model, tokenizer, prompt):
+def test_logq_under_w8a8_and_fp8_kv(model, tokenizer, prompt, torch_device):
     """The full emulation (fp8 weights and activations, fp8 KV). Teacher-forced as the request ran
     (`decode_from`: the prompt in one forward, then a decode step's shapes), log q matches tightly;
     teacher-forced in one chunk, an fp8
     activation or KV value may round the other way (float32 inputs differ in their last bits), so
     that comparison only holds loosely (measured: up to 0.14 in log q)."""
-    s = EmbeddedSampler(model, Group(name="h100-fp8", accelerator="H100", weights="fp8_e4m3", activations="fp8_e4m3", kv_cache="fp8_e4m3"), tokenizer=tokenizer)
+    s = EmbeddedSampler(model, Group(name="h100-fp8", accelerator="H100", weights="fp8_e4m3", activations="fp8_e4m3", kv_cache="fp8_e4m3"), tokenizer=tokenizer,
+                       device=torch_device)
     try:
         params = SamplingParams(temperature=0.8, top_p=0.9, top_k=50, max_new_tokens=5, seed=3, return_support=True)
         gen = s.generate_sync(prompt, params)

@@ -13,7 +13,7 @@
 # lines each check printed are kept in OUT_DIR/<check>.log; OUT_DIR/sglang_*_answer.json are raw
 # answers of the real server: copy them to tests/fixtures_sglang/ (tests/test_sglang_recorded.py
 # parses them). Exit status: the number of FAILs.
-# The time limits add up to 600 s (10 minutes) in the worst case.
+# The time limits add up to 750 s in the worst case (sglang's two checks take 270 s of it).
 set -u
 cd "$(dirname "$0")/../.." || exit 2
 PY=${PYTHON:-python3}
@@ -78,6 +78,11 @@ if has megatron.core && has megatron.bridge; then
 else
     skip megatron_trainer_step "megatron-core and megatron-bridge are not both installed in $PY"
 fi
+
+# the sampler's log q on the GPU: the CPU test file again, its samplers on cuda (the fp8 weight,
+# W8A8 and fp8 KV emulations against an independent numpy filter), and the loss on cuda against the CPU
+check sampler_logq_cuda 150 env PATCHGYM_TEST_DEVICE=cuda "$PY" -m pytest -q -p no:cacheprovider \
+    tests/test_sampler_logq.py tests/test_corrections.py::test_cuda_matches_cpu
 
 # the CUDA half of bench/corrections (kernel vs the naive loss: time and peak memory)
 check corrections_cuda 45 "$PY" bench/corrections/run.py --device cuda --vocab 49152 --tokens 4096 --reps 3

@@ -89,8 +89,10 @@ class StepCache:
     kv_len: int = 0  # keys attended to (decode: max position + 1)
     prefill_slot: int = -1
     prefill_start: int = 0
+    writes: int = 0  # update() calls: one per attention layer, checked by the sampler after the forward
 
     def update(self, key_states: torch.Tensor, value_states: torch.Tensor, layer_idx: int, *args: Any, **kwargs: Any) -> tuple[torch.Tensor, torch.Tensor]:
+        self.writes += 1
         if self.kv_quant is not None:
             key_states, value_states = self.kv_quant(key_states), self.kv_quant(value_states)
         kt, vt = self.pool.k[layer_idx], self.pool.v[layer_idx]

@@ -26,6 +26,7 @@ look for stop strings, over a window of its last tokens.
 from __future__ import annotations
 
 import asyncio
+import inspect
 import os
 import random
 import threading
@@ -114,6 +115,20 @@ def _config_ints(config: Any) -> tuple[int, int, int, int, int]:
     return text.num_hidden_layers, kv, head_dim, text.vocab_size, getattr(text, "max_position_embeddings", 1 << 30)
 
 
+def cache_keyword(model: Any) -> str:
+    """The name under which `model`'s forward takes a KV cache object.
+
+    transformers renamed it: 5.25 takes `cache`, 5.17 and the 4.x releases `past_key_values`.
+    Passed under the other name, the cache lands in the forward's **kwargs, the model makes its
+    own per forward, and every decode step sees only its one new token. Seen on the GPU machine
+    (transformers 5.17): the first sampled token right, each later one from wrong logits."""
+    params = inspect.signature(model.forward).parameters
+    for name in ("cache", "past_key_values"):
+        if name in params:
+            return name
+    raise TypeError(f"{type(model).__name__}.forward takes no KV cache (neither `cache` nor `past_key_values`)")
+
+
 def _eos_ids(model: Any) -> set[int]:
     ids: set[int] = set()
     for cfg in (getattr(model, "generation_config", None), model.config):
@@ -187,6 +202,7 @@ class EmbeddedSampler:
         self._emu.model.to(device)
         self.device = torch.device(device)
         self.model = self._emu.model
+        self._cache_kw = cache_keyword(self.model)
         self.tokenizer = tokenizer
         self.layers, kv_heads, head_dim, self.vocab_size, self.context = _config_ints(self.model.config)
         self.eos_ids = frozenset(_eos_ids(self.model))
@@ -550,8 +566,17 @@ class EmbeddedSampler:
             mask = (keys[None, :] <= pos[:, None])[None, None]  # [1, 1, n, start+n]
         cache = StepCache(pool, self._kv_quant, prefill_slot=slot, prefill_start=start, kv_len=start + n)
         with attention_context(AttentionContext(mask, splits, accumulate)), torch.inference_mode():
-            out = self.model(input_ids=ids, position_ids=pos[None], cache=cache, use_cache=True, logits_to_keep=0 if all_logits else 1)
+            out = self.model(input_ids=ids, position_ids=pos[None], use_cache=True, logits_to_keep=0 if all_logits else 1,
+                             **{self._cache_kw: cache})
+        self._check_written(cache)
         return out.logits[0]
+
+    def _check_written(self, cache: StepCache) -> None:
+        """Every layer wrote its keys and values through `cache`: else the model attended to a
+        cache of its own, and the logits are not those of the sequence (see `cache_keyword`)."""
+        if cache.writes != self.layers:
+            raise RuntimeError(f"the model wrote {cache.writes} of its {self.layers} layers' keys and values to the "
+                               f"sampler's KV cache (passed as `{self._cache_kw}`): its logits would not be the sequence's")
 
     def _prefill_step(self, budget: int) -> int:
         """Prefill the next at most `budget` prompt tokens of the prefilling request; returns how many."""
@@ -597,7 +622,8 @@ class EmbeddedSampler:
         accumulate = tuple(r.accumulate for r in rows)
         with self._model_lock:
             with attention_context(AttentionContext(mask, splits, accumulate)), torch.inference_mode():
-                out = self.model(input_ids=ids, position_ids=pos[:, None], cache=cache, use_cache=True, logits_to_keep=1)
+                out = self.model(input_ids=ids, position_ids=pos[:, None], use_cache=True, logits_to_keep=1, **{self._cache_kw: cache})
+            self._check_written(cache)
         for r in rows:
             r.pos += 1
         finished = self._sample(rows, out.logits[:, -1])

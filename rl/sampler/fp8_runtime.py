@@ -66,33 +66,47 @@ def _probe() -> torch.Tensor:
     return x.reshape(-1, 64)
 
 
-def _equal_to_reference(kv: Any, act: Any) -> bool:
-    x = _probe()
+def _equal_to_reference(kv: Any, act: Any, device: str) -> bool:
+    x = _probe().to(device)
     return torch.equal(kv(x), quantize_kv(x, "fp8_e4m3")) and torch.equal(act(x), quantize_activations(x, "fp8_e4m3"))
 
 
-_chosen: dict[str, tuple[str, Any, Any]] = {}
+_chosen: dict[str, tuple[str, Any, Any]] = {}  # device type ("cpu", "cuda") -> (name, kv, act)
+
+
+def _choice(device: str) -> tuple[str, Any, Any]:
+    """The fastest implementation equal to rl.quant on the probe, on this device type: the C
+    kernel (CPU tensors only), torch's native cast, rl.quant itself. Chosen once per process."""
+    chosen = _chosen.get(device)
+    if chosen is None:
+        native = native_fp8.quantizers() if device == "cpu" else None
+        if native is not None and _equal_to_reference(*native, device):
+            chosen = ("native", *native)
+        elif _equal_to_reference(_fast_kv, _fast_act, device):
+            chosen = ("torch", _fast_kv, _fast_act)
+        else:
+            chosen = ("rl.quant", lambda t: quantize_kv(t, "fp8_e4m3"), lambda t: quantize_activations(t, "fp8_e4m3"))
+        _chosen[device] = chosen
+    return chosen
+
+
+def _kv(x: torch.Tensor) -> torch.Tensor:
+    return _choice(x.device.type)[1](x)
+
+
+def _act(x: torch.Tensor) -> torch.Tensor:
+    return _choice(x.device.type)[2](x)
 
 
 def runtime_quantizers() -> tuple[Any, Any]:
     """(kv, activations) callables for fp8_e4m3, each equal to rl.quant's on every value.
 
-    The first of these that equals rl.quant on the probe: the C kernel (`native_fp8`, 4-7x faster
-    than the torch path), torch's native cast, rl.quant itself. Chosen once per process;
-    `runtime_quantizer_name()` says which."""
-    if "fp8" not in _chosen:
-        native = native_fp8.quantizers()
-        if native is not None and _equal_to_reference(*native):
-            _chosen["fp8"] = ("native", *native)
-        elif _equal_to_reference(_fast_kv, _fast_act):
-            _chosen["fp8"] = ("torch", _fast_kv, _fast_act)
-        else:
-            _chosen["fp8"] = ("rl.quant", lambda t: quantize_kv(t, "fp8_e4m3"), lambda t: quantize_activations(t, "fp8_e4m3"))
-    _, kv, act = _chosen["fp8"]
-    return kv, act
+    Each call goes to the implementation chosen for its input's device type (`_choice`). Why per
+    device: the C kernel reads CPU memory only, and on the GPU machine a W8A8 sampler on cuda
+    failed its first step with the kernel chosen on the CPU."""
+    return _kv, _act
 
 
-def runtime_quantizer_name() -> str:
-    """Which implementation `runtime_quantizers` returns: "native", "torch" or "rl.quant"."""
-    runtime_quantizers()
-    return _chosen["fp8"][0]
+def runtime_quantizer_name(device: str = "cpu") -> str:
+    """Which implementation `runtime_quantizers` uses on `device`: "native", "torch" or "rl.quant"."""
+    return _choice(device)[0]

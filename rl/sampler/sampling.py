@@ -62,7 +62,7 @@ def support_of(z: torch.Tensor, top_k: int, top_p: float) -> tuple[torch.Tensor,
         if top_p >= 1.0:
             break
         cum = torch.cumsum(torch.exp((vals - norm).double()), dim=0)
-        n = int(torch.searchsorted(cum, torch.tensor([top_p], dtype=torch.float64)).item()) + 1
+        n = int(torch.searchsorted(cum, torch.tensor([top_p], dtype=torch.float64, device=cum.device)).item()) + 1
         if n <= ids.shape[0] or m >= vocab or k < vocab:
             n = min(n, ids.shape[0])
             vals, ids = vals[:n], ids[:n]
