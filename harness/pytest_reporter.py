@@ -395,6 +395,34 @@ def _bytecode_of(path, since):
     return found
 
 
+def _compiled_from(pyc, source, path):
+    """Whether `pyc` is the bytecode CPython writes for `source` (the protected bytes of `path`):
+    the import system's own name for it in `__pycache__`, and the very code `compile` makes of the
+    source. Such a file holds nothing but the source, and may be written by any honest interpreter
+    that imports the module with bytecode on. Why (fpU X7): on pytest's own repository a graded
+    doctest of `src/_pytest/recwarn.py` was `bytecode_written_during_run` in 3 of 4 validations:
+    `_pytest`'s bytecode, all 32 modules `import pytest` loads, was written in the run's first
+    second by a process of the task's that imports pytest with bytecode on. pytest's rewritten
+    `-pytest-` files, a sourceless `x.pyc`, and anything holding other code still count."""
+    stem = os.path.basename(path)[:-3] + "." + sys.implementation.cache_tag
+    name = os.path.basename(pyc)
+    optimize = {stem + ".pyc": 0, stem + ".opt-1.pyc": 1, stem + ".opt-2.pyc": 2}.get(name)
+    if optimize is None or os.path.basename(os.path.dirname(pyc)) != "__pycache__":
+        return False
+    try:
+        with open(pyc, "rb") as handle:
+            data = handle.read()
+        if data[:4] != importlib.util.MAGIC_NUMBER:
+            return False
+        import importlib._bootstrap_external as external
+        # unmarshalled by the import system's own function: the audit hook's `marshal.loads` from
+        # anywhere else is a load it judges
+        code = external._compile_bytecode(memoryview(data)[16:], name=None, bytecode_path=pyc, source_path=path)
+        return code == compile(source, path, "exec", dont_inherit=True, optimize=optimize)
+    except Exception:  # noqa: BLE001  unreadable, truncated or not code: it counts
+        return False
+
+
 def _contents(path):
     """The file's bytes (None if unreadable), kept whole to be compared later: test files are small,
     and a hash would need hashlib, whose import loads OpenSSL (~3.5 ms a grading)."""
@@ -997,6 +1025,8 @@ class Reporter:
             if _contents(path) != expected:
                 self._violation("test_file_changed_during_run", os.path.relpath(path, self._testbed))
             for planted in _bytecode_of(path, self._started - 1):
+                if expected is not None and _compiled_from(planted, expected, path):
+                    continue
                 self._violation("bytecode_written_during_run", os.path.relpath(planted, self._testbed))
 
     def check_importers(self):
