@@ -46,8 +46,9 @@ against this (fpT, the same day) found honest tests that run otherwise in a fork
 answers False for a write the fork refused, or "down" for a refused connection (a call that met a
 refusal tells nothing now: `refusals`), `random` reseeding itself in a forked child (its state is
 put back), a fixture's thread delivering what the test checks (no original is forked where other
-Python threads are alive), a file a fixture opened or a `FileHandler` writes, read by the test (nor
-where the process holds a file open: `holds_open_files`). What that leaves open: a lie told only
+Python threads are alive), a log a `FileHandler` writes, read back by the test (nor where the
+process holds a file open for writing: `holds_open_files`; a file open for reading only is read
+through a description of its own in the child, `_reading_alone`). What that leaves open: a lie told only
 outside forks that also starts a thread, opens a file, or makes the fork refuse something, before
 the original's call.
 
@@ -67,8 +68,14 @@ original passed, either is tampering (crosscheck). A child that got that far and
 import os
 import select
 import signal
+import stat
 import time
 import warnings
+
+try:
+    import fcntl
+except ImportError:  # not on Linux: no file is read through a description of its own
+    fcntl = None
 
 TIMEOUT_S = 3.0  # a child held by threads the fork did not copy (a pool) counts as failed, not the run's time
 SILENCED = -1  # as a copy number in `results`: the child left, or was stopped, without answering
@@ -293,7 +300,9 @@ def _refuse_writes(event, args):
 
 def _isolate(quiet_fds, keep):
     """In a child: its output to /dev/null, every other inherited descriptor too (an open file of
-    the run's, written through, would reach it), and no writes, processes or connections."""
+    the run's, written through, would reach it), except a regular file open for reading only,
+    which gets a description of its own (`_reading_alone`), and no writes, processes or
+    connections."""
     devnull = os.open(os.devnull, os.O_RDWR)
     try:
         inherited = [int(name) for name in os.listdir("/proc/self/fd") if name.isdigit()]
@@ -301,6 +310,8 @@ def _isolate(quiet_fds, keep):
         inherited = list(quiet_fds)
     for fd in set(inherited) | set(quiet_fds):
         if fd in (0, devnull) or fd in keep:
+            continue
+        if fd not in quiet_fds and _reading_alone(fd):
             continue
         try:
             os.dup2(devnull, fd)
@@ -365,11 +376,13 @@ def failing_alone(call, failed_there, label, raised_there=None):
 
 
 def holds_open_files(own=()):
-    """Whether the process holds a file open (a descriptor to a regular file that is not deleted,
-    other than `own` and the standard streams): a fork's descriptors point at /dev/null, so a test
-    reading a file a fixture opened, or a log a `FileHandler` writes, runs otherwise there (fpT:
-    `passed_only_outside_a_fork` on an honest fix), and the original's own fork tells nothing.
-    pytest's capture files are deleted ones; the sandbox's streams are pipes."""
+    """Whether the process holds a file open for writing (a descriptor to a regular file that is not
+    deleted, other than `own` and the standard streams): a fork's such descriptors point at
+    /dev/null, so a test reading back a log a `FileHandler` writes runs otherwise there (fpT:
+    `passed_only_outside_a_fork` on an honest fix), and the original's own fork tells nothing. A
+    file open for reading only does not count where the child can read it through a description of
+    its own (`_reading_alone`: a file a fixture opened, fpT, reads the same there). pytest's capture
+    files are deleted ones; the sandbox's streams are pipes."""
     own = {fd for fd in own if fd is not None}
     try:
         names = os.listdir("/proc/self/fd")
@@ -383,8 +396,63 @@ def holds_open_files(own=()):
         except OSError:
             continue
         if target.startswith("/") and not target.endswith(" (deleted)") and target != os.devnull and os.path.isfile(target):
+            if _readable_alone(int(name), target):
+                continue
             return True
     return False
+
+
+def _read_only_file(fd):
+    """(device, inode) of the regular file `fd` holds open for reading only, else None."""
+    if fcntl is None:
+        return None
+    try:
+        if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
+            return None
+        info = os.fstat(fd)
+        return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
+    except OSError:
+        return None
+
+
+def _readable_alone(fd, target):
+    """Whether a child can read `fd`'s file through a description of its own (`_reading_alone`):
+    open for reading only, and its name still the same file."""
+    held = _read_only_file(fd)
+    try:
+        info = os.stat(target)
+    except OSError:
+        return False
+    return held is not None and held == (info.st_dev, info.st_ino)
+
+
+def _reading_alone(fd):
+    """In a child: point `fd`, a regular file open for reading only, at a description of its own of
+    that file at the same offset, so that reading it moves no offset of the run's and reads what
+    the run would. Why (red team rt22 c27, 2026-12-04): /dev/null in its place made a fork read
+    nothing where the run read the file, so no original was forked where any file was held open,
+    and a library holding its own `__init__.py` open read-only switched off the original's own
+    fork. A file open for writing still keeps the original from being forked (`holds_open_files`):
+    what the child writes could reach the run, and what it may not write, the test may read back."""
+    held = _read_only_file(fd)
+    if held is None:
+        return False
+    try:
+        target = os.readlink("/proc/self/fd/%d" % fd)
+        own = os.open(target, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+    except OSError:
+        return False
+    try:
+        info = os.fstat(own)
+        if (info.st_dev, info.st_ino) != held:
+            return False
+        os.lseek(own, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
+        os.dup2(own, fd, os.get_inheritable(fd))
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(own)
 
 
 def _random_state():
