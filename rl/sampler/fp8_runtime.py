@@ -103,7 +103,9 @@ def runtime_quantizers() -> tuple[Any, Any]:
 
     Each call goes to the implementation chosen for its input's device type (`_choice`). Why per
     device: the C kernel reads CPU memory only, and on the GPU machine a W8A8 sampler on cuda
-    failed its first step with the kernel chosen on the CPU."""
+    failed its first step with the kernel chosen on the CPU. The dispatch costs ~0.75 us a call
+    here (an 8 x 576 activation, median of 15: 8.06 against 7.30 us), ~0.14 ms of the ~180 calls
+    of a W8A8 + FP8-KV decode step."""
     return _kv, _act
 
 
