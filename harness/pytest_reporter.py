@@ -45,6 +45,10 @@ import unittest
 
 import pytest
 
+# The import system's own unmarshalling, bound before any code of the repository runs (a module or
+# attribute swapped in later cannot stand in for it): `_compiled_from` reads bytecode with it.
+from importlib._bootstrap_external import _compile_bytecode as _unmarshal_code
+
 try:  # taken now, before any code under test could replace it
     from _pytest.assertion.rewrite import rewrite_asserts as _rewrite_asserts
 except ImportError:
@@ -414,10 +418,9 @@ def _compiled_from(pyc, source, path):
             data = handle.read()
         if data[:4] != importlib.util.MAGIC_NUMBER:
             return False
-        import importlib._bootstrap_external as external
         # unmarshalled by the import system's own function: the audit hook's `marshal.loads` from
         # anywhere else is a load it judges
-        code = external._compile_bytecode(memoryview(data)[16:], name=None, bytecode_path=pyc, source_path=path)
+        code = _unmarshal_code(memoryview(data)[16:], name=None, bytecode_path=pyc, source_path=path)
         return code == compile(source, path, "exec", dont_inherit=True, optimize=optimize)
     except Exception:  # noqa: BLE001  unreadable, truncated or not code: it counts
         return False
