@@ -15,11 +15,22 @@ The construction. Where pytest rewrites a protected test file, the grader's own 
 (`compiled_tests.py`) turns every single `A == B` of an `assert` -- the test's, a helper's, a
 comprehension's -- into `equal(A, B)` (after pytest's rewriter, on the values it stored, so its
 messages stay as pytest writes them), which evaluates `A == B` once, as the assert would, and where
-that holds asks each side that is not a plain value (`_HONEST`) whether it also equals another value:
-the other side moved far (`another`: an int by 100003, a string with a suffix, a container one
-element longer) or a bare object of a fresh class. A side that equals both is lying, and the
-equality is False: the assert fails, as it would have without the lie, and the reporter is told
-(`reported`). Under unittest, `assertEqual`'s base comparison asks the same (`assert_equal_base`).
+that holds keeps a question for each side that is not a plain value (`_HONEST`): whether it also
+equals another value, the other side moved far (`another`: an int by 100003, a string with a suffix,
+a container one element longer) or a bare object of a fresh class. The reporters ask the kept
+questions (`settle`) when the test's phase (setup, call, teardown) ends, while it still counts as
+running; a side that equals both is lying, and the reporter is told (`reported`): a graded test's
+run is tampered. Under unittest, `assertEqual`'s base comparison keeps the same
+(`watch_assert_equal`).
+
+Why at the phase's end and not at the assert (fpV Y3, 2026-12-04): the question calls the side's
+`__eq__` once more, and an honest `__eq__` with a side effect then showed it to the test's next
+lines -- a matcher recording the values it failed on (pychoir), a snapshot moving its index
+(syrupy's `snapshot == x`), a warning a test counts -- and honest fixes were `unresolved`. Asked
+when the phase has ended, the effect comes after everything the test checks. What it costs: each
+value asked about is held until then (only those whose `__eq__` is asked: not plain values, nor
+identity's; a test that checks such a value is collected in the same phase would see it alive), and
+past `_PENDING_MAX` kept questions the rest are asked at their assert, as before.
 
 Why an honest result never equals both: no equality a library plausibly defines holds for a value
 and that value moved by 100003, or lengthened, or for a bare object it has never seen (contradiction
@@ -46,6 +57,9 @@ _MOST = 10000  # elements of a container asked at most (bench/grade: a list of 1
 _SOURCES = frozenset()  # the real paths of the protected files (`protect`): a wildcard defined there is the test's
 reported = None  # set by the reporter: called with a one-line description where a side lied
 untrusted = None  # set by the reporter: whether a file's code is the patch's (None: all code is asked)
+_IDENTITY = object.__eq__
+_PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is asked at its assert
+_pending = []  # (value, other, another(other)): questions kept until the test's phase ends (`settle`)
 
 
 class _Stranger(object):
@@ -80,34 +94,75 @@ def another(value):
     return _Stranger()
 
 
-def _lies(value, other, depth=0):
-    """Whether `value`, equal to `other`, also equals another value (`another`); inside the builtin
-    containers, whether an element does (a list of such values is equal to a list of anything)."""
+def _leaves(value, other, out, depth=0):
+    """Add to `out` each (value, other, far) whose question (`_asks`) tells whether `value`, equal to
+    `other`, lies: `value` itself, or inside the builtin containers each element that is not a plain
+    value, both ways (a list of lying values is equal to a list of anything). Nothing is called here
+    but the builtin containers' own methods."""
     kind = type(value)
     if kind in _SCALARS:
-        return False
+        return
     if kind in _SEQUENCES or kind is dict:
         if depth > 3 or type(other) is not kind or len(value) != len(other):
-            return False
+            return
         if kind is dict:
             pairs = [(value[k], other[k]) for k in list(value)[:_MOST] if k in other]
         else:
             pairs = list(zip(value[:_MOST], other[:_MOST]))
-        return any(_lies(a, b, depth + 1) or _lies(b, a, depth + 1) for a, b in pairs
-                   if type(a) not in _SCALARS or type(b) not in _SCALARS)
+        for a, b in pairs:
+            if type(a) not in _SCALARS or type(b) not in _SCALARS:
+                _leaves(a, b, out, depth + 1)
+                _leaves(b, a, out, depth + 1)
+        return
     if kind in _HONEST:
-        return False
-    function = getattr(getattr(kind, "__eq__", None), "__code__", None)
+        return
+    method = getattr(kind, "__eq__", None)
+    if method is _IDENTITY:
+        return  # equal to itself only: `value == another(other)` is False whatever `other` is
+    function = getattr(method, "__code__", None)
     if function is not None:
         if _real(function.co_filename) in _SOURCES:
-            return False  # a wildcard of the test's own
+            return  # a wildcard of the test's own
         patched = untrusted
         if patched is not None and not patched(function.co_filename):
-            return False  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
+            return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
+    out.append((value, other, another(other)))
+
+
+def _asks(value, far):
+    """Whether `value` equals `far` too (a value no honest result equal to the first also equals)."""
     try:
-        return bool(value == another(other))
+        return bool(value == far)
     except Exception:  # noqa: BLE001  an ambiguous answer (an array) tells nothing
         return False
+    except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it
+        return True
+
+
+def _first_lie(leaves):
+    for value, other, far in leaves:
+        if _asks(value, far):
+            _report(value, other)
+            return value
+    return None
+
+
+def _defer(leaves):
+    """Keep `leaves` for `settle`; where more than `_PENDING_MAX` wait already, ask them now.
+    Returns the side that lied now, or None."""
+    if len(_pending) + len(leaves) <= _PENDING_MAX:
+        _pending.extend(leaves)
+        return None
+    return _first_lie(leaves)
+
+
+def settle():
+    """Ask every question kept since the last call (`equal`, `watch_assert_equal`), and forget them.
+    Called by the reporters when a test's phase ends, while that test still counts as running (each
+    lie is `reported`). Returns whether a side lied."""
+    pending = _pending[:]
+    del _pending[:]  # the same list: the reporters hold this module's names to what they were at import
+    return _first_lie(pending) is not None
 
 
 def _real(filename):
@@ -133,22 +188,28 @@ def _safe_repr(value):
         return "?"
 
 
-def lying_side(first, second):
-    """The side of an equality that held which also equals another value (reported), or None."""
+def _leaves_of(first, second):
+    leaves = []
     if type(first) in _SCALARS and type(second) in _SCALARS:
-        return None
-    # two builtin containers of a kind are asked element by element both ways at once (`_lies`)
+        return leaves
+    # two builtin containers of a kind are asked element by element both ways at once (`_leaves`)
     both = type(first) is type(second) and (type(first) in _SEQUENCES or type(first) is dict)
     for value, other in ((first, second),) if both else ((first, second), (second, first)):
-        if _lies(value, other):
-            _report(value, other)
-            return value
-    return None
+        _leaves(value, other, leaves)
+    return leaves
+
+
+def lying_side(first, second):
+    """The side of an equality that held which also equals another value (reported), asked now, or
+    None."""
+    return _first_lie(_leaves_of(first, second))
 
 
 def equal(a, b):
-    """`a == b`, as the assert it stands in would evaluate it; False where a side that is not a
-    plain value also equals another value (the module docstring)."""
+    """`a == b`, as the assert it stands in would evaluate it. Where it held, the question whether a
+    side that is not a plain value also equals another value is kept for `settle` (the module
+    docstring), and asked right away only past `_PENDING_MAX` (then the answer is False where a side
+    lied)."""
     result = a == b
     if type(a) in _SCALARS and type(b) in _SCALARS:
         return result
@@ -156,19 +217,22 @@ def equal(a, b):
         held = bool(result)
     except Exception:  # noqa: BLE001  the assert raises the same on its own
         return result
-    if held and lying_side(a, b) is not None:
-        return False
+    if held:
+        leaves = _leaves_of(a, b)
+        if leaves and _defer(leaves) is not None:
+            return False
     return result
 
 
 def watch_assert_equal(testcase_class):
-    """unittest's `assertEqual` base comparison asks the same (`lying_side`) once it held. Installed
-    by the reporters before any test module is imported."""
+    """unittest's `assertEqual` base comparison keeps the same question (`equal`) once it held.
+    Installed by the reporters before any test module is imported."""
     original = testcase_class._baseAssertEqual
 
     def _baseAssertEqual(self, first, second, msg=None):
         original(self, first, second, msg)
-        if lying_side(first, second) is not None:
+        leaves = _leaves_of(first, second)
+        if leaves and _defer(leaves) is not None:
             raise self.failureException(self._formatMessage(msg, "{} equals another value as well".format(_safe_repr(first))))
 
     _baseAssertEqual.__wrapped__ = original

@@ -1288,6 +1288,7 @@ class Reporter:
         def pytest_runtest_makereport(self, item, call):
             brief = False
             excinfo = call.excinfo
+            self._settle_equalities()
             self._check_trace(item, call.when)
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
@@ -1304,6 +1305,7 @@ class Reporter:
         def pytest_runtest_makereport(self, item, call):
             brief = False
             excinfo = call.excinfo
+            self._settle_equalities()
             self._check_trace(item, call.when)
             if call.when == "call":
                 self.check_stack("pytest_runtest_makereport")
@@ -1446,6 +1448,17 @@ class Reporter:
         if running is not None and self._is_graded(running[0].nodeid) and running[0].nodeid not in self._lied_to:
             self._lied_to.add(running[0].nodeid)
             self._violation("equal_to_another_value", "{} ({})".format(running[0].nodeid, detail))
+
+    def _settle_equalities(self):
+        """The equality probe's questions kept while the phase ran, asked now that it ended, before
+        anything of the phase is judged (a trace function an `__eq__` asked here installs is seen
+        by `_check_trace`); each lie goes to `_note_equality_lie`, charged to the running test."""
+        probe = self._equality_probe
+        if probe is not None:
+            try:
+                probe.settle()
+            except Exception:  # noqa: BLE001  never the test's failure (the probe catches what it asks)
+                pass
 
     def _judge_asserts(self, item, report):
         """A passed call whose own assertion failed (`_watch_failed_asserts`), or with the watch

@@ -410,6 +410,10 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
     code_problems = {}  # test id -> why the code about to run is not the protected source's
     traced = {}  # "before": the trace and profile functions as the running test started (Guard.check_trace)
+    # The equality probe's kept questions, asked when a test starts (those of code run between
+    # tests, charged to it), when it succeeded (a lie fails it) and when it stops
+    # (patchgym_equality_probe.settle; each lie is reported through its hook, `lied` in `main`).
+    settle = getattr(sys.modules.get("patchgym_equality_probe"), "settle", None) or (lambda: False)
 
     def record(test, status):
         provenance.check_identity(test)
@@ -434,6 +438,7 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
         def startTest(self, test):
             provenance.check_identity(test, starting=True)
             provenance.start()
+            settle()
             if returned is not None:
                 returned["returned"] = None
             if code_check is not None:
@@ -452,6 +457,9 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
 
         def addSuccess(self, test):
             super(SignedResult, self).addSuccess(test)
+            if settle():
+                record(test, "FAILED")
+                return
             if returned is not None and returned["returned"] is False and test.id() not in canaries:
                 provenance.report(test, "test_method_did_not_return", "unittest's _ShouldStop")
                 record(test, "FAILED")
@@ -494,6 +502,7 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
 
         def stopTest(self, test):
             super(SignedResult, self).stopTest(test)
+            settle()
             if globals_check is not None:
                 globals_check(test)
             found = guard.check_trace(traced["before"], "the test") if guard is not None and "before" in traced else None
