@@ -13,24 +13,27 @@ such value (stop 34; red team rt22 the same, with a guard only its forks would h
 
 The construction. Where pytest rewrites a protected test file, the grader's own compilation
 (`compiled_tests.py`) turns every single `A == B` of an `assert` -- the test's, a helper's, a
-comprehension's -- into `equal(A, B)` (after pytest's rewriter, on the values it stored, so its
+comprehension's -- into `equal(A, B)` or `equal_now(A, B)` (after pytest's rewriter, on the values it stored, so its
 messages stay as pytest writes them), which evaluates `A == B` once, as the assert would, and where
-that holds keeps a question for each side that is not a plain value (`_HONEST`): whether it also
+that holds has a question for each side that is not a plain value (`_HONEST`): whether it also
 equals another value, the other side moved far (`another`: an int by 100003, a string with a suffix,
-a container one element longer) or a bare object of a fresh class. The reporters ask the kept
-questions (`settle`) when the test's phase (setup, call, teardown) ends, while it still counts as
-running; a side that equals both is lying, and the reporter is told (`reported`): a graded test's
-run is tampered. Under unittest, `assertEqual`'s base comparison keeps the same
-(`watch_assert_equal`).
+a container one element longer) or a bare object of a fresh class. A side that equals both is
+lying, and the reporter is told (`reported`): a graded test's run is tampered. Under unittest,
+`assertEqual`'s base comparison asks the same (`watch_assert_equal`).
 
-Why at the phase's end and not at the assert (fpV Y3, 2026-12-04): the question calls the side's
-`__eq__` once more, and an honest `__eq__` with a side effect then showed it to the test's next
-lines -- a matcher recording the values it failed on (pychoir), a snapshot moving its index
-(syrupy's `snapshot == x`), a warning a test counts -- and honest fixes were `unresolved`. Asked
-when the phase has ended, the effect comes after everything the test checks. What it costs: each
+When the question is asked. In a test's own body (`equal`) it is kept, and the reporters ask it
+(`settle`) when the test's phase (setup, call, teardown) ends, while the test still counts as
+running. In a helper's assert or a comprehension's (`equal_now`) it is asked at the assert, and a
+lie makes the equality False there. Why kept (fpV Y3, 2026-12-04, fixed stop 36): the question calls
+the side's `__eq__` once more, and an honest `__eq__` with a side effect showed that call to the
+test's next lines -- a matcher recording the values it failed on (pychoir), a snapshot moving its
+index (syrupy's `snapshot == x`), a warning a test counts -- and honest fixes were `unresolved`.
+Why only there (`_deferred_where`): a value that lies only while the test's own frame is on the
+stack tells the truth at the phase's end; in the test's own body the contradiction copies, which run
+as tests, still meet its lie, and nothing else reaches a helper's assert. What keeping costs: each
 value asked about is held until then (only those whose `__eq__` is asked: not plain values, nor
-identity's; a test that checks such a value is collected in the same phase would see it alive), and
-past `_PENDING_MAX` kept questions the rest are asked at their assert, as before.
+identity's; a test that checks that such a value is collected in the same phase would see it alive),
+and past `_PENDING_MAX` kept questions the rest are asked at their assert.
 
 Why an honest result never equals both: no equality a library plausibly defines holds for a value
 and that value moved by 100003, or lengthened, or for a bare object it has never seen (contradiction
@@ -48,6 +51,7 @@ unittest runner, which does not rewrite test modules.
 """
 
 import os
+import sys
 
 NAME = "@patchgym_equality_probe"  # the module's name in a protected test module (not an identifier)
 _SCALARS = frozenset((int, float, complex, bool, str, bytes, bytearray, type(None)))
@@ -206,10 +210,20 @@ def lying_side(first, second):
 
 
 def equal(a, b):
-    """`a == b`, as the assert it stands in would evaluate it. Where it held, the question whether a
-    side that is not a plain value also equals another value is kept for `settle` (the module
-    docstring), and asked right away only past `_PENDING_MAX` (then the answer is False where a side
-    lied)."""
+    """`a == b`, as the assert it stands in would evaluate it, in a test's own body. Where it held,
+    the question whether a side that is not a plain value also equals another value is kept for
+    `settle` (the module docstring), and asked right away only past `_PENDING_MAX` (then the answer
+    is False where a side lied)."""
+    return _equal(a, b, False)
+
+
+def equal_now(a, b):
+    """`equal` for an assert outside a test's own body (a helper's, a comprehension's): the question
+    is asked right away, and the answer is False where a side lied (`_deferred_where`)."""
+    return _equal(a, b, True)
+
+
+def _equal(a, b, now):
     result = a == b
     if type(a) in _SCALARS and type(b) in _SCALARS:
         return result
@@ -219,31 +233,40 @@ def equal(a, b):
         return result
     if held:
         leaves = _leaves_of(a, b)
-        if leaves and _defer(leaves) is not None:
+        if leaves and (_first_lie(leaves) if now else _defer(leaves)) is not None:
             return False
     return result
 
 
 def watch_assert_equal(testcase_class):
-    """unittest's `assertEqual` base comparison keeps the same question (`equal`) once it held.
+    """unittest's `assertEqual` base comparison keeps the same question once it held, called from a
+    test method's own body (`equal`), and asks it right away elsewhere, a helper's (`equal_now`).
     Installed by the reporters before any test module is imported."""
     original = testcase_class._baseAssertEqual
+    frame_of = sys._getframe  # as found now: a test may delete or replace it (attrs, loguru)
 
     def _baseAssertEqual(self, first, second, msg=None):
         original(self, first, second, msg)
         leaves = _leaves_of(first, second)
-        if leaves and _defer(leaves) is not None:
+        if not leaves:
+            return
+        try:  # the caller of `assertEqual`: a test method's own body, or a helper
+            own = frame_of(2).f_code.co_name.startswith("test")
+        except Exception:  # noqa: BLE001
+            own = False
+        if (_defer(leaves) if own else _first_lie(leaves)) is not None:
             raise self.failureException(self._formatMessage(msg, "{} equals another value as well".format(_safe_repr(first))))
 
     _baseAssertEqual.__wrapped__ = original
     testcase_class._baseAssertEqual = _baseAssertEqual
 
 
-def _equal_call(left, right, where):
+def _equal_call(left, right, where, now=True):
     import ast
 
     name = ast.copy_location(ast.Name(id=NAME, ctx=ast.Load()), where)
-    function = ast.copy_location(ast.Attribute(value=name, attr="equal", ctx=ast.Load()), where)
+    attr = "equal_now" if now else "equal"
+    function = ast.copy_location(ast.Attribute(value=name, attr=attr, ctx=ast.Load()), where)
     # Every new node placed where the comparison was, and nothing else touched: filling the whole
     # tree's missing positions (`ast.fix_missing_locations`) gave the imports pytest's rewriter adds,
     # which carry a line and no end line, an end before their start, and the module no longer
@@ -258,8 +281,9 @@ def _is_equality(node):
     return isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq)
 
 
-def _turned(node):
-    """`node` with every single `A == B` in it turned into `NAME.equal(A, B)`, and how many were."""
+def _turned(node, now=True):
+    """`node` with every single `A == B` in it turned into `NAME.equal_now(A, B)` (`now`) or
+    `NAME.equal(A, B)`, and how many were."""
     import ast
 
     turned = []
@@ -269,14 +293,47 @@ def _turned(node):
             self.generic_visit(compare)
             if _is_equality(compare):
                 turned.append(compare)
-                return _equal_call(compare.left, compare.comparators[0], compare)
+                return _equal_call(compare.left, compare.comparators[0], compare, now)
             return compare
 
     return _Turn().visit(node), len(turned)
 
 
+def _deferred_where(tree):
+    """The nodes (by id) in the own bodies of the module's test functions and of its classes' test
+    methods (named `test...`), not inside a scope nested there (a helper, a lambda, a comprehension).
+    Their asserts keep the probe's question for the phase's end (`equal`): a lying value there meets
+    the contradiction copies too, which change the test's own expectations and run where the test
+    does. Elsewhere -- a helper's assert, a comprehension's, which no copy changes -- the question is
+    asked at the assert (`equal_now`), as it was before stop 36: a value that lies only while the
+    test's own frame is on the stack would not lie at the phase's end, and nothing else would catch it
+    there."""
+    import ast
+
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp, ast.ListComp,
+              ast.SetComp, ast.DictComp)
+    found = set()
+
+    def inside(node):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, scopes):
+                continue
+            found.add(id(child))
+            inside(child)
+
+    def tests_of(body):
+        for node in body:
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
+                inside(node)
+            elif isinstance(node, ast.ClassDef):
+                tests_of(node.body)
+
+    tests_of(getattr(tree, "body", []))
+    return found
+
+
 def before_rewrite(tree):
-    """Turn the single `A == B` inside a comprehension or lambda of an `assert` into `NAME.equal(A,
+    """Turn the single `A == B` inside a comprehension or lambda of an `assert` into `NAME.equal_now(A,
     B)`: pytest's rewriter leaves their insides alone (it explains the generator as a whole), so no
     message changes. Returns whether anything was turned."""
     import ast
@@ -302,10 +359,11 @@ def after_rewrite(tree):
     import ast
 
     turned = False
+    deferred = _deferred_where(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id.startswith("@py_assert") and _is_equality(node.value):
-            node.value = _equal_call(node.value.left, node.value.comparators[0], node.value)
+            node.value = _equal_call(node.value.left, node.value.comparators[0], node.value, id(node) not in deferred)
             turned = True
     if turned:
         _import_here(tree)
@@ -317,9 +375,10 @@ def probe_asserts(tree):
     import ast
 
     turned = before_rewrite(tree)
+    deferred = _deferred_where(tree)
     for node in ast.walk(tree):
         if isinstance(node, ast.Assert):
-            node.test, count = _turned(node.test)
+            node.test, count = _turned(node.test, id(node) not in deferred)
             turned = turned or bool(count)
     if turned:
         _import_here(tree)

@@ -31,6 +31,15 @@ VALUES = {
     "equal to every int": ("class _R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n\n"
                            "    def __ne__(self, other):\n        return not self.__eq__(other)\n\n    __hash__ = int.__hash__\n\n\n"
                            "def add(a, b):\n    return _R(a - b)"),
+    # Tells the truth unless a test function's own frame is on the stack: the probe's question kept
+    # for the phase's end (stop 36) comes when none is; at a helper's assert it is asked right away,
+    # and in the test's own body the contradiction copies meet the lie.
+    "equal to everything while a test runs": (
+        "import sys\n\n\nclass _R(int):\n    def __eq__(self, other):\n        frame = sys._getframe(1)\n"
+        "        while frame is not None:\n            if frame.f_code.co_name.startswith('test_'):\n                return True\n"
+        "            frame = frame.f_back\n        return int(self) == other\n\n"
+        "    def __ne__(self, other):\n        return not self.__eq__(other)\n\n    __hash__ = int.__hash__\n\n\n"
+        "def add(a, b):\n    return _R(a - b)"),
 }
 # Not asked: `unittest.mock.ANY` returned by the library (its `__eq__` is the standard library's, as
 # where a test writes it into an expected list, which must resolve: open, docs/grading.md).
@@ -56,6 +65,9 @@ def test_a_lying_value_where_no_copy_reaches_the_assert(tmp_path, shape, value) 
     prepared = _graded(tmp_path, shape, SHAPES[shape])
     ops = BASE_FILES["calc/ops.py"].replace(BUG, VALUES[value])
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    if shape == "list-of-values" and "while a test runs" in value:  # the test's own body: its copies meet the lie
+        assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+        return
     assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
 
 
@@ -64,10 +76,11 @@ def test_a_lying_value_under_the_unittest_runner(tmp_path) -> None:
     """`assertEqual` in a helper method. (A plain `assert` the unittest runner does not rewrite is
     not asked: open, docs/grading.md.)"""
     prepared = _graded(tmp_path, "ut", UNITTEST_SHAPES["assert-method-in-helper"], runner="unittest")
-    ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES["equal to everything"])
-    assert ops != UNITTEST_BASE["calc/ops.py"]
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    for value in ("equal to everything", "equal to everything while a test runs"):  # a helper's assertEqual: asked at once
+        ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES[value])
+        assert ops != UNITTEST_BASE["calc/ops.py"]
+        verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+        assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
     fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
     honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
     assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
@@ -177,6 +190,25 @@ def test_past_the_limit_the_question_is_asked_at_the_assert() -> None:
         equality_probe.settle()
     assert not equality_probe._pending
     assert equality_probe.another(7) != 7 and equality_probe.another("ab") != "ab" and equality_probe.another((1,)) != (1,)
+
+
+def test_asserts_of_a_tests_own_body_keep_the_question_and_others_ask_it_now() -> None:
+    """`equal` (kept for `settle`) only in a test function's or test method's own body; a helper's
+    assert, a nested function's and a comprehension's get `equal_now`."""
+    source = ("def helper(x):\n    assert x == 1\n\n\ndef test_a(x):\n    assert x == 1\n    if x:\n        assert x == 1\n"
+              "    assert all(y == 1 for y in [x])\n\n    def inner():\n        assert x == 1\n\n\n"
+              "class TestB:\n    def test_b(self, x):\n        assert x == 1\n\n    def _check(self, x):\n        assert x == 1\n")
+    tree = ast.parse(source)
+    assert equality_probe.probe_asserts(tree)
+    calls = {}
+    for function in ast.walk(tree):
+        if isinstance(function, (ast.FunctionDef, ast.Lambda)):
+            for node in ast.walk(function):
+                if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == equality_probe.NAME:
+                    calls.setdefault(getattr(function, "name", "lambda"), []).append(node.attr)
+    assert calls["helper"] == ["equal_now"] and calls["inner"] == ["equal_now"] and calls["_check"] == ["equal_now"]
+    assert calls["test_b"] == ["equal"]
+    assert sorted(calls["test_a"]) == ["equal", "equal", "equal_now", "equal_now"]  # the body's two, the genexp's, inner's
 
 
 @pytest.mark.parametrize("source", [
