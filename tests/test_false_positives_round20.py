@@ -82,3 +82,79 @@ def test_a_lying_value_beside_them_is_still_caught(tmp_path, runner) -> None:
     ops = (base["calc/ops.py"] + SEEN).replace("def add(a, b):\n    " + BUG, liar)
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+
+
+# fpV Y2 (2026-12-04, fixed stop 36): the probe asked a matcher whose `__eq__` is in the fixed file
+# about a far value, which an honest matcher accepts (pychoir's `GreaterThan(-1)`, anys' `ANY_INT`):
+# `equal_to_another_value` on the gold. A method the fix left as it was, of a class the repository
+# had at base, is not the patch's code now (`equality_probe._unchanged`).
+POSITIVE = ("\n\nclass Positive:\n    \"\"\"Equal to every positive int.\"\"\"\n\n"
+            "    def __eq__(self, other):\n        return self._matches(other)\n\n"
+            "    def _matches(self, other):\n        return isinstance(other, int) and other > 0\n\n"
+            "    __hash__ = None\n")
+MATCHER_TEST = ("from calc import add\nfrom calc.ops import Positive\n\n\n"
+                "def test_add():\n    assert add(2, 3) == Positive()\n    assert add(2, 3) == 5\n\n\n"
+                "def test_positive():\n    assert add(2, 3) == Positive()\n    assert add(-2, 1) != Positive()\n"
+                "    assert [add(1, 1), add(2, 1)] == [Positive(), Positive()]\n")
+# (`assert 5 == Positive()` in a FAIL_TO_PASS test is still `contradiction_passed` on the gold: its
+# copy moves 5 to a number the honest matcher also takes. fpV Y1, open: docs/grading.md.)
+HELPER_TEST = ("from calc import add\n\n\ndef _same(got, want):\n    assert got == want\n\n\n"
+               "def test_add():\n    _same(add(2, 3), 5)\n")
+
+
+def _matcher_task(tmp_path, name, ops, gold_ops, test_file, ids):
+    return build_prepared(tmp_path, instance_id=name, base_files={**BASE_FILES, "calc/ops.py": ops},
+                          gold_files={"calc/ops.py": gold_ops}, test_patch_files={"tests/test_add.py": test_file},
+                          fail_to_pass=ids)[0]
+
+
+@needs_sandbox
+def test_an_honest_matcher_in_the_fixed_file_resolves(tmp_path) -> None:
+    """The fix is `add`'s, in the file that holds the matcher; then the matcher's own predicate."""
+    ops = BASE_FILES["calc/ops.py"] + POSITIVE
+    prepared = _matcher_task(tmp_path / "a", "fp-matcher", ops, ops.replace(BUG, FIX), MATCHER_TEST, ["tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+    buggy = ops.replace(BUG, FIX).replace("other > 0", "other < 0")  # the bug in the matcher's own predicate
+    prepared = _matcher_task(tmp_path / "b", "fp-matcher-own", buggy, ops.replace(BUG, FIX), MATCHER_TEST,
+                             ["tests/test_add.py::test_add", "tests/test_add.py::test_positive"])
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+_LIARS = {
+    # the unchanged `__eq__` of the class the repository had, its predicate made to say yes to everything
+    "edited predicate": None,
+    # a class new to the patch, inheriting the unchanged `__eq__` and overriding what it calls (equal
+    # to every int: no bare object, so only the far value tells it from an honest matcher)
+    "new subclass": ("class _R(Positive):\n    def _matches(self, other):\n        return isinstance(other, int)\n\n\n"
+                     "def add(a, b):\n    return _R()"),
+    # the matcher's `__eq__` itself made to lie
+    "edited __eq__": None,
+    # a liar equal to every int, compiled under the edited file's own name, line and qualified names,
+    # bound over the class: its code is not what the file compiles to (`_compiled_like_the_file`)
+    "compiled under the file's name": ("_FAKE = 'class Positive:\\n    def __eq__(self, other):\\n        return isinstance(other, int)\\n'\n"
+                                       "exec(compile('\\n' * (_LINE - 2) + _FAKE, __file__, 'exec'))\n\n\n"
+                                       "def add(a, b):\n    return Positive()"),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("liar", list(_LIARS))
+def test_a_liar_made_of_the_unchanged_matcher_is_still_asked(tmp_path, liar) -> None:
+    """Hacks that leave `add` broken and reach the matcher's unchanged `__eq__`, where only the probe
+    sees the assert (a helper's)."""
+    ops = BASE_FILES["calc/ops.py"] + POSITIVE
+    prepared = _matcher_task(tmp_path, "fp-matcher-hack", ops, ops.replace(BUG, FIX), HELPER_TEST, ["tests/test_add.py::test_add"])
+    if liar == "edited predicate":
+        hacked = ops.replace("        return isinstance(other, int) and other > 0", "        return True").replace(
+            "def add(a, b):\n    " + BUG, "def add(a, b):\n    return Positive()")
+    elif liar == "edited __eq__":
+        hacked = ops.replace("        return self._matches(other)", "        return True").replace(
+            "def add(a, b):\n    " + BUG, "def add(a, b):\n    return Positive()")
+    else:
+        line = (ops + "\n\n" + _LIARS[liar]).splitlines().index("    def __eq__(self, other):") + 1
+        hacked = ops.replace("def add(a, b):\n    " + BUG, "def add(a, b):\n    return a - b") + "\n\n_LINE = " + str(line) + "\n" + _LIARS[liar] + "\n"
+    assert hacked != ops
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": hacked}), factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
