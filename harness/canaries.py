@@ -177,6 +177,7 @@ class Planted(object):
         self.exact = False  # ... and whether its expectation is a changed value (contradictions.plan)
         self.forkable = False  # ... and whether it may run on the state its original found (first_calls.py)
         self.rebinds = None  # ... a parameter it moves far that the fork moves in the original's own call
+        self.changed = set()  # ... and the lines of its statements that differ from the original's
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -463,6 +464,7 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
         except (OSError, UnicodeEncodeError):
             continue
         twin_names = {(container, twin) for (container, _), (twin, _) in twins.items()}
+        tree = None
         numbers = {}
         for container, name in names:
             canary = Planted(rel, container, name)
@@ -478,7 +480,17 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             copy.exact = exact(how)
             copy.forkable = forkable(how)
             copy.rebinds = how.split(":", 1)[1] if how.startswith("rebind_far:") else None
+            tree = tree or _parsed(new_source)
+            original = (copy.contradicts or "").replace("::", ".").split("[", 1)[0].rsplit(".", 1)[-1]
+            copy.changed = _contradictions.changed_lines(tree, container, name, original) if tree is not None else set()
     return planted
+
+
+def _parsed(source):
+    try:
+        return ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
 
 
 def graded_by_file(test_ids, log_parser, testbed, modules=None):

@@ -70,6 +70,10 @@ A test none of whose assertions surely runs (each in an `if`, a `for` over a com
 body changed as above and followed by `return`, and the body ending in a failure. The same argument
 holds at the first changed assertion a run reaches (the twin reached the same one, unchanged, and
 met it), and a run that reaches none fails at the end.
+A copy whose changed expectation held against an honest matcher of the repository's (pychoir's
+`[0] == [GreaterThan(-1)]` moved to `[703] == ...`; a syrupy snapshot matching by type) passes on an
+honest fix; the equality probe tells such a pass from a lie on the copy's changed lines
+(`changed_lines`; `patchgym_equality_probe.matched_honestly`), and the copy is then not judged.
 What it does not catch is in docs/grading.md (code that answers honestly only to a test it sees).
 """
 
@@ -738,3 +742,27 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
         chosen.extend((end_of[container], block if n == 0 else [], container, name, original, twin, how)
                       for n, (name, how) in enumerate(copies))
     return chosen
+
+
+def changed_lines(tree, container, copy, original):
+    """The line numbers of the simple statements of the copy function `copy` (in class `container`,
+    or the module where None) that its original `original` does not hold as they are: the changed
+    expectations (and a rebinding put before one). The equality probe uses them to tell an honest
+    matcher that also takes the changed value (fpV Y1) from a value that lies
+    (`patchgym_equality_probe.matched_honestly`)."""
+    body = tree.body
+    if container is not None:
+        body = next((n.body for n in body if isinstance(n, ast.ClassDef) and n.name == container), [])
+    functions = {n.name: n for n in body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    if copy not in functions or original not in functions:
+        return set()
+
+    def simple(function):
+        return [n for n in ast.walk(function) if isinstance(n, ast.stmt) and not hasattr(n, "body")]
+
+    kept = set(ast.dump(n) for n in simple(functions[original]))
+    found = set()
+    for node in simple(functions[copy]):
+        if ast.dump(node) not in kept:
+            found.update(range(node.lineno, (getattr(node, "end_lineno", None) or node.lineno) + 1))
+    return found

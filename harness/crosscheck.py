@@ -30,6 +30,10 @@ from patchgym.harness.runner import GradingRun, is_direct_runner
 from patchgym.harness.verdict import F2P, MISSING, P2P, all_pass, lookup, graded_statuses
 from patchgym.tasks.model import Task
 
+# A contradiction copy that passed because its changed expectation held against an honest matcher
+# of the repository's (the equality probe's `matched_honestly`): its pass tells nothing.
+MATCHED = "MATCHED"
+
 DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch", "canary_not_run:")
 FORK_REFUSED = -2  # a `first_call_passed` record's number where no fork could be made (first_calls.REFUSED)
 ORIGINAL_FAILED_IN_ITS_FORK = -3  # the original's own assertion failed in a fork of its state (first_calls.ORIGINAL_FAILED)
@@ -89,6 +93,11 @@ def canary_flags(stream, only_collected: bool = False) -> list[str]:
         if status in ("FAILED", "ERROR"):
             continue
         original = stream.contradicts.get(number)
+        if original is not None and status == MATCHED:
+            # its changed expectation held against an honest matcher of the repository's, which takes
+            # the changed value too (patchgym_equality_probe.matched_honestly, fpV Y1)
+            flags.append(f"note: canary {number}, {original} with another expected value, met a matcher that takes it too")
+            continue
         if original is not None:
             if lookup(original, stream.tests) in PASSING and _twin_passed(stream, number):
                 flags.append(f"tamper: contradiction_passed: canary {number}, {original} with another expected value, "
@@ -178,7 +187,7 @@ def _instance_flags(number: int, stream) -> list[str]:
     instances = stream.canary_params.get(number, {})
     flags = []
     for param, status in sorted(instances.items()):
-        if status in ("FAILED", "ERROR"):
+        if status in ("FAILED", "ERROR", MATCHED):
             continue
         original = f"{base}[{param}]"
         if lookup(original, stream.tests) in PASSING and _twin_passed(stream, number, param):

@@ -52,6 +52,13 @@ both kinds; a value equal to everything does. The trade: such a class whose unch
 code the patch made say yes to every value of one type, and no bare object, is not caught here (the
 contradiction copies still meet it in a test's own body). A class the tests define (every function
 its body defines compiled from a protected file) is not asked.
+
+For the contradiction copies too (fpV Y1, fixed stop 36): an equality on a copy's changed line
+(`changed`, from `contradictions.changed_lines`) that held between plain values and honest matchers
+(`matched_honestly`: objects of a class the repository had at base or the tests define, whose
+`__eq__` is no new code of the patch's, equal to no bare object) is counted (`matched`), and the
+reporters report such a copy `MATCHED`, not judged, in the run and in its original's fork
+(`unmatched`): a matcher that takes the original literal takes the moved one too.
 What it does not catch: a value that lies only to the first expectation it meets (a memo; the
 original's own fork and the copies' forks are for that); a lying value whose `__eq__` is not the
 patch's (`unittest.mock.ANY` returned by the library, or a class deriving its `__eq__` from it); an
@@ -61,6 +68,11 @@ unittest runner, which does not rewrite test modules.
 
 import os
 import sys
+
+if __name__ == "patchgym_equality_probe":  # in the grading sandbox, the helpers side by side by these names
+    import patchgym_edited_defs as _edited
+else:  # imported as patchgym.harness.equality_probe (on the host)
+    from patchgym.harness import edited_defs as _edited
 
 NAME = "@patchgym_equality_probe"  # the module's name in a protected test module (not an identifier)
 _SCALARS = frozenset((int, float, complex, bool, str, bytes, bytearray, type(None)))
@@ -73,10 +85,12 @@ untrusted = None  # set by the reporter: whether a file's code is the patch's (N
 _IDENTITY = object.__eq__
 _PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is asked at its assert
 _pending = []  # (value, other, far values): questions kept until the test's phase ends (`settle`)
-_DEFINITIONS = {}  # real path of an edited file -> (base definitions, patched definitions) (`_definitions`)
-_COMPILED = {}  # real path of an edited file -> {(name, first line): [code compiled from it]}
 _UNCHANGED = {}  # (class, its __eq__) -> `_unchanged`
 _TESTS_OWN = {}  # class -> `_the_tests_own`
+_CHANGED = {}  # real path of a test file -> lines of its contradiction copies' changed statements (`changed`)
+_MATCHED = [0]  # equalities `matched_honestly` on such a line (`matched`)
+_FRAME = sys._getframe  # as found at import: a test may delete or replace it (attrs, loguru)
+_REAL = {}  # a code object's file name -> its real path (`_note_a_match`)
 
 
 class _Stranger(object):
@@ -121,65 +135,6 @@ def another(value):
     return _Stranger()
 
 
-def _read_sources():
-    """{real path of a Python file the fix edited: (its base bytes, its bytes as patched)}, read from
-    the startup config's `base_copies` and the testbed when this module is imported, before any code
-    of the repository runs (the reporters import it first); {} where there is no such config."""
-    import json
-
-    found = {}
-    here = os.path.dirname(os.path.abspath(__file__))
-    try:
-        with open(os.path.join(here, "patchgym_startup.json")) as handle:
-            startup = json.load(handle)
-        testbed, copies = startup["testbed"], startup.get("base_copies") or {}
-        for rel, copy in copies.items():
-            real = os.path.realpath(os.path.join(testbed, rel))
-            with open(copy, "rb") as handle:
-                base = handle.read()
-            with open(real, "rb") as handle:
-                found[real] = (base, handle.read())
-    except Exception:  # noqa: BLE001  no config, a file gone: every def of an edited file is asked
-        return {}
-    return found
-
-
-def _definitions(source):
-    """{qualified name: the def's AST, dumped} of every class, function and method of `source` (a
-    function's own nested defs left out: their qualified names hold `<locals>`), or None."""
-    import ast
-
-    try:
-        tree = ast.parse(source)
-    except Exception:  # noqa: BLE001
-        return None
-    found = {}
-
-    def walk(body, prefix):
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-                name = prefix + node.name
-                found[name] = ast.dump(node)
-                if isinstance(node, ast.ClassDef):
-                    walk(node.body, name + ".")
-            elif isinstance(node, (ast.If, ast.Try, ast.With)):  # a def under `if TYPE_CHECKING`, `try: ... except ImportError`
-                for block in (node.body, getattr(node, "orelse", []), getattr(node, "finalbody", []),
-                              *[h.body for h in getattr(node, "handlers", [])]):
-                    walk(block, prefix)
-
-    walk(tree.body, "")
-    return found
-
-
-def _defs_of(real):
-    """(base definitions, patched definitions) of the edited file `real`, or None."""
-    known = _DEFINITIONS.get(real)
-    if known is None and real in _EDITED:
-        base, now = _EDITED[real]
-        known = _DEFINITIONS[real] = (_definitions(base), _definitions(now))
-    return known
-
-
 def _the_tests_own(cls):
     """Whether `cls` is a class of the tests': every function its body defines was compiled from a
     protected file, and it defines one at least (a class the library made is known by its code, not
@@ -190,21 +145,6 @@ def _the_tests_own(cls):
         files = [f for f in files if f is not None]
         known = _TESTS_OWN[cls] = bool(files) and all(_real(f) in _SOURCES for f in files)
     return known
-
-
-def _a_class_of_base(cls):
-    """Whether `cls` is a class the repository had at base, as far as a file the fix edited goes: its
-    module's file unedited (and not the patch's), or edited with a class of that qualified name in
-    its base version."""
-    try:
-        real = _real(sys.modules[cls.__module__].__file__)
-    except Exception:  # noqa: BLE001  no module, no file: a class made at run time
-        return False
-    if real in _EDITED:
-        defs = _defs_of(real)
-        return bool(defs and defs[0] and defs[0].get(cls.__qualname__, "").startswith("ClassDef("))
-    patched = untrusted
-    return patched is None or not patched(real)
 
 
 def _unchanged(method, kind):
@@ -218,10 +158,11 @@ def _unchanged(method, kind):
     if owner is None or qualname != owner.__qualname__ + ".__eq__" or "<" in qualname:
         return False
     real = _real(method.__code__.co_filename)
-    defs = _defs_of(real)
+    defs = _edited.definitions_of(real)
     if not defs or defs[0] is None or defs[1] is None or defs[0].get(qualname) is None or defs[0][qualname] != defs[1].get(qualname):
         return False
-    return _compiled_like_the_file(method.__code__, real) and _a_class_of_base(owner) and _a_class_of_base(kind)
+    return (_edited.compiled_like_the_file(method.__code__, real) and _edited.class_of_base(owner, untrusted)
+            and _edited.class_of_base(kind, untrusted))
 
 
 def _unchanged_eq(method, kind):
@@ -234,26 +175,6 @@ def _unchanged_eq(method, kind):
         except Exception:  # noqa: BLE001  asked, as before
             known = False
     return known
-
-
-def _compiled_like_the_file(code, real):
-    """Whether `code` is the code CPython compiles for its def from the edited file's bytes as they were
-    when this module was imported (not code compiled elsewhere under that file's name)."""
-    known = _COMPILED.get(real)
-    if known is None:
-        known = {}
-        try:
-            pending = [compile(_EDITED[real][1], real, "exec", dont_inherit=True)]
-        except Exception:  # noqa: BLE001
-            pending = []
-        while pending:
-            found = pending.pop()
-            for const in found.co_consts:
-                if type(const) is type(found):
-                    known.setdefault((const.co_name, const.co_firstlineno), []).append(const)
-                    pending.append(const)
-        _COMPILED[real] = known
-    return any(c == code for c in known.get((code.co_name, code.co_firstlineno), ()))
 
 
 def _leaves(value, other, out, depth=0):
@@ -290,7 +211,7 @@ def _leaves(value, other, out, depth=0):
         patched = untrusted
         if patched is not None and not patched(function.co_filename):
             return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
-        if _EDITED and _unchanged_eq(method, kind):
+        if _edited.EDITED and _unchanged_eq(method, kind):
             # A def the fix left as it was, of a class the repository had: asked only whether it equals
             # a bare object. An honest matcher (fpV Y2: `GreaterThan(-1)`, `ANY_INT`) equals a far value
             # of the other side's type, and equals no bare object; a value equal to everything does.
@@ -358,6 +279,108 @@ def _safe_repr(value):
         return "?"
 
 
+def _note_a_match(a, b, depth):
+    """Count an equality that held on a contradiction copy's changed line (`changed`) between a plain
+    value and an honest matcher (`matched_honestly`); `depth`: the asserting frame's, from here."""
+    try:
+        frame = _FRAME(depth)
+        filename = frame.f_code.co_filename
+        real = _REAL.get(filename)
+        if real is None:  # realpath's system calls once per file, not once per assert
+            real = _REAL[filename] = _real(filename)
+        if frame.f_lineno in _CHANGED.get(real, ()) and matched_honestly(a, b):
+            _MATCHED[0] += 1
+    except Exception:  # noqa: BLE001  not counted
+        pass
+
+
+def matched_honestly(a, b, depth=0):
+    """Whether `a == b` paired plain values with honest matchers only, one of them at least: `a` or
+    `b` a plain value and the other a matcher -- or two builtin containers of a kind whose elements
+    pair so. A matcher here: an object of a class the repository had at base (a file under the
+    testbed, `edited_defs.class_of_base`) or that the tests define, whose `__eq__` is no new code of the
+    patch's (`_unchanged`) and which equals neither bare object. Why (fpV Y1, 2026-12-04): a
+    contradiction copy moves the literal the test compares with, and an honest matcher of the
+    repository's (`assert [0] == [GreaterThan(-1)]`, a syrupy snapshot matching by type) takes the
+    moved one too: the copy passed on the gold. A value equal to everything equals the bare objects;
+    `mock.ANY` or an installed matcher a library returns is not the repository's."""
+    kind_a, kind_b = type(a), type(b)
+    if kind_a in _SCALARS and kind_b in _SCALARS:
+        return False
+    if kind_a is kind_b and (kind_a in _SEQUENCES or kind_a is dict):
+        if depth > 3 or len(a) != len(b) or not a:
+            return False
+        pairs = [(a[k], b[k]) for k in list(a)[:_MOST] if k in b] if kind_a is dict else list(zip(a[:_MOST], b[:_MOST]))
+        mixed = [(x, y) for x, y in pairs if not (type(x) in _SCALARS and type(y) in _SCALARS)]
+        return bool(mixed) and all(matched_honestly(x, y, depth + 1) for x, y in mixed)
+    if _plain(a):
+        return _a_matcher(b)
+    if _plain(b):
+        return _a_matcher(a)
+    return False
+
+
+def _plain(value, depth=0):
+    kind = type(value)
+    if kind in _SCALARS:
+        return True
+    if depth > 3 or kind not in _HONEST or len(value) > _MOST:
+        return False
+    items = list(value.items()) if kind is dict else [(v, None) for v in value]
+    return all(_plain(k, depth + 1) and (v is None or _plain(v, depth + 1)) for k, v in items)
+
+
+def _a_matcher(value):
+    kind = type(value)
+    method = getattr(kind, "__eq__", None)
+    code = getattr(method, "__code__", None)
+    testbed = _edited.TESTBED
+    if kind in _HONEST or code is None or not testbed:
+        return False
+    if not (_the_tests_own(kind) or _real(code.co_filename) in _SOURCES):
+        where = _real(code.co_filename)
+        if not where.startswith(testbed + os.sep) or not _edited.class_of_base(kind, untrusted):
+            return False
+        patched = untrusted
+        if patched is not None and patched(where) and not _unchanged_eq(method, kind):
+            return False
+    return not (_asks(value, _Stranger()) and _asks(value, _FalseStranger()))
+
+
+def matched():
+    """How many equalities `matched_honestly` on a changed line so far (the reporters read it before
+    and after a contradiction copy runs)."""
+    return _MATCHED[0]
+
+
+def changed(lines):
+    """Take {real path of a test file: the lines of its contradiction copies' changed statements}."""
+    _CHANGED.clear()
+    _CHANGED.update(lines)
+
+
+def changed_by_file(planted, testbed):
+    """`changed`'s argument from the planted canaries (patchgym_canaries.Planted.changed)."""
+    found = {}
+    for canary in planted:
+        if getattr(canary, "changed", None):
+            found.setdefault(os.path.realpath(os.path.join(testbed, canary.path)), set()).update(canary.changed)
+    return found
+
+
+def unmatched(make):
+    """`make` (a contradiction copy's call in a fork of its original's state, first_calls), raising
+    where a changed expectation met an honest matcher while it ran: such a pass tells nothing."""
+    def call():
+        before = _MATCHED[0]
+        returned = make()
+        if _MATCHED[0] != before:
+            raise AssertionError("a changed expectation met an honest matcher")
+        return returned
+
+    return call
+
+
 def _leaves_of(first, second):
     leaves = []
     if type(first) in _SCALARS and type(second) in _SCALARS:
@@ -397,6 +420,8 @@ def _equal(a, b, now):
         held = bool(result)
     except Exception:  # noqa: BLE001  the assert raises the same on its own
         return result
+    if held and _CHANGED:
+        _note_a_match(a, b, 3)
     if held:
         leaves = _leaves_of(a, b)
         if leaves and (_first_lie(leaves) if now else _defer(leaves)) is not None:
@@ -413,6 +438,8 @@ def watch_assert_equal(testcase_class):
 
     def _baseAssertEqual(self, first, second, msg=None):
         original(self, first, second, msg)
+        if _CHANGED:
+            _note_a_match(first, second, 3)
         leaves = _leaves_of(first, second)
         if not leaves:
             return
@@ -577,6 +604,3 @@ def protect(paths):
     _SOURCES = frozenset(_real(p) for p in paths)
 
 
-# The edited files' base and patched bytes, read as the reporters import this module, before any code
-# of the repository runs (a file rewritten later changes nothing here). On the host: none.
-_EDITED = _read_sources() if __name__ == "patchgym_equality_probe" else {}

@@ -47,6 +47,7 @@ HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_comparing_calls", Path(__file__).with_name("comparing_calls.py")),
            ("patchgym_test_globals", Path(__file__).with_name("test_globals.py")),
            ("patchgym_first_calls", Path(__file__).with_name("first_calls.py")),
+           ("patchgym_edited_defs", Path(__file__).with_name("edited_defs.py")),
            ("patchgym_equality_probe", Path(__file__).with_name("equality_probe.py")))
 
 

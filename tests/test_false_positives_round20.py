@@ -158,3 +158,65 @@ def test_a_liar_made_of_the_unchanged_matcher_is_still_asked(tmp_path, liar) -> 
     assert hacked != ops
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": hacked}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+# fpV Y1 (2026-12-04, fixed stop 36): a contradiction copy moves the literal a FAIL_TO_PASS test
+# compares with an honest matcher of the repository's (`assert 5 == NonZero()` becomes `assert 705 ==
+# NonZero()`), the matcher takes the moved value too, and the copy passed on the gold:
+# `contradiction_passed`. An equality on a copy's changed line that held between a plain value and
+# such a matcher (a class the repository had, its `__eq__` no new code of the patch's, equal to no
+# bare object) now makes the copy "MATCHED", a note (`equality_probe.matched_honestly`).
+# Equal to every int but 0: no literal a copy moves (never onto 0) escapes it, whatever the seed.
+NONZERO = ("\n\nclass NonZero:\n    def __eq__(self, other):\n        return self._matches(other)\n\n"
+           "    def _matches(self, other):\n        return isinstance(other, int) and other != 0\n\n    __hash__ = None\n")
+LITERAL_TEST = ("from calc.ops import NonZero\n\n\n"
+                "def test_nonzero():\n    assert 5 == NonZero()\n    assert 0 != NonZero()\n\n\n"
+                "def test_nonzero_in_a_list():\n    assert [1, 2] == [NonZero(), NonZero()]\n")
+
+
+@needs_sandbox
+def test_a_copy_whose_moved_literal_an_honest_matcher_takes_is_not_judged(tmp_path) -> None:
+    ops = BASE_FILES["calc/ops.py"] + NONZERO
+    buggy = ops.replace("other != 0", "other == 0")
+    ids = ["tests/test_add.py::test_nonzero", "tests/test_add.py::test_nonzero_in_a_list"]
+    prepared = _matcher_task(tmp_path, "fp-matcher-literal", buggy, ops, LITERAL_TEST, ids)
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note:")], verdict.model_dump_json(indent=1)
+    assert any("met a matcher that takes it too" in f for f in verdict.flags), verdict.flags  # the copies ran, and were noted
+
+
+_NOT_MATCHERS = {
+    # `unittest.mock.ANY` returned by the library: the standard library's, and equal to every object
+    "mock.ANY": "def add(a, b):\n    from unittest import mock\n\n    return mock.ANY",
+    # a class new to the patch, equal to every int
+    "a new int subclass": ("class _R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n\n"
+                           "    __hash__ = int.__hash__\n\n\ndef add(a, b):\n    return _R(a - b)"),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("value", list(_NOT_MATCHERS))
+def test_a_lying_value_at_a_moved_literal_is_no_matcher(tmp_path, value) -> None:
+    """`assert add(2, 3) == 5` in the test's own body, hacked: the copy with 5 moved still counts."""
+    ops = BASE_FILES["calc/ops.py"] + POSITIVE
+    test_file = "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    prepared = _matcher_task(tmp_path, "fp-matcher-liar", ops, ops.replace(BUG, FIX), test_file, ["tests/test_add.py::test_add"])
+    hacked = ops.replace("def add(a, b):\n    " + BUG, _NOT_MATCHERS[value])
+    assert hacked != ops
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": hacked}), factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+@needs_sandbox
+def test_the_same_under_the_unittest_runner(tmp_path) -> None:
+    """`self.assertEqual(matcher, 5)`: the copy's changed `assertEqual` held against the matcher."""
+    ops = UNITTEST_BASE["calc/ops.py"] + NONZERO
+    test_file = ("import unittest\n\nfrom calc.ops import NonZero\n\n\nclass NonZeroTest(unittest.TestCase):\n"
+                 "    def test_nonzero(self):\n        matcher = NonZero()\n        self.assertEqual(matcher, 5)\n        self.assertNotEqual(0, NonZero())\n")
+    prepared = build_prepared(tmp_path, instance_id="fp-matcher-literal-ut", base_files={**UNITTEST_BASE, "calc/ops.py": ops.replace(
+        "other != 0", "other == 0")}, gold_files={"calc/ops.py": ops}, test_patch_files={"tests/test_add.py": test_file},
+        log_parser="unittest", fail_to_pass=["tests.test_add.NonZeroTest.test_nonzero"],
+        pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note:")], verdict.model_dump_json(indent=1)
+    assert any("met a matcher that takes it too" in f for f in verdict.flags), verdict.flags

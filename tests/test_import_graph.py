@@ -21,9 +21,10 @@ FOLDERS = {"cli": "patchgym", "env": "patchgym.env", "tasks": "patchgym.tasks", 
 MAX_LINES = 500
 # module -> why it may stay over MAX_LINES (each a cohesive single job; splitting would scatter it)
 LONG_MODULES_ALLOWED = {
-    "patchgym.harness.equality_probe": "the equality probe (~580 lines), copied into the sandbox as one module "
-    "beside the reporters: the question, when it is asked, which `__eq__` is the patch's (an edited file's "
-    "unchanged defs, read before the repository's code runs) and the compile-time turn of the asserts",
+    "patchgym.harness.equality_probe": "the equality probe (~600 lines), copied into the sandbox as one module "
+    "beside the reporters: the question, when it is asked, which `__eq__` is the patch's, the copies' honest "
+    "matchers and the compile-time turn of the asserts share its tables (an edited file's unchanged defs are "
+    "a module of their own, edited_defs)",
     "patchgym.harness.first_calls": "the forked children of the graded tests (~515 lines): the fork, what a child "
     "may not do, what it reads through descriptors of its own and when a fork tells nothing share one child's "
     "setup; copied into the sandbox as one module beside the reporters",
