@@ -299,7 +299,9 @@ def matched_honestly(a, b, depth=0):
     `b` a plain value and the other a matcher -- or two builtin containers of a kind whose elements
     pair so. A matcher here: an object of a class the repository had at base (a file under the
     testbed, `edited_defs.class_of_base`) or that the tests define, whose `__eq__` is no new code of the
-    patch's (`_unchanged`) and which equals neither bare object. Why (fpV Y1, 2026-12-04): a
+    patch's (`_unchanged`), which holds no value whose equality is (`_the_patchs_value`: a wrapper
+    of the repository's whose `__eq__` asks a lying value it holds) and which equals neither bare
+    object. Why (fpV Y1, 2026-12-04): a
     contradiction copy moves the literal the test compares with, and an honest matcher of the
     repository's (`assert [0] == [GreaterThan(-1)]`, a syrupy snapshot matching by type) takes the
     moved one too: the copy passed on the gold. A value equal to everything equals the bare objects;
@@ -330,7 +332,7 @@ def _plain(value, depth=0):
     return all(_plain(k, depth + 1) and (v is None or _plain(v, depth + 1)) for k, v in items)
 
 
-def _a_matcher(value):
+def _a_matcher(value, depth=0):
     kind = type(value)
     method = getattr(kind, "__eq__", None)
     code = getattr(method, "__code__", None)
@@ -344,7 +346,44 @@ def _a_matcher(value):
         patched = untrusted
         if patched is not None and patched(where) and not _unchanged_eq(method, kind):
             return False
+    if depth == 0 and any(_the_patchs_value(held) for held in _held_by(value)):
+        return False  # a wrapper of the repository's holding a value of the patch's, which its `__eq__` may ask
     return not (_asks(value, _Stranger()) and _asks(value, _FalseStranger()))
+
+
+def _held_by(value):
+    """The values an object holds in its attributes, and inside builtin containers there, one level."""
+    try:
+        held = list(vars(value).values())
+    except TypeError:  # no __dict__
+        held = []
+    for name in getattr(type(value), "__slots__", ()) or ():
+        try:
+            held.append(getattr(value, name))
+        except Exception:  # noqa: BLE001  an empty slot
+            pass
+    inner = []
+    for item in held[:_MOST]:
+        if type(item) in (list, tuple, set, frozenset):
+            inner.extend(list(item)[:_MOST])
+        elif type(item) is dict:
+            inner.extend(list(item.values())[:_MOST])
+    return held[:_MOST] + inner
+
+
+def _the_patchs_value(value):
+    """Whether an object's equality may be new code of the patch's: a Python `__eq__`, of a class the
+    repository did not have at base (`edited_defs.class_of_base`) or one the patch wrote or changed.
+    Plain values, classes and C code's equality (identity's, an `int`'s) are not."""
+    kind = type(value)
+    code = getattr(getattr(kind, "__eq__", None), "__code__", None)
+    if kind in _HONEST or isinstance(value, type) or code is None:
+        return False  # C code's equality: the interpreter's (identity's, an `int`'s) or an extension's
+    if not _edited.class_of_base(kind, untrusted):
+        return True
+    if untrusted is None or not untrusted(code.co_filename):
+        return False
+    return not _unchanged_eq(kind.__eq__, kind)
 
 
 def matched():
