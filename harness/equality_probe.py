@@ -17,7 +17,9 @@ comprehension's -- into `equal(A, B)` or `equal_now(A, B)` (after pytest's rewri
 messages stay as pytest writes them), which evaluates `A == B` once, as the assert would, and where
 that holds has a question for each side that is not a plain value (`_HONEST`): whether it also
 equals another value, the other side moved far (`another`: an int by 100003, a string with a suffix,
-a container one element longer) or a bare object of a fresh class. A side that equals both is
+a container one element longer) or a bare object of a fresh class -- and, where the other side is
+an object holding state, an instance of its own class with none (`_bare_instance`: a value equal to
+every object of that class equals it, fpW). A side that equals both is
 lying, and the reporter is told (`reported`): a graded test's run is tampered. Under unittest,
 `assertEqual`'s base comparison asks the same (`watch_assert_equal`).
 
@@ -218,6 +220,42 @@ def _leaves(value, other, out, depth=0):
             out.append((value, other, (_Stranger(), _FalseStranger())))
             return
     out.append((value, other, (another(other),)))
+    bare = _bare_instance(other)
+    if bare is not None:
+        out.append((value, other, (bare,)))
+
+
+def _holds_state(value):
+    """Whether an object holds anything in its `__dict__` or its slots (a class's own or a base's)."""
+    if getattr(value, "__dict__", None):
+        return True
+    for cls in type(value).__mro__[:-1]:
+        slots = vars(cls).get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            slot = vars(cls).get(name)  # its member descriptor: an empty one raises, no `__getattr__` asked
+            try:
+                slot.__get__(value, cls)
+                return True
+            except Exception:  # noqa: BLE001  empty, or no slot by that name (`__dict__`, `__weakref__`)
+                continue
+    return False
+
+
+def _bare_instance(other):
+    """An instance of `other`'s own class made without its `__init__`, for an `other` that holds
+    state: no honest equality holds for a value and an object of that class with no state at all,
+    while a value equal to every object of the class does (fpW, stop 36: a `Version` subclass equal
+    to every `Version`, against `Version('1.0.dev0')`, got reward 1; a bare object is no `Version`).
+    None for plain values, stateless objects, classes with a finaliser and classes that cannot be
+    made so."""
+    kind = type(other)
+    if kind in _HONEST or isinstance(other, type) or getattr(kind, "__del__", None) is not None \
+            or not _holds_state(other):  # (a finaliser would meet it half made, and might say so)
+        return None
+    try:
+        return object.__new__(kind)
+    except Exception:  # noqa: BLE001  a C base of its own layout (a tuple's), an abstract class
+        return None
 
 
 def _asks(value, far):

@@ -242,3 +242,58 @@ def test_the_turned_module_compiles_where_its_first_statement_is_not_on_line_one
     namespace: dict = {}
     exec(compile(tree, "t.py", "exec"), namespace)
     namespace["test_x"]()
+
+
+class _Slotted:
+    __slots__ = ("n", "m")
+
+    def __init__(self, n):
+        self.n = n  # `m` left empty
+
+
+class _Stateless:
+    def __eq__(self, other):
+        return isinstance(other, _Stateless)  # every instance alike: honest, and never asked a bare one
+
+    __hash__ = None
+
+
+class _Finalised:
+    def __init__(self):
+        self.n = 1
+
+    def __del__(self):
+        pass
+
+
+def test_a_bare_instance_only_of_an_object_with_state() -> None:
+    """`_bare_instance`: an instance of the other side's class with no state, made without `__init__`
+    -- not for plain values, stateless objects, classes with a finaliser, nor a tuple's subclass."""
+    from collections import namedtuple
+
+    bare = equality_probe._bare_instance(_Slotted(1))
+    assert type(bare) is _Slotted and not equality_probe._holds_state(bare)
+    assert equality_probe._bare_instance(_Stateless()) is None
+    assert equality_probe._bare_instance(_Finalised()) is None
+    assert equality_probe._bare_instance(namedtuple("P", "x")(1)) is None
+    assert equality_probe._bare_instance(5) is None and equality_probe._bare_instance([1]) is None
+    assert equality_probe._bare_instance(_Slotted) is None  # a class
+
+
+def test_a_value_equal_to_every_object_of_a_class_lies() -> None:
+    class _Any(_Slotted):
+        __slots__ = ()
+
+        def __eq__(self, other):
+            return isinstance(other, _Slotted)
+
+        __hash__ = None
+
+    seen = []
+    equality_probe.reported = seen.append
+    try:
+        assert equality_probe.lying_side(_Any(3), _Slotted(5)) is not None and seen
+        seen.clear()
+        assert equality_probe.lying_side(_Stateless(), _Stateless()) is None and not seen
+    finally:
+        equality_probe.reported = None
