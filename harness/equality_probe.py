@@ -23,19 +23,20 @@ every object of that class equals it, fpW). A side that equals both is
 lying, and the reporter is told (`reported`): a graded test's run is tampered. Under unittest,
 `assertEqual`'s base comparison asks the same (`watch_assert_equal`).
 
-When the question is asked. In a test's own body (`equal`) it is kept, and the reporters ask it
-(`settle`) when the test's phase (setup, call, teardown) ends, while the test still counts as
-running. In a helper's assert or a comprehension's (`equal_now`) it is asked at the assert, and a
-lie makes the equality False there. Why kept (fpV Y3, 2026-12-04, fixed stop 36): the question calls
-the side's `__eq__` once more, and an honest `__eq__` with a side effect showed that call to the
-test's next lines -- a matcher recording the values it failed on (pychoir), a snapshot moving its
-index (syrupy's `snapshot == x`), a warning a test counts -- and honest fixes were `unresolved`.
-Why only there (`_deferred_where`): a value that lies only while the test's own frame is on the
-stack tells the truth at the phase's end; in the test's own body the contradiction copies, which run
-as tests, still meet its lie, and nothing else reaches a helper's assert. What keeping costs: each
-value asked about is held until then (only those whose `__eq__` is asked: not plain values, nor
-identity's; a test that checks that such a value is collected in the same phase would see it alive),
-and past `_PENDING_MAX` kept questions the rest are asked at their assert.
+When the question is asked. The question of an `__eq__` the fix left as it was (below), in a test's
+own body (`equal`), is kept, and the reporters ask it (`settle`) when the test's phase (setup, call,
+teardown) ends, while the test still counts as running. Every other question -- of an `__eq__` the
+patch wrote or changed, and any in a helper's assert or a comprehension's (`equal_now`) -- is asked
+at the assert, and a lie makes the equality False there. Why kept (fpV Y3, 2026-12-04, fixed stop
+36): the question calls the side's `__eq__` once more, and an honest `__eq__` with a side effect
+showed that call to the test's next lines -- a matcher recording the values it failed on (pychoir),
+a snapshot moving its index (syrupy's `snapshot == x`), a warning a test counts (semver's own
+`DeprecationWarning`) -- and honest fixes were `unresolved`; each was the repository's own `__eq__`,
+unchanged. Why only those (`_defer`, `_deferred_where`): a value the patch made lie may lie only while
+the test's own frame is on the stack, and would tell the truth at the phase's end. What keeping
+costs: each value asked about is held until then (a test that checks that such a value is collected
+in the same phase would see it alive), and past `_PENDING_MAX` kept questions the rest are asked at
+their assert.
 
 Why an honest result never equals both: no equality a library plausibly defines holds for a value
 and that value moved by 100003, or lengthened, or for a bare object it has never seen (contradiction
@@ -86,7 +87,7 @@ reported = None  # set by the reporter: called with a one-line description where
 untrusted = None  # set by the reporter: whether a file's code is the patch's (None: all code is asked)
 _IDENTITY = object.__eq__
 _PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is asked at its assert
-_pending = []  # (value, other, far values): questions kept until the test's phase ends (`settle`)
+_pending = []  # (value, other, far values, True): questions kept until the test's phase ends (`settle`)
 _UNCHANGED = {}  # (class, its __eq__) -> `_unchanged`
 _TESTS_OWN = {}  # class -> `_the_tests_own`
 _CHANGED = {}  # real path of a test file -> lines of its contradiction copies' changed statements (`changed`)
@@ -180,8 +181,9 @@ def _unchanged_eq(method, kind):
 
 
 def _leaves(value, other, out, depth=0):
-    """Add to `out` each (value, other, fars) whose question (`_asks`: equal to every far value of
-    `fars`) tells whether `value`, equal to `other`, lies: `value` itself, or inside the builtin
+    """Add to `out` each (value, other, fars, later) whose question (`_asks`: equal to every far value
+    of `fars`) tells whether `value`, equal to `other`, lies (`later`: an `__eq__` the fix left as it
+    was, whose question may wait for `settle`, `_defer`): `value` itself, or inside the builtin
     containers each element that is not a plain value, both ways (a list of lying values is equal to
     a list of anything). Nothing of the values' own code is called here."""
     kind = type(value)
@@ -217,12 +219,12 @@ def _leaves(value, other, out, depth=0):
             # A def the fix left as it was, of a class the repository had: asked only whether it equals
             # a bare object. An honest matcher (fpV Y2: `GreaterThan(-1)`, `ANY_INT`) equals a far value
             # of the other side's type, and equals no bare object; a value equal to everything does.
-            out.append((value, other, (_Stranger(), _FalseStranger())))
+            out.append((value, other, (_Stranger(), _FalseStranger()), True))
             return
-    out.append((value, other, (another(other),)))
+    out.append((value, other, (another(other),), False))
     bare = _bare_instance(other)
     if bare is not None:
-        out.append((value, other, (bare,)))
+        out.append((value, other, (bare,), False))
 
 
 def _holds_state(value):
@@ -269,7 +271,7 @@ def _asks(value, far):
 
 
 def _first_lie(leaves):
-    for value, other, fars in leaves:
+    for value, other, fars, _ in leaves:
         if all(_asks(value, far) for far in fars):
             _report(value, other)
             return value
@@ -277,12 +279,20 @@ def _first_lie(leaves):
 
 
 def _defer(leaves):
-    """Keep `leaves` for `settle`; where more than `_PENDING_MAX` wait already, ask them now.
-    Returns the side that lied now, or None."""
-    if len(_pending) + len(leaves) <= _PENDING_MAX:
-        _pending.extend(leaves)
+    """Ask now the questions of an `__eq__` the patch wrote or changed, and keep for `settle` those of
+    one it left as it was (`_unchanged`); where more than `_PENDING_MAX` wait already, ask those now
+    too. Returns the side that lied now, or None. Why only those kept: an honest `__eq__` with a side
+    effect the test sees (fpV Y3) was in every case met the repository's own, the matcher or snapshot
+    library's, unchanged; a value the patch made lie may lie only while the test's own frame is on
+    the stack, and is asked there."""
+    later = [leaf for leaf in leaves if leaf[3]]
+    lied = _first_lie([leaf for leaf in leaves if not leaf[3]])
+    if lied is not None:
+        return lied
+    if len(_pending) + len(later) <= _PENDING_MAX:
+        _pending.extend(later)
         return None
-    return _first_lie(leaves)
+    return _first_lie(later)
 
 
 def settle():

@@ -4,8 +4,9 @@ The probe asks a side whose `__eq__` is the patch's code whether it also equals 
 to ask right at the assert, and an honest `__eq__` with a side effect then showed that extra call to
 the test's next lines: pychoir's matchers record the values they failed on, syrupy's `snapshot == x`
 moves its index, an `__eq__` that warns adds a warning a test counts. Honest fixes in the file with
-that `__eq__` were `unresolved`. The question now waits until the test's phase ends
-(`equality_probe.settle`), and a value that lies is still caught there (`test_integrity_equality_probe`).
+that `__eq__` were `unresolved`. For an `__eq__` the fix left as it was (each of those was), the
+question now waits until the test's phase ends (`equality_probe.settle`); the patch's own `__eq__` is
+still asked at the assert (`test_integrity_equality_probe`).
 
 Here the fixed file (`calc/ops.py`, changed by the gold) holds such an `__eq__`, both ways it showed:
 a value recording what it was compared with, and one that warns on every comparison.
@@ -209,7 +210,9 @@ def test_a_lying_value_at_a_moved_literal_is_no_matcher(tmp_path, value) -> None
     hacked = ops.replace("def add(a, b):\n    " + BUG, _NOT_MATCHERS[value])
     assert hacked != ops
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": hacked}), factory=FACTORY, deadline_s=180)
-    assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    # (the new int subclass's own `__eq__` is the patch's, and the probe meets it first, at the assert)
+    caught = ("contradiction_passed",) if value != "a new int subclass" else ("contradiction_passed", "equal_to_another_value")
+    assert verdict.reward == 0.0 and any(c in f for f in verdict.flags for c in caught), verdict.model_dump_json(indent=1)
 
 
 @needs_sandbox

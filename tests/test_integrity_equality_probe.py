@@ -31,9 +31,8 @@ VALUES = {
     "equal to every int": ("class _R(int):\n    def __eq__(self, other):\n        return isinstance(other, int)\n\n"
                            "    def __ne__(self, other):\n        return not self.__eq__(other)\n\n    __hash__ = int.__hash__\n\n\n"
                            "def add(a, b):\n    return _R(a - b)"),
-    # Tells the truth unless a test function's own frame is on the stack: the probe's question kept
-    # for the phase's end (stop 36) comes when none is; at a helper's assert it is asked right away,
-    # and in the test's own body the contradiction copies meet the lie.
+    # Tells the truth unless a test function's own frame is on the stack: a question kept for the
+    # phase's end would come when none is (stop 36); the patch's own `__eq__` is asked at the assert.
     "equal to everything while a test runs": (
         "import sys\n\n\nclass _R(int):\n    def __eq__(self, other):\n        frame = sys._getframe(1)\n"
         "        while frame is not None:\n            if frame.f_code.co_name.startswith('test_'):\n                return True\n"
@@ -65,9 +64,6 @@ def test_a_lying_value_where_no_copy_reaches_the_assert(tmp_path, shape, value) 
     prepared = _graded(tmp_path, shape, SHAPES[shape])
     ops = BASE_FILES["calc/ops.py"].replace(BUG, VALUES[value])
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-    if shape == "list-of-values" and "while a test runs" in value:  # the test's own body: its copies meet the lie
-        assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
-        return
     assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
 
 
@@ -132,9 +128,10 @@ def test_the_probe_on_the_host() -> None:
         assert equality_probe.equal(5, 5) and not equality_probe.equal(5, 6)
         assert not equality_probe.settle() and not seen
         for lying in ((Liar(1), 5), ([Liar(1), 2], [5, 2]), ({"a": Liar(1)}, {"a": 5})):  # a lie: equal to 5 and to 100008
-            assert equality_probe.equal(*lying)  # the assert holds; the question waits for the phase's end
-            assert equality_probe.settle() and len(seen) == 1 and "Liar" in seen[0], (lying, seen)
-            assert not equality_probe.settle()  # asked once
+            # the patch's own `__eq__` (on the host every one counts so) is asked at the assert, in the
+            # test's frame, and the assert fails
+            assert not equality_probe.equal(*lying)
+            assert len(seen) == 1 and "Liar" in seen[0] and not equality_probe._pending, (lying, seen)
             seen.clear()
         answer = equality_probe.equal(_ArrayLike(), 3)  # ambiguous: handed back as it is, for the assert to raise on
         assert isinstance(answer, _Ambiguous)
@@ -165,22 +162,34 @@ class _Plain:
     pass
 
 
-def test_the_question_comes_after_the_phase() -> None:
+@pytest.fixture
+def unchanged_eq(monkeypatch):
+    """Every `__eq__` counts as one the fix left as it was (`_unchanged`), as a matcher's or a
+    snapshot's in the fixed file of their own library."""
+    monkeypatch.setattr(equality_probe._edited, "EDITED", {"edited.py": (b"", b"")})
+    monkeypatch.setattr(equality_probe, "_unchanged_eq", lambda method, kind: True)
+
+
+def test_the_question_comes_after_the_phase(unchanged_eq) -> None:
     """fpV Y3: the probe's extra `__eq__` call was seen by the test's next lines, and an honest fix
-    was `unresolved`. Now the test sees only its own comparisons, and the question comes at `settle`."""
+    was `unresolved`. Now, for an `__eq__` the fix left as it was, the test sees only its own
+    comparisons, and the question comes at `settle`."""
     counting = _Counting(5)
     assert equality_probe.equal(counting, 5)
     assert counting.asked == [5]  # what the test's next line sees: its own comparison only
     assert not equality_probe.settle()
-    assert counting.asked == [5, equality_probe.another(5)]  # asked, after the phase
+    assert counting.asked[0] == 5 and type(counting.asked[1]).__name__ == "_Stranger"  # asked, after the phase
+    assert len(counting.asked) == 2  # (equal to no bare object: the false one is not asked)
+    assert equality_probe.equal_now(counting, 5) and len(counting.asked) == 4  # a helper's assert: asked at once
 
 
-def test_past_the_limit_the_question_is_asked_at_the_assert() -> None:
+def test_past_the_limit_the_question_is_asked_at_the_assert(unchanged_eq) -> None:
     seen = []
     equality_probe.reported = seen.append
     try:
         for _ in range(equality_probe._PENDING_MAX):
             assert equality_probe.equal(_Counting(1), 1)
+        assert len(equality_probe._pending) == equality_probe._PENDING_MAX and not seen
         assert not equality_probe.equal(Liar(2), 5) and seen  # no room left: asked now, and the assert fails
     finally:
         equality_probe.reported = None
