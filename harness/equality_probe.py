@@ -21,7 +21,8 @@ a container one element longer) or a bare object of a fresh class -- and, where 
 an object holding state, an instance of its own class with none (`_bare_instance`: a value equal to
 every object of that class equals it, fpW). A side that equals both is
 lying, and the reporter is told (`reported`): a graded test's run is tampered. Under unittest,
-`assertEqual`'s base comparison asks the same (`watch_assert_equal`).
+`assertEqual`'s base comparison and the list, tuple and dict comparisons it hands those to ask the
+same (`watch_assert_equal`).
 
 When the question is asked. The question of an `__eq__` the fix left as it was (below), in a test's
 own body (`equal`), is kept, and the reporters ask it (`settle`) when the test's phase (setup, call,
@@ -327,11 +328,10 @@ def _safe_repr(value):
         return "?"
 
 
-def _note_a_match(a, b, depth):
+def _note_a_match(a, b, frame):
     """Count an equality that held on a contradiction copy's changed line (`changed`) between a plain
-    value and an honest matcher (`matched_honestly`); `depth`: the asserting frame's, from here."""
+    value and an honest matcher (`matched_honestly`); `frame`: the asserting one."""
     try:
-        frame = _FRAME(depth)
         filename = frame.f_code.co_filename
         real = _REAL.get(filename)
         if real is None:  # realpath's system calls once per file, not once per assert
@@ -508,7 +508,7 @@ def _equal(a, b, now):
     except Exception:  # noqa: BLE001  the assert raises the same on its own
         return result
     if held and _CHANGED:
-        _note_a_match(a, b, 3)
+        _note_a_match(a, b, _FRAME(2))
     if held:
         leaves = _leaves_of(a, b)
         if leaves and (_first_lie(leaves) if now else _defer(leaves)) is not None:
@@ -517,28 +517,50 @@ def _equal(a, b, now):
 
 
 def watch_assert_equal(testcase_class):
-    """unittest's `assertEqual` base comparison keeps the same question once it held, called from a
-    test method's own body (`equal`), and asks it right away elsewhere, a helper's (`equal_now`).
-    Installed by the reporters before any test module is imported."""
-    original = testcase_class._baseAssertEqual
+    """unittest's equality checks keep the same question once they held -- `assertEqual`'s base
+    comparison, and the sequence and dict comparisons `assertEqual` hands lists, tuples and dicts to
+    (`assertListEqual` compares without the base: a list of lying values passed them unasked) --
+    called from a test method's own body (`equal`), and ask it right away elsewhere, a helper's
+    (`equal_now`). Installed by the reporters before any test module is imported."""
     frame_of = sys._getframe  # as found now: a test may delete or replace it (attrs, loguru)
+    machinery = getattr(sys.modules.get(testcase_class.__module__), "__file__", None)
 
-    def _baseAssertEqual(self, first, second, msg=None):
-        original(self, first, second, msg)
-        if _CHANGED:
-            _note_a_match(first, second, 3)
+    def caller():
+        """The frame that called the check, past unittest's own (`assertEqual` -> `assertListEqual`)."""
+        try:
+            frame = frame_of(3)
+            while frame is not None and frame.f_code.co_filename == machinery:
+                frame = frame.f_back
+            return frame
+        except Exception:  # noqa: BLE001
+            return None
+
+    def ask(self, first, second, msg):
+        frame = caller()
+        if _CHANGED and frame is not None:
+            _note_a_match(first, second, frame)
         leaves = _leaves_of(first, second)
         if not leaves:
             return
-        try:  # the caller of `assertEqual`: a test method's own body, or a helper
-            own = frame_of(2).f_code.co_name.startswith("test")
-        except Exception:  # noqa: BLE001
-            own = False
+        own = frame is not None and frame.f_code.co_name.startswith("test")
         if (_defer(leaves) if own else _first_lie(leaves)) is not None:
             raise self.failureException(self._formatMessage(msg, "{} equals another value as well".format(_safe_repr(first))))
 
-    _baseAssertEqual.__wrapped__ = original
-    testcase_class._baseAssertEqual = _baseAssertEqual
+    def watched(name):
+        original = getattr(testcase_class, name, None)
+        if original is None:
+            return
+
+        def check(self, first, second, msg=None, *args, **kwargs):
+            original(self, first, second, msg, *args, **kwargs)
+            ask(self, first, second, msg)
+
+        check.__wrapped__ = original
+        check.__name__ = name
+        setattr(testcase_class, name, check)
+
+    for name in ("_baseAssertEqual", "assertSequenceEqual", "assertDictEqual"):
+        watched(name)
 
 
 def _equal_call(left, right, where, now=True):
