@@ -22,7 +22,10 @@ an object holding state, an instance of its own class with none (`_bare_instance
 every object of that class equals it, fpW). A side that equals both is
 lying, and the reporter is told (`reported`): a graded test's run is tampered. Under unittest,
 `assertEqual`'s base comparison and the list, tuple and dict comparisons it hands those to ask the
-same (`watch_assert_equal`).
+same (`watch_assert_equal`). An object whose own `__eq__` is not asked (the repository's, unchanged, or
+not the patch's) has the values it holds asked in its place, where their equality is the patch's
+(`_held_leaves`: fpX, semantic_version's unchanged `AllOf` comparing `Range` clauses the patch made
+equal to every `Range`, reward 1 before).
 
 When the question is asked. The question of an `__eq__` the fix left as it was (below), in a test's
 own body (`equal`), is kept, and the reporters ask it (`settle`) when the test's phase (setup, call,
@@ -49,10 +52,12 @@ test file's own wildcard (checking a `NotImplemented` fallback) are not the patc
 are asked element by element: a list of lying values equals a list of anything). A side whose
 `__eq__` the fix left as it was (`_unchanged`: its def the same in the base version of the edited
 file, its code what that file compiles to, on classes the repository had at base -- not one the patch
-added, nor code compiled under the file's name) is asked only whether it equals a bare object, a true
-one and a false one: a matcher of the fixed file equals a far value of the other side's type by
-design (fpV Y2: pychoir's `GreaterThan(-1)`, `IsTruthy()`, anys' `ANY_INT`), and no bare object of
-both kinds; a value equal to everything does. The trade: such a class whose unchanged `__eq__` calls
+added, nor code compiled under the file's name) is asked only whether it equals everything: bare objects, a true
+one and a false one, an empty value of each kind (`_everything`), and the plain values it holds
+(`_held_plain`): a matcher of the fixed file equals a far value of the other side's type by design
+(fpV Y2: pychoir's `GreaterThan(-1)`, `IsTruthy()`, anys' `ANY_INT`), a negation matcher every value
+but the ones it holds (fpX: anys' `Not(42)`, dirty-equals' `~IsOneOf(1, 2, 3)`), and a value equal
+to everything equals them all. The trade: such a class whose unchanged `__eq__` calls
 code the patch made say yes to every value of one type, and no bare object, is not caught here (the
 contradiction copies still meet it in a test's own body). A class the tests define (every function
 its body defines compiled from a protected file) is not asked.
@@ -91,6 +96,7 @@ _PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is as
 _pending = []  # (value, other, far values, True): questions kept until the test's phase ends (`settle`)
 _UNCHANGED = {}  # (class, its __eq__) -> `_unchanged`
 _TESTS_OWN = {}  # class -> `_the_tests_own`
+_PATCHS_CLASS = {}  # class -> `_the_patchs_value` of its objects
 _CHANGED = {}  # real path of a test file -> lines of its contradiction copies' changed statements (`changed`)
 _MATCHED = [0]  # equalities `matched_honestly` on such a line (`matched`)
 _FRAME = sys._getframe  # as found at import: a test may delete or replace it (attrs, loguru)
@@ -111,6 +117,18 @@ class _FalseStranger(_Stranger):
 
     def __bool__(self):
         return False
+
+
+def _a_function():
+    pass
+
+
+def _everything():
+    """What a value equal to everything equals, and an honest matcher does not all of: bare objects
+    (true and false), and an empty value of each kind a negation matcher rejects (fpX: anys'
+    `Not(ANY_STR)` and dirty-equals' `~IsStr` equal both bare objects, honestly, and no string).
+    Made afresh for each question: an `__eq__` asked may change what it is given."""
+    return (_Stranger(), _FalseStranger(), None, 0, "", b"", (), [], {}, _a_function)
 
 
 def another(value):
@@ -215,12 +233,14 @@ def _leaves(value, other, out, depth=0):
             return  # a wildcard of the test's own
         patched = untrusted
         if patched is not None and not patched(function.co_filename):
+            _held_leaves(value, out, depth)
             return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
         if _edited.EDITED and _unchanged_eq(method, kind):
             # A def the fix left as it was, of a class the repository had: asked only whether it equals
             # a bare object. An honest matcher (fpV Y2: `GreaterThan(-1)`, `ANY_INT`) equals a far value
             # of the other side's type, and equals no bare object; a value equal to everything does.
-            out.append((value, other, (_Stranger(), _FalseStranger()), True))
+            out.append((value, other, _everything() + _held_plain(value), True))
+            _held_leaves(value, out, depth)
             return
     out.append((value, other, (another(other),), False))
     bare = _bare_instance(other)
@@ -229,9 +249,19 @@ def _leaves(value, other, out, depth=0):
 
 
 def _holds_state(value):
-    """Whether an object holds anything in its `__dict__` or its slots (a class's own or a base's)."""
-    if getattr(value, "__dict__", None):
-        return True
+    """Whether an object holds anything in its `__dict__` or its slots (a class's own or a base's)
+    that its class does not hold as well: a dataclass's instance with every field at its default
+    holds nothing a bare one would not read from the class (fpX: `Money(0, 'EUR')` equalled a bare
+    `Money`, whose `amount` and `currency` are the class's defaults)."""
+    kind = type(value)
+    own = getattr(value, "__dict__", None)
+    if own:
+        for name, held in list(own.items()):
+            try:
+                if not (name in vars(kind) or any(name in vars(c) for c in kind.__mro__[1:])) or not bool(getattr(kind, name) == held):
+                    return True
+            except Exception:  # noqa: BLE001  a comparison that tells nothing: state of its own
+                return True
     for cls in type(value).__mro__[:-1]:
         slots = vars(cls).get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
@@ -259,6 +289,38 @@ def _bare_instance(other):
         return object.__new__(kind)
     except Exception:  # noqa: BLE001  a C base of its own layout (a tuple's), an abstract class
         return None
+
+
+def _held_plain(value):
+    """The plain values an object holds, and the objects it holds hold (three levels, one into builtin
+    containers at each), at most 20: what a negation matcher rejects is among them (fpX: anys'
+    `Not(42)`, dirty-equals' `~IsOneOf(1, 2, 3)` and `~(Contains(1) | IsOneOf([]))` equal every value
+    but those), and a value equal to everything equals them too."""
+    found = []
+
+    def collect(holder, depth):
+        for held in _held_by(holder):
+            if len(found) >= 20:
+                return
+            if _plain(held):
+                found.append(held)
+            elif depth < 3 and type(held) not in _HONEST:
+                collect(held, depth + 1)
+
+    collect(value, 1)
+    return tuple(found)
+
+
+def _held_leaves(value, out, depth):
+    """The questions of the values an object whose own `__eq__` is not asked holds, where their
+    equality is the patch's (`_the_patchs_value`): each asked whether it equals a far value of its
+    own (fpX: semantic_version's `AllOf`, unchanged, compares the `Range` clauses it holds, and a
+    `Range.__eq__` the patch made equal to every `Range` passed unasked)."""
+    if depth > 2:
+        return
+    for held in _held_by(value):
+        if _the_patchs_value(held):
+            _leaves(held, held, out, depth + 1)
 
 
 def _asks(value, far):
@@ -405,11 +467,13 @@ def _held_by(value):
         held = list(vars(value).values())
     except TypeError:  # no __dict__
         held = []
-    for name in getattr(type(value), "__slots__", ()) or ():
-        try:
-            held.append(getattr(value, name))
-        except Exception:  # noqa: BLE001  an empty slot
-            pass
+    for cls in type(value).__mro__[:-1]:
+        slots = vars(cls).get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            try:  # through its member descriptor: an empty slot raises, no `__getattr__` is asked
+                held.append(vars(cls)[name].__get__(value, cls))
+            except Exception:  # noqa: BLE001  empty, or no slot by that name (`__dict__`, `__weakref__`)
+                pass
     inner = []
     for item in held[:_MOST]:
         if type(item) in (list, tuple, set, frozenset):
@@ -424,14 +488,19 @@ def _the_patchs_value(value):
     repository did not have at base (`edited_defs.class_of_base`) or one the patch wrote or changed.
     Plain values, classes and C code's equality (identity's, an `int`'s) are not."""
     kind = type(value)
-    code = getattr(getattr(kind, "__eq__", None), "__code__", None)
-    if kind in _HONEST or isinstance(value, type) or code is None:
-        return False  # C code's equality: the interpreter's (identity's, an `int`'s) or an extension's
-    if not _edited.class_of_base(kind, untrusted):
-        return True
-    if untrusted is None or not untrusted(code.co_filename):
+    if kind in _HONEST or isinstance(value, type):
         return False
-    return not _unchanged_eq(kind.__eq__, kind)
+    known = _PATCHS_CLASS.get(kind)
+    if known is None:
+        code = getattr(getattr(kind, "__eq__", None), "__code__", None)
+        if code is None:
+            known = False  # C code's equality: the interpreter's (identity's, an `int`'s) or an extension's
+        elif not _edited.class_of_base(kind, untrusted):
+            known = True
+        else:
+            known = untrusted is not None and bool(untrusted(code.co_filename)) and not _unchanged_eq(kind.__eq__, kind)
+        _PATCHS_CLASS[kind] = known
+    return known
 
 
 def matched():

@@ -326,3 +326,55 @@ def test_a_value_equal_to_every_object_of_a_class_lies() -> None:
         assert equality_probe.lying_side(_Stateless(), _Stateless()) is None and not seen
     finally:
         equality_probe.reported = None
+
+
+class _Not:
+    """An honest negation matcher of the repository's: equal to every value but the one it holds."""
+
+    def __init__(self, rejected):
+        self.rejected = rejected
+
+    def __eq__(self, other):
+        return other != self.rejected
+
+    __hash__ = None
+
+
+class _AnyOf:
+    def __init__(self, *values):
+        self.values = values
+
+    def __eq__(self, other):
+        return other in self.values
+
+    __hash__ = None
+
+
+def test_an_unchanged_negation_matcher_is_no_liar(unchanged_eq) -> None:
+    """fpX U1/U3: anys' `Not(42)` and dirty-equals' `~IsOneOf(1, 2, 3)` equal both bare objects,
+    honestly; asked about an `__eq__` the fix left as it was, a lie is now to equal them, an empty
+    value of every kind, and every plain value the object holds (two levels down here)."""
+    seen = []
+    equality_probe.reported = seen.append
+    try:
+        assert equality_probe.lying_side(_Not(42), 23) is None and not seen
+        assert equality_probe.lying_side(_Not(_AnyOf(1, [2])), 4) is None and not seen
+        assert equality_probe.lying_side(_Not(""), "x") is None and not seen  # rejects the empty string
+        assert equality_probe.lying_side(Liar(1), 5) is not None and seen  # equal to everything: still a lie
+    finally:
+        equality_probe.reported = None
+
+
+class _Defaults:
+    amount = 0
+    currency = "EUR"
+
+    def __init__(self, amount=0, currency="EUR"):
+        self.amount, self.currency = amount, currency
+
+
+def test_no_bare_instance_of_an_object_at_its_class_defaults() -> None:
+    """fpX U4: a dataclass's instance with every field at its default reads the same from a bare one
+    (`Money(0, 'EUR')` equalled `object.__new__(Money)`): no such question for it."""
+    assert equality_probe._bare_instance(_Defaults()) is None
+    assert type(equality_probe._bare_instance(_Defaults(5))) is _Defaults
