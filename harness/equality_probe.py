@@ -237,8 +237,9 @@ def _leaves(value, other, out, depth=0):
             return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
         if _edited.EDITED and _unchanged_eq(method, kind):
             # A def the fix left as it was, of a class the repository had: asked only whether it equals
-            # a bare object. An honest matcher (fpV Y2: `GreaterThan(-1)`, `ANY_INT`) equals a far value
-            # of the other side's type, and equals no bare object; a value equal to everything does.
+            # everything (`_everything`, and what it holds). An honest matcher (fpV Y2: `GreaterThan(-1)`,
+            # `ANY_INT`; fpX: `Not(42)`) equals a far value of the other side's type, not all of those; a
+            # value equal to everything does.
             out.append((value, other, _everything() + _held_plain(value), True))
             _held_leaves(value, out, depth)
             return
