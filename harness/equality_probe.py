@@ -101,6 +101,7 @@ _CHANGED = {}  # real path of a test file -> lines of its contradiction copies' 
 _MATCHED = [0]  # equalities `matched_honestly` on such a line (`matched`)
 _FRAME = sys._getframe  # as found at import: a test may delete or replace it (attrs, loguru)
 _REAL = {}  # a code object's file name -> its real path (`_note_a_match`)
+_NOTHING = object()
 
 
 class _Stranger(object):
@@ -263,16 +264,19 @@ def _holds_state(value):
                     return True
             except Exception:  # noqa: BLE001  a comparison that tells nothing: state of its own
                 return True
+    return next(_slot_values(value), _NOTHING) is not _NOTHING
+
+
+def _slot_values(value):
+    """The values held in an object's filled slots (its class's and its bases'), each read through
+    its member descriptor: an empty slot raises there, and no `__getattr__` of the object's is asked."""
     for cls in type(value).__mro__[:-1]:
         slots = vars(cls).get("__slots__", ())
         for name in (slots,) if isinstance(slots, str) else slots:
-            slot = vars(cls).get(name)  # its member descriptor: an empty one raises, no `__getattr__` asked
             try:
-                slot.__get__(value, cls)
-                return True
+                yield vars(cls)[name].__get__(value, cls)
             except Exception:  # noqa: BLE001  empty, or no slot by that name (`__dict__`, `__weakref__`)
                 continue
-    return False
 
 
 def _bare_instance(other):
@@ -443,21 +447,16 @@ def _plain(value, depth=0):
     return all(_plain(k, depth + 1) and (v is None or _plain(v, depth + 1)) for k, v in items)
 
 
-def _a_matcher(value, depth=0):
+def _a_matcher(value):
     kind = type(value)
-    method = getattr(kind, "__eq__", None)
-    code = getattr(method, "__code__", None)
+    code = getattr(getattr(kind, "__eq__", None), "__code__", None)
     testbed = _edited.TESTBED
     if kind in _HONEST or code is None or not testbed:
         return False
     if not (_the_tests_own(kind) or _real(code.co_filename) in _SOURCES):
-        where = _real(code.co_filename)
-        if not where.startswith(testbed + os.sep) or not _edited.class_of_base(kind, untrusted):
-            return False
-        patched = untrusted
-        if patched is not None and patched(where) and not _unchanged_eq(method, kind):
-            return False
-    if depth == 0 and any(_the_patchs_value(held) for held in _held_by(value)):
+        if not _real(code.co_filename).startswith(testbed + os.sep) or _patchs_class(kind):
+            return False  # not the repository's, or its equality the patch's
+    if any(_the_patchs_value(held) for held in _held_by(value)):
         return False  # a wrapper of the repository's holding a value of the patch's, which its `__eq__` may ask
     return not (_asks(value, _Stranger()) and _asks(value, _FalseStranger()))
 
@@ -468,13 +467,7 @@ def _held_by(value):
         held = list(vars(value).values())
     except TypeError:  # no __dict__
         held = []
-    for cls in type(value).__mro__[:-1]:
-        slots = vars(cls).get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            try:  # through its member descriptor: an empty slot raises, no `__getattr__` is asked
-                held.append(vars(cls)[name].__get__(value, cls))
-            except Exception:  # noqa: BLE001  empty, or no slot by that name (`__dict__`, `__weakref__`)
-                pass
+    held.extend(_slot_values(value))
     inner = []
     for item in held[:_MOST]:
         if type(item) in (list, tuple, set, frozenset):
@@ -489,8 +482,11 @@ def _the_patchs_value(value):
     repository did not have at base (`edited_defs.class_of_base`) or one the patch wrote or changed.
     Plain values, classes and C code's equality (identity's, an `int`'s) are not."""
     kind = type(value)
-    if kind in _HONEST or isinstance(value, type):
-        return False
+    return kind not in _HONEST and not isinstance(value, type) and _patchs_class(kind)
+
+
+def _patchs_class(kind):
+    """`_the_patchs_value` of a class's objects, remembered per class."""
     known = _PATCHS_CLASS.get(kind)
     if known is None:
         code = getattr(getattr(kind, "__eq__", None), "__code__", None)
@@ -592,13 +588,12 @@ def watch_assert_equal(testcase_class):
     (`assertListEqual` compares without the base: a list of lying values passed them unasked) --
     called from a test method's own body (`equal`), and ask it right away elsewhere, a helper's
     (`equal_now`). Installed by the reporters before any test module is imported."""
-    frame_of = sys._getframe  # as found now: a test may delete or replace it (attrs, loguru)
     machinery = getattr(sys.modules.get(testcase_class.__module__), "__file__", None)
 
     def caller():
         """The frame that called the check, past unittest's own (`assertEqual` -> `assertListEqual`)."""
         try:
-            frame = frame_of(3)
+            frame = _FRAME(3)
             while frame is not None and frame.f_code.co_filename == machinery:
                 frame = frame.f_back
             return frame
