@@ -36,7 +36,7 @@ at the assert, and a lie makes the equality False there. Why kept (fpV Y3, 2026-
 showed that call to the test's next lines -- a matcher recording the values it failed on (pychoir),
 a snapshot moving its index (syrupy's `snapshot == x`), a warning a test counts (semver's own
 `DeprecationWarning`) -- and honest fixes were `unresolved`; each was the repository's own `__eq__`,
-unchanged. Why only those (`_defer`, `_deferred_where`): a value the patch made lie may lie only while
+unchanged. Why only those (`_defer`, `_marked_statements`): a value the patch made lie may lie only while
 the test's own frame is on the stack, and would tell the truth at the phase's end. What keeping
 costs: each value asked about is held until then (a test that checks that such a value is collected
 in the same phase would see it alive), and past `_PENDING_MAX` kept questions the rest are asked at
@@ -561,7 +561,7 @@ def equal(a, b):
 
 def equal_now(a, b):
     """`equal` for an assert outside a test's own body (a helper's, a comprehension's): the question
-    is asked right away, and the answer is False where a side lied (`_deferred_where`)."""
+    is asked right away, and the answer is False where a side lied (`_marked_statements`)."""
     return _equal(a, b, True)
 
 
@@ -666,37 +666,42 @@ def _turned(node, now=True):
     return _Turn().visit(node), len(turned)
 
 
-def _deferred_where(tree):
-    """The nodes (by id) in the own bodies of the module's test functions and of its classes' test
-    methods (named `test...`), not inside a scope nested there (a helper, a lambda, a comprehension).
-    Their asserts keep the probe's question for the phase's end (`equal`): a lying value there meets
-    the contradiction copies too, which change the test's own expectations and run where the test
-    does. Elsewhere -- a helper's assert, a comprehension's, which no copy changes -- the question is
-    asked at the assert (`equal_now`), as it was before stop 36: a value that lies only while the
-    test's own frame is on the stack would not lie at the phase's end, and nothing else would catch it
-    there."""
+# The fields of a node that hold statements (an except clause's and a match case's bodies through
+# `handlers` and `cases`): expressions hold none, so a walk for asserts need not enter them.
+_BLOCKS = ("body", "orelse", "finalbody", "handlers", "cases")
+
+
+def _marked_statements(tree):
+    """Every statement of `tree` (and each except clause and match case) with whether it is in the
+    own body of one of the module's test functions or of its classes' test methods (named
+    `test...`), not inside a scope nested there (a helper, a class). Their asserts keep the probe's
+    question for the phase's end (`equal`): a lying value there meets the contradiction copies too,
+    which change the test's own expectations and run where the test does. Elsewhere -- a helper's
+    assert, a comprehension's (`before_rewrite`), which no copy changes -- the question is asked at
+    the assert (`equal_now`), as it was before stop 36: a value that lies only while the test's own
+    frame is on the stack would not lie at the phase's end, and nothing else would catch it there.
+    Statements only, in one pass (it had been a set of the ids of every node in the tests' bodies,
+    then a walk of every node: ~1% of bench/grade's medium suite)."""
     import ast
 
-    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda, ast.GeneratorExp, ast.ListComp,
-              ast.SetComp, ast.DictComp)
-    found = set()
-
-    def inside(node):
-        for child in ast.iter_child_nodes(node):
-            if isinstance(child, scopes):
-                continue
-            found.add(id(child))
-            inside(child)
-
-    def tests_of(body):
-        for node in body:
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name.startswith("test"):
-                inside(node)
-            elif isinstance(node, ast.ClassDef):
-                tests_of(node.body)
-
-    tests_of(getattr(tree, "body", []))
-    return found
+    functions = (ast.FunctionDef, ast.AsyncFunctionDef)
+    scopes = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+    # (node, in a test's own body, a statement of the module's or of such a class's body)
+    stack = [(tree, False, False)]
+    while stack:
+        node, own, listed = stack.pop()
+        inner, inner_listed = own, False
+        if isinstance(node, functions):
+            inner = listed and node.name.startswith("test")
+        elif isinstance(node, ast.ClassDef):
+            inner, inner_listed = False, listed
+        elif isinstance(node, ast.Module):
+            inner_listed = True
+        for field in _BLOCKS:
+            block = getattr(node, field, None)
+            if type(block) is list:
+                stack.extend((child, inner and not isinstance(child, scopes), inner_listed) for child in block)
+        yield node, own
 
 
 def before_rewrite(tree):
@@ -726,11 +731,10 @@ def after_rewrite(tree):
     import ast
 
     turned = False
-    deferred = _deferred_where(tree)
-    for node in ast.walk(tree):
+    for node, own in _marked_statements(tree):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name) \
                 and node.targets[0].id.startswith("@py_assert") and _is_equality(node.value):
-            node.value = _equal_call(node.value.left, node.value.comparators[0], node.value, id(node) not in deferred)
+            node.value = _equal_call(node.value.left, node.value.comparators[0], node.value, not own)
             turned = True
     if turned:
         _import_here(tree)
@@ -742,10 +746,9 @@ def probe_asserts(tree):
     import ast
 
     turned = before_rewrite(tree)
-    deferred = _deferred_where(tree)
-    for node in ast.walk(tree):
+    for node, own in list(_marked_statements(tree)):
         if isinstance(node, ast.Assert):
-            node.test, count = _turned(node.test, id(node) not in deferred)
+            node.test, count = _turned(node.test, not own)
             turned = turned or bool(count)
     if turned:
         _import_here(tree)
