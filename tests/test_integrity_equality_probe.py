@@ -223,7 +223,10 @@ def test_asserts_of_a_tests_own_body_keep_the_question_and_others_ask_it_now() -
     assert, a nested function's and a comprehension's get `equal_now`."""
     source = ("def helper(x):\n    assert x == 1\n\n\ndef test_a(x):\n    assert x == 1\n    if x:\n        assert x == 1\n"
               "    assert all(y == 1 for y in [x])\n\n    def inner():\n        assert x == 1\n\n\n"
-              "class TestB:\n    def test_b(self, x):\n        assert x == 1\n\n    def _check(self, x):\n        assert x == 1\n")
+              "class TestB:\n    def test_b(self, x):\n        assert x == 1\n\n    def _check(self, x):\n        assert x == 1\n\n\n"
+              "def test_c(x):\n    try:\n        assert x == 1\n    except KeyError:\n        assert x == 1\n    finally:\n"
+              "        assert x == 1\n    with x:\n        assert x == 1\n    match x:\n        case 1:\n            assert x == 1\n\n"
+              "    class TestInner:\n        def test_d(self):\n            assert x == 1\n")
     tree = ast.parse(source)
     assert equality_probe.probe_asserts(tree)
     calls = {}
@@ -235,6 +238,8 @@ def test_asserts_of_a_tests_own_body_keep_the_question_and_others_ask_it_now() -
     assert calls["helper"] == ["equal_now"] and calls["inner"] == ["equal_now"] and calls["_check"] == ["equal_now"]
     assert calls["test_b"] == ["equal"]
     assert sorted(calls["test_a"]) == ["equal", "equal", "equal_now", "equal_now"]  # the body's two, the genexp's, inner's
+    assert calls["test_c"] == ["equal"] * 5 + ["equal_now"]  # try, except, finally, with, match; a nested class's test
+    assert calls["test_d"] == ["equal_now"]
 
 
 @pytest.mark.parametrize("source", [
