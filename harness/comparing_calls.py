@@ -196,46 +196,88 @@ def near_scale(call, known):
     return scale if scale < 0.1 else None
 
 
-def _compared_names(node):
-    """The two names a helper's body compares for equality and fails on when they differ:
-    `assert a == b[, msg]`, or `if a != b: raise ...` (`if not a == b`); None for any other body."""
+def _compared(node):
+    """(left, right, prefix): the two expressions a helper's last statement compares for equality and
+    fails on when they differ -- `assert a == b[, msg]`, or `if a != b: raise ...` (`if not a == b`) --
+    and the statements before it (plain assignments and expressions only: a `return`, a branch or a
+    `try` could let a changed call pass honestly). None for any other body."""
     body = [s for s in node.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
-    if len(body) != 1:
+    if not body or not all(isinstance(s, _PLAIN_STATEMENTS) for s in body[:-1]) or any(
+            isinstance(n, (ast.Yield, ast.YieldFrom, ast.Await, ast.Lambda)) for s in body[:-1] for n in ast.walk(s)):
         return None
+    last = body[-1]
     test, equal = None, True
-    if isinstance(body[0], ast.Assert):
-        test = body[0].test
-    elif (isinstance(body[0], ast.If) and not body[0].orelse and len(body[0].body) == 1
-          and isinstance(body[0].body[0], ast.Raise) and body[0].body[0].exc is not None):
-        test, equal = body[0].test, False
+    if isinstance(last, ast.Assert):
+        test = last.test
+    elif (isinstance(last, ast.If) and not last.orelse and len(last.body) == 1
+          and isinstance(last.body[0], ast.Raise) and last.body[0].exc is not None):
+        test, equal = last.test, False
         if isinstance(test, ast.UnaryOp) and isinstance(test.op, ast.Not):
             test, equal = test.operand, True
     if not (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.Eq if equal else ast.NotEq)):
         return None
-    names = (getattr(test.left, "id", None), getattr(test.comparators[0], "id", None))
-    return names if None not in names and names[0] != names[1] else None
+    return test.left, test.comparators[0], body[:-1]
+
+
+_PLAIN_STATEMENTS = (ast.Assign, ast.AnnAssign, ast.AugAssign, ast.Expr)
+
+
+def _helper_entry(node, name, skip):
+    """`equality_helpers`' entry for the function `node` called as `name`, its first `skip`
+    parameters bound by the call itself (a method's `self`); None if it is no equality helper."""
+    if node.decorator_list:
+        return None
+    compared = _compared(node)
+    args = node.args
+    positional = tuple(a.arg for a in getattr(args, "posonlyargs", []) + args.args)
+    if compared is None or len(positional) < skip:
+        return None
+    positional = positional[skip:]
+    order = list(positional) + [a.arg for a in args.kwonlyargs]
+    left, right, prefix = compared
+    names = [side.id if isinstance(side, ast.Name) else None for side in (left, right)]
+    if not prefix and names[0] in order and names[1] in order and names[0] != names[1]:
+        first, second = sorted(names, key=order.index)
+        return (name, positional, first, second)
+    # One side a parameter, the other computed in the body (`assert add(a, b) == want`, or after
+    # plain assignments: `result = add(a, b)`): the call's argument for that parameter is the
+    # expectation, and the computed side stands for the result (first None). Not where anything
+    # else in the body reads or binds that parameter (a copy changing it would change both sides),
+    # nor where the computed side is a constant or an object made there, whose own `__eq__` decides.
+    for expected, computed in ((names[1], left), (names[0], right)):
+        if expected in order and not isinstance(computed, ast.Constant) and not made_by_a_class(computed) \
+                and not any(isinstance(n, ast.Name) and n.id == expected
+                            for part in [computed] + prefix for n in ast.walk(part)):
+            return (name, positional, None, expected)
+    return None
 
 
 def equality_helpers(tree):
-    """Module-level functions of a test module whose body compares two of their parameters for
-    equality and fails when they differ (`def check(result, expected): assert result == expected`,
-    `def verify(result, *, expected): if result != expected: raise AssertionError(...)`): a call of
-    one compares exactly like `==`, and a test asserting only through it got no copy before (red
-    team round 2; rt19 the raising form with a keyword). Entries `(name, positional parameters,
-    first, second)`: the compared parameters in the order the signature has them, which a call
-    binds by position or keyword (`contradictions._helper_pair`)."""
+    """Functions of a test module whose body compares two of their parameters for equality, or one
+    parameter with a value it computes, and fails when they differ (`def check(result, expected):
+    assert result == expected`, `def verify(result, *, expected): if result != expected: raise
+    AssertionError(...)`, `def check(a, b, want): assert add(a, b) == want`): a call of one compares
+    exactly like `==`, and a test asserting only through it got no copy before (red team round 2;
+    rt19 the raising form with a keyword). Module-level functions, and the methods of its classes,
+    called as `self.<name>` (an entry named `self.<name>`; a name whose methods differ between
+    classes is left out). Why the methods and the computed side (stop 37): a unittest helper method
+    `def _check(self, a, b, want): assert add(a, b) == want`, which the unittest runner does not
+    rewrite, passed a result equal to everything with no copy and no probe: reward 1. Entries
+    `(name, positional parameters, first, second)`: the compared parameters in the order the
+    signature has them, which a call binds by position or keyword (`contradictions._helper_pair`);
+    `first` None where that side is computed in the body."""
     found = set()
+    methods = {}
     for node in tree.body:
-        if not isinstance(node, ast.FunctionDef) or node.decorator_list:
-            continue
-        compared = _compared_names(node)
-        args = node.args
-        positional = tuple(a.arg for a in getattr(args, "posonlyargs", []) + args.args)
-        order = list(positional) + [a.arg for a in args.kwonlyargs]
-        if compared is None or not set(compared) <= set(order):
-            continue
-        first, second = sorted(compared, key=order.index)
-        found.add((node.name, positional, first, second))
+        if isinstance(node, ast.FunctionDef):
+            entry = _helper_entry(node, node.name, 0)
+            if entry is not None:
+                found.add(entry)
+        elif isinstance(node, ast.ClassDef):
+            for method in node.body:
+                if isinstance(method, ast.FunctionDef):
+                    methods.setdefault(method.name, set()).add(_helper_entry(method, "self." + method.name, 1))
+    found.update(next(iter(entries)) for entries in methods.values() if len(entries) == 1 and None not in entries)
     return frozenset(found)
 
 

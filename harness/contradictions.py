@@ -283,7 +283,7 @@ def _fallback(statement, helpers=frozenset()):
                 return _sides(test.comparators[0], test.left), "wrap"
         return [test], "negate"
     pair = _equality_pair(statement, helpers)
-    if pair is not None and not any(isinstance(a, ast.Constant) for a in pair):
+    if pair is not None and not any(isinstance(a, ast.Constant) or a is COMPUTED for a in pair):
         return _sides(pair[1], pair[0]), "wrap"
     call = _self_call(statement, _TRUTH_METHODS)
     if call is not None:
@@ -315,21 +315,35 @@ def _equality_pair(statement, helpers):
     return _helper_pair(statement, helpers)
 
 
+# The side of a helper's comparison that its body computes (`comparing_calls.equality_helpers`,
+# `first` None): no node of the test's, so no copy changes or wraps it.
+COMPUTED = ast.Name(id="<computed in the helper>", ctx=ast.Load())
+
+
 def _helper_pair(statement, helpers):
     """(X, E) if `statement` calls one of the test modules' equality helpers
     (`comparing_calls.equality_helpers`): the two arguments it compares, bound by position or
-    keyword, in the order of the helper's parameters; None otherwise."""
-    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)
-            and isinstance(statement.value.func, ast.Name)):
+    keyword, in the order of the helper's parameters (X is COMPUTED where the helper computes that
+    side itself); None otherwise."""
+    if not (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call)):
         return None
     call = statement.value
+    func = call.func
+    if isinstance(func, ast.Name):
+        called = func.id
+    elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+        called = "self." + func.attr
+    else:
+        return None
     for name, positional, first, second in helpers:
-        if name != call.func.id:
+        if name != called:
             continue
         if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
             return None
         bound = dict(zip(positional, call.args))
         bound.update((k.arg, k.value) for k in call.keywords)
+        if first is None:
+            return (COMPUTED, bound[second]) if second in bound else None
         return (bound[first], bound[second]) if first in bound and second in bound else None
     return None
 
@@ -474,7 +488,7 @@ def _guarded_change(statement, how, helpers):
             if how == "guarded_shift" and type(value) is int and not inside:  # one step away (red team round 6)
                 return node, "change_adjacent", value
             return node, "change_in_call" if inside else "change", value
-        if any(isinstance(side, ast.Constant) or _calls.made_by_a_class(side) for side in pair):
+        if any(isinstance(side, ast.Constant) or _calls.made_by_a_class(side) or side is COMPUTED for side in pair):
             return None
         return _sides(pair[1], pair[0])[0], _GUARDED_CHANGE[how], _tolerant(statement) if how == "guarded_shift" else None
     comparison = _calls.comparison_pair(statement)

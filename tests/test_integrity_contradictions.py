@@ -488,6 +488,35 @@ def test_a_call_of_the_modules_own_equality_helper_is_a_plain_comparison() -> No
     assert contradictions.targets(tree.body[3], frozenset(), helpers) == []
 
 
+def test_a_helper_that_computes_one_side_itself_is_a_plain_comparison_of_its_expectation() -> None:
+    """`assert add(a, b) == want` in a helper function or a test class's method (called `self.check`):
+    the call's argument for `want` is the expectation a copy changes (stop 37: reward 1 where the
+    unittest runner left such a helper's plain assert unprobed). Not where the body reads or binds
+    `want` elsewhere, may leave before the comparison, or compares with an object it makes."""
+    source = ("def calc(a, b, want):\n    assert add(a, b) == want\n\n\n"
+              "def two(a, want):\n    got = add(a, 1)\n    assert got == want\n\n\n"
+              "def reads(a, want):\n    got = f(want)\n    assert got == want\n\n\n"
+              "def same(a, want):\n    assert f(want) == want\n\n\n"
+              "def leaves(a, want):\n    if a:\n        return\n    assert f(a) == want\n\n\n"
+              "def made(a, want):\n    assert Thing(a) == want\n\n\n"
+              "class T:\n    def check(self, a, want):\n        assert f(a) == want\n\n"
+              "    def test_m(self):\n        self.check(2, want=4)\n        self.other(2, 4)\n\n\n"
+              "class U:\n    def odd(self, a, want):\n        assert f(a) == want\n\n\nclass V:\n"
+              "    def odd(self, a, want):\n        assert f(want) == a\n\n\n"
+              "def test_f():\n    calc(1, 2, 3)\n")
+    tree = ast.parse(source)
+    helpers = comparing_calls.equality_helpers(tree)
+    assert helpers == {("calc", ("a", "b", "want"), None, "want"), ("two", ("a", "want"), None, "want"),
+                       ("self.check", ("a", "want"), None, "want")}
+    method = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == "T").body[1]
+    assert [(ast.unparse(n), how) for n, how, _ in contradictions.targets(method, frozenset(), helpers)] == [
+        ("4", "change"), ("4", "change_adjacent")]
+    assert [(ast.unparse(n), how) for n, how, _ in contradictions.targets(tree.body[-1], frozenset(), helpers)] == [
+        ("3", "change"), ("3", "change_adjacent")]
+    # no literal expectation: no copy wraps the side the helper computes
+    assert contradictions.targets(ast.parse("def test_g(x):\n    calc(1, 2, x)\n").body[0], frozenset(), helpers) == []
+
+
 def test_asserts_in_bodies_that_surely_run_once_are_targets_too() -> None:
     # An always-equal value got reward 1 on a test whose assert sat in a `with` or a `for` (red team).
     assert _target("def test_a():\n    with open('x') as h:\n        assert f(h) == 5\n") == ("5", "change", 5)
