@@ -705,3 +705,53 @@ class ProtectedSources(object):
                 first, last = best[1], best[2]
         text = "\n".join(lines[max(0, first - 1):last]).lower()
         return any(word.lower() in text for word in words)
+
+
+def serve_for_import(sources, rewrite):
+    """Put a finder first on `sys.meta_path` that imports each protected file with the grader's own
+    compilation of it through `rewrite` (`ProtectedSources.module_code_for_import`): for the unittest
+    runner, whose imports compile the test modules themselves, as pytest's assertion rewriter does
+    for the pytest reporter (`Reporter._serve_own_compilation`). Why: the unittest runner does not
+    rewrite a plain `assert`, so the equality probe never saw one (a helper method's `assert
+    add(a, b) == want` passed a result equal to everything, stop 37); `rewrite` turns its `==`
+    (`patchgym_equality_probe.probe_asserts`). Only a file whose bytes are the kept ones gets this
+    code; any other module is left to the finders after this one. Every protected file is compiled
+    here, before any code of the repository runs: compiled at its import, a later test module's
+    compilation would run the grader's rewrite after the library's import-time code, which could
+    have replaced what it calls (and the code check compares with that same compilation). Returns
+    the finder."""
+    from importlib.machinery import PathFinder, SourceFileLoader
+
+    for path in sorted(sources.sources):
+        sources.module_code_for_import(path, sources.sources[path], rewrite)
+
+    stems = set()
+    for path in sources.sources:
+        stem = os.path.splitext(os.path.basename(path))[0]
+        stems.add(os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem)
+
+    class _ProtectedLoader(SourceFileLoader):
+        def get_code(self, fullname):
+            path = self.get_filename(fullname)
+            try:
+                real = os.path.realpath(path)
+                code = sources.module_code_for_import(real, self.get_data(path), rewrite)
+            except Exception:  # noqa: BLE001  the import system's own compilation decides, and reports
+                code = None
+            return code if code is not None else SourceFileLoader.get_code(self, fullname)
+
+    class _ProtectedFinder(object):
+        @staticmethod
+        def find_spec(fullname, path=None, target=None):
+            if fullname.rpartition(".")[2] not in stems:
+                return None
+            spec = PathFinder.find_spec(fullname, path, target)
+            if spec is None or type(spec.loader) is not SourceFileLoader or not spec.origin \
+                    or os.path.realpath(spec.origin) not in sources.sources:
+                return None
+            spec.loader = _ProtectedLoader(spec.loader.name, spec.loader.path)
+            return spec
+
+    finder = _ProtectedFinder()
+    sys.meta_path.insert(0, finder)
+    return finder

@@ -69,12 +69,69 @@ def test_a_lying_value_where_no_copy_reaches_the_assert(tmp_path, shape, value) 
 
 @needs_sandbox
 def test_a_lying_value_under_the_unittest_runner(tmp_path) -> None:
-    """`assertEqual` in a helper method. (A plain `assert` the unittest runner does not rewrite is
-    not asked: open, docs/grading.md.)"""
+    """`assertEqual` in a helper method (a plain `assert`, which the unittest runner does not
+    rewrite, is asked too since stop 37: `test_a_plain_assert_under_the_unittest_runner`)."""
     prepared = _graded(tmp_path, "ut", UNITTEST_SHAPES["assert-method-in-helper"], runner="unittest")
     for value in ("equal to everything", "equal to everything while a test runs"):  # a helper's assertEqual: asked at once
         ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES[value])
         assert ops != UNITTEST_BASE["calc/ops.py"]
+        verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+        assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+
+
+# A helper of the test file's whose plain `assert` compares what it computes with the expectation
+# it was given: the unittest runner does not rewrite it, so the probe never sees it, and no copy
+# changed the call's literal (only helpers comparing two parameters were known). A value equal to
+# everything got reward 1 on the unittest runner (stop 37); copies of the call now change the literal,
+# and the probe asks those asserts too (`test_a_plain_assert_under_the_unittest_runner`).
+COMPUTING_HELPERS = {
+    "method": UNITTEST_SHAPES["plain-assert-in-helper"],
+    "method, two statements": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                               "    def check(self, a, b, want):\n        got = add(a, b)\n        assert got == want, 'sum'\n\n"
+                               "    def test_add(self):\n        self.check(2, 3, want=5)\n"),
+    "module function, raising": ("import unittest\n\nfrom calc import add\n\n\ndef verify(a, b, want):\n"
+                                 "    if add(a, b) != want:\n        raise AssertionError('sum')\n\n\n"
+                                 "class AddTest(unittest.TestCase):\n    def test_add(self):\n        verify(2, 3, 5)\n"),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("helper", list(COMPUTING_HELPERS))
+def test_a_lying_value_through_a_computing_helper_under_the_unittest_runner(tmp_path, helper, copies_and_forks_alone) -> None:
+    """The copies alone (the probe, which now sees these asserts too, stops the lie first)."""
+    prepared = _graded(tmp_path, helper.replace(" ", "-").replace(",", ""), COMPUTING_HELPERS[helper], runner="unittest")
+    ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES["equal to everything"])
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+
+
+# Plain asserts the unittest runner does not rewrite, where no copy reaches: a helper looping over a
+# derived expectation (pint's shape), and the test's own asserts under a branch in a loop over
+# computed values. Reward 1 for a value equal to everything until stop 37; the unittest runner
+# now imports the protected files with the grader's compilation, its `==`s turned
+# (compiled_tests.serve_for_import).
+PLAIN_ASSERTS = {
+    "loop in a helper": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                         "    def _check(self, a, b, total):\n        for extra in (0, 10):\n            want = total + extra\n"
+                         "            assert add(a + extra, b) == want\n\n    def test_add(self):\n        self._check(2, 3, 5)\n"),
+    "own, under a branch": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                            "    def test_add(self):\n        for a, b in [(2, 3), (1, 1)]:\n            if a > 0:\n"
+                            "                assert add(a, b) == a + b, (a, b)\n"),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("shape", list(PLAIN_ASSERTS))
+def test_a_plain_assert_under_the_unittest_runner(tmp_path, shape) -> None:
+    prepared = _graded(tmp_path, shape.replace(" ", "-").replace(",", ""), PLAIN_ASSERTS[shape], runner="unittest")
+    for value in ("equal to everything", "equal to every int"):
+        ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES[value])
         verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
         assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
     fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
