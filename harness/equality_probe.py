@@ -77,6 +77,7 @@ unittest runner, which does not rewrite test modules.
 
 import os
 import sys
+import weakref
 
 if __name__ == "patchgym_equality_probe":  # in the grading sandbox, the helpers side by side by these names
     import patchgym_edited_defs as _edited
@@ -92,6 +93,9 @@ _SOURCES = frozenset()  # the real paths of the protected files (`protect`): a w
 reported = None  # set by the reporter: called with a one-line description where a side lied
 untrusted = None  # set by the reporter: whether a file's code is the patch's (None: all code is asked)
 _IDENTITY = object.__eq__
+# What C code is called as (a slot wrapper, a builtin, a method descriptor): no `__call__` of Python's.
+_PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
+_C_CALLABLES = (type(object.__eq__), type(len), type(str.join), type((1).__eq__))
 _PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is asked at its assert
 _pending = []  # (value, other, far values, True): questions kept until the test's phase ends (`settle`)
 _UNCHANGED = {}  # (class, its __eq__) -> `_unchanged`
@@ -209,6 +213,8 @@ def _leaves(value, other, out, depth=0):
     kind = type(value)
     if kind in _SCALARS:
         return
+    if _dead(value) or _dead(other):
+        return  # a proxy whose object is gone: any comparison with it raises, none can lie
     if _SOURCES and kind not in _HONEST and _the_tests_own(kind):
         return  # a class a test file defines (pychoir's `TestMatcher._TestMatcher(True) == 1`)
     if kind in _SEQUENCES or kind is dict:
@@ -229,6 +235,14 @@ def _leaves(value, other, out, depth=0):
     if method is _IDENTITY:
         return  # equal to itself only: `value == another(other)` is False whatever `other` is
     function = getattr(method, "__code__", None)
+    called = False  # an object called as `__eq__`: judged by its class's `__call__`
+    if function is None and method is not None and not isinstance(method, _C_CALLABLES):
+        # (unittest.mock's MagicMock sets each magic method to a mock of its own, whose configured
+        # `__eq__` holds for the very mock it belongs to, so a bare instance of the class that
+        # mock made for it is equal to it: fpY, stop 37, every `assert registry.register(cb) ==
+        # cb` of a MagicMock `cb` was `equal_to_another_value` on an honest fix, both runners)
+        function = getattr(getattr(type(method), "__call__", None), "__code__", None)
+        called = function is not None
     if function is not None:
         if _real(function.co_filename) in _SOURCES:
             return  # a wildcard of the test's own
@@ -236,7 +250,7 @@ def _leaves(value, other, out, depth=0):
         if patched is not None and not patched(function.co_filename):
             _held_leaves(value, out, depth)
             return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
-        if _edited.EDITED and _unchanged_eq(method, kind):
+        if _edited.EDITED and not called and _unchanged_eq(method, kind):
             # A def the fix left as it was, of a class the repository had: asked only whether it equals
             # everything (`_everything`, and what it holds). An honest matcher (fpV Y2: `GreaterThan(-1)`,
             # `ANY_INT`; fpX: `Not(42)`) equals a far value of the other side's type, not all of those; a
@@ -532,6 +546,19 @@ def unmatched(make):
         return returned
 
     return call
+
+
+def _dead(value):
+    """Whether `value` is a weak proxy whose object is gone. Why: reading anything of one raises
+    ReferenceError, and the probe's own questions raised it into an honest test (fpY, stop 37:
+    `assertEqual(listify(proxy), [proxy])` of transitions was ERROR, both runners)."""
+    if type(value) not in _PROXIES:
+        return False
+    try:
+        value.__class__
+    except ReferenceError:
+        return True
+    return False
 
 
 def _leaves_of(first, second):
