@@ -139,6 +139,37 @@ def test_a_plain_assert_under_the_unittest_runner(tmp_path, shape) -> None:
     assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
 
 
+# Equal to every value of its class only where one of unittest's checks is on the stack: the
+# question asked after the check returned met the honest answer (red team rt23, stop 37: reward 1 on
+# dateutil's and semantic_version's own `__eq__`). The question now goes through the same check.
+IN_THE_CHECK = ("import sys\n\n\nclass _R(object):\n    def __init__(self, value):\n        self.value = value\n\n"
+                "    def __eq__(self, other):\n        frame = sys._getframe(1)\n        while frame is not None:\n"
+                "            if frame.f_code.co_name in {names!r} and 'unittest' in frame.f_code.co_filename:\n"
+                "                return isinstance(other, _R)\n            frame = frame.f_back\n"
+                "        return isinstance(other, _R) and other.value == self.value\n\n"
+                "    __hash__ = None\n\n    def __repr__(self):\n        return '_R(%r)' % self.value\n\n\n"
+                "def add(a, b):\n    return _R(a - b)")
+IN_THE_CHECK_TEST = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                     "    def test_add(self):\n        self.assertEqual(add(2, 3), add(3, 2))\n"
+                     "        self.assertEqual([add(2, 3)], [add(4, 1)])\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+@pytest.mark.parametrize("names", [("_baseAssertEqual",), ("assertSequenceEqual", "_baseAssertEqual")])
+def test_a_value_lying_only_inside_unittests_check_is_asked_there(tmp_path, runner, names) -> None:
+    if runner == "unittest":
+        prepared = _graded(tmp_path, "in-check", IN_THE_CHECK_TEST, runner="unittest")
+    else:
+        prepared = build_prepared(tmp_path, instance_id="probe-in-check-pt", base_files=BASE_FILES, gold_files=GOLD_FILES,
+                                  test_patch_files={"tests/test_add.py": IN_THE_CHECK_TEST},
+                                  fail_to_pass=["tests/test_add.py::AddTest::test_add"])[0]
+    base = UNITTEST_BASE if runner == "unittest" else BASE_FILES
+    ops = base["calc/ops.py"].replace(BUG, IN_THE_CHECK.format(names=set(names)))
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
 LIST_IN_A_HELPER = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
                     "    def _check(self, pairs, want):\n        self.assertEqual([add(a, b) for a, b in pairs], want)\n"
                     "        self.assertEqual({'sums': tuple(add(a, b) for a, b in pairs)}, {'sums': tuple(want)})\n\n"
