@@ -238,16 +238,20 @@ def _stores(statement, name):
     return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in _walk_own(statement))
 
 
-def _expected_side(pair, literals):
+def _expected_side(pair, literals, built=None):
     """(node, value, in a constructor) of a (left, right) pair to change: a literal side, a name
     bound to a literal, or the literal first argument of a constructor (`comparing_calls.
     constructor_literal`: `Point(4, 6)`, `Decimal('2.5')`, `np.array([4, 6])`), while the other
-    side is not a literal itself. (None, None, False) if there is none."""
+    side is not a literal itself; or a name bound earlier to such a constructor's call (`built`:
+    {name: (call, literal node, value)}), whose call is made afresh there with the literal changed
+    ("built": the value is that triple). (None, None, False) if there is none."""
     for mine, other in ((pair[1], pair[0]), (pair[0], pair[1])):
         ok, value = _calls.literal(mine)
         inside = False
         if not ok and isinstance(mine, ast.Name) and mine.id in literals:
             ok, value = True, literals[mine.id]
+        if not ok and built and isinstance(mine, ast.Name) and mine.id in built:
+            ok, value, inside = True, built[mine.id], "built"
         if not ok and isinstance(mine, ast.Call):
             found = _calls.constructor_literal(mine)
             if found is not None:
@@ -359,6 +363,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
     if not all(copyable_decorator(d) or _root(d) in own_decorators for d in function.decorator_list):
         return []
     literals = {}
+    built = {}  # name -> (call, its literal first argument, that literal's value): `u = URL('http://a/b')`
     fallback = None
     found = {}
     for statement in _statements(function.body):
@@ -368,12 +373,14 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
         comparison = _calls.comparison_pair(statement)
         for kind, candidate in (("change_far", comparison and comparison[:2]), ("change", pair)):
             if candidate is not None and kind not in found:
-                node, value, inside = _expected_side(candidate, literals)
+                node, value, inside = _expected_side(candidate, literals, built if kind == "change" else None)
                 if node is None:
                     continue
                 scale = _calls.near_scale(comparison[2], known) if kind == "change_far" else None
                 if scale is not None:
                     found[kind] = (node, "change_near", (value, scale))
+                elif inside == "built":
+                    found[kind] = (node, "change_built", value)
                 elif inside and kind == "change":  # a digit of a string changed: `Decimal('2.5')` stays a number
                     found[kind] = (node, "change_in_call", value)
                 else:
@@ -392,22 +399,22 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
             asserting = statement
         if _ends_early(statement):
             break
-        for name in list(literals):
-            if _stores(statement, name):
-                del literals[name]
+        for bound in (literals, built):
+            for name in list(bound):
+                if _stores(statement, name):
+                    del bound[name]
         if (isinstance(statement, ast.Assign) and len(statement.targets) == 1
                 and isinstance(statement.targets[0], ast.Name)):
             ok, value = _calls.literal(statement.value)
             if ok:
                 literals[statement.targets[0].id] = value
+            elif isinstance(statement.value, ast.Call) and statement.value.lineno == statement.value.end_lineno:
+                made = _calls.constructor_literal(statement.value)
+                if made is not None:
+                    built[statement.targets[0].id] = (statement.value, made[0], made[1])
     raising = [found.pop(how) for how in ("raise_other", "raise_match") if how in found]  # beside any other copy
-    if found:
-        chosen = [found[how] for how in ("change", "change_far") if how in found]
-        node, how, value = found.get("change", (None, None, None))
-        if how == "change" and isinstance(value, int) and not isinstance(value, bool):
-            chosen.insert(1, (node, "change_adjacent", value))  # one step away: see the module docstring
-        return chosen + raising
-    if fallback is not None and fallback[1] == "wrap":
+
+    def wrapped():
         # Both wrappers (a value equal to everything but tuples passed the tuple one: red team round
         # 2) and the shift by one (a value equal to every int fails both wrappers: round 6); the
         # wrappers on the other side too where both sides call (`_sides`). And the far shift, which
@@ -420,10 +427,26 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
         # honest result does (red team rt18's locals reader).
         first, others = fallback[0][0], fallback[0][1:]
         far = (first, "shift_far", None)
-        if isinstance(first, ast.Name) and _local_to(function, first.id):
+        if isinstance(first, ast.Name) and _local_to(function, first.id) and sum(
+                isinstance(n, ast.Name) and n.id == first.id for n in ast.walk(asserting)) == 1:
+            # (not where the assertion reads E elsewhere too: `assert decode(encode(value)) == value`
+            # rebound moved its input with it, and the honest round trip passed the copy, fpY Y3)
             far = (asserting, "rebind_far", first.id)
         return ([(first, "wrap", None), (first, "shift", tolerant), (first, "wrap_object", None), far]
-                + [(node, how, None) for node in others for how in ("wrap", "wrap_object")] + raising)
+                + [(node, how, None) for node in others for how in ("wrap", "wrap_object")])
+
+    if found:
+        chosen = [found[how] for how in ("change", "change_far") if how in found]
+        node, how, value = found.get("change", (None, None, None))
+        if how == "change" and isinstance(value, int) and not isinstance(value, bool):
+            chosen.insert(1, (node, "change_adjacent", value))  # one step away: see the module docstring
+        if how == "change_built" and fallback is not None and fallback[1] == "wrap":
+            # the made-afresh expectation first, then the wrappers the name had before (stop 37): a
+            # library reading the caller's local meets only those (`rebind_far`)
+            return chosen + wrapped() + raising
+        return chosen + raising
+    if fallback is not None and fallback[1] == "wrap":
+        return wrapped() + raising
     weak = [(fallback[0][0], fallback[1], None)] if fallback is not None else []
     if not raising and (fallback is None or fallback[1] == "negate") and _guardable(function):
         # No copy can change an assertion that surely runs: every assertion anywhere in the body
@@ -593,6 +616,18 @@ def replacement(lines, node, how, value, rng):
             return text if ast.literal_eval(text) == new else None
         except (ValueError, SyntaxError):
             return None
+    if how == "change_built":  # the bound name's call, made afresh with its literal changed (one line)
+        call, argument, value = value
+        new = changed(value, rng, digits=True)
+        text = repr(new)
+        try:
+            if ast.literal_eval(text) != new:
+                return None
+        except (ValueError, SyntaxError):
+            return None
+        line = lines[call.lineno - 1].encode("utf-8")
+        return (line[call.col_offset: argument.col_offset] + text.encode("utf-8")
+                + line[argument.end_col_offset: call.end_col_offset]).decode("utf-8")
     if how == "raise_match":  # a token no message holds, after the pattern it must match
         return repr(value + rng.choice(string.ascii_uppercase) + str(rng.randint(10000, 99999)))
     if how in ("raise_other", "change_adjacent"):  # a fresh class for the expected one; an int one step away
