@@ -101,3 +101,36 @@ def test_an_eq_that_is_a_callable_object_of_the_patchs_is_still_asked(tmp_path, 
     assert ops != base["calc/ops.py"]
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+
+
+# fpY Y4: `self.skipTest()` inside `self.subTest()` (pathspec's suite skips the backends it lacks per
+# subtest): unittest reports the subtest skipped and the test itself not at all, and every such
+# subtest was `test_not_loaded` (a false `tampered`). It is the running test's skip now, judged as
+# any skip is: one the library raises is not the test's.
+SUBSKIP_TEST = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n"
+                "    def test_backends(self):\n        for backend in ('native', 'missing'):\n"
+                "            with self.subTest(backend=backend):\n                if backend == 'missing':\n"
+                "                    self.skipTest('not installed')\n                self.assertEqual(add(1, 1), 2)\n")
+
+
+def _subskip(tmp_path):
+    return build_prepared(tmp_path, instance_id="fp-subskip-ut", base_files=UNITTEST_BASE, log_parser="unittest",
+                          gold_files={"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace(BUG, FIX)},
+                          test_patch_files={"tests/test_add.py": SUBSKIP_TEST}, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                          pass_to_pass=["tests.test_add.AddTest.test_backends", "tests.test_ops.OpsTest.test_sub"])[0]
+
+
+def test_a_skip_inside_a_subtest_is_the_tests_own(tmp_path) -> None:
+    prepared = _subskip(tmp_path)
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+    # the library raising the skip inside the subtest, to hide a broken test: not the test's skip
+    hacked = UNITTEST_BASE["calc/ops.py"].replace(
+        "def add(a, b):\n    " + BUG,
+        "def add(a, b):\n    import sys, unittest\n    if sys._getframe(1).f_code.co_name == 'test_backends':\n"
+        "        raise unittest.SkipTest('no')\n    return a + b").replace("return a * b", "return a + b")
+    assert hacked != UNITTEST_BASE["calc/ops.py"]
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": hacked}), factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 0.0 and verdict.tests["PASS_TO_PASS"]["tests.test_add.AddTest.test_backends"] == "FAILED", \
+        verdict.model_dump_json(indent=1)
