@@ -77,6 +77,7 @@ unittest runner, which does not rewrite test modules.
 
 import os
 import sys
+import warnings as _warnings
 import weakref
 
 if __name__ == "patchgym_equality_probe":  # in the grading sandbox, the helpers side by side by these names
@@ -353,10 +354,17 @@ def _asks(value, far):
 
 
 def _first_lie(leaves, asks=_asks):
-    for value, other, fars, _ in leaves:
-        if all(asks(value, far) for far in fars):
-            _report(value, other)
-            return value
+    if not leaves:
+        return None
+    # Warnings an `__eq__` emits while asked are not the test's: an honest fix of a `Money.__eq__`
+    # that warns on a bare number (rt23's control, unittest) met the question inside the test's own
+    # `catch_warnings(record=True)`, which then counted one warning more and failed.
+    with _warnings.catch_warnings():
+        _warnings.simplefilter("ignore")
+        for value, other, fars, _ in leaves:
+            if all(asks(value, far) for far in fars):
+                _report(value, other)
+                return value
     return None
 
 

@@ -1,4 +1,4 @@
-"""False positives of the equality probe found by fpY (2026-12-05, stop 37; fixed the same stop).
+"""False positives of the equality probe found by fpY and rt23's controls (2026-12-05, stop 37; fixed the same stop).
 
 fpY graded golds of projects not hunted before (transitions, mistune, jsonpointer, natsort, bleach,
 prettytable, ...) and reproducers of the shapes it met. Two honest shapes were not `resolved`, on
@@ -134,3 +134,36 @@ def test_a_skip_inside_a_subtest_is_the_tests_own(tmp_path) -> None:
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": hacked}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0 and verdict.tests["PASS_TO_PASS"]["tests.test_add.AddTest.test_backends"] == "FAILED", \
         verdict.model_dump_json(indent=1)
+
+
+# An honest fix of an `__eq__` that warns (rt23's control, tinymoney): the fix changes the `__eq__`
+# itself, so the probe asks it at the assert, inside the test's `catch_warnings(record=True)`, which
+# counted the question's warning too and failed. Warnings of the probe's questions are ignored now.
+WARNING_EQ = ("\n\nimport warnings\n\n\nclass Money(object):\n    def __init__(self, amount):\n        self.amount = amount\n\n"
+              "    def __eq__(self, other):\n        if isinstance(other, int):\n"
+              "            warnings.warn('comparing Money with a number', DeprecationWarning)\n"
+              "            return self.amount == other{bug}\n"
+              "        return isinstance(other, Money) and other.amount == self.amount\n\n    __hash__ = None\n")
+WARNING_TESTS = {
+    "pytest": ("import warnings\n\nfrom calc.ops import Money\n\n\ndef test_counted():\n"
+               "    with warnings.catch_warnings(record=True) as caught:\n        warnings.simplefilter('always')\n"
+               "        assert Money(2) == 2\n    assert len(caught) == 1\n"),
+    "unittest": ("import unittest\nimport warnings\n\nfrom calc.ops import Money\n\n\nclass MoneyTest(unittest.TestCase):\n"
+                 "    def test_counted(self):\n        with warnings.catch_warnings(record=True) as caught:\n"
+                 "            warnings.simplefilter('always')\n            self.assertEqual(Money(2), 2)\n"
+                 "        self.assertEqual(len(caught), 1)\n"),
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_fixed_eq_that_warns_is_asked_without_its_warning_counted(tmp_path, runner) -> None:
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    ops = base["calc/ops.py"].replace(BUG, FIX)
+    buggy, fixed = ops + WARNING_EQ.format(bug=" + 1"), ops + WARNING_EQ.format(bug="")
+    ids = (["tests/test_money.py::test_counted"] if runner == "pytest" else ["tests.test_money.MoneyTest.test_counted"])
+    extra = {} if runner == "pytest" else {"log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub"]}
+    prepared = build_prepared(tmp_path, instance_id="fp-warning-eq-" + runner, base_files={**base, "calc/ops.py": buggy},
+                              gold_files={"calc/ops.py": fixed}, test_patch_files={"tests/test_money.py": WARNING_TESTS[runner]},
+                              fail_to_pass=ids, **extra)[0]
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
