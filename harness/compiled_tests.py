@@ -755,3 +755,43 @@ def serve_for_import(sources, rewrite):
     finder = _ProtectedFinder()
     sys.meta_path.insert(0, finder)
     return finder
+
+
+def watch_should_stop(report):
+    """Call `report(file)` when unittest swallows a `_ShouldStop` that unittest's own code did not
+    raise. `_Outcome.testPartExecutor`, which runs each part of a test (setUp, the method, each
+    `subTest` block), passes on unittest's private `_ShouldStop` silently; only `subTest` raises it,
+    under `failfast`. Why (red team rt23, stop 37): an `__eq__` raising it whenever its comparison
+    was false, inside a test's `subTest` loop, hid every failed assertion there, and the test method
+    returned as if all had held (the check that the method returned does not see it): reward 1 on
+    semantic_version, unittest runner. Returns whether the watch is installed."""
+    try:
+        import contextlib
+        import unittest.case as case
+
+        outcome, should_stop = case._Outcome, case._ShouldStop
+        original = vars(outcome)["testPartExecutor"]
+        own = os.path.realpath(case.__file__)
+    except (ImportError, AttributeError, KeyError, TypeError):
+        return False
+
+    @contextlib.contextmanager
+    def testPartExecutor(self, *args, **kwargs):
+        with original(self, *args, **kwargs):
+            try:
+                yield
+            except should_stop as stop:
+                last = stop.__traceback__
+                while last is not None and last.tb_next is not None:
+                    last = last.tb_next
+                where = last.tb_frame.f_code.co_filename if last is not None else "?"
+                if os.path.realpath(where) != own:
+                    try:
+                        report(where)
+                    except Exception:  # noqa: BLE001  the swallow goes on; the report is the check
+                        pass
+                raise
+
+    testPartExecutor.__wrapped__ = original
+    outcome.testPartExecutor = testPartExecutor
+    return True

@@ -249,7 +249,7 @@ def _machinery(doctests=False):
         ("_pytest.python_api", ("RaisesContext",)),
         ("_pytest.raises", ("RaisesExc", "RaisesGroup", "AbstractRaises")),
         ("_pytest.recwarn", ("WarningsChecker", "WarningsRecorder")),
-        ("unittest.case", ("_AssertRaisesContext", "_AssertWarnsContext", "_AssertRaisesBaseContext")),
+        ("unittest.case", ("_AssertRaisesContext", "_AssertWarnsContext", "_AssertRaisesBaseContext", "_Outcome")),
         ("pluggy._callers", ("_multicall",)),
         ("pluggy.callers", ("_multicall",)),
         ("pluggy", ("HookCaller",)),
@@ -2057,6 +2057,10 @@ class Reporter:
             original_init(exc, *args, **kwargs)
 
         unittest.SkipTest.__init__ = skip_test_init
+        watch_should_stop = getattr(sys.modules.get("patchgym_compiled_tests"), "watch_should_stop", None)
+        if watch_should_stop is not None:  # a `_ShouldStop` unittest did not raise, swallowed by it (rt23)
+            watch_should_stop(lambda where: self._violation(
+                "should_stop_raised_outside_unittest", "{} ({})".format(self._running[1] if self._running is not None else "between tests", where)))
         original_call = vars(unittest.TestCase).get("_callTestMethod")
         if original_call is not None:  # Python >= 3.8
             def call_test_method(testcase, method):

@@ -54,8 +54,8 @@ def _read_config():
 def _watched():
     entries = []
     case = sys.modules.get("unittest.case")
-    contexts = [getattr(case, n) for n in ("_AssertRaisesContext", "_AssertWarnsContext", "_AssertRaisesBaseContext")
-                if isinstance(getattr(case, n, None), type)]  # assertRaises' (red team round 14)
+    contexts = [getattr(case, n) for n in ("_AssertRaisesContext", "_AssertWarnsContext", "_AssertRaisesBaseContext", "_Outcome")
+                if isinstance(getattr(case, n, None), type)]  # assertRaises' (red team round 14); each test part's runner
     for cls in [unittest.TestCase, unittest.TestResult, unittest.TextTestResult, unittest.TextTestRunner,
                 unittest.TestSuite, unittest.TestLoader] + contexts:
         namespace = vars(cls)
@@ -609,6 +609,11 @@ def main(argv):
     failing = [str(i) for i in (config.get("canaries") or {}).get("contradict") or ()]
     first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources)
     returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
+    # a `_ShouldStop` unittest did not raise, swallowed by it (compiled_tests.watch_should_stop; before the snapshot)
+    watch_should_stop = getattr(sys.modules.get("patchgym_compiled_tests"), "watch_should_stop", None)
+    if watch_should_stop is not None:
+        watch_should_stop(lambda where: channel.emit("integrity", what="should_stop_raised_outside_unittest", detail="{} ({})".format(
+            _safe_id(provenance.running) if provenance.running is not None else "between tests", where)))
     watched = _watched()
     class_keys = _class_keys()
     testcase_originals = dict(vars(unittest.TestCase))  # what an old name's shim may point at

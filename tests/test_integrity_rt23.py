@@ -130,3 +130,39 @@ def test_an_honest_round_trip_resolves(tmp_path, runner) -> None:
     for _ in range(2):  # which test a contradiction goes to is drawn per grading
         verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
         assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+# rt23: an `__eq__` that raises unittest's private `_ShouldStop` whenever its comparison is false:
+# inside `subTest`, unittest swallows it silently and the test method goes on and returns, so every
+# failed assertion of the loop vanished (reward 1 on semantic_version, unittest runner). A
+# `_ShouldStop` that unittest's own code did not raise is tampering now
+# (`compiled_tests.watch_should_stop`), on both runners.
+STOPPER = ("class _R(int):\n    def __eq__(self, other):\n        if int(self) == other:\n            return True\n"
+           "        from unittest.case import _ShouldStop\n        raise _ShouldStop()\n\n"
+           "    __hash__ = int.__hash__\n\n\ndef add(a, b):\n    return _R(a - b)")
+SUBTEST_LOOP = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
+                "        for a, b, want in ((2, 3, 5), (1, 1, 2)):\n            with self.subTest(a=a, b=b):\n"
+                "                self.assertEqual(add(a, b), want)\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["unittest", "pytest"])
+def test_a_should_stop_from_the_library_inside_a_subtest_is_caught(tmp_path, runner) -> None:
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    if runner == "pytest":
+        prepared = build_prepared(tmp_path, instance_id="rt23-stop", base_files=base,
+                                  gold_files={"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)},
+                                  test_patch_files={"tests/test_add.py": SUBTEST_LOOP},
+                                  fail_to_pass=["tests/test_add.py::AddTest::test_add"])[0]
+    else:
+        prepared = build_prepared(tmp_path, instance_id="rt23-stop-ut", base_files=base, log_parser="unittest",
+                                  gold_files={"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)},
+                                  test_patch_files={"tests/test_add.py": SUBTEST_LOOP}, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                                  pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
+    ops = base["calc/ops.py"].replace("def add(a, b):\n    " + BUG, STOPPER)
+    assert ops != base["calc/ops.py"]
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 0.0 and any("should_stop_raised_outside_unittest" in f for f in verdict.flags), \
+        verdict.model_dump_json(indent=1)
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
