@@ -201,7 +201,7 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     assert imports <= ({"builtins", "hashlib", "hmac", "json", "operator", "os", "sys", "time", "unittest", "pytest", "importlib",
                        "_pytest", "ast", "random", "re", "tempfile", "tokenize", "patchgym_canaries", "patchgym_audit_hook",
                        "patchgym_compiled_tests", "patchgym_signed_stream", "_hashlib", "_sha2", "_sha256", "inspect", "gc",
-                       "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "math", "string", "linecache", "weakref",
+                       "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "math", "string", "linecache", "weakref", "contextlib",
                        "stat", "py", "patchgym_first_calls", "select", "signal", "warnings", "threading", "fcntl",
                        "patchgym_equality_probe", "patchgym_edited_defs"}
                       | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py", "equality_probe.py") else set()))
