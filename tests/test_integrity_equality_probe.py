@@ -57,6 +57,19 @@ def _graded(tmp_path, shape, test_file, runner="pytest"):
                           pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
 
 
+UT_FIX = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+
+
+def _lies_caught_then_gold_resolves(prepared, values, flag) -> None:
+    """On a unittest-runner task: each lying `add` of `values` gets reward 0 with `flag`, the fix 1."""
+    for value in values:
+        ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES[value])
+        verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+        assert verdict.reward == 0.0 and any(flag in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    honest = grade_patch(prepared, diff_of(prepared.repo_dir, UT_FIX), factory=FACTORY, deadline_s=120)
+    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+
+
 @needs_sandbox
 @pytest.mark.parametrize("value", list(VALUES))
 @pytest.mark.parametrize("shape", list(SHAPES))
@@ -103,12 +116,7 @@ COMPUTING_HELPERS = {
 def test_a_lying_value_through_a_computing_helper_under_the_unittest_runner(tmp_path, helper, copies_and_forks_alone) -> None:
     """The copies alone (the probe, which now sees these asserts too, stops the lie first)."""
     prepared = _graded(tmp_path, helper.replace(" ", "-").replace(",", ""), COMPUTING_HELPERS[helper], runner="unittest")
-    ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES["equal to everything"])
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
-    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
-    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
-    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+    _lies_caught_then_gold_resolves(prepared, ["equal to everything"], "contradiction_passed")
 
 
 # Plain asserts the unittest runner does not rewrite, where no copy reaches: a helper looping over a
@@ -130,13 +138,7 @@ PLAIN_ASSERTS = {
 @pytest.mark.parametrize("shape", list(PLAIN_ASSERTS))
 def test_a_plain_assert_under_the_unittest_runner(tmp_path, shape) -> None:
     prepared = _graded(tmp_path, shape.replace(" ", "-").replace(",", ""), PLAIN_ASSERTS[shape], runner="unittest")
-    for value in ("equal to everything", "equal to every int"):
-        ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES[value])
-        verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-        assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
-    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
-    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
-    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+    _lies_caught_then_gold_resolves(prepared, ["equal to everything", "equal to every int"], "equal_to_another_value")
 
 
 # Equal to every value of its class only where one of unittest's checks is on the stack: the
@@ -182,12 +184,7 @@ def test_a_list_of_lying_values_under_unittests_assert_equal(tmp_path) -> None:
     compares through `_baseAssertEqual`, and a list of values equal to everything was never asked
     (stop 36). A helper's, where no contradiction copy reaches."""
     prepared = _graded(tmp_path, "ut-list", LIST_IN_A_HELPER, runner="unittest")
-    ops = UNITTEST_BASE["calc/ops.py"].replace(BUG, VALUES["equal to every int"])
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and any("equal_to_another_value" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
-    fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
-    honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
-    assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
+    _lies_caught_then_gold_resolves(prepared, ["equal to every int"], "equal_to_another_value")
 
 
 # Honest tests that compare with a wildcard of their own (checking a `NotImplemented` fallback), with
