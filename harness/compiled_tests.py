@@ -722,11 +722,9 @@ def serve_for_import(sources, rewrite):
     the finder."""
     from importlib.machinery import PathFinder, SourceFileLoader
 
+    stems = set()  # the last part of each protected module's name: a quick "no" for every other import
     for path in sorted(sources.sources):
         sources.module_code_for_import(path, sources.sources[path], rewrite)
-
-    stems = set()
-    for path in sources.sources:
         stem = os.path.splitext(os.path.basename(path))[0]
         stems.add(os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem)
 

@@ -600,6 +600,15 @@ def _segment(lines, node):
     return "\n".join(parts + [lines[last].encode("utf-8")[: node.end_col_offset].decode("utf-8")])
 
 
+def _literal_text(new):
+    """The source of the changed literal `new`, or None where its repr does not read back as it."""
+    text = repr(new)
+    try:
+        return text if ast.literal_eval(text) == new else None
+    except (ValueError, SyntaxError):
+        return None
+
+
 def replacement(lines, node, how, value, rng):
     """The source that takes `node`'s place in the copy, or None."""
     if how == "change_all":
@@ -611,19 +620,11 @@ def replacement(lines, node, how, value, rng):
             new = changed(value, rng, near=scale * (1 + rng.random()))
         else:
             new = changed(value, rng, far=how == "change_far", digits=how == "change_in_call")
-        text = repr(new)
-        try:
-            return text if ast.literal_eval(text) == new else None
-        except (ValueError, SyntaxError):
-            return None
+        return _literal_text(new)
     if how == "change_built":  # the bound name's call, made afresh with its literal changed (one line)
         call, argument, value = value
-        new = changed(value, rng, digits=True)
-        text = repr(new)
-        try:
-            if ast.literal_eval(text) != new:
-                return None
-        except (ValueError, SyntaxError):
+        text = _literal_text(changed(value, rng, digits=True))
+        if text is None:
             return None
         line = lines[call.lineno - 1].encode("utf-8")
         return (line[call.col_offset: argument.col_offset] + text.encode("utf-8")

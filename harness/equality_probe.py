@@ -94,8 +94,8 @@ _SOURCES = frozenset()  # the real paths of the protected files (`protect`): a w
 reported = None  # set by the reporter: called with a one-line description where a side lied
 untrusted = None  # set by the reporter: whether a file's code is the patch's (None: all code is asked)
 _IDENTITY = object.__eq__
+_PROXIES = (weakref.ProxyType, weakref.CallableProxyType)  # a dead one raises on any read (`_dead`)
 # What C code is called as (a slot wrapper, a builtin, a method descriptor): no `__call__` of Python's.
-_PROXIES = (weakref.ProxyType, weakref.CallableProxyType)
 _C_CALLABLES = (type(object.__eq__), type(len), type(str.join), type((1).__eq__))
 _PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is asked at its assert
 _pending = []  # (value, other, far values, True): questions kept until the test's phase ends (`settle`)
