@@ -98,7 +98,10 @@ def test_equal_only_between_values_a_test_made_is_caught(tmp_path, runner) -> No
     base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
     hack = {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX) + BORN_IN_TEST}
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, hack), factory=FACTORY, deadline_s=180)
-    assert verdict.reward == 0.0 and any("contradiction_passed" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    # the probe's copy question meets it at the assert since stop 38 (test_integrity_made_in_a_test);
+    # the copy made afresh, where the assert let it pass
+    assert verdict.reward == 0.0 and any("contradiction_passed" in f or "asked again on a copy" in f for f in verdict.flags), \
+        verdict.model_dump_json(indent=1)
 
 
 ROUND_TRIP = ("\n\ndef encode(n):\n    return 'n:%d' % n\n\n\ndef decode(s):\n    return int(s[2:])  # {bug}\n")
