@@ -279,7 +279,9 @@ def _leaves(value, other, out, depth=0, flipped=False):
     bare = _bare_instance(other)
     if bare is not None:
         out.append((value, other, (bare,), False))
-    if function is not None and not called:  # (C code's equality compares the state a copy keeps)
+    # (C code's equality compares the state a copy keeps; a value asked about itself may be equal by
+    # identity alone, honestly: Django's unsaved model instance, whose `__eq__` is `self is other`)
+    if function is not None and not called and value is not other:
         out.append((value, other, _AGAIN_FLIPPED if flipped else _AGAIN, False))
 
 

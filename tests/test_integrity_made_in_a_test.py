@@ -199,6 +199,21 @@ class _Pair(tuple):
     __hash__ = tuple.__hash__
 
 
+class _Unsaved(_Value):
+    """Django's model instance without a primary key: equal to itself only."""
+
+    def __eq__(self, other):
+        return self is other
+
+    __hash__ = object.__hash__
+
+
+def test_a_value_is_not_asked_again_about_itself() -> None:
+    unsaved = _Unsaved(1)
+    assert _asked(unsaved, unsaved) == (True, [])
+    assert _asked([unsaved], [unsaved]) == (True, [])
+
+
 def test_a_copy_runs_no_code_of_the_class() -> None:
     """copy.copy would call `__setitem__` on the copy with the shared `inv`, rewriting the original's
     (fpX's boltons gold, `test_one_to_one`, failed so)."""
