@@ -707,26 +707,45 @@ class ProtectedSources(object):
         return any(word.lower() in text for word in words)
 
 
-def serve_for_import(sources, rewrite):
+def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
     """Put a finder first on `sys.meta_path` that imports each protected file with the grader's own
     compilation of it through `rewrite` (`ProtectedSources.module_code_for_import`): for the unittest
     runner, whose imports compile the test modules themselves, as pytest's assertion rewriter does
     for the pytest reporter (`Reporter._serve_own_compilation`). Why: the unittest runner does not
     rewrite a plain `assert`, so the equality probe never saw one (a helper method's `assert
     add(a, b) == want` passed a result equal to everything, stop 37); `rewrite` turns its `==`
-    (`patchgym_equality_probe.probe_asserts`). Only a file whose bytes are the kept ones gets this
+    (`patchgym_equality_probe.probe_comparisons`). Only a file whose bytes are the kept ones gets this
     code; any other module is left to the finders after this one. Every protected file is compiled
     here, before any code of the repository runs: compiled at its import, a later test module's
     compilation would run the grader's rewrite after the library's import-time code, which could
     have replaced what it calls (and the code check compares with that same compilation). Returns
-    the finder."""
+    the finder.
+
+    Under pytest (`eager` False, `after`: pytest's assertion-rewriting finder, which this one follows
+    on `sys.meta_path`): the protected files pytest does not rewrite -- a helper module of the tests'
+    (`tests/helpers.py`), imported by a test module -- compiled at their import, through `rewrite`
+    alone. Why (stop 38): pytest compiles such a module plainly, so the probe never saw its
+    comparisons, and a helper looping `assert add(a, b) == want` over a list the test handed it
+    passed a value equal to everything (reward 1); pytest's own modules stay pytest's.
+
+    `roots` (the folders of the grading tests, as `dir/`): any other module there that is not
+    protected -- a helper module, a base test class's file that is not graded -- is compiled through
+    `rewrite` too, at its import (`_compile_helper`), with no code check of its own. The grader
+    restores every file under those folders (neutralize.py), so what they hold is the task's."""
     from importlib.machinery import PathFinder, SourceFileLoader
 
-    stems = set()  # the last part of each protected module's name: a quick "no" for every other import
+    stems = set()  # the last part of each served module's name: a quick "no" for every other import
     for path in sorted(sources.sources):
-        sources.module_code_for_import(path, sources.sources[path], rewrite)
+        if eager:
+            sources.module_code_for_import(path, sources.sources[path], rewrite)
         stem = os.path.splitext(os.path.basename(path))[0]
         stems.add(os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem)
+    roots = tuple(roots)
+    for root in roots:
+        for folder, dirs, files in os.walk(root):
+            dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+            stems.update(name[:-3] for name in files if name.endswith(".py"))
+            stems.update(dirs)
 
     class _ProtectedLoader(SourceFileLoader):
         def get_code(self, fullname):
@@ -738,21 +757,44 @@ def serve_for_import(sources, rewrite):
                 code = None
             return code if code is not None else SourceFileLoader.get_code(self, fullname)
 
+    class _HelperLoader(SourceFileLoader):
+        def get_code(self, fullname):
+            path = self.get_filename(fullname)
+            try:
+                code = _compile_helper(path, self.get_data(path), rewrite)
+            except Exception:  # noqa: BLE001  the import system's own compilation decides, and reports
+                code = None
+            return code if code is not None else SourceFileLoader.get_code(self, fullname)
+
     class _ProtectedFinder(object):
         @staticmethod
         def find_spec(fullname, path=None, target=None):
             if fullname.rpartition(".")[2] not in stems:
                 return None
             spec = PathFinder.find_spec(fullname, path, target)
-            if spec is None or type(spec.loader) is not SourceFileLoader or not spec.origin \
-                    or os.path.realpath(spec.origin) not in sources.sources:
+            if spec is None or type(spec.loader) is not SourceFileLoader or not spec.origin:
                 return None
-            spec.loader = _ProtectedLoader(spec.loader.name, spec.loader.path)
+            real = os.path.realpath(spec.origin)
+            if real in sources.sources:
+                spec.loader = _ProtectedLoader(spec.loader.name, spec.loader.path)
+            elif real.endswith(".py") and real.startswith(roots) and roots:
+                spec.loader = _HelperLoader(spec.loader.name, spec.loader.path)
+            else:
+                return None
             return spec
 
     finder = _ProtectedFinder()
-    sys.meta_path.insert(0, finder)
+    index = next((i + 1 for i, f in enumerate(sys.meta_path) if f is after), 0) if after is not None else 0
+    sys.meta_path.insert(index, finder)
     return finder
+
+
+def _compile_helper(path, data, rewrite):
+    """The code of a module under the test roots that is not protected, through `rewrite`
+    (`serve_for_import`)."""
+    tree = _compile(data, path, "exec", _ONLY_AST, dont_inherit=True)
+    rewrite(tree, data, path)
+    return _compile(tree, path, "exec", dont_inherit=True)
 
 
 def watch_should_stop(report):

@@ -878,6 +878,14 @@ class Reporter:
         _rewrite_test.__wrapped__ = original
         _rewrite_test.__doc__ = original.__doc__
         module._rewrite_test = _rewrite_test
+        probe = self._equality_probe
+        serve = getattr(sys.modules.get("patchgym_compiled_tests"), "serve_for_import", None)
+        if probe is not None and serve is not None:
+            # and the protected files pytest does not rewrite (a helper module of the tests'), with
+            # the probe's comparisons alone, right after pytest's finder (compiled_tests.serve_for_import)
+            hook = next((f for f in sys.meta_path if type(f).__name__ == "AssertionRewritingHook"), None)
+            serve(sources, lambda tree, source, path: probe.probe_comparisons(tree), eager=False, after=hook,
+                  roots=tuple(os.path.realpath(d) + "/" for d in self._test_root_dirs))
 
     def _untrusted_xfail_mark(self, item):
         """Where the xfail mark that turned this test's failure into XFAIL came from, if not from

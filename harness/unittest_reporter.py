@@ -602,7 +602,7 @@ def main(argv):
             else os.path.realpath(filename) in patched)
         patchgym_equality_probe.watch_assert_equal(unittest.TestCase)
         if sources is not None:  # and every plain `assert ... == ...` of the protected files (stop 37)
-            probed = lambda tree, source, path: patchgym_equality_probe.probe_asserts(tree)  # noqa: E731
+            probed = lambda tree, source, path: patchgym_equality_probe.probe_comparisons(tree)  # noqa: E731
     except ImportError:
         pass
     failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed, patched)  # before the snapshots
@@ -666,7 +666,8 @@ def main(argv):
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
     if probed is not None:
-        patchgym_compiled_tests.serve_for_import(sources, probed)
+        patchgym_compiled_tests.serve_for_import(sources, probed, roots=tuple(
+            os.path.realpath(os.path.join(testbed, r)) + "/" for r in config.get("test_roots", [])))
     # The objects alive now (nothing of the repository has run yet) are moved out of the collector's
     # walks, as in the pytest reporter (`_freeze_startup_objects` there says what tests can see).
     freeze = getattr(gc, "freeze", None)
