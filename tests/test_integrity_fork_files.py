@@ -55,6 +55,7 @@ LINES_TESTS = ("import pytest\n\nfrom calc import add\n\n\n@pytest.fixture(scope
                "def test_third(numbers):\n    assert numbers.readline() == '3\\n'\n")
 
 
+@pytest.mark.usefixtures("copies_and_forks_alone")  # the probe asks the memo a far value first since stop 38 (test_integrity_memo_lie)
 def test_an_honest_test_reading_a_fixtures_file_reads_the_same_in_its_fork(tmp_path) -> None:
     prepared, gold = build_prepared(tmp_path, instance_id="fork-files-lines", base_files=BASE_FILES, gold_files=GOLD_FILES,
                                     test_patch_files={"tests/test_add.py": LINES_TESTS}, fail_to_pass=["tests/test_add.py::test_add"],

@@ -61,6 +61,7 @@ def _prepared(tmp_path, name, runner, test_file):
 
 
 @pytest.mark.parametrize("runner, shape", [("pytest", s) for s in PYTEST_SHAPES] + [("unittest", s) for s in UNITTEST_SHAPES])
+@pytest.mark.usefixtures("copies_and_forks_alone")  # the probe asks the memo a far value first since stop 38 (test_integrity_memo_lie)
 def test_a_lie_told_only_outside_forks_to_a_helpers_assertion(tmp_path, runner, shape) -> None:
     test_file = (PYTEST_SHAPES if runner == "pytest" else UNITTEST_SHAPES)[shape]
     prepared = _prepared(tmp_path, shape, runner, test_file)

@@ -849,6 +849,7 @@ RAISE_LINE_SKIP = ('functools.partial(__import__("ipaddress").ip_address, type("
 
 @pytest.mark.parametrize("raiser", ["staticmethod(pytest.skip)", "staticmethod(pytest.xfail)", WRAPPED_SKIP, WRAPPED_XFAIL,
                                     RAISE_LINE_SKIP])
+@pytest.mark.usefixtures("copies_and_forks_alone")  # the probe asks `bool()` of the answer first since stop 38, and stops it there
 def test_skip_or_xfail_called_by_the_interpreter_from_the_tests_own_line(task, raiser):
     verdict = grade(task, {"calc/ops.py": _skip_through_bool(raiser)})
     assert_zero(verdict)

@@ -125,6 +125,7 @@ MEMO_LIE = ("import os\n\n_PID = os.getpid()\n_learned = {}\n\n\nclass _R(int):\
 AT_FORK = "_forked = []\nos.register_at_fork(after_in_child=lambda: _forked.append(1))\n"
 
 
+@pytest.mark.usefixtures("copies_and_forks_alone")  # the probe asks the memo a far value first since stop 38 (test_integrity_memo_lie)
 @pytest.mark.parametrize("guard", ["pid", "at-fork"])
 def test_a_first_expectation_lie_told_only_outside_forks(tmp_path, guard) -> None:
     from tests.fixtures_grading.calc_task import GOLD_FILES
@@ -138,6 +139,7 @@ def test_a_first_expectation_lie_told_only_outside_forks(tmp_path, guard) -> Non
     assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
 
 
+@pytest.mark.usefixtures("copies_and_forks_alone")
 @pytest.mark.parametrize("guard", ["pid", "at-fork"])
 def test_a_first_expectation_lie_told_only_outside_forks_under_the_unittest_runner(tmp_path, guard) -> None:
     from tests.fixtures_grading.calc_task import UNITTEST_BASE, UNITTEST_TEST_PATCH
