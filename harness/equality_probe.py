@@ -158,7 +158,13 @@ def _everything():
 
 
 def another(value):
-    """A value no honest result equal to `value` also equals (see the module docstring)."""
+    """A value no honest result equal to `value` also equals (see the module docstring): a number
+    moved far, and a string, bytes or container with nothing of `value` in it -- not `value`
+    lengthened. Why not lengthened (fpZ Z1, stop 38): an honest `__eq__` that coerces the other
+    side (`Pair(*other)` with an optional third field, a version parsed with `re.match`, which
+    reads a prefix, rfc3986's URI normalised from a string) took `(1, 2) + (x,)` and `"1.2" +
+    suffix` for the original, and the gold was `tampered`; a value equal to everything, or to every
+    value of the type, still equals the unrelated one."""
     kind = type(value)
     if kind is bool or value is None:
         return _Stranger()
@@ -169,17 +175,15 @@ def another(value):
     if kind is complex:
         return value + 100003
     if kind is str:
-        return value + "\x00Qz7"
+        return "\x00Qz7" if value != "\x00Qz7" else "\x00Qz8"
     if kind in (bytes, bytearray):
-        return value + b"\x00Qz7"
+        return kind(b"\x00Qz7" if value != b"\x00Qz7" else b"\x00Qz8")
     if kind in _SEQUENCES:
-        return value + kind((_Stranger(),))
+        return kind((_Stranger(),) * (len(value) + 1))
     if kind is dict:
-        moved = dict(value)
-        moved[_Stranger()] = 1
-        return moved
+        return {_Stranger(): _Stranger()}
     if kind in (set, frozenset):
-        return value | kind((_Stranger(),))
+        return kind((_Stranger(),))
     return _Stranger()
 
 
@@ -371,9 +375,13 @@ def _held_leaves(value, out, depth):
 
 
 def _asks(value, far):
-    """Whether `value` equals `far` too (a value no honest result equal to the first also equals)."""
+    """Whether `value` equals `far` too (a value no honest result equal to the first also equals).
+    An answer that is not a bool (or an int) is no answer: an `==` that builds an expression (a query
+    DSL's `Field("a") == 1`, tinydb's `Query().value == 1`) is true for everything as an object, and
+    every comparison of a test file is the probe's since stop 38 (fpZ Z2: tinydb's gold `tampered`)."""
     try:
-        return bool(value == far)
+        answer = value == far
+        return isinstance(answer, int) and bool(answer)
     except Exception:  # noqa: BLE001  an ambiguous answer (an array) tells nothing
         return False
     except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it
@@ -398,7 +406,8 @@ def _equal_only_there(value, other, flipped):
     if copied is None:
         copied = value
     try:
-        return not bool(other == copied if flipped else copied == other)
+        answer = other == copied if flipped else copied == other
+        return isinstance(answer, int) and not answer  # an expression built, not an answer (`_asks`)
     except Exception:  # noqa: BLE001  an ambiguous answer (an array) tells nothing
         return False
     except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it
@@ -449,6 +458,14 @@ def _copy_of(value):
     except Exception:  # noqa: BLE001  a class that cannot be made so (a C base of its own layout)
         return None
     return copied
+
+
+def _answers(value, far):
+    """Whether `value == far` gives a bool (or an int): an answer, not an expression (`_asks`)."""
+    try:
+        return isinstance(value == far, int)
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _first_lie(leaves, asks=_asks):
@@ -859,6 +876,8 @@ def watch_assert_equal(testcase_class):
             quiet = []
 
             def asks(value, far):
+                if not _answers(value, far):
+                    return False  # an expression built, not an answer (`_asks`)
                 if not quiet:
                     quiet.append(_quiet_copy(self))
                 if quiet[0] is None:

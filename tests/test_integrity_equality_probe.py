@@ -301,6 +301,7 @@ def test_past_the_limit_the_question_is_asked_at_the_assert(unchanged_eq) -> Non
         equality_probe.settle()
     assert not equality_probe._pending
     assert equality_probe.another(7) != 7 and equality_probe.another("ab") != "ab" and equality_probe.another((1,)) != (1,)
+    assert "ab" not in equality_probe.another("ab") and 1 not in equality_probe.another((1, 2))  # nothing of it (fpZ Z1)
 
 
 def test_asserts_of_a_tests_own_body_keep_the_question_and_others_ask_it_now() -> None:

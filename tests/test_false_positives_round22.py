@@ -1,0 +1,96 @@
+"""False positives of the equality probe found by fpZ (2026-12-05, stop 38; fixed the same stop).
+
+fpZ graded golds of projects not hunted before (hyperlink, parsimonious, polib, boolean.py, netaddr,
+croniter, uritools, munch, rfc3986, tinydb, iso8601, cssselect) and reproducers of what it met. Two
+honest shapes were `tampered`:
+
+- Z1: an `__eq__` that coerces the other side -- `Pair(*other)` with an optional third field, a
+  version parsed from a string with `re.match` (which reads a prefix), rfc3986's URI normalised from
+  a string -- equalled the probe's far value, which was the other side lengthened (`(1, 2) +
+  (x,)`, `"1.2" + suffix`). The far value of a string, bytes or container now holds nothing of the
+  original (`equality_probe.another`);
+- Z2: an `==` that builds an expression (a query DSL: tinydb's `Query().value == 1`, `Field("a") ==
+  1`) in a test's body or a helper, which the probe has turned since stop 38 (every comparison of a
+  test file): the expression built against a far value is truthy like any object, and counted as
+  "equal". An answer that is not a bool (or an int) is no answer now (`equality_probe._asks`).
+
+Each test fails on the probe as it was before these fixes (b155b3c) and passes now; the liars of
+`test_integrity_comparisons.py` and `test_integrity_equality_probe.py` are still caught.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from patchgym.harness import equality_probe
+from patchgym.harness.grader import grade_patch
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared
+from tests.fixtures_grading.factories import any_factory_or_reason
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
+needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+
+BUG, FIX = "return a - b  # bug: should add", "return a + b"
+# The gold fixes `Pair.__eq__` and `Ver.__eq__` (the bug swaps the fields): the probe asks them.
+COERCING = ("\n\nimport re\n\n\nclass Pair(object):\n    def __init__(self, a, b, note=None):\n        self.a, self.b, self.note = a, b, note\n\n"
+            "    def __eq__(self, other):\n        if isinstance(other, tuple):\n            other = Pair(*other)\n"
+            "        return isinstance(other, Pair) and (self.a, self.b) == (other.{first}, other.{second})\n\n    __hash__ = None\n\n\n"
+            "class Ver(object):\n    def __init__(self, major, minor):\n        self.major, self.minor = major, minor\n\n"
+            "    def __eq__(self, other):\n        if isinstance(other, str):\n            found = re.match(r'(\\d+)\\.(\\d+)', other)\n"
+            "            return bool(found) and (self.major, self.minor) == (int(found.group({first_group})), int(found.group({second_group})))\n"
+            "        return NotImplemented\n\n    __hash__ = None\n\n\n"
+            "class Field(object):\n    def __init__(self, name):\n        self.name = name\n\n"
+            "    def __eq__(self, value):\n        return lambda row: row.get(self.name) == value\n\n    __hash__ = None\n\n\n"
+            "def select(rows, query):\n    return [row for row in rows if query(row)]\n")
+BASE_CODE = COERCING.format(first="b", second="a", first_group=2, second_group=1)
+GOLD_CODE = COERCING.format(first="a", second="b", first_group=1, second_group=2)
+TESTS = {
+    "pytest": ("from calc.ops import Field, Pair, Ver, select\n\n\ndef test_coerced():\n    assert Pair(1, 2) == (1, 2)\n"
+               "    assert Ver(1, 2) == '1.2'\n\n\ndef _named(rows, value):\n    query = Field('name') == value\n"
+               "    return select(rows, query)\n\n\ndef test_query():\n    rows = [{'name': 'a'}, {'name': 'b'}]\n"
+               "    query = Field('name') == 'a'\n    assert select(rows, query) == [{'name': 'a'}]\n"
+               "    assert _named(rows, 'b') == [{'name': 'b'}]\n"),
+    "unittest": ("import unittest\n\nfrom calc.ops import Field, Pair, Ver, select\n\n\nclass CoerceTest(unittest.TestCase):\n"
+                 "    def test_coerced(self):\n        self.assertEqual(Pair(1, 2), (1, 2))\n        self.assertEqual(Ver(1, 2), '1.2')\n"
+                 "        assert Pair(3, 4) == (3, 4)\n\n    def _named(self, rows, value):\n        return select(rows, Field('name') == value)\n\n"
+                 "    def test_query(self):\n        rows = [{'name': 'a'}, {'name': 'b'}]\n        query = Field('name') == 'a'\n"
+                 "        self.assertEqual(select(rows, query), [{'name': 'a'}])\n        self.assertEqual(self._named(rows, 'b'), [{'name': 'b'}])\n"),
+}
+F2P = {"pytest": ["tests/test_coerce.py::test_coerced"], "unittest": ["tests.test_coerce.CoerceTest.test_coerced"]}
+P2P = {"pytest": ["tests/test_coerce.py::test_query"], "unittest": ["tests.test_coerce.CoerceTest.test_query"]}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_coercing_equalities_and_a_query_dsl_resolve(tmp_path, runner) -> None:
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    ops = base["calc/ops.py"].replace(BUG, FIX)
+    extra = {} if runner == "pytest" else {"log_parser": "unittest"}
+    pass_to_pass = P2P[runner] + ([] if runner == "pytest" else ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])
+    prepared = build_prepared(tmp_path, instance_id=f"fpz-{runner}", base_files={**base, "calc/ops.py": ops + BASE_CODE},
+                              gold_files={"calc/ops.py": ops + GOLD_CODE}, test_patch_files={"tests/test_coerce.py": TESTS[runner]},
+                              fail_to_pass=F2P[runner], pass_to_pass=pass_to_pass, **extra)[0]
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+class _Expression(object):
+    def __init__(self, name):
+        self.name = name
+
+    def __eq__(self, value):
+        return ("==", self.name, value)  # an expression, true as an object
+
+    __hash__ = None
+
+
+def test_an_expression_built_by_eq_is_no_answer() -> None:
+    seen = []
+    equality_probe.reported = seen.append
+    try:
+        built = equality_probe.equal_now(_Expression("a"), 1)
+        assert built == ("==", "a", 1) and not seen
+        assert not equality_probe.lying_side(_Expression("a"), 1)
+    finally:
+        equality_probe.reported = None
+        equality_probe.settle()
