@@ -376,12 +376,12 @@ def _held_leaves(value, out, depth):
 
 def _asks(value, far):
     """Whether `value` equals `far` too (a value no honest result equal to the first also equals).
-    An answer that is not a bool (or an int) is no answer: an `==` that builds an expression (a query
+    An answer that is not a plain value is no answer (`_an_answer`): an `==` that builds an expression (a query
     DSL's `Field("a") == 1`, tinydb's `Query().value == 1`) is true for everything as an object, and
     every comparison of a test file is the probe's since stop 38 (fpZ Z2: tinydb's gold `tampered`)."""
     try:
         answer = value == far
-        return isinstance(answer, int) and bool(answer)
+        return _an_answer(answer) and bool(answer)
     except Exception:  # noqa: BLE001  an ambiguous answer (an array) tells nothing
         return False
     except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it
@@ -407,7 +407,7 @@ def _equal_only_there(value, other, flipped):
         copied = value
     try:
         answer = other == copied if flipped else copied == other
-        return isinstance(answer, int) and not answer  # an expression built, not an answer (`_asks`)
+        return _an_answer(answer) and not answer  # an expression built, not an answer (`_asks`)
     except Exception:  # noqa: BLE001  an ambiguous answer (an array) tells nothing
         return False
     except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it
@@ -461,11 +461,21 @@ def _copy_of(value):
 
 
 def _answers(value, far):
-    """Whether `value == far` gives a bool (or an int): an answer, not an expression (`_asks`)."""
+    """Whether `value == far` gives an answer, not an expression (`_an_answer`)."""
     try:
-        return isinstance(value == far, int)
+        return _an_answer(value == far)
     except Exception:  # noqa: BLE001
         return False
+
+
+def _an_answer(answer):
+    """Whether what an `==` returned is an answer: a plain value (a bool, a number, a string, None, a
+    builtin container: their truth is the interpreter's) or numpy's bool -- not an object of another
+    class, which is an expression a DSL built (fpZ Z2: tinydb's `Query().value == 1`, true as any
+    object is). The trade: a lie that returns an object of its own that is true, instead of True, is
+    not asked here (the contradiction copies still meet it in a test's own asserts)."""
+    kind = type(answer)
+    return kind in _HONEST or isinstance(answer, int) or getattr(kind, "__module__", None) == "numpy"
 
 
 def _first_lie(leaves, asks=_asks):

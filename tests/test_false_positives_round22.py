@@ -74,14 +74,36 @@ def test_coercing_equalities_and_a_query_dsl_resolve(tmp_path, runner) -> None:
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
 
 
+class _Built(object):
+    """What a DSL's `==` returns: an expression object, true as any object is."""
+
+    def __init__(self, name, value):
+        self.parts = ("==", name, value)
+
+
 class _Expression(object):
     def __init__(self, name):
         self.name = name
 
     def __eq__(self, value):
-        return ("==", self.name, value)  # an expression, true as an object
+        return _Built(self.name, value)
 
     __hash__ = None
+
+
+class _TrueAsAString(_Expression):
+    def __eq__(self, value):
+        return "yes"  # a plain value: its truth is an answer
+
+
+def test_a_plain_answer_still_counts() -> None:
+    seen = []
+    equality_probe.reported = seen.append
+    try:
+        assert equality_probe.equal_now(_TrueAsAString("a"), 1) is False and seen
+    finally:
+        equality_probe.reported = None
+        equality_probe.settle()
 
 
 def test_an_expression_built_by_eq_is_no_answer() -> None:
@@ -89,7 +111,7 @@ def test_an_expression_built_by_eq_is_no_answer() -> None:
     equality_probe.reported = seen.append
     try:
         built = equality_probe.equal_now(_Expression("a"), 1)
-        assert built == ("==", "a", 1) and not seen
+        assert built.parts == ("==", "a", 1) and not seen
         assert not equality_probe.lying_side(_Expression("a"), 1)
     finally:
         equality_probe.reported = None
