@@ -381,7 +381,7 @@ def _asks(value, far):
     every comparison of a test file is the probe's since stop 38 (fpZ Z2: tinydb's gold `tampered`)."""
     try:
         answer = value == far
-        return _an_answer(answer) and bool(answer)
+        return (answer is value or answer is far or _an_answer(answer)) and bool(answer)  # a side handed back is no expression
     except Exception:  # noqa: BLE001  an ambiguous answer (an array) tells nothing
         return False
     except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it

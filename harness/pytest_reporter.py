@@ -860,6 +860,9 @@ class Reporter:
         reporter = self
         self._serving = True  # the tests run this compilation's code (the equality probe needs that)
 
+        roots = tuple(os.path.realpath(d) + "/" for d in self._test_root_dirs)
+        helper = getattr(sys.modules.get("patchgym_compiled_tests"), "_compile_helper", None)
+
         def _rewrite_test(fn, config, *args, **kwargs):
             if not args and not kwargs and config is reporter._config and config is not None:
                 try:
@@ -871,6 +874,14 @@ class Reporter:
                         co = sources.module_code_for_import(real, data, reporter._rewriter(config))
                         if co is not None:
                             return (_source_hash(data) if by_hash else os.stat(name)), co
+                    elif real == name and roots and real.startswith(roots) and helper is not None \
+                            and reporter._equality_probe is not None:
+                        # a module under the grading tests' folders that is not protected, which pytest
+                        # rewrites (a test file that is not graded, a module named for rewriting): its
+                        # comparisons the probe's too (compiled_tests.serve_for_import, stop 38)
+                        with open(name, "rb") as handle:
+                            data = handle.read()
+                        return (_source_hash(data) if by_hash else os.stat(name)), helper(real, data, reporter._rewriter(config))
                 except Exception:  # noqa: BLE001  pytest's own compilation decides, and reports
                     pass
             return original(fn, config, *args, **kwargs)

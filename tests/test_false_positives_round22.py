@@ -96,11 +96,17 @@ class _TrueAsAString(_Expression):
         return "yes"  # a plain value: its truth is an answer
 
 
+class _Itself(_Expression):
+    def __eq__(self, value):
+        return self  # one of the sides handed back, true: no expression a DSL built
+
+
 def test_a_plain_answer_still_counts() -> None:
     seen = []
     equality_probe.reported = seen.append
     try:
-        assert equality_probe.equal_now(_TrueAsAString("a"), 1) is False and seen
+        assert equality_probe.equal_now(_TrueAsAString("a"), 1) is False and len(seen) == 1
+        assert equality_probe.equal_now(_Itself("a"), 1) is False and len(seen) == 2
     finally:
         equality_probe.reported = None
         equality_probe.settle()

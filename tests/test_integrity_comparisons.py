@@ -119,23 +119,29 @@ def test_the_probes_comparisons_on_the_host() -> None:
 HELPER_MODULE = ("from calc import add\n\n\ndef check_all(cases):\n    for a, b, want in cases:\n"
                  "        assert add(a, b) == want\n")
 HELPER_TESTS = {
-    "pytest": ("from tests.helpers import check_all\n\n\ndef test_add():\n    check_all([(2, 3, 5), (1, 1, 2)])\n"),
-    "unittest": ("import unittest\n\nfrom tests.helpers import check_all\n\n\nclass AddTest(unittest.TestCase):\n"
+    "pytest": ("from tests.{module} import check_all\n\n\ndef test_add():\n    check_all([(2, 3, 5), (1, 1, 2)])\n"),
+    "unittest": ("import unittest\n\nfrom tests.{module} import check_all\n\n\nclass AddTest(unittest.TestCase):\n"
                  "    def test_add(self):\n        check_all([(2, 3, 5), (1, 1, 2)])\n"),
 }
 
 
 @needs_sandbox
+# test_shared: a test file already in the repository, not graded and not in the test patch, which
+# pytest rewrites itself (a base class's file): compiled with the probe's comparisons too
+@pytest.mark.parametrize("module", ["helpers", "test_shared"])
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
-def test_a_helper_module_of_the_tests_is_probed(tmp_path, runner) -> None:
-    files = {"tests/test_add.py": HELPER_TESTS[runner], "tests/helpers.py": HELPER_MODULE}
+def test_a_helper_module_of_the_tests_is_probed(tmp_path, runner, module) -> None:
+    files = {"tests/test_add.py": HELPER_TESTS[runner].format(module=module)}
+    at_base = {f"tests/{module}.py": HELPER_MODULE} if module == "test_shared" else {}
+    if module != "test_shared":
+        files[f"tests/{module}.py"] = HELPER_MODULE
     if runner == "unittest":
-        prepared = build_prepared(tmp_path, instance_id="cmp-helper-ut", base_files=UNITTEST_BASE, log_parser="unittest",
+        prepared = build_prepared(tmp_path, instance_id="cmp-helper-ut", base_files={**UNITTEST_BASE, **at_base}, log_parser="unittest",
                                   test_patch_files=files, fail_to_pass=["tests.test_add.AddTest.test_add"],
                                   pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
         base = UNITTEST_BASE
     else:
-        prepared = build_prepared(tmp_path, instance_id="cmp-helper", base_files=BASE_FILES, test_patch_files=files,
+        prepared = build_prepared(tmp_path, instance_id="cmp-helper", base_files={**BASE_FILES, **at_base}, test_patch_files=files,
                                   gold_files={"calc/ops.py": BASE_FILES["calc/ops.py"].replace(BUG, FIX)},
                                   fail_to_pass=["tests/test_add.py::test_add"])[0]
         base = BASE_FILES
