@@ -113,6 +113,7 @@ _pending = []  # (value, other, far values, True): questions kept until the test
 _UNCHANGED = {}  # (class, its __eq__) -> `_unchanged`
 _TESTS_OWN = {}  # class -> `_the_tests_own`
 _PATCHS_CLASS = {}  # class -> `_the_patchs_value` of its objects
+_DEFAULTS = {}  # class -> its data defaults (`_at_class_defaults`)
 _CHANGED = {}  # real path of a test file -> lines of its contradiction copies' changed statements (`changed`)
 _MATCHED = [0]  # equalities `matched_honestly` on such a line (`matched`)
 _FRAME = sys._getframe  # as found at import: a test may delete or replace it (attrs, loguru)
@@ -127,6 +128,7 @@ _COPY_BASES = {list: lambda new, old: list.extend(new, list.__iter__(old)),
                set: lambda new, old: set.update(new, set.__iter__(old)),
                tuple: None, frozenset: None, int: None, float: None, complex: None, str: None, bytes: None}
 _ATTRIBUTE = object.__getattribute__  # an object's `__dict__` read past its class's own lookups
+_HEAP_TYPE = 1 << 9  # Py_TPFLAGS_HEAPTYPE: a class a `class` statement made
 
 
 class _Stranger(object):
@@ -313,6 +315,38 @@ def _holds_state(value):
     return next(_slot_values(value), _NOTHING) is not _NOTHING
 
 
+def _at_class_defaults(value):
+    """Whether the class of `value` has data defaults of its own (class attributes that are neither
+    methods nor descriptors) and `value` overrides none of them with another value: a bare instance
+    would read the same defaults, and an honest `__eq__` comparing them would hold for it (fpZ Z3,
+    stop 38: `Config() == Config()`, whose `name` and `debug` are class attributes and whose per-instance
+    `_listeners` list is no part of the value, was `tampered` on the gold)."""
+    kind = type(value)
+    defaults = _DEFAULTS.get(kind)
+    if defaults is None:
+        defaults = {}
+        for cls in reversed(kind.__mro__[:-1]):
+            for name, held in list(vars(cls).items()):
+                if not (name.startswith("__") and name.endswith("__")) and not callable(held) \
+                        and not hasattr(type(held), "__get__"):
+                    defaults[name] = held
+        _DEFAULTS[kind] = defaults
+    if not defaults:
+        return False
+    try:
+        own = _ATTRIBUTE(value, "__dict__")
+    except AttributeError:
+        own = {}
+    for name, default in defaults.items():
+        if name in own:
+            try:
+                if not (own[name] is default or bool(own[name] == default)):
+                    return False
+            except Exception:  # noqa: BLE001  a comparison that tells nothing: overridden
+                return False
+    return True
+
+
 def _slot_values(value):
     """The values held in an object's filled slots (its class's and its bases'), each read through
     its member descriptor: an empty slot raises there, and no `__getattr__` of the object's is asked."""
@@ -334,7 +368,7 @@ def _bare_instance(other):
     made so."""
     kind = type(other)
     if kind in _HONEST or isinstance(other, type) or getattr(kind, "__del__", None) is not None \
-            or not _holds_state(other):  # (a finaliser would meet it half made, and might say so)
+            or not _holds_state(other) or _at_class_defaults(other):  # (a finaliser would meet it half made)
         return None
     try:
         return object.__new__(kind)
@@ -429,7 +463,13 @@ def _copy_of(value):
     kind = type(value)
     if getattr(kind, "__del__", None) is not None:
         return None
-    base = next((c for c in kind.__mro__ if c in _COPY_BASES), object)
+    # The first class of the MRO that the interpreter (not a `class` statement) made: a builtin the
+    # copy is made through, or one of C's own with state of its own, which gets no copy (fpZ Z4:
+    # an OrderedDict subclass made through dict's storage iterated as empty, and its honest `__eq__`
+    # said "not equal" to the copy).
+    base = next((c for c in kind.__mro__ if not c.__flags__ & _HEAP_TYPE), object)
+    if base is not object and base not in _COPY_BASES:
+        return None
     try:
         if base in (list, dict, set):
             copied = base.__new__(kind)

@@ -122,3 +122,50 @@ def test_an_expression_built_by_eq_is_no_answer() -> None:
     finally:
         equality_probe.reported = None
         equality_probe.settle()
+
+
+# Z3: a class whose compared fields are class-level defaults, with per-instance state that is no part
+# of the value: a bare instance read the same defaults, and an honest `Config() == Config()` held for
+# it (`equality_probe._at_class_defaults`). Z4: an OrderedDict subclass's copy made through dict's
+# storage iterated as empty (`equality_probe._copy_of` now makes no copy through a C base of its own).
+class _Config(object):
+    name = "default"
+    debug = False
+
+    def __init__(self, name=None):
+        self._listeners = []
+        if name is not None:
+            self.name = name
+
+    def __eq__(self, other):
+        return isinstance(other, _Config) and (self.name, self.debug) == (other.name, other.debug)
+
+    __hash__ = None
+
+
+def _row_class():
+    from collections import OrderedDict
+
+    class Row(OrderedDict):
+        def __eq__(self, other):
+            return isinstance(other, Row) and list(self.items()) == list(other.items())
+
+        __hash__ = None
+
+    return Row
+
+
+def test_class_defaults_and_an_ordered_dict_subclass_are_honest_on_the_host() -> None:
+    Row = _row_class()
+    seen = []
+    equality_probe.reported = seen.append
+    try:
+        assert equality_probe.equal_now(_Config(), _Config()) is True
+        assert equality_probe.equal_now(_Config("x"), _Config("x")) is True
+        assert equality_probe.equal_now(Row(a=1, b=2), Row(a=1, b=2)) is True
+        assert not seen, seen
+        assert equality_probe._bare_instance(_Config()) is None and equality_probe._bare_instance(_Config("x")) is not None
+        assert equality_probe._copy_of(Row(a=1)) is None
+    finally:
+        equality_probe.reported = None
+        equality_probe.settle()
