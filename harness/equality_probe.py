@@ -695,6 +695,21 @@ def _patchs_class(kind):
     return known
 
 
+def moved(changed, original):
+    """A contradiction copy's changed expectation (`contradictions.replacement`: a call made with its
+    literal changed), handed back as it is; where it equals the call as the test wrote it, when the
+    copy runs, that is counted (`matched`) and the copy is not judged: the change did not move the
+    value (semver's build metadata, a number modulo p). A lie equal to everything is counted so too,
+    and met by the probe's own questions instead."""
+    try:
+        same = changed == original
+        if (same is True or _an_answer(same)) and bool(same):
+            _MATCHED[0] += 1
+    except Exception:  # noqa: BLE001  a comparison that tells nothing: judged
+        pass
+    return changed
+
+
 def matched():
     """How many equalities `matched_honestly` on a changed line so far (the reporters read it before
     and after a contradiction copy runs)."""

@@ -97,6 +97,11 @@ def test_a_constructors_string_gets_a_digit_changed_so_it_stays_a_number() -> No
 def _copy_passes(lines, function, node, text, namespace) -> bool:
     """Whether the copy of `function` with `node` replaced by `text` passes, run in `namespace`
     (an AssertionError is a failure; anything else propagates)."""
+    import sys
+
+    from patchgym.harness import equality_probe
+
+    sys.modules.setdefault("patchgym_equality_probe", equality_probe)  # as the sandbox names it (`moved`)
     copy = contradictions.copy_with(lines, function, "test_b", node, text)
     exec(compile("\n".join(copy) + "\n", "t.py", "exec"), namespace)
     try:
@@ -123,8 +128,12 @@ def test_a_comparison_made_through_other_machinery_gets_a_far_changed_copy_of_it
     assert _targets("def test_a():\n    assert_frame_equal(f(), expected)\n") == []
     # an expectation built by a constructor from a literal: the literal is changed
     assert _targets("def test_a():\n    npt.assert_array_equal(f(), np.array([4, 6]))\n") == [("[4, 6]", "change_far", [4, 6])]
-    assert _targets("def test_a():\n    assert f() == Decimal('1.5')\n") == [("'1.5'", "change_in_call", "1.5")]
-    assert _targets("def test_a():\n    assert move(p) == Point(4, 6)\n") == [("4", "change_in_call", 4)]
+    # (the whole call is replaced, by the probe's `moved` of the call with its literal changed and of the
+    # call as written: a change that leaves the value equal is not judged, fpZ Z5/Z6)
+    found = _targets("def test_a():\n    assert f() == Decimal('1.5')\n")
+    assert [(node, how, value[2]) for node, how, value in found] == [("Decimal('1.5')", "change_in_call", "1.5")]
+    found = _targets("def test_a():\n    assert move(p) == Point(4, 6)\n")
+    assert [(node, how, value[2]) for node, how, value in found] == [("Point(4, 6)", "change_in_call", 4)]
     assert _targets("def test_a():\n    assert f(-3) == abs(-3)\n")[0] == ("abs(-3)", "wrap", None)  # not a constructor
     # both kinds in one test: one copy each, the plain `==` first
     assert _targets("def test_a():\n    assert_array_equal(f(), (1, 2))\n    assert g() == 'x'\n") == [

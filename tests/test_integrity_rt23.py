@@ -73,7 +73,13 @@ def test_a_name_bound_to_a_constructor_is_made_afresh_with_its_literal_changed()
     equal, copy, rebound = (contradictions.targets(f) for f in tree.body)
     assert [how for _, how, _ in equal] == ["change_built", "wrap", "shift", "wrap_object", "rebind_far"]
     text = contradictions.replacement(lines, equal[0][0], equal[0][1], equal[0][2], random.Random(3))
-    assert text.startswith("URL(") and text != "URL('http://example.com/path')" and ast.literal_eval(text[4:-1]) != "http://example.com/path"
+    # the probe's `moved` of the call made afresh with its literal changed, and of the call as written
+    # (a change that leaves the value equal is not judged: fpZ Z6, stop 38)
+    moved = ast.parse(text, mode="eval").body
+    assert isinstance(moved, ast.Call) and isinstance(moved.func, ast.Attribute) and moved.func.attr == "moved"
+    changed, original = (ast.unparse(a) for a in moved.args)
+    assert original == "URL('http://example.com/path')" and changed.startswith("URL(")
+    assert ast.literal_eval(changed[4:-1]) != "http://example.com/path"
     # the side a copy of the other one's name derives from is the one made afresh: the other stays
     assert (ast.unparse(copy[0][0]), copy[0][1]) == ("url", "change_built")
     assert "change_built" not in [how for _, how, _ in rebound]  # bound again before the assertion
