@@ -121,6 +121,9 @@ _REAL = {}  # a code object's file name -> its real path (`_note_a_match`)
 _NOTHING = object()
 _AGAIN = ("asked again",)  # a leaf's question: is the value, copied, still equal (`_equal_only_there`)
 _AGAIN_FLIPPED = ("asked again, the value on the right",)
+_DATA = ("asked of the data it holds",)  # `_data_disagrees`
+_DATA_BASES_ORDER = (str, bytes, bytearray, int, float, complex, tuple, list, dict, set, frozenset)
+_DATA_BASES = _DATA_BASES_ORDER
 # The builtin bases a copy is made through (`_copy_of`), and how their items are copied into it
 # (C code only: nothing of a subclass's own `__setitem__`, `append` or `add`).
 _COPY_BASES = {list: lambda new, old: list.extend(new, list.__iter__(old)),
@@ -296,6 +299,8 @@ def _leaves(value, other, out, depth=0, flipped=False):
     # identity alone, honestly: Django's unsaved model instance, whose `__eq__` is `self is other`)
     if function is not None and not called and value is not other:
         out.append((value, other, _AGAIN_FLIPPED if flipped else _AGAIN, False))
+        if kind not in _HONEST and isinstance(value, _DATA_BASES):
+            out.append((value, other, _DATA, False))
 
 
 def _holds_state(value):
@@ -518,6 +523,32 @@ def _an_answer(answer):
     return kind in _HONEST or isinstance(answer, int) or getattr(kind, "__module__", None) == "numpy"
 
 
+def _data_base(kind):
+    return next(c for c in kind.__mro__ if c in _DATA_BASES_ORDER)
+
+
+def _data_disagrees(value, other):
+    """Whether `value`, an object of a class deriving a builtin data type (a `str`, `bytes`, `int`,
+    `list`, `dict`...) whose `__eq__` is the patch's, equal to `other` by that `__eq__`, is unequal to
+    it by the builtin's own equality of the data it holds (`str.__eq__(value, other)`).
+
+    Why (red team rt24, stop 38, reward 1 on four real rows): a wrong result whose `__eq__` is lax in
+    just the way the bug is wrong -- base58's decoded `bytes` ignoring the leading zero bytes the bug
+    drops, webcolors' `'#0080'` ignoring zero padding, humanfriendly's singular `'0 byte'` also
+    equal to the plural, addict's `Dict` comparing against a hidden merged view -- equals the right
+    answer and no far value, bare object or moved literal, so no other question meets it. The data
+    it holds is what every other use of the value reads (printing it, writing it, indexing it).
+    Only where `other` is of the same builtin family (the builtin answers NotImplemented otherwise).
+    What it costs an honest fix: a `str` subclass of the patch's that is equal case-insensitively
+    (or a `list` one equal as an unordered bag) asserted against data that differs -- none met in
+    the false-positive hunts."""
+    try:
+        answer = _data_base(type(value)).__eq__(value, other)
+    except Exception:  # noqa: BLE001  tells nothing
+        return False
+    return answer is False
+
+
 def _first_lie(leaves, asks=_asks):
     if not leaves:
         return None
@@ -530,6 +561,10 @@ def _first_lie(leaves, asks=_asks):
             if fars is _AGAIN or fars is _AGAIN_FLIPPED:
                 if _equal_only_there(value, other, fars is _AGAIN_FLIPPED):
                     _report(value, other, "and not to it when asked again on a copy")
+                    return value
+            elif fars is _DATA:
+                if _data_disagrees(value, other):
+                    _report(value, other, "by its own __eq__, and not by the {} it holds".format(_data_base(type(value)).__name__))
                     return value
             elif all(asks(value, far) for far in (fars() if callable(fars) else fars)):
                 _report(value, other)
@@ -832,10 +867,11 @@ def _before_and_after(leaves):
     it would not have told after. An honest side equals no far value, before or after."""
     if not leaves:
         return (), ()
-    before = [leaf for leaf in leaves if not leaf[3] and leaf[2] is not _AGAIN and leaf[2] is not _AGAIN_FLIPPED]
+    before = [leaf for leaf in leaves if not leaf[3] and leaf[2] is not _AGAIN and leaf[2] is not _AGAIN_FLIPPED
+              and leaf[2] is not _DATA]
     if len(before) == len(leaves):
         return before, ()
-    return before, [leaf for leaf in leaves if leaf[3] or leaf[2] is _AGAIN or leaf[2] is _AGAIN_FLIPPED]
+    return before, [leaf for leaf in leaves if leaf[3] or leaf[2] is _AGAIN or leaf[2] is _AGAIN_FLIPPED or leaf[2] is _DATA]
 
 
 def contains(a, b):
