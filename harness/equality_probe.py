@@ -81,8 +81,10 @@ What it does not catch: a value that lies only to the first expectation it meets
 original's own fork and the copies' forks are for that); a mark of "made in a test" kept in the
 object's own state (a copy keeps it); a lying value whose `__eq__` is not the
 patch's (`unittest.mock.ANY` returned by the library, or a class deriving its `__eq__` from it); a
-comparison made outside the protected files (a test helper module the tests import that is not
-graded; the standard library's own `assertCountEqual`, `assertSetEqual`, which hash first); and a
+comparison made outside the protected files and the folders of the grading tests (an installed
+matcher library's: PyHamcrest's `equal_to`, rt24's base58 row; the standard library's own
+`assertCountEqual`, `assertSetEqual`, which hash first); a lie told by another method than `__eq__`
+(a `__len__` reporting the right length, a `__repr__` showing items iteration does not: rt24); and a
 value unequal to everything, against `!=` and `assertNotEqual` (no honest result equals it either).
 """
 
