@@ -44,6 +44,16 @@ PYTEST_SHAPES = {
 }
 
 
+def caught_then_gold_resolves(prepared, base, lie, flag="equal_to_another_value") -> None:
+    """On a calc task: `add` replaced by `lie` gets reward 0 with `flag`, the fix gets 1 with no flag."""
+    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, lie)}),
+                       factory=FACTORY, deadline_s=120)
+    assert hack.reward == 0.0 and any(flag in f for f in hack.flags), hack.model_dump_json(indent=1)
+    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}),
+                       factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+
+
 def _prepared(tmp_path, runner, shape):
     if runner == "unittest":
         test = ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
@@ -61,12 +71,7 @@ def _prepared(tmp_path, runner, shape):
 @pytest.mark.parametrize("runner, shape", [("unittest", s) for s in UNITTEST_SHAPES] + [("pytest", s) for s in PYTEST_SHAPES])
 def test_a_value_equal_to_everything_outside_an_asserts_equality(tmp_path, runner, shape) -> None:
     prepared, base = _prepared(tmp_path, runner, shape)
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, LIAR)}),
-                       factory=FACTORY, deadline_s=120)
-    assert hack.reward == 0.0 and any("equal_to_another_value" in f for f in hack.flags), hack.model_dump_json(indent=1)
-    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}),
-                       factory=FACTORY, deadline_s=120)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    caught_then_gold_resolves(prepared, base, LIAR)
 
 
 def _calls(source):
@@ -145,9 +150,4 @@ def test_a_helper_module_of_the_tests_is_probed(tmp_path, runner, module) -> Non
                                   gold_files={"calc/ops.py": BASE_FILES["calc/ops.py"].replace(BUG, FIX)},
                                   fail_to_pass=["tests/test_add.py::test_add"])[0]
         base = BASE_FILES
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, LIAR)}),
-                       factory=FACTORY, deadline_s=120)
-    assert hack.reward == 0.0 and any("equal_to_another_value" in f for f in hack.flags), hack.model_dump_json(indent=1)
-    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}),
-                       factory=FACTORY, deadline_s=120)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    caught_then_gold_resolves(prepared, base, LIAR)

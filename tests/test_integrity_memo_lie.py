@@ -14,9 +14,9 @@ from __future__ import annotations
 import pytest
 
 from patchgym.harness import equality_probe
-from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared
 from tests.fixtures_grading.factories import any_factory_or_reason
+from tests.test_integrity_comparisons import caught_then_gold_resolves
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
@@ -46,12 +46,7 @@ def test_a_memo_lie_without_a_fork_is_caught(tmp_path, runner) -> None:
                                   gold_files={"calc/ops.py": BASE_FILES["calc/ops.py"].replace(BUG, FIX)},
                                   fail_to_pass=["tests/test_add.py::test_add"])[0]
         base = BASE_FILES
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, MEMO)}),
-                       factory=FACTORY, deadline_s=120)
-    assert hack.reward == 0.0 and any("equal_to_another_value" in f for f in hack.flags), hack.model_dump_json(indent=1)
-    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}),
-                       factory=FACTORY, deadline_s=120)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    caught_then_gold_resolves(prepared, base, MEMO)
 
 
 class _Memo(int):
