@@ -326,13 +326,9 @@ def _holds_state(value):
     return next(_slot_values(value), _NOTHING) is not _NOTHING
 
 
-def _at_class_defaults(value):
-    """Whether the class of `value` has data defaults of its own (class attributes that are neither
-    methods nor descriptors) and `value` overrides none of them with another value: a bare instance
-    would read the same defaults, and an honest `__eq__` comparing them would hold for it (fpZ Z3,
-    stop 38: `Config() == Config()`, whose `name` and `debug` are class attributes and whose per-instance
-    `_listeners` list is no part of the value, was `tampered` on the gold)."""
-    kind = type(value)
+def _class_defaults(kind):
+    """{name: value} of the class attributes of `kind` and its bases that are data: neither dunders,
+    methods nor descriptors (remembered per class)."""
     defaults = _DEFAULTS.get(kind)
     if defaults is None:
         defaults = {}
@@ -342,6 +338,16 @@ def _at_class_defaults(value):
                         and not hasattr(type(held), "__get__"):
                     defaults[name] = held
         _DEFAULTS[kind] = defaults
+    return defaults
+
+
+def _at_class_defaults(value):
+    """Whether the class of `value` has data defaults of its own (class attributes that are neither
+    methods nor descriptors) and `value` overrides none of them with another value: a bare instance
+    would read the same defaults, and an honest `__eq__` comparing them would hold for it (fpZ Z3,
+    stop 38: `Config() == Config()`, whose `name` and `debug` are class attributes and whose per-instance
+    `_listeners` list is no part of the value, was `tampered` on the gold)."""
+    defaults = _class_defaults(type(value))
     if not defaults:
         return False
     try:
@@ -379,12 +385,25 @@ def _bare_instance(other):
     made so."""
     kind = type(other)
     if kind in _HONEST or isinstance(other, type) or getattr(kind, "__del__", None) is not None \
-            or not _holds_state(other) or _at_class_defaults(other):  # (a finaliser would meet it half made)
+            or not _holds_state(other):  # (a finaliser would meet it half made, and might say so)
         return None
     try:
-        return object.__new__(kind)
+        bare = object.__new__(kind)
     except Exception:  # noqa: BLE001  a C base of its own layout (a tuple's), an abstract class
         return None
+    # The class's data defaults shadowed, in the bare one, by values no honest field equals: read
+    # from the class, they are what a default-made object holds too (fpZ Z3, stop 38: `Config() ==
+    # Config()`, whose compared `name` and `debug` are class attributes, equalled a bare `Config`).
+    # Where the bare one has no `__dict__` to shadow them in, none is made for an object at those
+    # defaults (`_at_class_defaults`).
+    defaults = _class_defaults(kind)
+    if defaults:
+        try:
+            _ATTRIBUTE(bare, "__dict__").update((name, _Stranger()) for name in defaults)
+        except (AttributeError, TypeError):
+            if _at_class_defaults(other):
+                return None
+    return bare
 
 
 def _held_plain(value):
