@@ -115,7 +115,7 @@ _pending = []  # (value, other, far values, True): questions kept until the test
 _UNCHANGED = {}  # (class, its __eq__) -> `_unchanged`
 _TESTS_OWN = {}  # class -> `_the_tests_own`
 _PATCHS_CLASS = {}  # class -> `_the_patchs_value` of its objects
-_DEFAULTS = {}  # class -> its data defaults (`_at_class_defaults`)
+_DEFAULTS = {}  # class -> its data defaults (`_class_defaults`)
 _CHANGED = {}  # real path of a test file -> lines of its contradiction copies' changed statements (`changed`)
 _MATCHED = [0]  # equalities `matched_honestly` on such a line (`matched`)
 _FRAME = sys._getframe  # as found at import: a test may delete or replace it (attrs, loguru)
@@ -124,12 +124,12 @@ _NOTHING = object()
 _AGAIN = ("asked again",)  # a leaf's question: is the value, copied, still equal (`_equal_only_there`)
 _AGAIN_FLIPPED = ("asked again, the value on the right",)
 _DATA = ("asked of the data it holds",)  # `_data_disagrees`
+_AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA)  # questions asked only where the comparison held (`_before_and_after`)
 # Only those whose data is the value itself: a container subclass may keep its items in its own
 # format (boltons' OrderedMultiDict holds a list per key in its dict, and its honest `__eq__` with a
 # plain dict was `tampered`, fpX's row run again), a float one compare within a tolerance, a tuple
 # one (a namedtuple) leave a field out.
-_DATA_BASES_ORDER = (str, bytes, bytearray, int)
-_DATA_BASES = _DATA_BASES_ORDER
+_DATA_BASES = (str, bytes, bytearray, int)
 # The builtin bases a copy is made through (`_copy_of`), and how their items are copied into it
 # (C code only: nothing of a subclass's own `__setitem__`, `append` or `add`).
 _COPY_BASES = {list: lambda new, old: list.extend(new, list.__iter__(old)),
@@ -341,29 +341,6 @@ def _class_defaults(kind):
     return defaults
 
 
-def _at_class_defaults(value):
-    """Whether the class of `value` has data defaults of its own (class attributes that are neither
-    methods nor descriptors) and `value` overrides none of them with another value: a bare instance
-    would read the same defaults, and an honest `__eq__` comparing them would hold for it (fpZ Z3,
-    stop 38: `Config() == Config()`, whose `name` and `debug` are class attributes and whose per-instance
-    `_listeners` list is no part of the value, was `tampered` on the gold)."""
-    defaults = _class_defaults(type(value))
-    if not defaults:
-        return False
-    try:
-        own = _ATTRIBUTE(value, "__dict__")
-    except AttributeError:
-        own = {}
-    for name, default in defaults.items():
-        if name in own:
-            try:
-                if not (own[name] is default or bool(own[name] == default)):
-                    return False
-            except Exception:  # noqa: BLE001  a comparison that tells nothing: overridden
-                return False
-    return True
-
-
 def _slot_values(value):
     """The values held in an object's filled slots (its class's and its bases'), each read through
     its member descriptor: an empty slot raises there, and no `__getattr__` of the object's is asked."""
@@ -394,14 +371,15 @@ def _bare_instance(other):
     # The class's data defaults shadowed, in the bare one, by values no honest field equals: read
     # from the class, they are what a default-made object holds too (fpZ Z3, stop 38: `Config() ==
     # Config()`, whose compared `name` and `debug` are class attributes, equalled a bare `Config`).
-    # Where the bare one has no `__dict__` to shadow them in, none is made for an object at those
-    # defaults (`_at_class_defaults`).
+    # Where the bare one has no `__dict__` (slots only), it is made as it is: its state is its slots,
+    # empty in it, and the class's data are constants no slot can shadow (skipping it there, stop 38's
+    # 0ccb581 let a hack equal to every packaging `Version` and semantic_version `Range` get reward 1).
     defaults = _class_defaults(kind)
     if defaults:
         try:
             _ATTRIBUTE(bare, "__dict__").update((name, _Stranger()) for name in defaults)
         except (AttributeError, TypeError):
-            pass  # slots only: its state is its slots, empty in the bare one; the class's data are constants
+            pass
     return bare
 
 
@@ -548,7 +526,7 @@ def _an_answer(answer):
 
 
 def _data_base(kind):
-    return next(c for c in kind.__mro__ if c in _DATA_BASES_ORDER)
+    return next(c for c in kind.__mro__ if c in _DATA_BASES)
 
 
 def _data_disagrees(value, other):
@@ -890,13 +868,10 @@ def _before_and_after(leaves):
     Asked first, the far value is the first it meets: it equals it, and is caught; one that refuses
     the far value has the test's expectation next, and holds to that, so the question told nothing
     it would not have told after. An honest side equals no far value, before or after."""
-    if not leaves:
-        return (), ()
-    before = [leaf for leaf in leaves if not leaf[3] and leaf[2] is not _AGAIN and leaf[2] is not _AGAIN_FLIPPED
-              and leaf[2] is not _DATA]
-    if len(before) == len(leaves):
-        return before, ()
-    return before, [leaf for leaf in leaves if leaf[3] or leaf[2] is _AGAIN or leaf[2] is _AGAIN_FLIPPED or leaf[2] is _DATA]
+    before, after = [], []
+    for leaf in leaves:
+        (after if leaf[3] or any(leaf[2] is mark for mark in _AFTER_MARKS) else before).append(leaf)
+    return before, after
 
 
 def contains(a, b):
@@ -1075,9 +1050,7 @@ def _probe_call(compare, now=True):
 
 def _probed(node):
     """Whether `node` is a single comparison the probe turns: `==`, `!=`, `in`, `not in`."""
-    import ast
-
-    return isinstance(node, ast.Compare) and len(node.ops) == 1 and type(node.ops[0]).__name__ in _CALLS
+    return type(node) is _COMPARE and len(node.ops) == 1 and type(node.ops[0]).__name__ in _CALLS
 
 
 def _turned(node, now=True):
@@ -1102,7 +1075,7 @@ def _turn(node, now, count):
                     value[index] = _turn(item, inner, count)
         elif value is not None and type(value) not in _LEAVES and hasattr(value, "_fields"):
             setattr(node, field, _turn(value, inner, count))
-    if kind is _COMPARE and len(node.ops) == 1 and type(node.ops[0]).__name__ in _CALLS:
+    if _probed(node):
         count[0] += 1
         return _probe_call(node, now)
     return node
