@@ -507,12 +507,17 @@ def _copy_of(value):
     return copied
 
 
-def _answers(value, far):
-    """Whether `value == far` gives an answer, not an expression (`_an_answer`)."""
+def _builds_expression(value, far):
+    """Whether `value == far`, asked plainly, builds an expression (a DSL's: `_an_answer`) rather than
+    answering. One that raises is no expression: asked plainly, an `__eq__` that lies only inside
+    unittest's check may take its honest path and raise on a bare instance, and is then asked
+    through the check (rt23's `true-from-assertequal` on semantic_version got reward 1 while a raise
+    here counted as "no answer", from ae94eb1 to this fix)."""
     try:
-        return _an_answer(value == far)
+        answer = value == far
     except Exception:  # noqa: BLE001
         return False
+    return not (answer is value or answer is far or _an_answer(answer))
 
 
 def _an_answer(answer):
@@ -977,7 +982,7 @@ def watch_assert_equal(testcase_class):
             quiet = []
 
             def asks(value, far):
-                if not _answers(value, far):
+                if _builds_expression(value, far):
                     return False  # an expression built, not an answer (`_asks`)
                 if not quiet:
                     quiet.append(_quiet_copy(self))
