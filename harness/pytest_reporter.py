@@ -2536,6 +2536,8 @@ class Reporter:
                 if number not in [n for n, _ in copies]:
                     copies.append((number, item))
         self._find_undeclared_marks(session.items)
+        if self._equality_probe is not None:  # the repository's modules are imported: its classes are there
+            self._equality_probe.watch_classes()
         for item in session.items:
             xfail_marks = list(item.iter_markers(name="xfail"))
             if xfail_marks:  # only those: an empty list per test was ~600 objects more for the collector to walk

@@ -579,6 +579,7 @@ def main(argv):
         pass
     patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
     probed = None  # the rewrite the protected files are imported through (compiled_tests.serve_for_import)
+    watch_classes = None  # the probe's watch of the patch's classes, once the tests are loaded
     try:  # every assertEqual that held, asked once more (patchgym_equality_probe), before the snapshots
         if config.get("equality_probe", True) is False:
             raise ImportError("the equality probe is off (results.EQUALITY_PROBE, tests of the grader only)")
@@ -601,6 +602,7 @@ def main(argv):
             provenance.guard.untrusted_file(filename) if getattr(provenance, "guard", None) is not None
             else os.path.realpath(filename) in patched)
         patchgym_equality_probe.watch_assert_equal(unittest.TestCase)
+        watch_classes = patchgym_equality_probe.watch_classes
         if sources is not None:  # and every plain `assert ... == ...` of the protected files (stop 37)
             probed = lambda tree, source, path: patchgym_equality_probe.probe_comparisons(tree)  # noqa: E731
     except ImportError:
@@ -695,6 +697,8 @@ def main(argv):
         if any(type(t).__name__ in ("_FailedTest", "ModuleImportFailure") for t in _flatten(part)):
             channel.emit("collect", id=name, status="ERROR")
         suite.addTest(part)
+    if watch_classes is not None:  # the repository's modules are imported: its classes are there
+        watch_classes()
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
     result = runner.run(suite)
     for name in _shadowed(result):
