@@ -77,15 +77,24 @@ whether the value, copied, still equals the other side -- the same state in anot
 here and not in the test, compared from here: an equality resting on where an object was made (an
 `__init__` noting each object a test made) or on the frames it runs under fails it, an honest one
 does not (red team rt23, reward 1 on portion and packaging before).
+Watched (stop 39, `watch`): the patch's own `__eq__` and `__ne__` are wrapped in their classes, once
+the tests are collected (`watch_classes`) or when a comparison of a test file first meets one of
+their objects, and asked the same questions wherever they say "equal" while a test makes the
+comparison -- a function's (`operator.eq`, `mock.assert_called_with`, `list.index`), C code's, an
+installed matcher library's (PyHamcrest's `equal_to`, rt24's base58 row). On a class deriving `str`,
+`bytes` or `int`, what the patch's `len`, `in`, indexing, iteration, truth and number say is held to
+the data (`_watched_data`: shortuuid's `__len__`, rt24); a set or mapping equal to another is of its
+size (`_size_disagrees`: ordered-set's and addict's hidden views, rt24).
+
 What it does not catch: a value that lies only to the first expectation it meets (a memo; the
-original's own fork and the copies' forks are for that); a mark of "made in a test" kept in the
-object's own state (a copy keeps it); a lying value whose `__eq__` is not the
-patch's (`unittest.mock.ANY` returned by the library, or a class deriving its `__eq__` from it); a
-comparison made outside the protected files and the folders of the grading tests (an installed
-matcher library's: PyHamcrest's `equal_to`, rt24's base58 row; the standard library's own
-`assertCountEqual`, `assertSetEqual`, which hash first); a lie told by another method than `__eq__`
-(a `__len__` reporting the right length, a `__repr__` showing items iteration does not: rt24); and a
-value unequal to everything, against `!=` and `assertNotEqual` (no honest result equals it either).
+original's own fork and the copies' forks are for that) where the comparison is a function's (the
+watch asks after the answer); a mark of "made in a test" kept in the object's own state (a copy
+keeps it); a lying value whose `__eq__` is not the patch's (`unittest.mock.ANY` returned by the
+library, or a class deriving its `__eq__` from it); a class the patch makes only after the tests are
+collected whose objects no comparison of a test file meets (a class made per call, compared only by
+a library); a lie told by `__repr__` or `__str__` (doctests compare text; honest subclasses print
+themselves their own way); and a value unequal to everything, against `!=` and `assertNotEqual` (no
+honest result equals it either).
 """
 
 import itertools
