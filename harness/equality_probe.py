@@ -758,7 +758,7 @@ def watch_classes():
 
 
 def _within_budget(kind):
-    """Whether an equality of `kind` that held is asked here: where a test is making it -- a frame of a
+    """Whether an equality of `kind` is asked here: where a test is making it -- a frame of a
     protected test file on the stack, the nearest of `_DEPTH` -- and at most `_BUDGET` times per class
     and line of that file. Why a test's: a value equal to everything that the library compares in its
     own code, with no test calling (a sentinel a fix adds, checked at import), is no assert. Why the
@@ -785,29 +785,33 @@ def _within_budget(kind):
 
 
 def _watched_equality(original, negated):
-    """The probe in front of the patch's `__eq__` (`__ne__`: `negated`): where it says the sides are
-    equal, the value it was called on is asked what a comparison of a test file asks of it (`_leaves`:
-    a far value, a bare instance, a copy of it, its data, its size), right away; a lie is reported,
-    and the answer made "unequal". Calls made by the probe itself, and the comparison a turned one
-    is making (asked there), go straight through."""
+    """The probe in front of the patch's `__eq__` (`__ne__`: `negated`), where a test makes the
+    comparison (`_within_budget`): the value it was called on is asked what a comparison of a test
+    file asks of it (`_leaves`), the far value and the bare instance before the call (a memo lie
+    meets the far value first, `_before_and_after`), the copy, its data and its size after, where it
+    said the sides are equal; a lie is reported, and the answer made "unequal". Calls made by the
+    probe itself, and the comparison a turned one is making (asked there), go straight through."""
     def watched(self, other):
-        answer = original(self, other)
-        if answer is NotImplemented:
-            return answer
         asking = _thread_id()
-        if asking in _ASKING:
-            return answer
         turned = _TURNED.get(asking)
-        if turned is not None and (self is turned[0] or self is turned[1]):
-            return answer
+        if asking in _ASKING or turned is not None and (self is turned[0] or self is turned[1]):
+            return original(self, other)
         try:
-            if not _an_answer(answer) or bool(answer) is negated or not _within_budget(type(self)):
-                return answer
-            leaves = []
-            _leaves(self, other, leaves)
-            if _first_lie([leaf for leaf in leaves if not leaf[3] and leaf[0] is self]) is not None:
-                return negated
+            after = None
+            if _within_budget(type(self)):
+                leaves = []
+                _leaves(self, other, leaves)
+                before, after = _before_and_after([leaf for leaf in leaves if not leaf[3] and leaf[0] is self])
+                if before and _first_lie(before) is not None:
+                    return negated
         except Exception:  # noqa: BLE001  never the comparison's failure
+            after = None
+        answer = original(self, other)
+        try:
+            if after and answer is not NotImplemented and _an_answer(answer) and bool(answer) is not negated:
+                if _first_lie(after) is not None:
+                    return negated
+        except Exception:  # noqa: BLE001
             pass
         return answer
     return watched

@@ -137,6 +137,19 @@ class Honest:
     __hash__ = None
 
 
+class Memo:
+    """Equal to the first value it is compared with (per key), then holding to it."""
+    seen = {}
+
+    def __init__(self, key):
+        self.key = key
+
+    def __eq__(self, other):
+        return Memo.seen.setdefault(self.key, other) == other
+
+    __hash__ = None
+
+
 class Short(str):
     def __len__(self):
         return str.__len__(self) + 1
@@ -203,6 +216,11 @@ def test_the_patchs_eq_is_asked_wherever_it_is_called(patched) -> None:
         assert operator.eq(liar, 5) is True and len(seen) == 2
     finally:
         equality_probe._ASKING.clear()
+
+
+def test_a_memo_meets_the_far_value_first(patched) -> None:
+    module, seen = patched
+    assert operator.eq(module.Memo("add(2, 3)"), 5) is False and "equal to 5 and to another value" in seen[0]
 
 
 def test_what_a_str_subclass_says_of_itself_is_held_to_its_data(patched) -> None:
