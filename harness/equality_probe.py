@@ -665,6 +665,7 @@ _DATA_METHODS = {str: ("__len__", "__contains__", "__getitem__", "__iter__", "__
                  bytes: ("__len__", "__contains__", "__getitem__", "__iter__", "__bool__"),
                  bytearray: ("__len__", "__contains__", "__getitem__", "__iter__", "__bool__"),
                  int: ("__bool__", "__int__", "__index__")}
+_WATCHABLE = frozenset(("__eq__", "__ne__") + _DATA_METHODS[str] + _DATA_METHODS[int])  # what `watch` may wrap
 
 
 def _unwrapped(method):
@@ -738,7 +739,7 @@ def watch_classes():
         return 0
     seen = {id(object)}
     todo = [object]
-    names = frozenset(("__eq__", "__ne__") + _DATA_METHODS[str] + _DATA_METHODS[int])
+    names = _WATCHABLE
     while todo:
         try:
             found = type.__subclasses__(todo.pop())
@@ -755,6 +756,32 @@ def watch_classes():
                 if defined and kind not in _WATCHED and any(_the_patchs_method(own[n]) for n in defined):
                     watch(kind)
     return len(seen)
+
+
+def watch_class_statements():
+    """Watch each class a `class` statement makes from now on, as it is made (`builtins.__build_class__`
+    wrapped): a class the patch makes inside a function, a new one per call, exists neither when the
+    tests are collected (`watch_classes`) nor, where only a library compares its objects, at any
+    comparison of a test file. Installed by the reporters before their snapshot of the builtins.
+    (`type(name, bases, namespace)` called directly makes a class no statement does: not watched.)"""
+    import builtins
+
+    build = builtins.__build_class__
+    if getattr(build, "__wrapped__", None) is not None:
+        return
+
+    def __build_class__(func, name, *bases, **kwargs):
+        made = build(func, name, *bases, **kwargs)
+        try:
+            if untrusted is not None and isinstance(made, type) and _WATCHABLE.intersection(vars(made)):
+                watch(made)
+        except Exception:  # noqa: BLE001  never the class statement's failure
+            pass
+        return made
+
+    __build_class__.__wrapped__ = build
+    __build_class__.__doc__ = build.__doc__
+    builtins.__build_class__ = __build_class__
 
 
 def _within_budget(kind):

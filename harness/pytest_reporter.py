@@ -730,6 +730,7 @@ class Reporter:
             self._equality_probe.reported = self._note_equality_lie
             self._equality_probe.untrusted = self._the_patchs_file
             self._equality_probe.watch_assert_equal(unittest.TestCase)
+            self._equality_probe.watch_class_statements()
         # Snapshots last, so that the wrappers installed above are part of them.
         self._machinery = _machinery(bool(self._doctests) or any(_a_doctest_id(g) for g in self._graded or ()))
         self._namespace = _namespace()

@@ -602,6 +602,7 @@ def main(argv):
             provenance.guard.untrusted_file(filename) if getattr(provenance, "guard", None) is not None
             else os.path.realpath(filename) in patched)
         patchgym_equality_probe.watch_assert_equal(unittest.TestCase)
+        patchgym_equality_probe.watch_class_statements()
         watch_classes = patchgym_equality_probe.watch_classes
         if sources is not None:  # and every plain `assert ... == ...` of the protected files (stop 37)
             probed = lambda tree, source, path: patchgym_equality_probe.probe_comparisons(tree)  # noqa: E731

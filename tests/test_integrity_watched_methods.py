@@ -62,6 +62,19 @@ def test_a_comparison_a_function_makes_meets_the_probe(tmp_path, runner, shape) 
     caught_then_gold_resolves(prepared, base, LIAR)
 
 
+# The same value, of a class made inside `add`: a new class per call, alive neither when the tests
+# are collected nor at any comparison of the test file (`watch_class_statements`).
+LIAR_PER_CALL = ("def add(a, b):\n    class _R(int):\n        def __eq__(self, other):\n            return True\n\n"
+                 "        __hash__ = int.__hash__\n\n    return _R(a - b)")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_class_made_per_call_meets_the_probe(tmp_path, runner) -> None:
+    prepared, base = _calc(tmp_path, runner, SHAPES["operator-eq"])
+    caught_then_gold_resolves(prepared, base, LIAR_PER_CALL)
+
+
 # `pad(s, n)`: the bug pads one short; the lie returns a `str` one short whose `__len__` says n.
 PAD_BUG = "\n\ndef pad(s, n):\n    return s.rjust(n - 1)  # bug: one short\n"
 PAD_FIX = "\n\ndef pad(s, n):\n    return s.rjust(n)\n"
