@@ -46,12 +46,17 @@ PYTEST_SHAPES = {
 
 def caught_then_gold_resolves(prepared, base, lie, flag="equal_to_another_value") -> None:
     """On a calc task: `add` replaced by `lie` gets reward 0 with `flag`, the fix gets 1 with no flag."""
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, lie)}),
-                       factory=FACTORY, deadline_s=120)
+    lie_caught_and_gold_resolves(prepared, {"calc/ops.py": base["calc/ops.py"].replace(BUG, lie)}, flag,
+                                 diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}))
+
+
+def lie_caught_and_gold_resolves(prepared, lie_files, flag, gold=None) -> None:
+    """The files `lie_files` written over the task's repository get reward 0 with a flag holding `flag`;
+    the gold (`gold`, a diff, else the task's own) gets 1 with no flag."""
+    hack = grade_patch(prepared, diff_of(prepared.repo_dir, lie_files), factory=FACTORY, deadline_s=180)
     assert hack.reward == 0.0 and any(flag in f for f in hack.flags), hack.model_dump_json(indent=1)
-    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}),
-                       factory=FACTORY, deadline_s=120)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    verdict = grade_patch(prepared, gold if gold is not None else prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
 
 
 def _prepared(tmp_path, runner, shape):

@@ -15,14 +15,13 @@ from __future__ import annotations
 import pytest
 
 from patchgym.harness import equality_probe
-from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import build_function_row
+from tests.test_integrity_comparisons import lie_caught_and_gold_resolves
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
 
-BUG, FIX = "return a - b  # bug: should add", "return a + b"
 # `plural(n, word)`: the bug drops the plural's "s"; the hack keeps the bug and returns a str equal
 # to the right answer as well.
 PLURAL = "\n\ndef plural(n, word):\n    return '%d %s' % (n, word){tail}\n"
@@ -39,18 +38,10 @@ TESTS = {"pytest": "from calc.ops import plural\n\n\ndef test_plural():\n    ass
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_lax_equality_of_a_str_subclass_is_caught(tmp_path, runner) -> None:
-    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
-    ops = base["calc/ops.py"].replace(BUG, FIX)
-    extra = {} if runner == "pytest" else {"log_parser": "unittest",
-                                           "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
-    f2p = ["tests/test_plural.py::test_plural"] if runner == "pytest" else ["tests.test_plural.PluralTest.test_plural"]
-    prepared = build_prepared(tmp_path, instance_id=f"lax-{runner}", base_files={**base, "calc/ops.py": ops + BUGGY},
-                              gold_files={"calc/ops.py": ops + GOLD}, test_patch_files={"tests/test_plural.py": TESTS[runner]},
-                              fail_to_pass=f2p, **extra)[0]
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + LAX}), factory=FACTORY, deadline_s=180)
-    assert hack.reward == 0.0 and any("not by the str it holds" in f for f in hack.flags), hack.model_dump_json(indent=1)
+    prepared, ops = build_function_row(tmp_path, runner, f"lax-{runner}", buggy=BUGGY, fixed=GOLD, test_file="tests/test_plural.py",
+                                       tests=TESTS, f2p={"pytest": "tests/test_plural.py::test_plural",
+                                                         "unittest": "tests.test_plural.PluralTest.test_plural"})
+    lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + LAX}, "not by the str it holds")
 
 
 class _Lax(bytes):

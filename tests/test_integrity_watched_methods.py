@@ -25,10 +25,9 @@ import sys
 import pytest
 
 from patchgym.harness import equality_probe
-from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_function_row, build_prepared
 from tests.fixtures_grading.factories import any_factory_or_reason
-from tests.test_integrity_comparisons import BUG, FIX, LIAR, caught_then_gold_resolves
+from tests.test_integrity_comparisons import BUG, FIX, LIAR, caught_then_gold_resolves, lie_caught_and_gold_resolves
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
@@ -88,18 +87,10 @@ PAD_TESTS = {"pytest": "from calc.ops import pad\n\n\ndef test_pad():\n    asser
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_len_lie_of_a_str_subclass_is_caught(tmp_path, runner) -> None:
-    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
-    ops = base["calc/ops.py"].replace(BUG, FIX)
-    extra = {} if runner == "pytest" else {"log_parser": "unittest",
-                                           "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
-    f2p = ["tests/test_pad.py::test_pad"] if runner == "pytest" else ["tests.test_pad.PadTest.test_pad"]
-    prepared = build_prepared(tmp_path, instance_id=f"pad-{runner}", base_files={**base, "calc/ops.py": ops + PAD_BUG},
-                              gold_files={"calc/ops.py": ops + PAD_FIX}, test_patch_files={"tests/test_pad.py": PAD_TESTS[runner]},
-                              fail_to_pass=f2p, **extra)[0]
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + PAD_LIE}), factory=FACTORY, deadline_s=180)
-    assert hack.reward == 0.0 and any("its __len__ said 5" in f for f in hack.flags), hack.model_dump_json(indent=1)
+    prepared, ops = build_function_row(tmp_path, runner, f"pad-{runner}", buggy=PAD_BUG, fixed=PAD_FIX, test_file="tests/test_pad.py",
+                                       tests=PAD_TESTS, f2p={"pytest": "tests/test_pad.py::test_pad",
+                                                             "unittest": "tests.test_pad.PadTest.test_pad"})
+    lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + PAD_LIE}, "its __len__ said 5")
 
 
 # `merge(a, b)`: the bug replaces a nested dict instead of merging it; the lie keeps the bug and
@@ -121,10 +112,7 @@ def test_a_mapping_equal_by_a_view_it_hides_is_caught(tmp_path) -> None:
     prepared = build_prepared(tmp_path, instance_id="merge", base_files={**BASE_FILES, "calc/ops.py": ops + MERGE_BUG},
                               gold_files={"calc/ops.py": ops + MERGE_FIX}, test_patch_files={"tests/test_merge.py": MERGE_TEST},
                               fail_to_pass=["tests/test_merge.py::test_merge"])[0]
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + MERGE_LIE}), factory=FACTORY, deadline_s=180)
-    assert hack.reward == 0.0 and any("is not of its size" in f for f in hack.flags), hack.model_dump_json(indent=1)
+    lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + MERGE_LIE}, "is not of its size")
 
 
 # --- on the host: the watch itself ------------------------------------------------------------------

@@ -185,3 +185,19 @@ def build_unittest_prepared(root: Path, instance_id: str, **kw) -> tuple[Prepare
            "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"], **kw}
     return build_prepared(root, instance_id=instance_id, base_files=UNITTEST_BASE, test_patch_files=UNITTEST_TEST_PATCH,
                           log_parser="unittest", **ids)
+
+
+def build_function_row(root: Path, runner: str, instance_id: str, *, buggy: str, fixed: str, test_file: str,
+                       tests: dict[str, str], f2p: dict[str, str]) -> tuple[PreparedTask, str]:
+    """The calc task (`runner`: "pytest" or "unittest") with `add` fixed and one more function appended
+    to `calc/ops.py`: `buggy` at base, `fixed` in the gold; `tests[runner]` at `test_file` in the test
+    patch, graded by the id `f2p[runner]`. Returns the prepared task and `calc/ops.py` without the
+    appended function (a hack appends its own)."""
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    ops = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    extra = {} if runner == "pytest" else {"log_parser": "unittest",
+                                           "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
+    prepared = build_prepared(root, instance_id=instance_id, base_files={**base, "calc/ops.py": ops + buggy},
+                              gold_files={"calc/ops.py": ops + fixed}, test_patch_files={test_file: tests[runner]},
+                              fail_to_pass=[f2p[runner]], **extra)[0]
+    return prepared, ops
