@@ -658,7 +658,11 @@ _WRAPPED = {}  # a method the probe put in a class's dict -> the patch's method 
 _WATCHED = {}  # class -> True once `watch` looked at it
 _ASKED_FROM = {}  # (class, code, line) -> questions asked of equalities that held there (`_within_budget`)
 _BUDGET = 256  # questions asked per class and line of a test file (`_within_budget`)
-_DEPTH = 64  # frames looked through for a test file's (`_within_budget`)
+_DEPTH = 24  # frames looked through for a test file's (`_within_budget`): an assertion library's matchers are ~5 deep
+_HOT = 50000  # calls of one class's watched equality past which only `_HOT_DEPTH` frames are looked through
+_HOT_DEPTH = 8
+_WATCHED_CALLS = {}  # class -> calls of its watched equality so far
+_TESTS_CODE = {}  # code object -> whether it is a test file's (`_within_budget`)
 # The methods of a builtin data type that tell what an object holds (`_watched_data`): what its
 # `len`, `in`, indexing, iteration, truth and number say must be what its data says.
 _DATA_METHODS = {str: ("__len__", "__contains__", "__getitem__", "__iter__", "__bool__"),
@@ -702,7 +706,7 @@ def watch(kind):
         if owner in _WATCHED:
             continue
         _WATCHED[owner] = True
-        if not owner.__flags__ & _HEAP_TYPE or _the_tests_own(owner):
+        if not owner.__flags__ & _HEAP_TYPE or _the_tests_own(owner) or _a_runners_class(owner):
             continue
         own = vars(owner)
         names = [n for n in ("__eq__", "__ne__") if _the_patchs_method(own.get(n))]
@@ -724,6 +728,14 @@ def watch(kind):
             except Exception:  # noqa: BLE001  a class that takes no new attribute: left unwatched
                 continue
             _WRAPPED[wrapper] = method
+
+
+def _a_runners_class(kind):
+    """A class of pytest's, pluggy's or unittest's own (their repositories' fixes edit them): the
+    reporters hold these classes' dicts to what they were (`replaced`), and a watch put there would
+    be a replacement."""
+    module = str(getattr(kind, "__module__", "") or "")
+    return module.split(".", 1)[0] in ("_pytest", "pytest", "pluggy", "unittest")
 
 
 def _the_patchs_method(method):
@@ -790,13 +802,20 @@ def _within_budget(kind):
     and line of that file. Why a test's: a value equal to everything that the library compares in its
     own code, with no test calling (a sentinel a fix adds, checked at import), is no assert. Why the
     bound: an honest fix of an `__eq__` a library compares with in its hot loops (dict lookups,
-    sorting out duplicates) would have every one asked, ~20 us each."""
+    sorting out duplicates) would have every one asked, ~20 us each; and past `_HOT` calls of a class
+    (its library comparing in its own loops) the frames looked through are fewer."""
+    calls = _WATCHED_CALLS.get(kind, 0) + 1
+    _WATCHED_CALLS[kind] = calls
     try:
         frame = _FRAME(2)
-        for _ in range(_DEPTH):
+        for _ in range(_DEPTH if calls < _HOT else _HOT_DEPTH):
             if frame is None:
                 return False
-            if _real(frame.f_code.co_filename) in _SOURCES and _a_tests_file(frame.f_code.co_filename):
+            code = frame.f_code
+            tests = _TESTS_CODE.get(code)
+            if tests is None:
+                tests = _TESTS_CODE[code] = _real(code.co_filename) in _SOURCES and _a_tests_file(code.co_filename)
+            if tests:
                 break
             frame = frame.f_back
         else:
@@ -1595,5 +1614,6 @@ def protect(paths):
     """Take the protected files' real paths (a wildcard defined there is the test's own)."""
     global _SOURCES
     _SOURCES = frozenset(_real(p) for p in paths)
+    _TESTS_CODE.clear()
 
 
