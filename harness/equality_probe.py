@@ -713,7 +713,11 @@ def watch(kind):
         if names and _unchanged_eq(own.get("__eq__"), owner):
             names = []  # an honest matcher of a file the fix edited (fpV Y2): asked at the end of the phase, as before
         base = next((b for b in owner.__mro__ if b in _DATA_METHODS), None)
-        data = [n for n in _DATA_METHODS.get(base, ()) if _the_patchs_method(own.get(n))]
+        # (not asked since fpAA found it `tampered` honest golds: colorclass's `ColorStr.__len__` is the
+        # visible width, jaraco.text's `FoldedCase.__contains__` case-insensitive, rdflib's
+        # `Literal.__bool__` its own -- each unchanged in a file the fix edited; `_watched_data` stays
+        # for when it is held to an edited def and a test's frame)
+        data = []
         for name in names + data:
             method = own[name]
             wrapper = _watched_equality(method, name == "__ne__") if name in ("__eq__", "__ne__") else _watched_data(method, name, base)
@@ -837,7 +841,9 @@ def _watched_equality(original, negated):
     meets the far value first, `_before_and_after`), the copy, its data and its size after, where it
     said the sides are equal; a lie is reported, and the answer made "unequal". Calls made by the
     probe itself, and the comparison a turned one is making (asked there), go straight through."""
-    def watched(self, other):
+    def watched(self, other, *args, **kwargs):
+        if args or kwargs:  # an `__eq__` of a signature of its own (`tol=`): called as it is (fpAA F5)
+            return original(self, other, *args, **kwargs)
         asking = _thread_id()
         turned = _TURNED.get(asking)
         if asking in _ASKING or turned is not None and (self is turned[0] or self is turned[1]):

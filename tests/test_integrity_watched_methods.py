@@ -84,6 +84,7 @@ PAD_TESTS = {"pytest": "from calc.ops import pad\n\n\ndef test_pad():\n    asser
                           "        self.assertEqual(len(pad('ab', 5)), 5)\n")}
 
 
+@pytest.mark.skip(reason="the data-method watch is off: it tampered honest golds whose unchanged __len__/__contains__/__bool__ differ from the str (fpAA A2, F1, F2)")
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_len_lie_of_a_str_subclass_is_caught(tmp_path, runner) -> None:
@@ -224,6 +225,7 @@ def test_a_memo_meets_the_far_value_first(patched) -> None:
     assert operator.eq(module.Memo("add(2, 3)"), 5) is False and "equal to 5 and to another value" in seen[0]
 
 
+@pytest.mark.skip(reason="the data-method watch is off (fpAA A2, F1, F2)")
 def test_what_a_str_subclass_says_of_itself_is_held_to_its_data(patched) -> None:
     module, seen = patched
     assert len(module.Short("abc")) == 3 and "its __len__ said 4, and the str it holds 3" in seen[0]
