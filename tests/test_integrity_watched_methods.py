@@ -288,3 +288,25 @@ def test_a_class_in_a_protected_file_the_patch_changed_is_not_the_tests(tmp_path
     finally:
         equality_probe.untrusted = None
         equality_probe.protect([])
+
+
+def test_a_class_the_probe_looked_at_can_still_be_collected() -> None:
+    """A class a test makes (and the probe looked at) is collected once the test drops it (fpAA A5: two
+    honest "the class is garbage-collected" tests failed while the probe's caches held every class)."""
+    import gc
+    import weakref
+
+    class Made:
+        def __eq__(self, other):
+            return True
+
+    ref = weakref.ref(Made)
+    equality_probe.untrusted = lambda filename: False
+    try:
+        equality_probe.watch(Made)
+        equality_probe._the_tests_own(Made)
+    finally:
+        equality_probe.untrusted = None
+    del Made
+    gc.collect()
+    assert ref() is None
