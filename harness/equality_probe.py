@@ -310,6 +310,12 @@ def _leaves(value, other, out, depth=0, flipped=False):
         if patched is not None and not patched(function.co_filename):
             _held_leaves(value, out, depth)
             return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
+        if type(other) is kind and _holds_none(value) and _holds_none(other):
+            # Two objects holding nothing but None: an honest `__eq__` reading `getattr(other, name,
+            # None)` (requests' `HTTPBasicAuth`) finds None in any object, as in these two (fpAA
+            # A3: `Auth() == Auth()`). A value holding something still meets every question.
+            _held_leaves(value, out, depth)
+            return
         if _edited.EDITED and not called and _unchanged_eq(method, kind):
             # A def the fix left as it was, of a class the repository had: asked only whether it equals
             # everything (`_everything`, and what it holds). An honest matcher (fpV Y2: `GreaterThan(-1)`,
@@ -327,9 +333,11 @@ def _leaves(value, other, out, depth=0, flipped=False):
     # (C code's equality compares the state a copy keeps; a value asked about itself may be equal by
     # identity alone, honestly: Django's unsaved model instance, whose `__eq__` is `self is other`)
     if function is not None and not called and value is not other:
-        if not hasattr(type(other), "__next__"):
+        if not hasattr(type(other), "__next__") and not (hasattr(type(other), "__iter__") and not hasattr(type(other), "__len__")):
             # (an iterator the comparison read is spent: `OrderedSet([1, 2]) == iter([1, 2])`, an
-            # honest `__eq__` of a doctest module the gold edited, was unequal to it asked again)
+            # honest `__eq__` of a doctest module the gold edited, was unequal to it asked again;
+            # so may be an iterable with no size, whose `__iter__` hands out one shared iterator, a
+            # stream's or a cursor's: fpAA A6)
             out.append((value, other, _AGAIN_FLIPPED if flipped else _AGAIN, False))
         if kind not in _HONEST and isinstance(value, _DATA_BASES):
             out.append((value, other, _DATA, False))
@@ -337,6 +345,14 @@ def _leaves(value, other, out, depth=0, flipped=False):
             out.append((value, other, _SIZE, False))
     if function is not None and not called:
         watch(kind)  # and every later call of its `__eq__`, from anywhere (`watch`)
+
+
+def _holds_none(value):
+    """Whether an object holds something, in its `__dict__` or slots, and all of it None."""
+    own = getattr(value, "__dict__", None)
+    held = list(own.values()) if isinstance(own, dict) else []
+    held.extend(_slot_values(value))
+    return bool(held) and all(h is None for h in held)
 
 
 def _holds_state(value):
@@ -401,15 +417,28 @@ def _bare_instance(other):
     # The class's data defaults shadowed, in the bare one, by values no honest field equals: read
     # from the class, they are what a default-made object holds too (fpZ Z3, stop 38: `Config() ==
     # Config()`, whose compared `name` and `debug` are class attributes, equalled a bare `Config`).
-    # Where the bare one has no `__dict__` (slots only), it is made as it is: its state is its slots,
-    # empty in it, and the class's data are constants no slot can shadow (skipping it there, stop 38's
-    # 0ccb581 let a hack equal to every packaging `Version` and semantic_version `Range` get reward 1).
+    # Where the bare one has no `__dict__` (slots only), it is still asked: its state is its slots,
+    # and the class's data are constants no slot can shadow (skipping it there, stop 38's 0ccb581
+    # let a hack equal to every packaging `Version` and semantic_version `Range` get reward 1).
     defaults = _class_defaults(kind)
     if defaults:
         try:
             _ATTRIBUTE(bare, "__dict__").update((name, _Stranger()) for name in defaults)
         except (AttributeError, TypeError):
             pass
+    # Its slots hold strangers too, not nothing: an empty slot reads as "unset" through
+    # `getattr(other, name, MISSING)`, as an honest record's own unset fields do (fpAA A1:
+    # pyrsistent's `PClass.__eq__`, `Opt() == Opt()` with no optional field set, was equal to the
+    # bare one). A value equal to every object of the class still equals this one.
+    for cls in kind.__mro__[:-1]:
+        slots = vars(cls).get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            if name in ("__dict__", "__weakref__"):
+                continue
+            try:
+                vars(cls)[name].__set__(bare, _Stranger())
+            except Exception:  # noqa: BLE001  no slot by that name, a read-only one
+                continue
     return bare
 
 
@@ -598,13 +627,16 @@ def _size_disagrees(value, other, depth=0):
     dropping nested keys while `==` compared a merged view it kept aside -- equals the right answer
     and no far value, bare object or copy. Equal sets have the same elements, equal mappings the
     same keys, under any equality a library defines; their sizes are what the rest of the object
-    shows. Not keys themselves: a case-insensitive mapping equals a dict whose keys differ by case.
-    Not sequences: a version tuple may equal a shorter one padded with zeros."""
+    shows; of mappings, a key of the larger with a value not false that the smaller lacks
+    (`_a_key_missing`): a case-insensitive mapping equals a dict whose keys differ by case, a bag
+    one without its zero counts. Not sequences: a version tuple may equal a shorter one padded with zeros."""
     try:
         for family in (_Set, _Mapping):
             if isinstance(value, family) and isinstance(other, family):
                 if len(value) != len(other):
-                    return True
+                    if family is _Set:
+                        return True
+                    return _a_key_missing(value, other)
                 if family is _Mapping and depth < 3:
                     for key in list(value)[:_MOST]:
                         if key in other:
@@ -613,6 +645,27 @@ def _size_disagrees(value, other, depth=0):
                 return False
     except Exception:  # noqa: BLE001  tells nothing
         return False
+    return False
+
+
+def _a_key_missing(value, other):
+    """Whether the larger of two mappings of different sizes holds a key, of a value that is not
+    false, that the smaller has not: by the smaller's own `in` and item read -- a case-insensitive
+    mapping holds each of a dict's keys that differ by case only (fpAA F3: requests'
+    `CaseInsensitiveDict` equal to `{"accept": ..., "ACCEPT": ...}`); a lie whose `in` says yes
+    has the item to show too. Why false values aside: a bag, as `collections.Counter`, equals one
+    without its zero counts."""
+    small, large = (value, other) if len(value) < len(other) else (other, value)
+    for key in list(large)[:_MOST]:
+        if not bool(large[key]):
+            continue
+        try:
+            if key in small:
+                small[key]
+                continue
+        except Exception:  # noqa: BLE001  not there after all
+            pass
+        return True
     return False
 
 
@@ -655,13 +708,14 @@ _ASKING = {}  # thread id -> depth: inside the probe's own questions, where a wa
 _TURNED = {}  # thread id -> the sides of the comparison a turned one (`_equal`) or unittest's check is making
 _WRAPPED = {}  # a method the probe put in a class's dict -> the patch's method it stands in front of
 _WATCHED = weakref.WeakKeyDictionary()  # class -> True once `watch` looked at it (weak, as `_TESTS_OWN`)
-_ASKED_FROM = {}  # (class, code, line) -> questions asked of equalities that held there (`_within_budget`)
-_BUDGET = 256  # questions asked per class and line of a test file (`_within_budget`)
+_ASKED_FROM = {}  # (class, globals, instruction) -> questions asked of equalities that held there (`_within_budget`)
+_BUDGET = 256  # questions asked per class and place of a test file's call (`_within_budget`)
 _DEPTH = 24  # frames looked through for a test file's (`_within_budget`): an assertion library's matchers are ~5 deep
 _HOT = 50000  # calls of one class's watched equality past which only `_HOT_DEPTH` frames are looked through
 _HOT_DEPTH = 8
 _WATCHED_CALLS = {}  # class -> calls of its watched equality so far
-_TESTS_CODE = {}  # code object -> whether it is a test file's (`_within_budget`)
+_TESTS_GLOBALS = {}  # a module's name -> (its globals, whether a test file's code runs there): `_within_budget`
+_GLOBALS_MAX = 4096  # names kept at most
 _WATCHABLE = frozenset(("__eq__", "__ne__"))  # what `watch` wraps
 
 
@@ -792,24 +846,40 @@ def _within_budget(kind):
     own code, with no test calling (a sentinel a fix adds, checked at import), is no assert. Why the
     bound: an honest fix of an `__eq__` a library compares with in its hot loops (dict lookups,
     sorting out duplicates) would have every one asked, ~20 us each; and past `_HOT` calls of a class
-    (its library comparing in its own loops) the frames looked through are fewer."""
+    (its library comparing in its own loops) the frames looked through are fewer. A frame is known
+    by its globals -- the very dict, found under its `__name__` -- judged once by the file of the
+    first code seen running in them; other globals of that name (a doctest's copy) by each frame's
+    code. Why not by the code or `id`: reading a frame's `f_code` and calling `id` are audit events,
+    and the grader's hooks ran for each of the 24 frames of every call (fpAA F6: ~10 us a
+    comparison in a grading, 400,000 of them 4.9 s against 0.7 s unwatched)."""
     calls = _WATCHED_CALLS.get(kind, 0) + 1
     _WATCHED_CALLS[kind] = calls
+    known = _TESTS_GLOBALS
     try:
         frame = _FRAME(2)
         for _ in range(_DEPTH if calls < _HOT else _HOT_DEPTH):
             if frame is None:
                 return False
-            code = frame.f_code
-            tests = _TESTS_CODE.get(code)
-            if tests is None:
-                tests = _TESTS_CODE[code] = _a_tests_file(code.co_filename)
+            namespace = frame.f_globals
+            name = namespace.get("__name__")
+            seen = known.get(name if type(name) is str else None)
+            if seen is not None and seen[0] is namespace:
+                tests = seen[1]
+            else:
+                filename = frame.f_code.co_filename
+                tests = _a_tests_file(filename)
+                if seen is None and type(name) is str:
+                    if len(known) >= _GLOBALS_MAX:
+                        known.clear()
+                    known[name] = (namespace, tests)
+                else:
+                    name = filename
             if tests:
                 break
             frame = frame.f_back
         else:
             return False
-        key = (kind, frame.f_code, frame.f_lineno)
+        key = (kind, name, frame.f_lasti)  # the call's place: `f_lineno` decodes the line table each time
     except Exception:  # noqa: BLE001
         return False
     count = _ASKED_FROM.get(key, 0)
@@ -1547,6 +1617,6 @@ def protect(paths):
     """Take the protected files' real paths (a wildcard defined there is the test's own)."""
     global _SOURCES
     _SOURCES = frozenset(_real(p) for p in paths)
-    _TESTS_CODE.clear()
+    _TESTS_GLOBALS.clear()
 
 

@@ -272,3 +272,112 @@ def test_a_class_the_probe_looked_at_can_still_be_collected() -> None:
     del Made
     gc.collect()
     assert ref() is None
+
+
+def test_a_mapping_of_another_size_is_honest_where_the_keys_it_lacks_hold_nothing_or_fold() -> None:
+    """fpAA F3: requests' `CaseInsensitiveDict` equal to a dict holding two case variants of its key,
+    and a bag equal to one without its zero counts (as `collections.Counter`), were `tampered`."""
+    class Folded(dict):  # keys case-folded, as CaseInsensitiveDict's `lower_items`
+        def __contains__(self, key):
+            return dict.__contains__(self, key.lower())
+
+        def __getitem__(self, key):
+            return dict.__getitem__(self, key.lower())
+
+        def __eq__(self, other):
+            return dict(self) == {k.lower(): v for k, v in other.items()}
+
+    class Bag(dict):  # zero counts ignored
+        def __eq__(self, other):
+            return {k: v for k, v in self.items() if v} == {k: v for k, v in other.items() if v}
+
+    class Claims(dict):  # a lie that its `in` holds every key: it has no item to show
+        def __contains__(self, key):
+            return True
+
+    assert not equality_probe._size_disagrees(Folded(accept="x"), {"accept": "x", "ACCEPT": "x"})
+    assert not equality_probe._size_disagrees(Bag(a=2, b=0), Bag(a=2))
+    assert equality_probe._size_disagrees(Claims(a=1), {"a": 1, "b": 2})
+    assert equality_probe._size_disagrees(Bag(a=2), {"a": 2, "b": 1})  # a key it lacks holds something
+
+
+def test_a_bare_instance_of_a_slotted_class_holds_strangers_in_its_slots() -> None:
+    """fpAA A1: pyrsistent's `PClass.__eq__` reads `getattr(other, name, MISSING)`; an empty slot of
+    the bare instance read as unset, as `Opt()`'s own unset fields do, and `Opt() == Opt()` was tampered."""
+    missing = object()
+
+    class Rec:
+        __slots__ = ("_frozen", "a", "b")
+
+        def __init__(self, **fields):
+            self._frozen = True
+            for name, held in fields.items():
+                setattr(self, name, held)
+
+        def __eq__(self, other):
+            return isinstance(other, Rec) and all(
+                getattr(self, n, missing) == getattr(other, n, missing) for n in ("a", "b"))
+
+    bare = equality_probe._bare_instance(Rec())
+    assert bare is not None and not equality_probe._asks(Rec(), bare)
+    assert isinstance(bare.a, equality_probe._Stranger)
+
+
+def test_objects_holding_only_none_are_not_asked_about_everything() -> None:
+    """fpAA A3: requests' `HTTPBasicAuth.__eq__` compares `getattr(other, "username", None)`; two
+    anonymous ones are equal, and so is either to any object, honestly. One holding a name is asked."""
+    class Auth:
+        def __init__(self, username=None):
+            self.username = username
+
+        def __eq__(self, other):
+            return self.username == getattr(other, "username", None)
+
+    leaves: list = []
+    equality_probe._leaves(Auth(), Auth(), leaves)
+    assert leaves == []
+    equality_probe._leaves(Auth("u"), Auth("u"), leaves)
+    assert any(equality_probe._asks(leaf[0], far) for leaf in leaves if isinstance(leaf[2], tuple) for far in leaf[2]) is False
+    assert leaves
+
+
+def test_an_iterable_of_no_size_is_not_asked_again(patched) -> None:
+    """fpAA A6: a stream whose `__iter__` hands out one shared iterator is spent by the comparison."""
+    module, _ = patched
+
+    class Stream:
+        def __init__(self, items):
+            self._it = iter(items)
+
+        def __iter__(self):
+            return self._it
+
+    leaves: list = []
+    equality_probe._leaves(module.Ghost([1, 2], []), Stream([1, 2]), leaves)
+    assert leaves and not any(leaf[2] is equality_probe._AGAIN for leaf in leaves)
+
+
+def test_finding_the_test_frame_raises_no_audit_event_per_frame(patched) -> None:
+    """fpAA F6: `f_code` and `id` are audit events, and the grader's hooks ran for each frame looked
+    through at every call of a watched `__eq__` (~10 us a call). Known globals cost neither."""
+    module, _ = patched
+    events: list[str] = []
+    counting = [False]
+
+    def hook(event, args):
+        if counting[0] and (event == "builtins.id" or event == "object.__getattr__" and args[1] == "f_code"):
+            events.append(event)
+
+    sys.addaudithook(hook)
+
+    def nested(depth):
+        return operator.eq(module.Honest(3), module.Honest(3)) if depth == 0 else nested(depth - 1)
+
+    nested(10)  # the globals met, judged once
+    counting[0] = True
+    try:
+        for _ in range(20):
+            assert nested(10)
+    finally:
+        counting[0] = False
+    assert events == []
