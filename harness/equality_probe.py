@@ -97,8 +97,11 @@ methods say otherwise -- colorclass's visible width, jaraco.text's case-folded `
 honest result equals it either).
 """
 
+import collections
+import functools
 import os
 import sys
+import types
 import warnings as _warnings
 import weakref
 from _thread import get_ident as _thread_id
@@ -123,10 +126,10 @@ _PROXIES = (weakref.ProxyType, weakref.CallableProxyType)  # a dead one raises o
 _C_CALLABLES = (type(object.__eq__), type(len), type(str.join), type((1).__eq__))
 _PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is asked at its assert
 _pending = []  # (value, other, far values, True): questions kept until the test's phase ends (`settle`)
-_UNCHANGED = {}  # (class, its __eq__) -> `_unchanged`
+_UNCHANGED = weakref.WeakKeyDictionary()  # class -> {a weak reference to its __eq__: `_unchanged`} (weak: fpAA A5, a class a factory makes)
 _TESTS_OWN = weakref.WeakKeyDictionary()  # class -> `_the_tests_own` (weak: a class a test makes must be collectable, fpAA A5)
-_PATCHS_CLASS = {}  # class -> `_the_patchs_value` of its objects
-_DEFAULTS = {}  # class -> its data defaults (`_class_defaults`)
+_PATCHS_CLASS = weakref.WeakKeyDictionary()  # class -> `_the_patchs_value` of its objects
+_DEFAULTS = weakref.WeakKeyDictionary()  # class -> its data defaults (`_class_defaults`)
 _CHANGED = {}  # real path of a test file -> lines of its contradiction copies' changed statements (`changed`)
 _MATCHED = [0]  # equalities `matched_honestly` on such a line (`matched`)
 _FRAME = sys._getframe  # as found at import: a test may delete or replace it (attrs, loguru)
@@ -136,12 +139,14 @@ _AGAIN = ("asked again",)  # a leaf's question: is the value, copied, still equa
 _AGAIN_FLIPPED = ("asked again, the value on the right",)
 _DATA = ("asked of the data it holds",)  # `_data_disagrees`
 _SIZE = ("asked of its size",)  # `_size_disagrees`
-_AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE)  # questions asked only where the comparison held (`_before_and_after`)
+_NUMBER = ("asked of the number it converts to",)  # `_number_disagrees`
+_AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE, _NUMBER)  # questions asked only where the comparison held (`_before_and_after`)
 # Only those whose data is the value itself: a container subclass may keep its items in its own
 # format (boltons' OrderedMultiDict holds a list per key in its dict, and its honest `__eq__` with a
 # plain dict was `tampered`, fpX's row run again), a float one compare within a tolerance, a tuple
 # one (a namedtuple) leave a field out.
-_DATA_BASES = (str, bytes, bytearray, int)
+_DATA_BASES = (str, bytes, bytearray, int, float, complex, collections.UserString)
+_DATA_MODULES = (("decimal", "Decimal"), ("fractions", "Fraction"))  # data bases too, where loaded (`_data_bases`)
 # The builtin bases a copy is made through (`_copy_of`), and how their items are copied into it
 # (C code only: nothing of a subclass's own `__setitem__`, `append` or `add`).
 _COPY_BASES = {list: lambda new, old: list.extend(new, list.__iter__(old)),
@@ -253,11 +258,20 @@ def _unchanged(method, kind):
 
 def _unchanged_eq(method, kind):
     """`_unchanged`, remembered per class and method."""
-    key = (kind, method)
-    known = _UNCHANGED.get(key)
+    try:
+        held = _UNCHANGED.get(kind)
+        if held is None:
+            held = _UNCHANGED[kind] = {}
+    except TypeError:  # a class that takes no weak reference
+        held = {}
+    try:
+        key = weakref.ref(method)  # (a method's closure may hold its class: the key's own)
+    except TypeError:
+        key = method
+    known = held.get(key)
     if known is None:
         try:
-            known = _UNCHANGED[key] = bool(_unchanged(method, kind))
+            known = held[key] = bool(_unchanged(method, kind))
         except Exception:  # noqa: BLE001  asked, as before
             known = False
     return known
@@ -295,6 +309,13 @@ def _leaves(value, other, out, depth=0, flipped=False):
     if method is _IDENTITY:
         return  # equal to itself only: `value == another(other)` is False whatever `other` is
     function = getattr(method, "__code__", None)
+    held = _unwrapped(next((vars(c)["__eq__"] for c in kind.__mro__ if "__eq__" in vars(c)), None))
+    if held is not None and type(held) is not _FUNCTION and (function is None or held is not method):
+        # A decorated or descriptor-made `__eq__` of the class's dict (`_function_of`): looked up on
+        # the class, `partialmethod` hands out a function of functools', not the patch's
+        inner = _function_of(held)
+        if inner is not None:
+            method, function = held, inner.__code__
     called = False  # an object called as `__eq__`: judged by its class's `__call__`
     if function is None and method is not None and not isinstance(method, _C_CALLABLES):
         # (unittest.mock's MagicMock sets each magic method to a mock of its own, whose configured
@@ -307,7 +328,8 @@ def _leaves(value, other, out, depth=0, flipped=False):
         if _a_tests_file(function.co_filename):
             return  # a wildcard of the test's own
         patched = untrusted
-        if patched is not None and not patched(function.co_filename):
+        if patched is not None and not patched(function.co_filename) and not _borrowed(
+                _function_of(method), next((c for c in kind.__mro__ if _unwrapped(vars(c).get("__eq__")) is method), None)):
             _held_leaves(value, out, depth)
             return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
         if type(other) is kind and _holds_none(value) and _holds_none(other):
@@ -339,8 +361,10 @@ def _leaves(value, other, out, depth=0, flipped=False):
             # so may be an iterable with no size, whose `__iter__` hands out one shared iterator, a
             # stream's or a cursor's: fpAA A6)
             out.append((value, other, _AGAIN_FLIPPED if flipped else _AGAIN, False))
-        if kind not in _HONEST and isinstance(value, _DATA_BASES):
+        if kind not in _HONEST and isinstance(value, _data_bases()):
             out.append((value, other, _DATA, False))
+        elif type(other) in (int, float) and any(hasattr(kind, name) for name in ("__index__", "__int__", "__float__")):
+            out.append((value, other, _NUMBER, False))
         if isinstance(value, (_Set, _Mapping)):
             out.append((value, other, _SIZE, False))
     if function is not None and not called:
@@ -589,13 +613,28 @@ def _an_answer(answer):
     return kind in _HONEST or isinstance(answer, int) or getattr(kind, "__module__", None) == "numpy"
 
 
+def _data_bases():
+    """The classes whose equality is that of the data they hold (`_data_disagrees`): `str`, `bytes`,
+    `int`, `float`, `complex`, `UserString`, and `Decimal` and `Fraction` where a module loaded them
+    (not imported here: a test may check that its library does not). Why the numbers and
+    `UserString` (red team rt25, reward 1 on eight rows): a `float`, `Decimal` or `UserString`
+    subclass whose `__eq__` also holds for the right answer, the data keeping the wrong one."""
+    bases = _DATA_BASES
+    for module, name in _DATA_MODULES:
+        held = getattr(sys.modules.get(module), name, None)
+        if isinstance(held, type):
+            bases += (held,)
+    return bases
+
+
 def _data_base(kind):
-    return next(c for c in kind.__mro__ if c in _DATA_BASES)
+    bases = _data_bases()
+    return next(c for c in kind.__mro__ if c in bases)
 
 
 def _data_disagrees(value, other):
-    """Whether `value`, an object of a class deriving a builtin data type whose data is its value (a
-    `str`, `bytes`, `int`: `_DATA_BASES`) and whose `__eq__` is the patch's, equal to `other` by that `__eq__`, is unequal to
+    """Whether `value`, an object of a class deriving a data type whose data is its value (a
+    `str`, `bytes`, `int`, a `float`, ...: `_data_bases`) and whose `__eq__` is the patch's, equal to `other` by that `__eq__`, is unequal to
     it by the builtin's own equality of the data it holds (`str.__eq__(value, other)`).
 
     Why (red team rt24, stop 38, reward 1 on four real rows): a wrong result whose `__eq__` is lax in
@@ -633,6 +672,8 @@ def _size_disagrees(value, other, depth=0):
     try:
         for family in (_Set, _Mapping):
             if isinstance(value, family) and isinstance(other, family):
+                if _miscounts(value) or _miscounts(other):
+                    return True
                 if len(value) != len(other):
                     if family is _Set:
                         return True
@@ -646,6 +687,51 @@ def _size_disagrees(value, other, depth=0):
     except Exception:  # noqa: BLE001  tells nothing
         return False
     return False
+
+
+def _miscounts(value):
+    """Whether a set or mapping of a class not the interpreter's says a size its iteration does
+    not show (counted up to `_MOST`). Why (red team rt25, reward 1): a result comparing a view it
+    hides, whose `__len__` counted that view too (ordered-set's ghost items, addict's merged
+    view), was of the right answer's size by its own word. Every set and mapping iterates over as
+    many items as its `len` says: the protocols define the one by the other."""
+    if type(value) in _HONEST:
+        return False
+    size = len(value)
+    if size > _MOST:
+        return False
+    count = 0
+    for _ in value:
+        count += 1
+        if count > size:
+            return True
+    return count != size
+
+
+def _number_disagrees(value, other):
+    """The number `value`, an object of the patch's with an `__eq__` of the patch's, equal to the
+    number `other` by it, converts to (`float()`, or `int()` where it converts only so), where that
+    number is not `other` (within a millionth); None where it is, or does not convert.
+
+    Why (red team rt25, reward 1): a plain object holding the wrong sum, whose `__eq__` also holds
+    for the right one kept aside (`add(2, 3) == 5`, its `int()` -1), met no other question: no far
+    value, bare object or copy is equal to it, and it derives no data type. A number is equal to
+    another only where it is that number, so its conversions give that number too. What it costs
+    an honest fix: a class of the patch's whose equality with a number is approximate, coarser
+    than a millionth, or whose conversion means something else than its value."""
+    kind = type(value)
+    try:
+        if hasattr(kind, "__float__"):
+            number = float(value)
+        else:
+            number = int(value) if hasattr(kind, "__index__") or hasattr(kind, "__int__") else None
+        if number is None or type(number) not in (int, float):
+            return None
+        if number == other or abs(number - other) <= 1e-6 * max(1.0, abs(other)):
+            return None
+        return number
+    except Exception:  # noqa: BLE001  tells nothing
+        return None
 
 
 def _a_key_missing(value, other):
@@ -693,6 +779,11 @@ def _first_lie(leaves, asks=_asks):
                     if _size_disagrees(value, other):
                         _report(value, other, "and is not of its size")
                         return value
+                elif fars is _NUMBER:
+                    number = _number_disagrees(value, other)
+                    if number is not None:
+                        _report(value, other, "and converts to {!r}".format(number))
+                        return value
                 elif all(asks(value, far) for far in (fars() if callable(fars) else fars)):
                     _report(value, other)
                     return value
@@ -706,22 +797,27 @@ def _first_lie(leaves, asks=_asks):
 _FUNCTION = type(_a_function)
 _ASKING = {}  # thread id -> depth: inside the probe's own questions, where a watched method lets calls through
 _TURNED = {}  # thread id -> the sides of the comparison a turned one (`_equal`) or unittest's check is making
-_WRAPPED = {}  # a method the probe put in a class's dict -> the patch's method it stands in front of
+_WRAPPED = weakref.WeakKeyDictionary()  # a method the probe put in a class's dict -> a weak reference to the
+# patch's method it stands in front of (weak both ways: that method's closure may hold its class, which a
+# factory makes per call and a test expects collected, fpAA A5)
 _WATCHED = weakref.WeakKeyDictionary()  # class -> True once `watch` looked at it (weak, as `_TESTS_OWN`)
-_ASKED_FROM = {}  # (class, globals, instruction) -> questions asked of equalities that held there (`_within_budget`)
-_BUDGET = 256  # questions asked per class and place of a test file's call (`_within_budget`)
+_BUDGET = 256  # questions asked per watched method and place of a test file's call (`_within_budget`)
 _DEPTH = 24  # frames looked through for a test file's (`_within_budget`): an assertion library's matchers are ~5 deep
 _HOT = 50000  # calls of one class's watched equality past which only `_HOT_DEPTH` frames are looked through
 _HOT_DEPTH = 8
-_WATCHED_CALLS = {}  # class -> calls of its watched equality so far
 _TESTS_GLOBALS = {}  # a module's name -> (its globals, whether a test file's code runs there): `_within_budget`
 _GLOBALS_MAX = 4096  # names kept at most
 _WATCHABLE = frozenset(("__eq__", "__ne__"))  # what `watch` wraps
+_ORDERING = ("__lt__", "__le__", "__gt__", "__ge__", "__sub__", "__rsub__")  # and, of a number's class, these
+_LOOKED_FOR = _WATCHABLE.union(_ORDERING)  # a class defining none of these is not looked at (`watch_classes`)
 
 
 def _unwrapped(method):
     """The patch's own method where `method` is the probe's watch in front of it (`watch`)."""
-    return _WRAPPED.get(method, method) if type(method) is _FUNCTION else method
+    if type(method) is not _FUNCTION:
+        return method
+    held = _WRAPPED.get(method)
+    return method if held is None else held()
 
 
 def _done_asking(asking):
@@ -755,12 +851,18 @@ def watch(kind):
         if not owner.__flags__ & _HEAP_TYPE or _the_tests_own(owner) or _a_runners_class(owner):
             continue
         own = vars(owner)
-        names = [n for n in _WATCHABLE if _the_patchs_method(own.get(n))]
+        names = [n for n in _WATCHABLE if _the_patchs_method(own.get(n), owner, n)]
         if names and _unchanged_eq(own.get("__eq__"), owner):
             continue  # an honest matcher of a file the fix edited (fpV Y2): asked at the end of the phase, as before
+        number = _number_base(owner)
+        if number is not None:
+            names += [n for n in _ORDERING if _the_patchs_method(own.get(n), owner, n) and not _unchanged_def(own[n], owner, n)]
         for name in names:
             method = own[name]
-            wrapper = _watched_equality(method, name == "__ne__")
+            if name in _WATCHABLE:
+                wrapper = _watched_equality(method, name == "__ne__")
+            else:
+                wrapper = _watched_number(method, getattr(number, name))
             for attribute in ("__module__", "__name__", "__qualname__", "__doc__"):
                 try:
                     setattr(wrapper, attribute, getattr(method, attribute))
@@ -771,7 +873,7 @@ def watch(kind):
                 type.__setattr__(owner, name, wrapper)  # past a metaclass's own __setattr__
             except Exception:  # noqa: BLE001  a class that takes no new attribute: left unwatched
                 continue
-            _WRAPPED[wrapper] = method
+            _WRAPPED[wrapper] = weakref.ref(method)
 
 
 def _a_runners_class(kind):
@@ -782,8 +884,58 @@ def _a_runners_class(kind):
     return module.split(".", 1)[0] in ("_pytest", "pytest", "pluggy", "unittest")
 
 
-def _the_patchs_method(method):
-    return type(method) is _FUNCTION and method not in _WRAPPED and bool(untrusted(method.__code__.co_filename))
+def _function_of(method):
+    """The plain function an `__eq__` in a class's dict runs: itself, or what a decorator or a
+    descriptor holds (a `__wrapped__` in its own `__dict__`, as `functools.lru_cache` and `wraps`
+    leave; `partialmethod`'s and `partial`'s `func`; a static or class method's `__func__`), four
+    levels deep; None if none. Nothing of the object's own lookups runs (a mock makes any
+    attribute asked of it). Why (red team rt25, reward 1): an `__eq__` made with `partialmethod`,
+    `lru_cache` or a decorator had no `__code__`, and was never watched."""
+    for _ in range(5):
+        if type(method) is _FUNCTION:
+            return method
+        if isinstance(method, (staticmethod, classmethod, types.MethodType)):
+            method = method.__func__
+        elif isinstance(method, (functools.partial, functools.partialmethod)):
+            method = method.func
+        else:
+            try:
+                method = _ATTRIBUTE(method, "__dict__").get("__wrapped__")
+            except Exception:  # noqa: BLE001  no `__dict__`
+                return None
+    return None
+
+
+def _the_patchs_method(method, owner=None, name="__eq__"):
+    if method is None or method in _WRAPPED:
+        return False
+    function = _function_of(method)
+    return function is not None and (bool(untrusted(function.__code__.co_filename)) or _borrowed(function, owner, name))
+
+
+def _borrowed(function, owner, name="__eq__"):
+    """Whether `function`, another class's method (the standard library's), is the `name` of
+    `owner`, a class of a file the patch changed or created: the patch put it there (red team
+    rt25, reward 1: a `str` subclass whose `__eq__` is `UserString.__eq__`, comparing a `data`
+    property that spells the right answer, was code of no file of the patch's and never asked)."""
+    if owner is None or untrusted is None:
+        return False
+    try:
+        home = sys.modules[owner.__module__].__file__
+        return (getattr(function, "__qualname__", "") != owner.__qualname__ + "." + name
+                and bool(untrusted(home)) and not untrusted(function.__code__.co_filename))
+    except Exception:  # noqa: BLE001  a class of no module
+        return False
+
+
+def _call(original, self, other):
+    """`original(self, other)` as the class's dict would call it: a descriptor bound first."""
+    if type(original) is _FUNCTION:
+        return original(self, other)
+    binding = getattr(type(original), "__get__", None)
+    if binding is not None:
+        return binding(original, self, type(self))(other)
+    return original(self, other)
 
 
 def watch_classes():
@@ -807,8 +959,8 @@ def watch_classes():
             todo.append(kind)
             if kind.__flags__ & _HEAP_TYPE:
                 own = vars(kind)
-                defined = _WATCHABLE.intersection(own)  # (one C-level pass: most classes define none of them)
-                if defined and kind not in _WATCHED and any(_the_patchs_method(own[n]) for n in defined):
+                defined = _LOOKED_FOR.intersection(own)  # (one C-level pass: most classes define none of them)
+                if defined and kind not in _WATCHED and any(_the_patchs_method(own[n], kind, n) for n in defined):
                     watch(kind)
     return len(seen)
 
@@ -828,7 +980,7 @@ def watch_class_statements():
     def __build_class__(func, name, *bases, **kwargs):
         made = build(func, name, *bases, **kwargs)
         try:
-            if untrusted is not None and isinstance(made, type) and _WATCHABLE.intersection(vars(made)):
+            if untrusted is not None and isinstance(made, type) and _LOOKED_FOR.intersection(vars(made)):
                 watch(made)
         except Exception:  # noqa: BLE001  never the class statement's failure
             pass
@@ -839,10 +991,10 @@ def watch_class_statements():
     builtins.__build_class__ = __build_class__
 
 
-def _within_budget(kind):
-    """Whether an equality of `kind` is asked here: where a test is making it -- a frame of a
-    protected test file on the stack, the nearest of `_DEPTH` -- and at most `_BUDGET` times per class
-    and line of that file. Why a test's: a value equal to everything that the library compares in its
+def _within_budget(state):
+    """Whether a watched equality (`state`: its wrapper's calls so far and questions per place) is
+    asked here: where a test is making it -- a frame of a protected test file on the stack, the
+    nearest of `_DEPTH` -- and at most `_BUDGET` times per watched method and place of that file. Why a test's: a value equal to everything that the library compares in its
     own code, with no test calling (a sentinel a fix adds, checked at import), is no assert. Why the
     bound: an honest fix of an `__eq__` a library compares with in its hot loops (dict lookups,
     sorting out duplicates) would have every one asked, ~20 us each; and past `_HOT` calls of a class
@@ -852,8 +1004,7 @@ def _within_budget(kind):
     code. Why not by the code or `id`: reading a frame's `f_code` and calling `id` are audit events,
     and the grader's hooks ran for each of the 24 frames of every call (fpAA F6: ~10 us a
     comparison in a grading, 400,000 of them 4.9 s against 0.7 s unwatched)."""
-    calls = _WATCHED_CALLS.get(kind, 0) + 1
-    _WATCHED_CALLS[kind] = calls
+    calls = state[0] = state[0] + 1
     known = _TESTS_GLOBALS
     try:
         frame = _FRAME(2)
@@ -879,13 +1030,14 @@ def _within_budget(kind):
             frame = frame.f_back
         else:
             return False
-        key = (kind, name, frame.f_lasti)  # the call's place: `f_lineno` decodes the line table each time
+        key = (name, frame.f_lasti)  # the call's place: `f_lineno` decodes the line table each time
     except Exception:  # noqa: BLE001
         return False
-    count = _ASKED_FROM.get(key, 0)
+    asked = state[1]
+    count = asked.get(key, 0)
     if count >= _BUDGET:
         return False
-    _ASKED_FROM[key] = count + 1
+    asked[key] = count + 1
     return True
 
 
@@ -896,16 +1048,21 @@ def _watched_equality(original, negated):
     meets the far value first, `_before_and_after`), the copy, its data and its size after, where it
     said the sides are equal; a lie is reported, and the answer made "unequal". Calls made by the
     probe itself, and the comparison a turned one is making (asked there), go straight through."""
+    state = [0, {}]  # calls so far, and questions asked per place of a test file (`_within_budget`):
+    # held by the wrapper, not keyed by class, so that a class a factory makes can be collected
+
     def watched(self, other, *args, **kwargs):
         if args or kwargs:  # an `__eq__` of a signature of its own (`tol=`): called as it is (fpAA F5)
+            if type(original) is not _FUNCTION and hasattr(type(original), "__get__"):
+                return type(original).__get__(original, self, type(self))(other, *args, **kwargs)
             return original(self, other, *args, **kwargs)
         asking = _thread_id()
         turned = _TURNED.get(asking)
         if asking in _ASKING or turned is not None and (self is turned[0] or self is turned[1]):
-            return original(self, other)
+            return _call(original, self, other)
         try:
             after = None
-            if _within_budget(type(self)):
+            if _within_budget(state):
                 leaves = []
                 _leaves(self, other, leaves)
                 before, after = _before_and_after([leaf for leaf in leaves if not leaf[3] and leaf[0] is self])
@@ -913,12 +1070,74 @@ def _watched_equality(original, negated):
                     return negated
         except Exception:  # noqa: BLE001  never the comparison's failure
             after = None
-        answer = original(self, other)
+        answer = _call(original, self, other)
         try:
             if after and answer is not NotImplemented and _an_answer(answer) and bool(answer) is not negated:
                 if _first_lie(after) is not None:
                     return negated
         except Exception:  # noqa: BLE001
+            pass
+        return answer
+    return watched
+
+
+def _unchanged_def(method, owner, name):
+    """Whether `method`, the `name` of `owner`, is a def the base version of its file had as it is,
+    of a class it had (`_unchanged`'s test, for a method other than `__eq__`)."""
+    try:
+        qualname = method.__qualname__
+        if qualname != owner.__qualname__ + "." + name or "<" in qualname:
+            return False
+        defs = _edited.definitions_of(_real(method.__code__.co_filename))
+        return bool(defs and defs[0] is not None and defs[1] is not None and defs[0].get(qualname) is not None
+                    and defs[0][qualname] == defs[1].get(qualname) and _edited.class_of_base(owner, untrusted))
+    except Exception:  # noqa: BLE001  watched
+        return False
+
+
+def _number_base(kind):
+    """The number class (`int`, `float`, `Decimal`, `Fraction`) `kind` derives, or None."""
+    bases = [c for c in _data_bases() if c not in (str, bytes, bytearray, collections.UserString)]
+    if issubclass(kind, bool):
+        return None
+    return next((c for c in kind.__mro__ if c in bases), None)
+
+
+def _watched_number(original, of_the_data):
+    """The probe in front of the patch's ordering or subtraction of a number's class, where a test
+    makes it (`_within_budget`): an answer that is not the one the number it holds gives
+    (`of_the_data`, the base's own method), ordering or a plain number apart, is reported, and the
+    data's answer given instead.
+
+    Why (red team rt25, reward 1 on both runners): an `int` subclass holding the wrong sum whose
+    `__ge__` and `__le__` said yes for the right one (`assertGreaterEqual` with `assertLessEqual`),
+    or a `float` one whose `__sub__` made `assertAlmostEqual` and `pytest.approx` hold, never met
+    the equality questions. What it costs an honest fix: a number class of the patch's that orders
+    otherwise than its value (a priority counted down), asserted in a test."""
+    state = [0, {}]
+
+    def watched(self, other, *args, **kwargs):
+        if args or kwargs:
+            return original(self, other, *args, **kwargs)
+        answer = original(self, other)
+        if _thread_id() in _ASKING or answer is NotImplemented:
+            return answer
+        try:
+            if not _within_budget(state):
+                return answer
+            data = of_the_data(self, other)
+            if data is NotImplemented:
+                return answer
+            if type(data) is bool:
+                lied = type(answer) is bool and answer is not data or type(answer) is not bool and bool(answer) is not data
+            else:
+                lied = type(answer) in (int, float) or isinstance(answer, _data_bases())
+                lied = lied and not (answer == data or abs(float(answer) - float(data)) <= 1e-9 * max(1.0, abs(float(data))))
+            if lied:
+                _report_text("{} (a {}): its {} said {}, and the number it holds {}".format(
+                    _safe_repr(self), type(self).__name__, getattr(original, "__name__", "?"), _safe_repr(answer), _safe_repr(data)))
+                return data
+        except Exception:  # noqa: BLE001  never the comparison's failure
             pass
         return answer
     return watched
