@@ -566,3 +566,50 @@ def test_a_set_or_mapping_whose_len_its_iteration_does_not_show_lies() -> None:
     assert equality_probe._miscounts(Ghostly(a=1))
     assert equality_probe._size_disagrees(Ghostly(a=1), {"a": 1, "b": 2})
     assert not equality_probe._miscounts(Honest(a=1, b=2)) and not equality_probe._size_disagrees(Honest(a=1), {"a": 1})
+
+
+DEEP = """
+class Cons:
+    def __init__(self, head, tail=None):
+        self.head, self.tail = head, tail
+
+    def __eq__(self, other):
+        return isinstance(other, Cons) and self.head == other.head and self.tail == other.tail
+
+    __hash__ = None
+
+
+def chain(n):
+    out = None
+    for x in range(n):
+        out = Cons(x, out)
+    return out
+"""
+
+
+def test_a_deep_recursive_eq_of_the_patchs_has_room_for_the_wrappers(tmp_path) -> None:
+    """fpAA A7: the watch's frame a level made a 450-deep honest comparison (fine to ~485 plain) meet
+    `RecursionError`; an endless one must still end in it."""
+    path = tmp_path / "deep_module.py"
+    path.write_text(DEEP)
+    spec = importlib.util.spec_from_file_location("deep_module_for_the_watch", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    equality_probe.untrusted, equality_probe.reported = (lambda filename: filename == str(path)), [].append
+    equality_probe.protect([__file__])
+    limit = sys.getrecursionlimit()
+    try:
+        equality_probe.watch(module.Cons)
+        # as deep as plain Python goes: a level costs a frame and the comparison's own count
+        depth = (limit - len(__import__("inspect").stack(0))) // 2 - 40
+        assert operator.eq(module.chain(depth), module.chain(depth))
+        endless = module.Cons(1)
+        endless.tail = endless
+        other = module.Cons(1)
+        other.tail = other
+        with pytest.raises(RecursionError):
+            operator.eq(endless, other)
+    finally:
+        sys.setrecursionlimit(limit)
+        equality_probe.untrusted = equality_probe.reported = None
+        equality_probe.protect([])
