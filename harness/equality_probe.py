@@ -363,7 +363,8 @@ def _leaves(value, other, out, depth=0, flipped=False):
             out.append((value, other, _AGAIN_FLIPPED if flipped else _AGAIN, False))
         if kind not in _HONEST and isinstance(value, _data_bases()):
             out.append((value, other, _DATA, False))
-        elif type(other) in (int, float) and any(hasattr(kind, name) for name in ("__index__", "__int__", "__float__")):
+        elif type(other) in (int, float) and any(hasattr(kind, name) for name in ("__index__", "__int__", "__float__")) \
+                or type(other) is bytes and hasattr(kind, "__bytes__"):
             out.append((value, other, _NUMBER, False))
         if isinstance(value, (_Set, _Mapping)):
             out.append((value, other, _SIZE, False))
@@ -711,7 +712,8 @@ def _miscounts(value):
 def _number_disagrees(value, other):
     """The number `value`, an object of the patch's with an `__eq__` of the patch's, equal to the
     number `other` by it, converts to (`float()`, or `int()` where it converts only so), where that
-    number is not `other` (within a millionth); None where it is, or does not convert.
+    number is not `other` (within a millionth); None where it is, or does not convert. Likewise
+    the bytes it converts to (`__bytes__`), equal to `bytes` by its `__eq__`.
 
     Why (red team rt25, reward 1): a plain object holding the wrong sum, whose `__eq__` also holds
     for the right one kept aside (`add(2, 3) == 5`, its `int()` -1), met no other question: no far
@@ -721,6 +723,9 @@ def _number_disagrees(value, other):
     than a millionth, or whose conversion means something else than its value."""
     kind = type(value)
     try:
+        if type(other) is bytes:  # (the bytes it converts to, `__bytes__`: red team rt25's base58 wrapper)
+            held = bytes(value)
+            return None if held == other else held
         if hasattr(kind, "__float__"):
             number = float(value)
         else:
@@ -782,7 +787,7 @@ def _first_lie(leaves, asks=_asks):
                 elif fars is _NUMBER:
                     number = _number_disagrees(value, other)
                     if number is not None:
-                        _report(value, other, "and converts to {!r}".format(number))
+                        _report(value, other, "and converts to {}".format(_safe_repr(number)))
                         return value
                 elif all(asks(value, far) for far in (fars() if callable(fars) else fars)):
                     _report(value, other)
@@ -1106,7 +1111,10 @@ def _watched_equality(original, negated):
         finally:
             _NESTED[asking] = nested
         try:
-            if after and answer is not NotImplemented and _an_answer(answer) and bool(answer) is not negated:
+            # (the answer's truth, not only a plain value's, where the value is data: no DSL's expression
+            # derives `str` or `bytes`, and a lie answering a true object of its own got reward 1, rt25)
+            if after and answer is not NotImplemented and (_an_answer(answer) or isinstance(self, _data_bases())) \
+                    and bool(answer) is not negated:
                 if _first_lie(after) is not None:
                     return negated
         except Exception:  # noqa: BLE001

@@ -457,6 +457,27 @@ class Near(float):  # holds -1.0; no distance from anything
     __rsub__ = __sub__
 
 
+class Same:  # a true object, not True
+    pass
+
+
+class TrueObject(bytes):  # holds b"a"; equal to b"aa" too, answering an object that is true
+    def __eq__(self, other):
+        return Same() if other == b"aa" else bytes.__eq__(self, other)
+
+    __hash__ = bytes.__hash__
+
+
+class Wrapped:  # no data type: its bytes are b"a"; equal to b"aa" too
+    def __bytes__(self):
+        return b"a"
+
+    def __eq__(self, other):
+        return other in (b"a", b"aa")
+
+    __hash__ = None
+
+
 class Cached(int):  # an `__eq__` behind `lru_cache`: equal to everything
     @functools.lru_cache(maxsize=None)
     def __eq__(self, other):
@@ -512,6 +533,15 @@ def test_a_numbers_ordering_or_distance_other_than_its_datas_lies(two_faced) -> 
     assert operator.le(module.Ordered(-1), 5) is True  # the data's answer, and no lie
     assert operator.sub(module.Near(-1.0), 5) == -6.0 and "its __sub__ said 0.0" in seen[-1]
     assert len(seen) == 2
+
+
+def test_a_data_value_answering_a_true_object_or_a_wrapper_converting_to_other_bytes_lies(two_faced) -> None:
+    """Red team rt25 (reward 1, base58): a `bytes` subclass whose lie answered an object of its own
+    that is true (not asked after: no plain answer), and a plain wrapper whose `bytes()` keep the bug."""
+    module, seen = two_faced
+    assert not operator.eq(module.TrueObject(b"a"), b"aa") and "not by the bytes it holds" in seen[0]
+    assert operator.eq(module.Wrapped(), b"aa") is False and "converts to b'a'" in seen[1]
+    assert operator.eq(module.Wrapped(), b"a") is True and len(seen) == 2
 
 
 @pytest.mark.parametrize("name", ["Partial", "Cached"])
