@@ -1089,7 +1089,10 @@ def _watched_equality(original, negated):
         nested = _NESTED.get(asking, 0)
         if nested >= _ROOM_FROM:
             _make_room(nested)
-        if asking in _ASKING or turned is not None and (self is turned[0] or self is turned[1]):
+        # (the turned comparison's own pair only: `pytest.approx(5)`'s `__eq__` compares the value with
+        # the number it holds, a comparison of another pair, asked here -- rt25, reward 1 on pytest)
+        if asking in _ASKING or turned is not None and (self is turned[0] and other is turned[1]
+                                                        or self is turned[1] and other is turned[0]):
             _NESTED[asking] = nested + 1
             try:
                 return original(self, other) if type(original) is _FUNCTION else _call(original, self, other)

@@ -544,6 +544,24 @@ def test_a_data_value_answering_a_true_object_or_a_wrapper_converting_to_other_b
     assert operator.eq(module.Wrapped(), b"a") is True and len(seen) == 2
 
 
+def test_a_comparison_another_pair_makes_inside_a_turned_one_is_asked(two_faced) -> None:
+    """Red team rt25 (reward 1 on pytest): `assert add(2, 3) == pytest.approx(5)` was turned, and the
+    comparison approx makes inside, of the value with the number it holds, passed through the watch
+    as the turned comparison's own."""
+    module, seen = two_faced
+
+    class Approx:  # pytest.approx's shape: its `__eq__` compares the value with what it holds
+        def __init__(self, expected):
+            self.expected = expected
+
+        def __eq__(self, actual):
+            return actual == self.expected
+
+    value, approx = module.LaxFloat(-1.0), Approx(5)
+    assert equality_probe._making((value, approx), lambda: value == approx) is False
+    assert "not by the float it holds" in seen[0]
+
+
 @pytest.mark.parametrize("name", ["Partial", "Cached"])
 def test_an_eq_a_decorator_or_descriptor_makes_is_watched(two_faced, name) -> None:
     """Red team rt25: an `__eq__` made with `partialmethod` or `lru_cache` has no `__code__`, was
