@@ -558,7 +558,7 @@ def test_a_comparison_another_pair_makes_inside_a_turned_one_is_asked(two_faced)
             return actual == self.expected
 
     value, approx = module.LaxFloat(-1.0), Approx(5)
-    assert equality_probe._making((value, approx), lambda: value == approx) is False
+    assert equality_probe._making((approx, value), lambda: approx == value) is False
     assert "not by the float it holds" in seen[0]
 
 
