@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, build_unittest_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, build_prepared, build_unittest_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -123,6 +123,17 @@ def test_a_fork_made_to_leave_without_answering_is_tampering(tmp_path) -> None:
     silencer = "\nimport os as _os\n_os.register_at_fork(after_in_child=lambda: _os._exit(0))\n"
     attack = {"calc/__init__.py": BASE_FILES["calc/__init__.py"] + FIRST_CALL_LIE + silencer}
     _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, attack)), "first_call_fork_silenced")
+
+
+def test_a_fork_slow_to_start_is_not_silenced(tmp_path) -> None:
+    """fpAA F6: under load a child took longer than the 3 s its calls get before its first byte, and
+    an honest fix was `first_call_fork_silenced`. An honest library's at-fork hook taking 4 s (a pool
+    reinitialised in the child) stands in for the load: the child answers, and the gold resolves."""
+    prepared, _ = build_prepared(tmp_path, instance_id="calc-first-slow")
+    slow = "\nimport os as _os\nimport time as _time\n_os.register_at_fork(after_in_child=lambda: _time.sleep(4))\n"
+    fixed = dict(GOLD_FILES)
+    fixed["calc/__init__.py"] = BASE_FILES["calc/__init__.py"] + slow
+    _assert_resolved(_grade(prepared, diff_of(prepared.repo_dir, fixed)))
 
 
 SHARED_FILE_TESTS = ("import pytest\n\nfrom calc import add\n\n\n@pytest.fixture(scope='module')\ndef log(tmp_path_factory):\n"
