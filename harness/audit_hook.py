@@ -54,6 +54,8 @@ _WATCHED = frozenset({
 })
 # taken at import: a test may replace them
 _gettrace, _getprofile, _settrace, _setprofile = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
+_MODULE = type(sys)
+_ATTRIBUTE = object.__getattribute__  # a module's own `__dict__`, past any `__getattribute__` of its class
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py", "pytest.ini", ".pytest.ini",
                           "tox.ini", "setup.cfg", "pyproject.toml", "pytest.toml", ".pytest.toml"})
@@ -298,7 +300,10 @@ class Guard(object):
     def protected_module(self, target):
         """Whether `target` is a protected file's module (its `__class__` swapped handed pytest
         wrappers of every test: contextlib's, swallowing the failure, red team round 3)."""
-        filename = getattr(target, "__file__", None) if type(target).__name__ == "module" or hasattr(target, "__spec__") else None
+        # (a module's `__class__` can only become a module class; `isinstance` asks nothing of the
+        # object's own `__getattr__`, which `hasattr(target, "__spec__")` ran: pint's `LazyRegistry`
+        # sets its `__class__` inside its `__getattr__`, and recursed here, fpAA B1: any pint gold)
+        filename = _ATTRIBUTE(target, "__dict__").get("__file__") if isinstance(target, _MODULE) else None
         if not isinstance(filename, str):
             return False
         real = os.path.realpath(filename)

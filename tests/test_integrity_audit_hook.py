@@ -290,3 +290,28 @@ def test_code_made_under_a_test_files_name_is_judged_per_code_object(tmp_path: P
                          "t = threading.Thread(target=ns['f'])\nt.start()\nt.join()\n")
     outcome = run(tmp_path, laundered, from_patch=True)
     assert any("gc.get_objects" in d and "test_x.py" in d for _, d in outcome["findings"]), outcome
+
+
+def test_a_class_swap_inside_an_objects_own_getattr_does_not_recurse(tmp_path) -> None:
+    """fpAA B1: pint's `LazyRegistry` sets its own `__class__` inside its `__getattr__`; the hook's
+    check of whether the target is a protected module asked `hasattr(target, "__spec__")`, which
+    ran that `__getattr__` again, and 45 honest pint tests ended in RecursionError. A module is
+    still known."""
+    guard = audit_hook.Guard(str(tmp_path), set(), set(), [str(tmp_path / "tests")], str(tmp_path / "own"))
+    calls = []
+
+    class Lazy:
+        def __getattr__(self, name):
+            calls.append(name)
+            if len(calls) > 20:
+                raise RecursionError(name)
+            self.__class__ = Loaded
+            return getattr(self, name)
+
+    class Loaded(Lazy):
+        pass
+
+    assert guard.protected_module(Lazy()) is False and calls == []
+    module = type(sys)("tested")
+    module.__file__ = str(tmp_path / "tests" / "test_x.py")
+    assert guard.protected_module(module) is True
