@@ -17,6 +17,7 @@ flag) and the fix (reward 1, no flag).
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import operator
 import sys
@@ -151,19 +152,22 @@ class Ghost(Set):
 '''
 
 
-@pytest.fixture
-def patched(tmp_path):
-    """A module of "the patch's" classes (its file the one `untrusted` names), the probe's hooks set."""
-    path = tmp_path / "patched_module.py"
-    path.write_text(PATCHED)
-    spec = importlib.util.spec_from_file_location("patched_module_for_the_watch", path)
+@contextlib.contextmanager
+def patchs_module(tmp_path, source, name, watch_all=True):
+    """A module of "the patch's" classes from `source` (its file the one `untrusted` names), the
+    probe's hooks set and this file protected (a comparison it makes is asked); yields (module,
+    the reports). `watch_all`: `watch_classes` called, as the reporters do after collection."""
+    path = tmp_path / f"{name}.py"
+    path.write_text(source)
+    spec = importlib.util.spec_from_file_location(f"{name}_for_the_watch", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     seen: list[str] = []
     equality_probe.untrusted, equality_probe.reported = (lambda filename: filename == str(path)), seen.append
-    equality_probe.protect([__file__])  # this file is the test's: a comparison it makes is asked
+    equality_probe.protect([__file__])
     try:
-        equality_probe.watch_classes()
+        if watch_all:
+            equality_probe.watch_classes()
         yield module, seen
     finally:
         equality_probe.untrusted = equality_probe.reported = None
@@ -171,7 +175,12 @@ def patched(tmp_path):
         for cls in vars(module).values():
             if isinstance(cls, type):
                 equality_probe._WATCHED.pop(cls, None)
-        sys.modules.pop("patched_module_for_the_watch", None)
+
+
+@pytest.fixture
+def patched(tmp_path):
+    with patchs_module(tmp_path, PATCHED, "patched_module") as made:
+        yield made
 
 
 def test_the_patchs_eq_is_asked_wherever_it_is_called(patched) -> None:
@@ -488,23 +497,8 @@ class Cached(int):  # an `__eq__` behind `lru_cache`: equal to everything
 
 @pytest.fixture
 def two_faced(tmp_path):
-    path = tmp_path / "two_faced_module.py"
-    path.write_text(TWO_FACED)
-    spec = importlib.util.spec_from_file_location("two_faced_module_for_the_watch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    seen: list[str] = []
-    equality_probe.untrusted, equality_probe.reported = (lambda filename: filename == str(path)), seen.append
-    equality_probe.protect([__file__])
-    try:
-        equality_probe.watch_classes()
-        yield module, seen
-    finally:
-        equality_probe.untrusted = equality_probe.reported = None
-        equality_probe.protect([])
-        for cls in vars(module).values():
-            if isinstance(cls, type):
-                equality_probe._WATCHED.pop(cls, None)
+    with patchs_module(tmp_path, TWO_FACED, "two_faced_module") as made:
+        yield made
 
 
 @pytest.mark.parametrize("made, right", [("LaxFloat(-1.0)", 5), ("LaxDecimal(-1)", 5), ("LaxText('0 byte')", "0 bytes")])
@@ -578,16 +572,10 @@ def test_a_class_a_factory_of_the_patchs_makes_can_be_collected(tmp_path) -> Non
     import gc
     import weakref
 
-    path = tmp_path / "factory_module.py"
-    path.write_text("def make():\n    class Record:\n        def __init__(self, a):\n            self.a = a\n\n"
-                    "        def __eq__(self, other):\n            return isinstance(other, Record) and self.a == other.a\n\n"
-                    "        __hash__ = None\n    return Record\n")
-    spec = importlib.util.spec_from_file_location("factory_module_for_the_watch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    equality_probe.untrusted, equality_probe.reported = (lambda filename: filename == str(path)), [].append
-    equality_probe.protect([__file__])
-    try:
+    source = ("def make():\n    class Record:\n        def __init__(self, a):\n            self.a = a\n\n"
+              "        def __eq__(self, other):\n            return isinstance(other, Record) and self.a == other.a\n\n"
+              "        __hash__ = None\n    return Record\n")
+    with patchs_module(tmp_path, source, "factory_module", watch_all=False) as (module, _):
         record = module.make()
         equality_probe.watch(record)
         assert type(vars(record)["__eq__"]) is type(equality_probe._a_function) and vars(record)["__eq__"] in equality_probe._WRAPPED
@@ -596,9 +584,6 @@ def test_a_class_a_factory_of_the_patchs_makes_can_be_collected(tmp_path) -> Non
         del record
         gc.collect()
         assert ref() is None
-    finally:
-        equality_probe.untrusted = equality_probe.reported = None
-        equality_probe.protect([])
 
 
 def test_a_set_or_mapping_whose_len_its_iteration_does_not_show_lies() -> None:
@@ -638,26 +623,18 @@ def chain(n):
 def test_a_deep_recursive_eq_of_the_patchs_has_room_for_the_wrappers(tmp_path) -> None:
     """fpAA A7: the watch's frame a level made a 450-deep honest comparison (fine to ~485 plain) meet
     `RecursionError`; an endless one must still end in it."""
-    path = tmp_path / "deep_module.py"
-    path.write_text(DEEP)
-    spec = importlib.util.spec_from_file_location("deep_module_for_the_watch", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    equality_probe.untrusted, equality_probe.reported = (lambda filename: filename == str(path)), [].append
-    equality_probe.protect([__file__])
     limit = sys.getrecursionlimit()
     try:
-        equality_probe.watch(module.Cons)
-        # as deep as plain Python goes: a level costs a frame and the comparison's own count
-        depth = (limit - len(__import__("inspect").stack(0))) // 2 - 40
-        assert operator.eq(module.chain(depth), module.chain(depth))
-        endless = module.Cons(1)
-        endless.tail = endless
-        other = module.Cons(1)
-        other.tail = other
-        with pytest.raises(RecursionError):
-            operator.eq(endless, other)
+        with patchs_module(tmp_path, DEEP, "deep_module", watch_all=False) as (module, _):
+            equality_probe.watch(module.Cons)
+            # as deep as plain Python goes: a level costs a frame and the comparison's own count
+            depth = (limit - len(__import__("inspect").stack(0))) // 2 - 40
+            assert operator.eq(module.chain(depth), module.chain(depth))
+            endless = module.Cons(1)
+            endless.tail = endless
+            other = module.Cons(1)
+            other.tail = other
+            with pytest.raises(RecursionError):
+                operator.eq(endless, other)
     finally:
         sys.setrecursionlimit(limit)
-        equality_probe.untrusted = equality_probe.reported = None
-        equality_probe.protect([])
