@@ -673,7 +673,7 @@ def _size_disagrees(value, other, depth=0):
     try:
         for family in (_Set, _Mapping):
             if isinstance(value, family) and isinstance(other, family):
-                if _miscounts(value) or _miscounts(other):
+                if _miscounts(value):  # (the patch's side: cachetools' `TTLCache` counts what expired, honestly)
                     return True
                 if len(value) != len(other):
                     if family is _Set:
@@ -726,15 +726,19 @@ def _number_disagrees(value, other):
         if type(other) is bytes:  # (the bytes it converts to, `__bytes__`: red team rt25's base58 wrapper)
             held = bytes(value)
             return None if held == other else held
-        if hasattr(kind, "__float__"):
-            number = float(value)
-        else:
-            number = int(value) if hasattr(kind, "__index__") or hasattr(kind, "__int__") else None
-        if number is None or type(number) not in (int, float):
-            return None
-        if number == other or abs(number - other) <= 1e-6 * max(1.0, abs(other)):
-            return None
-        return number
+        # Any conversion it has that gives `other` will do: a class whose `int()` is its value may
+        # give a ratio through `float()` (a percentage), or the other way round.
+        first = None
+        for name, convert in (("__index__", int), ("__int__", int), ("__float__", float)):
+            if not hasattr(kind, name):
+                continue
+            number = convert(value)
+            if type(number) not in (int, float):
+                continue
+            if number == other or abs(number - other) <= 1e-6 * max(1.0, abs(other)):
+                return None
+            first = number if first is None else first
+        return first
     except Exception:  # noqa: BLE001  tells nothing
         return None
 
