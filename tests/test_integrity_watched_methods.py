@@ -17,6 +17,7 @@ flag) and the fix (reward 1, no flag).
 
 from __future__ import annotations
 
+import collections.abc
 import contextlib
 import importlib.util
 import operator
@@ -285,15 +286,21 @@ def test_a_class_the_probe_looked_at_can_still_be_collected() -> None:
 def test_a_mapping_of_another_size_is_honest_where_the_keys_it_lacks_hold_nothing_or_fold() -> None:
     """fpAA F3: requests' `CaseInsensitiveDict` equal to a dict holding two case variants of its key,
     and a bag equal to one without its zero counts (as `collections.Counter`), were `tampered`."""
-    class Folded(dict):  # keys case-folded, as CaseInsensitiveDict's `lower_items`
-        def __contains__(self, key):
-            return dict.__contains__(self, key.lower())
+    class Folded(collections.abc.Mapping):  # keys case-folded, as requests' CaseInsensitiveDict
+        def __init__(self, **items):
+            self._store = {k.lower(): v for k, v in items.items()}
 
         def __getitem__(self, key):
-            return dict.__getitem__(self, key.lower())
+            return self._store[key.lower()]
+
+        def __iter__(self):
+            return iter(self._store)
+
+        def __len__(self):
+            return len(self._store)
 
         def __eq__(self, other):
-            return dict(self) == {k.lower(): v for k, v in other.items()}
+            return self._store == {k.lower(): v for k, v in other.items()}
 
     class Bag(dict):  # zero counts ignored
         def __eq__(self, other):
@@ -303,9 +310,17 @@ def test_a_mapping_of_another_size_is_honest_where_the_keys_it_lacks_hold_nothin
         def __contains__(self, key):
             return True
 
+    class Shows(dict):  # a lie whose `in` and item read show keys its data does not hold
+        def __contains__(self, key):
+            return True
+
+        def __getitem__(self, key):
+            return dict.get(self, key, 2)
+
     assert not equality_probe._size_disagrees(Folded(accept="x"), {"accept": "x", "ACCEPT": "x"})
     assert not equality_probe._size_disagrees(Bag(a=2, b=0), Bag(a=2))
     assert equality_probe._size_disagrees(Claims(a=1), {"a": 1, "b": 2})
+    assert equality_probe._size_disagrees(Shows(a=1), {"a": 1, "b": 2})
     assert equality_probe._size_disagrees(Bag(a=2), {"a": 2, "b": 1})  # a key it lacks holds something
 
 
