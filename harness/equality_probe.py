@@ -127,6 +127,23 @@ class _Builtins(frozenset):
         return type(kind) is type and frozenset.__contains__(self, kind)
 
 
+class _ByClass(weakref.WeakKeyDictionary):
+    """What the probe keeps per class, held weakly (a class a factory makes must stay collectable,
+    fpAA A5), for classes whose metaclass is `type` only: a class is found here by its hash and
+    equality, which a metaclass of its own decides (red team rt27: a metaclass that hashes as `int`
+    and is equal to it found `int`'s entries, and its class was never watched)."""
+
+    def get(self, key, default=None):
+        return weakref.WeakKeyDictionary.get(self, key, default) if type(key) is type else default
+
+    def __contains__(self, key):
+        return type(key) is type and weakref.WeakKeyDictionary.__contains__(self, key)
+
+    def __setitem__(self, key, value):
+        if type(key) is type:
+            weakref.WeakKeyDictionary.__setitem__(self, key, value)
+
+
 _SCALARS = _Builtins((int, float, complex, bool, str, bytes, bytearray, type(None)))
 _SEQUENCES = _Builtins((tuple, list))
 _HONEST = _Builtins(_SCALARS | _SEQUENCES | frozenset((dict, set, frozenset)))
@@ -140,10 +157,10 @@ _PROXIES = (weakref.ProxyType, weakref.CallableProxyType)  # a dead one raises o
 _C_CALLABLES = (type(object.__eq__), type(len), type(str.join), type((1).__eq__))
 _PENDING_MAX = 1000  # questions kept for `settle` at most; past them each is asked at its assert
 _pending = []  # (value, other, far values, True): questions kept until the test's phase ends (`settle`)
-_UNCHANGED = weakref.WeakKeyDictionary()  # class -> {a weak reference to its __eq__: `_unchanged`} (weak: fpAA A5, a class a factory makes)
-_TESTS_OWN = weakref.WeakKeyDictionary()  # class -> `_the_tests_own` (weak: a class a test makes must be collectable, fpAA A5)
-_PATCHS_CLASS = weakref.WeakKeyDictionary()  # class -> `_the_patchs_value` of its objects
-_DEFAULTS = weakref.WeakKeyDictionary()  # class -> its data defaults (`_class_defaults`)
+_UNCHANGED = _ByClass()  # class -> {a weak reference to its __eq__: `_unchanged`} (weak: fpAA A5, a class a factory makes)
+_TESTS_OWN = _ByClass()  # class -> `_the_tests_own` (weak: a class a test makes must be collectable, fpAA A5)
+_PATCHS_CLASS = _ByClass()  # class -> `_the_patchs_value` of its objects
+_DEFAULTS = _ByClass()  # class -> its data defaults (`_class_defaults`)
 _CHANGED = {}  # real path of a test file -> lines of its contradiction copies' changed statements (`changed`)
 _MATCHED = [0]  # equalities `matched_honestly` on such a line (`matched`)
 _FRAME = sys._getframe  # as found at import: a test may delete or replace it (attrs, loguru)
@@ -833,7 +850,7 @@ _TURNED = {}  # thread id -> the sides of the comparison a turned one (`_equal`)
 _WRAPPED = weakref.WeakKeyDictionary()  # a method the probe put in a class's dict -> a weak reference to the
 # patch's method it stands in front of (weak both ways: that method's closure may hold its class, which a
 # factory makes per call and a test expects collected, fpAA A5)
-_WATCHED = weakref.WeakKeyDictionary()  # class -> True once `watch` looked at it (weak, as `_TESTS_OWN`)
+_WATCHED = _ByClass()  # class -> True once `watch` looked at it (weak, as `_TESTS_OWN`)
 _BUDGET = 256  # questions asked per watched method and place of a test file's call (`_within_budget`)
 _DEPTH = 24  # frames looked through for a test file's (`_within_budget`): an assertion library's matchers are ~5 deep
 _HOT = 50000  # calls of one class's watched equality past which only `_HOT_DEPTH` frames are looked through
@@ -906,7 +923,10 @@ def watch(kind):
                 type.__setattr__(owner, name, wrapper)  # past a metaclass's own __setattr__
             except Exception:  # noqa: BLE001  a class that takes no new attribute: left unwatched
                 continue
-            _WRAPPED[wrapper] = weakref.ref(method)
+            try:
+                _WRAPPED[wrapper] = weakref.ref(method)
+            except TypeError:  # C code that takes no weak reference
+                _WRAPPED[wrapper] = (lambda held: lambda: held)(method)
 
 
 def _a_runners_class(kind):
