@@ -557,6 +557,26 @@ class Scaled(int):  # holds -1; its arithmetic and conversions say 5
         return 5
 
 
+class Close(float):  # an honest approximate float
+    def __eq__(self, other):
+        return self != self and other != other or abs(self - other) <= 1e-9 * max(abs(other), 1.0)
+
+    __hash__ = None
+
+
+class Cents:  # honest money: equal to the cent, its `float()` the exact amount
+    def __init__(self, amount):
+        self.amount = amount
+
+    def __float__(self):
+        return self.amount
+
+    def __eq__(self, other):
+        return round(self.amount, 2) == round(other, 2)
+
+    __hash__ = None
+
+
 class Cached(int):  # an `__eq__` behind `lru_cache`: equal to everything
     @functools.lru_cache(maxsize=None)
     def __eq__(self, other):
@@ -600,13 +620,21 @@ def test_a_numbers_ordering_or_distance_other_than_its_datas_lies(two_faced) -> 
     assert len(seen) == 2
 
 
-def test_a_data_value_answering_a_true_object_or_a_wrapper_converting_to_other_bytes_lies(two_faced) -> None:
+def test_a_data_value_answering_a_true_object_lies(two_faced) -> None:
     """Red team rt25 (reward 1, base58): a `bytes` subclass whose lie answered an object of its own
-    that is true (not asked after: no plain answer), and a plain wrapper whose `bytes()` keep the bug."""
+    that is true was not asked after (no plain answer). (A plain wrapper whose `bytes()` keep the
+    bug is not asked: a packet equal to its payload honestly converts to its wire form, fpAC.)"""
     module, seen = two_faced
     assert not operator.eq(module.TrueObject(b"a"), b"aa") and "not by the bytes it holds" in seen[0]
-    assert operator.eq(module.Wrapped(), b"aa") is False and "converts to b'a'" in seen[1]
-    assert operator.eq(module.Wrapped(), b"a") is True and len(seen) == 2
+    assert operator.eq(module.Wrapped(), b"aa") is True and len(seen) == 1
+
+
+def test_an_approximate_equality_of_a_number_class_is_honest(two_faced) -> None:
+    """fpAC C1/C3: fuzzyfloat's `rel_fp(100.0) == 99.99999999`, a float within `math.isclose`, NaN
+    equal to NaN, money equal to the cent: honest, `tampered` at exact data equality."""
+    module, seen = two_faced
+    assert operator.eq(module.Close(0.1 + 0.2), 0.3) and operator.eq(module.Close(float("nan")), float("nan"))
+    assert operator.eq(module.Cents(1.0033), 1.0) and not seen
 
 
 def test_a_comparison_another_pair_makes_inside_a_turned_one_is_asked(two_faced) -> None:
