@@ -702,7 +702,9 @@ def _near(number, other):
     a float within `math.isclose`, money equal to the cent, a fixed-point value after quantisation,
     NaN equal to NaN (fpAC, all `tampered` at exact data equality) -- while a lie holding the wrong
     answer is that answer's distance away. The trade: a wrong result within 1% of the right one."""
-    if number is None or type(other) not in (int, float) or isinstance(number, complex):
+    if type(other) not in (int, float):
+        other = _plain_number(other)  # (a Decimal or Fraction expectation)
+    if number is None or other is None or isinstance(number, complex) or isinstance(other, complex):
         return False
     if number != number and other != other:
         return True
@@ -1271,7 +1273,9 @@ def _watched_number(original, of_the_data):
             if data is NotImplemented:
                 return answer
             if type(data) is bool:
-                lied = bool(answer) is not data
+                # (an approximate number class orders values within a hundredth as it equates them:
+                # fuzzyfloat's `rel_fp(1.0) <= 0.9999999`, money to the cent, fpAC)
+                lied = bool(answer) is not data and not (args and _near(_plain_number(self), args[0]))
             else:
                 plain, held = _plain_number(answer), _plain_number(data)
                 lied = plain is not None and held is not None and not (

@@ -577,6 +577,11 @@ class Cents:  # honest money: equal to the cent, its `float()` the exact amount
     __hash__ = None
 
 
+class FuzzyOrder(float):  # an honest fuzzy ordering, as fuzzyfloat's `rel_fp`
+    def __le__(self, other):
+        return float.__le__(self, other) or abs(self - other) <= 1e-6 * abs(other)
+
+
 class Cached(int):  # an `__eq__` behind `lru_cache`: equal to everything
     @functools.lru_cache(maxsize=None)
     def __eq__(self, other):
@@ -635,6 +640,7 @@ def test_an_approximate_equality_of_a_number_class_is_honest(two_faced) -> None:
     module, seen = two_faced
     assert operator.eq(module.Close(0.1 + 0.2), 0.3) and operator.eq(module.Close(float("nan")), float("nan"))
     assert operator.eq(module.Cents(1.0033), 1.0) and not seen
+    assert operator.le(module.FuzzyOrder(1.0), 0.9999999) and not seen  # fuzzyfloat's `<=`
 
 
 def test_a_comparison_another_pair_makes_inside_a_turned_one_is_asked(two_faced) -> None:
