@@ -767,3 +767,23 @@ def test_a_canary_parametrised_by_its_class_fails_in_every_instance(instances, t
         stream.canary_params = {0: dict(instances)}
     flags = canary_flags(stream)
     assert any(f.startswith("tamper: canary_did_not_fail") for f in flags) is tampered, flags
+
+
+@pytest.mark.parametrize("tests, instances, tampered", [
+    ({"t.py::test_a[native]": "PASSED", "t.py::test_a[speedups]": "SKIPPED"}, {"native": "FAILED", "speedups": "SKIPPED"}, False),
+    ({"t.py::test_a[native]": "PASSED", "t.py::test_a[speedups]": "PASSED"}, {"native": "FAILED", "speedups": "SKIPPED"}, True),
+    ({"t.py::test_a[native]": "SKIPPED", "t.py::test_a[speedups]": "SKIPPED"}, {"native": "SKIPPED", "speedups": "SKIPPED"}, True),
+])
+def test_a_canary_instance_skipped_with_every_test_of_its_parameter(tests, instances, tampered) -> None:
+    """markupsafe's conftest parametrises an autouse fixture over `_native` and `_speedups` and skips
+    the second where its C extension is not built: every test's `[_speedups]` instance is skipped,
+    the canary's too, and each gold was `canary N SKIPPED` (a false-positive hunt). That instance
+    says nothing where every graded test of its parameter was skipped and another failed; a canary
+    skipped alone, or never failing, still counts."""
+    from patchgym.harness.crosscheck import canary_flags
+    from patchgym.harness.results import StreamResults
+
+    stream = StreamResults(tests=dict(tests), canary_count=1, ended=True)
+    stream.canary_params = {0: dict(instances)}
+    flags = canary_flags(stream)
+    assert any(f.startswith("tamper: canary_did_not_fail") for f in flags) is tampered, flags
