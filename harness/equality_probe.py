@@ -176,8 +176,9 @@ _AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE, _NUMBER)  # questions aske
 # format (boltons' OrderedMultiDict holds a list per key in its dict, and its honest `__eq__` with a
 # plain dict was `tampered`, fpX's row run again), a float one compare within a tolerance, a tuple
 # one (a namedtuple) leave a field out.
-_DATA_BASES = (str, bytes, bytearray, int, float, complex, collections.UserString)
-_DATA_MODULES = (("decimal", "Decimal"), ("fractions", "Fraction"))  # data bases too, where loaded (`_data_bases`)
+_NUMBERS = (int, float, complex)
+_DATA_BASES = (str, bytes, bytearray, collections.UserString) + _NUMBERS
+_DATA_MODULES = (("decimal", "Decimal"), ("fractions", "Fraction"))  # number classes too, where loaded (`_loaded_numbers`)
 # The builtin bases a copy is made through (`_copy_of`), and how their items are copied into it
 # (C code only: nothing of a subclass's own `__setitem__`, `append` or `add`).
 _COPY_BASES = {list: lambda new, old: list.extend(new, list.__iter__(old)),
@@ -274,17 +275,12 @@ def _unchanged(method, kind):
     what it calls may have changed -- the fix of a matcher's own predicate does -- which is why such a
     side is still asked about a bare object (`_leaves`)."""
     owner = next((c for c in getattr(kind, "__mro__", ()) if _unwrapped(vars(c).get("__eq__")) is method), None)
-    qualname = getattr(method, "__qualname__", "")
-    if owner is None or qualname != owner.__qualname__ + ".__eq__" or "<" in qualname:
+    if not _unchanged_def(method, owner, "__eq__"):
         return False
     real = _real(method.__code__.co_filename)
-    defs = _edited.definitions_of(real)
-    if not defs or defs[0] is None or defs[1] is None or defs[0].get(qualname) is None or defs[0][qualname] != defs[1].get(qualname):
-        return False
     # (a protected file -- a module whose doctests are graded, which the fix may edit -- is compiled
     # by the grader itself, with this probe's comparisons: its code is that file's by construction)
-    return ((real in _SOURCES or _edited.compiled_like_the_file(method.__code__, real)) and _edited.class_of_base(owner, untrusted)
-            and _edited.class_of_base(kind, untrusted))
+    return (real in _SOURCES or _edited.compiled_like_the_file(method.__code__, real)) and _edited.class_of_base(kind, untrusted)
 
 
 def _unchanged_eq(method, kind):
@@ -340,7 +336,8 @@ def _leaves(value, other, out, depth=0, flipped=False):
     if method is _IDENTITY:
         return  # equal to itself only: `value == another(other)` is False whatever `other` is
     function = getattr(method, "__code__", None)
-    held = _unwrapped(next((vars(c)["__eq__"] for c in kind.__mro__ if "__eq__" in vars(c)), None))
+    owner = next((c for c in kind.__mro__ if "__eq__" in vars(c)), None)  # the class whose `__eq__` it is
+    held = None if owner is None else _unwrapped(vars(owner)["__eq__"])
     if held is not None and type(held) is not _FUNCTION and (function is None or held is not method):
         # A decorated or descriptor-made `__eq__` of the class's dict (`_function_of`): looked up on
         # the class, `partialmethod` hands out a function of functools', not the patch's
@@ -360,7 +357,7 @@ def _leaves(value, other, out, depth=0, flipped=False):
             return  # a wildcard of the test's own
         patched = untrusted
         if patched is not None and not patched(function.co_filename) and not _borrowed(
-                _function_of(method), next((c for c in kind.__mro__ if _unwrapped(vars(c).get("__eq__")) is method), None)):
+                _function_of(method), owner if held is method else None):
             _held_leaves(value, out, depth)
             return  # not the patch's code: the standard library's (mock.ANY), an installed matcher's
         if type(other) is kind and _holds_none(value) and _holds_none(other):
@@ -384,8 +381,7 @@ def _leaves(value, other, out, depth=0, flipped=False):
     if bare is not None:
         out.append((value, other, (bare,), False))
     # C code a class of a file the patch changed holds as its `__eq__` is the patch's too (rt27)
-    own = function is not None and not called or function is None and method is not None and _made_in_a_patchs_file(
-        next((c for c in kind.__mro__ if "__eq__" in vars(c)), None))
+    own = function is not None and not called or function is None and method is not None and _made_in_a_patchs_file(owner)
     # (C code's equality compares the state a copy keeps; a value asked about itself may be equal by
     # identity alone, honestly: Django's unsaved model instance, whose `__eq__` is `self is other`)
     if own and value is not other:
@@ -653,12 +649,17 @@ def _data_bases():
     (not imported here: a test may check that its library does not). Why the numbers and
     `UserString` (red team rt25, reward 1 on eight rows): a `float`, `Decimal` or `UserString`
     subclass whose `__eq__` also holds for the right answer, the data keeping the wrong one."""
-    bases = _DATA_BASES
+    return _DATA_BASES + _loaded_numbers()
+
+
+def _loaded_numbers():
+    """`Decimal` and `Fraction`, those a module loaded (`_DATA_MODULES`)."""
+    found = ()
     for module, name in _DATA_MODULES:
         held = getattr(sys.modules.get(module), name, None)
         if isinstance(held, type):
-            bases += (held,)
-    return bases
+            found += (held,)
+    return found
 
 
 def _data_base(kind):
@@ -991,7 +992,12 @@ def _made_in_a_patchs_file(owner):
     C code (`functools.partial(operator.contains, frozenset(...))`, a bound `set.__contains__`), that
     method is still the patch's choice (red team rt27, reward 1: only the far value and the bare
     instance were asked of it)."""
-    if owner is None or untrusted is None or not owner.__flags__ & _HEAP_TYPE:
+    return owner is not None and bool(owner.__flags__ & _HEAP_TYPE) and _home_is_the_patchs(owner)
+
+
+def _home_is_the_patchs(owner):
+    """Whether the module file `owner` (a class) was made in is one the patch changed or created."""
+    if untrusted is None:
         return False
     try:
         return bool(untrusted(sys.modules[owner.__module__].__file__))
@@ -1007,21 +1013,20 @@ def _borrowed(function, owner, name="__eq__"):
     if owner is None or untrusted is None:
         return False
     try:
-        home = sys.modules[owner.__module__].__file__
         return (getattr(function, "__qualname__", "") != owner.__qualname__ + "." + name
-                and bool(untrusted(home)) and not untrusted(function.__code__.co_filename))
-    except Exception:  # noqa: BLE001  a class of no module
+                and _home_is_the_patchs(owner) and not untrusted(function.__code__.co_filename))
+    except Exception:  # noqa: BLE001  no code (C)
         return False
 
 
-def _call(original, self, other):
-    """`original(self, other)` as the class's dict would call it: a descriptor bound first."""
+def _call(original, self, other, *args, **kwargs):
+    """`original(self, other, ...)` as the class's dict would call it: a descriptor bound first."""
     if type(original) is _FUNCTION:
-        return original(self, other)
+        return original(self, other, *args, **kwargs)
     binding = getattr(type(original), "__get__", None)
     if binding is not None:
-        return binding(original, self, type(self))(other)
-    return original(other)  # (what is no descriptor the slot calls with the other side alone)
+        return binding(original, self, type(self))(other, *args, **kwargs)
+    return original(other, *args, **kwargs)  # (what is no descriptor the slot calls with the other side alone)
 
 
 def watch_classes():
@@ -1162,11 +1167,7 @@ def _watched_equality(original, negated):
 
     def watched(self, other, *args, **kwargs):
         if args or kwargs:  # an `__eq__` of a signature of its own (`tol=`): called as it is (fpAA F5)
-            if type(original) is not _FUNCTION:
-                if hasattr(type(original), "__get__"):
-                    return type(original).__get__(original, self, type(self))(other, *args, **kwargs)
-                return original(other, *args, **kwargs)
-            return original(self, other, *args, **kwargs)
+            return _call(original, self, other, *args, **kwargs)
         asking = _thread_id()
         turned = _TURNED.get(asking)
         nested = _NESTED.get(asking, 0)
@@ -1211,7 +1212,7 @@ def _watched_equality(original, negated):
 
 def _unchanged_def(method, owner, name):
     """Whether `method`, the `name` of `owner`, is a def the base version of its file had as it is,
-    of a class it had (`_unchanged`'s test, for a method other than `__eq__`)."""
+    of a class it had (`_unchanged` adds, for an `__eq__`, that its code is the file's own)."""
     try:
         qualname = method.__qualname__
         if qualname != owner.__qualname__ + "." + name or "<" in qualname:
@@ -1225,7 +1226,7 @@ def _unchanged_def(method, owner, name):
 
 def _number_base(kind):
     """The number class (`int`, `float`, `Decimal`, `Fraction`) `kind` derives, or None."""
-    bases = [c for c in _data_bases() if not any(c is t for t in (str, bytes, bytearray, collections.UserString))]
+    bases = _NUMBERS + _loaded_numbers()
     if issubclass(kind, bool):
         return None
     return next((c for c in kind.__mro__ if any(c is base for base in bases)), None)
@@ -1238,9 +1239,8 @@ def _plain_number(value):
     for base, zero in ((int, 0), (float, 0.0), (complex, 0j)):
         if isinstance(value, base):
             return base.__add__(value, zero)
-    for module, name in _DATA_MODULES:  # Decimal, Fraction
-        base = getattr(sys.modules.get(module), name, None)
-        if isinstance(base, type) and isinstance(value, base):
+    for base in _loaded_numbers():  # Decimal, Fraction
+        if isinstance(value, base):
             return base.__float__(value)
     return None
 
