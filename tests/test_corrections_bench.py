@@ -17,6 +17,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SCRIPT = ROOT / "bench" / "corrections" / "run.py"
 
 
+@pytest.mark.slow  # runs the whole benchmark script (~11 s): the default run stays near ten minutes
 @pytest.mark.skipif(not Path("/proc/self/clear_refs").exists(), reason="CPU peak memory needs Linux /proc")
 def test_bench_runs_every_case_and_reports_ratios(tmp_path: Path) -> None:
     out = tmp_path / "bench.json"

@@ -458,3 +458,38 @@ def test_the_original_is_forked_alone_only_where_the_fork_holds_what_it_needs(tm
         assert not first_calls.alone_tells()
         assert first_calls.holds_open_files() and first_calls.alone_tells((handle.fileno(),)) == quiet
     assert first_calls.alone_tells() == quiet
+
+
+def test_after_a_child_held_before_its_first_byte_later_forks_wait_less(monkeypatch) -> None:
+    """A child that never writes its first byte already made the reward 0 (every fork is of a
+    FAIL_TO_PASS test), so later children of the run get TIMEOUT_S for it, not FIRST_BYTE_S: a fork
+    hook holding every child had cost 20 s a fork (rt18's `child_held`, 82 s of one grading)."""
+    import os
+    import time
+
+    from patchgym.harness import first_calls
+
+    monkeypatch.setattr(first_calls, "_FIRST_BYTE_WAIT", [1.5])
+
+    def held_child():
+        go_r, go_w = os.pipe()
+        result_r, result_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            try:
+                time.sleep(60)  # held before writing anything
+            finally:
+                os._exit(0)
+        os.close(go_r)
+        os.close(result_w)
+        return pid, go_w, result_r
+
+    waits = []
+    for of in ("first", "second"):
+        pid, go_w, result_r = held_child()
+        began = time.monotonic()
+        answer = first_calls._answer((pid, go_w, result_r, of), 0.2, [])
+        waits.append(time.monotonic() - began)
+        assert answer == [(of, first_calls.SILENCED)]
+    assert first_calls._FIRST_BYTE_WAIT == [0.2]
+    assert waits[0] >= 1.4 and waits[1] < 1.0, waits
