@@ -791,9 +791,29 @@ def _number_disagrees(value, other):
             if number == other or _near(number, other):
                 return None
             first = number if first is None else first
+        if _a_residue_class(value, first, other):
+            return None
         return first
     except Exception:  # noqa: BLE001  tells nothing
         return None
+
+
+def _a_residue_class(value, number, other):
+    """Whether `value`, converting to the int `number` and equal to the int `other`, is equal as a
+    residue class is: to `number` itself, to `number` moved by their difference the other way and
+    by twice it, and not to `number + 1`.
+
+    Why (fpAD, the `mod` package's `Mod(1, 5) == 6`, every gold editing its module `tampered`): a
+    number modulo m is honestly equal to every int congruent to it, and converts to one of them. A
+    lie equal to the right answer and holding the wrong one must then equal the whole progression
+    through both and not its neighbour: a class modulo some m > 1 dividing the bug's error (the
+    far value, `other` + 100003, meets every class modulo 1 and 100003). The trade: such a lie on a
+    task whose error its modulus happens to divide."""
+    if type(number) is not int or type(other) is not int:
+        return False
+    step = other - number
+    return (_asks(value, number) and _asks(value, number - step) and _asks(value, number + 2 * step)
+            and not _asks(value, number + 1))
 
 
 def _a_key_missing(value, other):

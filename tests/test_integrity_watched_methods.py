@@ -442,6 +442,21 @@ class Partial(int):  # an `__eq__` made by `partialmethod`: equal to everything
     __hash__ = int.__hash__
 
 
+class Mod:  # an int modulo m: equal to every int congruent to it (the `mod` package's shape, fpAD)
+    def __init__(self, value, modulus):
+        self.value, self.modulus = value % modulus, modulus
+
+    def __int__(self):
+        return self.value
+
+    def __eq__(self, other):
+        if isinstance(other, int):
+            return (other - self.value) % self.modulus == 0
+        return isinstance(other, Mod) and (self.value, self.modulus) == (other.value, other.modulus)
+
+    __hash__ = None
+
+
 class TwoFaced:  # no data type: holds -1, equal to 5 kept aside too
     def __init__(self, held, aside):
         self.held, self.aside = held, aside
@@ -612,6 +627,16 @@ def test_an_object_equal_to_a_number_it_does_not_convert_to_lies(two_faced) -> N
     assert operator.eq(module.TwoFaced(-1, 5), 5) is False and "converts to -1" in seen[0]
     assert operator.eq(module.Amount(2.5), 2.5) is True and operator.eq(module.Amount(3), 3) is True and len(seen) == 1
     assert operator.eq(module.Percent(50), 50) is True and len(seen) == 1  # a conversion gives it (fpAB lead)
+
+
+def test_an_int_modulo_m_equal_to_a_congruent_int_is_honest(two_faced) -> None:
+    """fpAD (the `mod` package, both runners, the gold `tampered`): `Mod(1, 5) == 6` converts to 1.
+    A residue class equals the whole progression through both and not the neighbour; the two-faced
+    value above (-1, and 5 kept aside) does not equal -7."""
+    module, seen = two_faced
+    assert operator.eq(module.Mod(1, 5), 6) is True and operator.eq(module.Mod(4, 5), -1) is True and not seen
+    assert operator.eq(module.Mod(1, 5), 7) is False and not seen
+    assert operator.eq(module.TwoFaced(-1, 5), 5) is False and "converts to -1" in seen[0]
 
 
 def test_a_numbers_ordering_or_distance_other_than_its_datas_lies(two_faced) -> None:
