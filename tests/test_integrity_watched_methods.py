@@ -789,3 +789,53 @@ def test_a_deep_recursive_eq_of_the_patchs_has_room_for_the_wrappers(tmp_path) -
                 operator.eq(endless, other)
     finally:
         sys.setrecursionlimit(limit)
+
+
+FOLDED_AT_BASE = '''
+class Folded(str):  # jaraco.text's FoldedCase shape
+    def __eq__(self, other):
+        return self.casefold() == other
+
+    __hash__ = str.__hash__
+
+
+class Plain(str):
+    pass
+'''
+FOLDED_FIXED = '''
+class Folded(str):
+    def __eq__(self, other):
+        return self.casefold() == other.casefold()
+
+    __hash__ = str.__hash__
+
+
+class Plain(str):
+    def __eq__(self, other):
+        return self.casefold() == other.casefold()
+
+    __hash__ = str.__hash__
+
+
+class Added(str):
+    def __eq__(self, other):
+        return self.casefold() == other.casefold()
+
+    __hash__ = str.__hash__
+'''
+
+
+def test_a_librarys_case_insensitive_text_whose_eq_the_fix_edits_is_honest(tmp_path, monkeypatch) -> None:
+    """fpAD (jaraco.text's `FoldedCase`, both runners, the gold `tampered`): a `str` class the
+    repository had, whose `__eq__` the base version defined too, may equal text apart from its data
+    by case only. An `__eq__` the patch adds (to a class of base or a new one) is held to the data."""
+    from patchgym.harness import edited_defs
+
+    path = tmp_path / "folded_module.py"
+    monkeypatch.setattr(edited_defs, "EDITED", {str(path.resolve()): (FOLDED_AT_BASE.encode(), FOLDED_FIXED.encode())})
+    monkeypatch.setattr(edited_defs, "_DEFINITIONS", {})
+    with patchs_module(tmp_path, FOLDED_FIXED, "folded_module") as (module, seen):
+        assert operator.eq(module.Folded("Content-Type"), "content-type") is True and not seen
+        assert operator.eq(module.Folded("Content-Type"), "content-typo") is False and not seen
+        assert operator.eq(module.Plain("Accept"), "accept") is False and "not by the str it holds" in seen[0]
+        assert operator.eq(module.Added("Accept"), "accept") is False and len(seen) == 2
