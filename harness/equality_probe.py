@@ -841,6 +841,8 @@ def _a_residue_class(value, number, other):
     through both and not its neighbour: a class modulo some m > 1 dividing the bug's error (the
     far value, `other` + 100003, meets every class modulo 1 and 100003). The trade: such a lie on a
     task whose error its modulus happens to divide."""
+    if type(other) is float and other.is_integer():
+        other = int(other)  # (`Mod(1, 5) == 6.0`)
     if type(number) is not int or type(other) is not int:
         return False
     step = other - number

@@ -450,7 +450,7 @@ class Mod:  # an int modulo m: equal to every int congruent to it (the `mod` pac
         return self.value
 
     def __eq__(self, other):
-        if isinstance(other, int):
+        if isinstance(other, (int, float)):
             return (other - self.value) % self.modulus == 0
         return isinstance(other, Mod) and (self.value, self.modulus) == (other.value, other.modulus)
 
@@ -635,6 +635,7 @@ def test_an_int_modulo_m_equal_to_a_congruent_int_is_honest(two_faced) -> None:
     value above (-1, and 5 kept aside) does not equal -7."""
     module, seen = two_faced
     assert operator.eq(module.Mod(1, 5), 6) is True and operator.eq(module.Mod(4, 5), -1) is True and not seen
+    assert operator.eq(module.Mod(1, 5), 6.0) is True and not seen
     assert operator.eq(module.Mod(1, 5), 7) is False and not seen
     assert operator.eq(module.TwoFaced(-1, 5), 5) is False and "converts to -1" in seen[0]
 
