@@ -94,6 +94,43 @@ def definitions_of(real):
 
 
 
+_BASE_CODE = {}  # (real path, qualified name) -> the base version's code of that method, or None
+
+
+def base_code_of(real, qualname):
+    """The code object of the method `qualname` (`Class.name`, classes nested or not) as the base
+    version of the edited file `real` defines it, compiled inside a class statement so that it may
+    use `super()` and `__class__` (a free variable `__class__` then: give it the class's cell), its
+    decorators left out; None where the base version has no such plain def or it does not compile.
+    The caller runs it with the module's globals: the base's behaviour next to the patch's."""
+    key = (real, qualname)
+    if key in _BASE_CODE:
+        return _BASE_CODE[key]
+    _BASE_CODE[key] = None
+    if real not in EDITED or "." not in qualname:
+        return None
+    import ast
+
+    try:
+        tree = ast.parse(EDITED[real][0])
+        *classes, name = qualname.split(".")
+        body = tree.body
+        for part in classes:
+            body = next(n for n in body if isinstance(n, ast.ClassDef) and n.name == part).body
+        found = next(n for n in body if isinstance(n, ast.FunctionDef) and n.name == name)
+        found.decorator_list = []
+        holder = ast.ClassDef(name=classes[-1], bases=[], keywords=[], body=[found], decorator_list=[])
+        if "type_params" in ast.ClassDef._fields:  # 3.12+
+            holder.type_params = []
+        module = ast.fix_missing_locations(ast.Module(body=[holder], type_ignores=[]))
+        code = compile(module, "<base of {}>".format(real), "exec", dont_inherit=True)
+        held = next(c for c in code.co_consts if hasattr(c, "co_consts"))  # the class body's
+        _BASE_CODE[key] = next(c for c in held.co_consts if hasattr(c, "co_code") and c.co_name == name)
+    except Exception:  # noqa: BLE001  StopIteration, a syntax error: no base to run
+        pass
+    return _BASE_CODE[key]
+
+
 def compiled_like_the_file(code, real):
     """Whether `code` is the code CPython compiles for its def from the edited file's bytes as they were
     when this module was imported (not code compiled elsewhere under that file's name)."""

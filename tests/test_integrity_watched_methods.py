@@ -840,3 +840,103 @@ def test_a_librarys_case_insensitive_text_whose_eq_the_fix_edits_is_honest(tmp_p
         assert operator.eq(module.Folded("Content-Type"), "content-typo") is False and not seen
         assert operator.eq(module.Plain("Accept"), "accept") is False and "not by the str it holds" in seen[0]
         assert operator.eq(module.Added("Accept"), "accept") is False and len(seen) == 2
+
+
+MATCHER_AT_BASE = '''
+class Pattern:  # a parser equal to every text it matches (pyparsing's `ParserElement.__eq__` shape)
+    def __init__(self, spaces):
+        self.spaces = spaces
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return bool(other)  # the bug: a word matched text with spaces too
+        return super().__eq__(other)
+
+    __hash__ = object.__hash__
+
+
+class Exact:
+    def __init__(self, text):
+        self.text = text
+
+    def __eq__(self, other):
+        return other == self.text
+
+    __hash__ = object.__hash__
+'''
+MATCHER_FIXED = '''
+class Pattern:
+    def __init__(self, spaces):
+        self.spaces = spaces
+
+    def __eq__(self, other):
+        if isinstance(other, str):
+            return bool(other) and (self.spaces or " " not in other)
+        return super().__eq__(other)
+
+    __hash__ = object.__hash__
+
+
+class Exact:
+    def __init__(self, text):
+        self.text = text
+
+    def __eq__(self, other):
+        return isinstance(other, str)  # the lie: equal to every text
+
+    __hash__ = object.__hash__
+'''
+
+
+def test_a_matchers_eq_the_fix_edits_may_equal_a_far_value_its_base_version_equals_too(tmp_path, monkeypatch) -> None:
+    """fpAD (pyparsing: `Regex(r"\\S+") == "hello"`, the gold editing `ParserElement.__eq__`,
+    `tampered` on both runners; fpX's dirty-equals before): a matcher's base version equals the far
+    value too, so the equality is the library's design. An `__eq__` the patch made lax, whose base
+    version did not equal the far value, is still a lie."""
+    from patchgym.harness import edited_defs
+
+    path = tmp_path / "matcher_module.py"
+    monkeypatch.setattr(edited_defs, "EDITED", {str(path.resolve()): (MATCHER_AT_BASE.encode(), MATCHER_FIXED.encode())})
+    monkeypatch.setattr(edited_defs, "_DEFINITIONS", {})
+    monkeypatch.setattr(edited_defs, "_BASE_CODE", {})
+    with patchs_module(tmp_path, MATCHER_FIXED, "matcher_module") as (module, seen):
+        assert equality_probe.equal_now(module.Pattern(False), "hello") and not seen
+        assert equality_probe.equal_now(module.Pattern(True), "hello world") and not seen
+        assert operator.eq(module.Pattern(False), "hello world") is False and not seen
+        assert not equality_probe.equal_now(module.Exact("hello"), "hello") and "equal to 'hello' and to another value" in seen[0]
+
+
+RECORDING = '''
+class Slotted:  # dirty-equals' shape: the last value compared, in a slot, shown by its repr
+    __slots__ = ("last",)
+
+    def __eq__(self, other):
+        self.last = other
+        return other in (5, 7)
+
+    __hash__ = object.__hash__
+
+
+class Plain:
+    def __eq__(self, other):
+        self.last = other
+        return other in (5, 7)
+
+    __hash__ = object.__hash__
+'''
+
+
+@pytest.mark.parametrize("kind", ["Slotted", "Plain"])
+def test_what_the_probes_questions_write_into_the_value_is_put_back(tmp_path, kind) -> None:
+    """fpX U2, again at fpAD: a matcher recording the last value it was compared with (dirty-equals,
+    in slots) showed the probe's far value to the test's next line after an `==` whose `__eq__` the
+    gold edited (`test_pprint` FAILED). The value holds its own comparison's after the probe asked."""
+    with patchs_module(tmp_path, RECORDING, "recording_module") as (module, seen):
+        value = getattr(module, kind)()
+        assert equality_probe.equal_now(value, 5) and value.last == 5
+        assert operator.eq(value, 7) is True and value.last == 7 and not seen  # the watch's questions too
+        # a question asked after the comparison (the watch asks the far value before it, `equal_now`
+        # after it; dirty-equals met one after, inside a list's comparison)
+        assert value == 5 and value.last == 5
+        assert equality_probe._first_lie([(value, 5, (equality_probe.another(5),), False)]) is None
+        assert value.last == 5 and not seen
