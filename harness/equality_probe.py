@@ -961,12 +961,12 @@ def _states_of(leaves):
     it was last compared with, which its `repr` shows; a gold editing that `__eq__` met the probe's
     questions at the assert, and the test reading the repr after the `==` saw the probe's far value
     (`test_pprint` FAILED). What the test sees of the value is then its own comparison's doing only."""
-    kept, seen = [], set()
+    kept, seen = [], []
     for leaf in leaves:
         value = leaf[0]
-        if id(value) in seen or type(value) in _HONEST:
+        if type(value) in _HONEST or any(value is other for other in seen):  # (not `id()`: an audit event)
             continue
-        seen.add(id(value))
+        seen.append(value)
         try:
             held = _ATTRIBUTE(value, "__dict__")
         except Exception:  # noqa: BLE001  no dict of its own (slots, C code)
