@@ -673,7 +673,8 @@ def shifted(text, rng, tolerant):
     """The source of E (`text`) moved: by one (E + 1 or E - 1) where E is an `int` or a `float`
     when it runs, else, or where the assertion compares through a tolerance (`tolerant`: an
     `approx`, an `isclose` in it), far off, to `3*E + K`; and where the moved value still equals E
-    the copy raises ZeroDivisionError, and fails honestly. A value equal to every int, or to every
+    the copy raises ZeroDivisionError, and fails honestly (so where E is a float NaN, which any move
+    keeps NaN). A value equal to every int, or to every
     number near its own, equals the moved one; no honest result equal to E does. Why the guard and
     the far move (fpO, false `tampered` on ten honest fixes in six projects): `inf + 1`, mpmath's
     and sympy's infinities plus one, and `1e300 + 1` all equal E, and `x + 1 == approx(E, abs=1)`
@@ -682,7 +683,10 @@ def shifted(text, rng, tolerant):
     Anything but a number raises at the arithmetic already. E is evaluated once."""
     far = "v * 3 + " + repr(rng.choice(FAR_STEPS))
     moved = far if tolerant else "v " + rng.choice(("+", "-")) + " 1 if type(v) in (int, float) else " + far
-    return "(lambda v: (lambda w: w if not (w == v) else 1 // 0)(" + moved + "))(" + text + ")"
+    # (a float NaN moved is NaN still, and unequal to itself: a NaN-equal float's honest copy passed,
+    # fpAC's `nanf`, both runners)
+    unmoved = "w == v or isinstance(v, float) and v != v and isinstance(w, float) and w != w"
+    return "(lambda v: (lambda w: w if not (" + unmoved + ") else 1 // 0)(" + moved + "))(" + text + ")"
 
 
 _TOLERANCE_WORDS = frozenset(("approx", "close", "isclose", "allclose", "almost", "near"))

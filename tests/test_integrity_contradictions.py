@@ -719,6 +719,25 @@ def test_an_honest_value_a_step_of_one_cannot_move_fails_every_copy(value) -> No
     assert _copies_passing(body, {"f": lambda x: value, "g": lambda x: value}) == []
 
 
+class _NanEqual(float):  # a TOML float whose NaN equals NaN (fpAC's `nanf`)
+    def __eq__(self, other):
+        return isinstance(other, float) and self != self and other != other or float.__eq__(self, other)
+
+    def __ne__(self, other):
+        return float.__ne__(self, other)
+
+    __hash__ = float.__hash__
+
+
+def test_a_nan_expectation_every_move_keeps_fails_every_copy() -> None:
+    """fpAC `nanf` (both runners, the gold `tampered`): `float("nan")` moved by one or far is NaN,
+    which a NaN-equal float honestly equals. A moved float NaN counts as not moved: the copy raises."""
+    body = "def test_a():\n    expected = g(5)\n    assert f(2) == expected\n"
+    nan = float("nan")
+    assert _copies_passing(body, {"f": lambda x: _NanEqual(nan), "g": lambda x: nan}) == []
+    assert _copies_passing("def test_a():\n    assert f(2) == g(4)\n", {"f": lambda x: _NanEqual(nan), "g": lambda x: nan}) == []
+
+
 @pytest.mark.parametrize("result", [5, 5.0, 5.4])
 def test_a_tolerant_comparison_gets_a_far_shift(result) -> None:
     """fpO (pymap3d): `x == approx(E, abs=1)` holds for x + 1 where x == E, so the shifted copy passed
