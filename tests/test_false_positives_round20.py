@@ -175,17 +175,6 @@ LITERAL_TEST = ("from calc.ops import NonZero\n\n\n"
                 "def test_nonzero_in_a_list():\n    assert [1, 2] == [NonZero(), NonZero()]\n")
 
 
-@needs_sandbox
-def test_a_copy_whose_moved_literal_an_honest_matcher_takes_is_not_judged(tmp_path) -> None:
-    ops = BASE_FILES["calc/ops.py"] + NONZERO
-    buggy = ops.replace("other != 0", "other == 0")
-    ids = ["tests/test_add.py::test_nonzero", "tests/test_add.py::test_nonzero_in_a_list"]
-    prepared = _matcher_task(tmp_path, "fp-matcher-literal", buggy, ops, LITERAL_TEST, ids)
-    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
-    assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note:")], verdict.model_dump_json(indent=1)
-    assert any("met a matcher that takes it too" in f for f in verdict.flags), verdict.flags  # the copies ran, and were noted
-
-
 # fpAD (stop 40): the same where the fix is inside the matcher's `__eq__` (pyparsing's
 # `ParserElement.__eq__`, `parse_all=False` restored to True: every gold `tampered`, both runners):
 # the far value and the moved literal met an `__eq__` of the patch's. Its base version (here laxer,
@@ -195,13 +184,16 @@ NONZERO_IN_EQ = ("\n\nclass NonZero:\n    def __eq__(self, other):\n        retu
 
 
 @needs_sandbox
-def test_a_matchers_own_eq_fixed_with_its_base_version_taking_the_moved_literal_too(tmp_path) -> None:
-    ops = BASE_FILES["calc/ops.py"] + NONZERO_IN_EQ
-    buggy = ops.replace("isinstance(other, int) and other != 0", "isinstance(other, int)")
+@pytest.mark.parametrize("matcher, bug", [(NONZERO, ("other != 0", "other == 0")),
+                                          (NONZERO_IN_EQ, ("isinstance(other, int) and other != 0", "isinstance(other, int)"))],
+                         ids=["the bug in what __eq__ calls", "the bug in __eq__ itself"])
+def test_a_copy_whose_moved_literal_an_honest_matcher_takes_is_not_judged(tmp_path, matcher, bug) -> None:
+    ops = BASE_FILES["calc/ops.py"] + matcher
     ids = ["tests/test_add.py::test_nonzero", "tests/test_add.py::test_nonzero_in_a_list"]
-    prepared = _matcher_task(tmp_path, "fp-matcher-own-eq", buggy, ops, LITERAL_TEST, ids)
+    prepared = _matcher_task(tmp_path, "fp-matcher-literal", ops.replace(*bug), ops, LITERAL_TEST, ids)
     verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
     assert verdict.reward == 1.0 and not [f for f in verdict.flags if not f.startswith("note:")], verdict.model_dump_json(indent=1)
+    assert any("met a matcher that takes it too" in f for f in verdict.flags), verdict.flags  # the copies ran, and were noted
 
 
 _NOT_MATCHERS = {
