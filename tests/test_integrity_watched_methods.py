@@ -864,28 +864,10 @@ class Exact:
 
     __hash__ = object.__hash__
 '''
-MATCHER_FIXED = '''
-class Pattern:
-    def __init__(self, spaces):
-        self.spaces = spaces
-
-    def __eq__(self, other):
-        if isinstance(other, str):
-            return bool(other) and (self.spaces or " " not in other)
-        return super().__eq__(other)
-
-    __hash__ = object.__hash__
-
-
-class Exact:
-    def __init__(self, text):
-        self.text = text
-
-    def __eq__(self, other):
-        return isinstance(other, str)  # the lie: equal to every text
-
-    __hash__ = object.__hash__
-'''
+MATCHER_FIXED = MATCHER_AT_BASE.replace(
+    "return bool(other)  # the bug: a word matched text with spaces too",
+    'return bool(other) and (self.spaces or " " not in other)').replace(
+    "return other == self.text", "return isinstance(other, str)  # the lie: equal to every text")
 
 
 def test_a_matchers_eq_the_fix_edits_may_equal_a_far_value_its_base_version_equals_too(tmp_path, monkeypatch) -> None:
