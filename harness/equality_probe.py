@@ -373,7 +373,7 @@ def _leaves(value, other, out, depth=0, flipped=False):
             # value equal to everything does.
             # (what it is asked about, made only when asked: most comparisons do not hold, and since
             # stop 38 every comparison of a test file builds its questions before it is made)
-            out.append((value, other, lambda: _everything() + _held_plain(value), True))
+            out.append((value, other, lambda: _unchanged_question(value), True))
             _held_leaves(value, out, depth)
             return
     out.append((value, other, (another(other),), False))
@@ -441,16 +441,25 @@ def _class_defaults(kind):
     return defaults
 
 
+def _slot_descriptors(kind):
+    """(class, the descriptor its dict holds under the name) of each name in the `__slots__` of
+    `kind` and its bases; a name no descriptor is held under is left out."""
+    for cls in kind.__mro__[:-1]:
+        slots = vars(cls).get("__slots__", ())
+        for name in (slots,) if isinstance(slots, str) else slots:
+            held = vars(cls).get(name)
+            if held is not None:
+                yield cls, held
+
+
 def _slot_values(value):
     """The values held in an object's filled slots (its class's and its bases'), each read through
     its member descriptor: an empty slot raises there, and no `__getattr__` of the object's is asked."""
-    for cls in type(value).__mro__[:-1]:
-        slots = vars(cls).get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            try:
-                yield vars(cls)[name].__get__(value, cls)
-            except Exception:  # noqa: BLE001  empty, or no slot by that name (`__dict__`, `__weakref__`)
-                continue
+    for cls, descriptor in _slot_descriptors(type(value)):
+        try:
+            yield descriptor.__get__(value, cls)
+        except Exception:  # noqa: BLE001  empty, or no slot by that name (`__dict__`, `__weakref__`)
+            continue
 
 
 def _bare_instance(other):
@@ -494,6 +503,13 @@ def _bare_instance(other):
             except Exception:  # noqa: BLE001  no slot by that name, a read-only one
                 continue
     return bare
+
+
+def _unchanged_question(value):
+    """What a value whose `__eq__` the fix left as it was is asked (`_leaves`): whether it equals
+    everything -- bare objects, a true and a false one, an empty value of each kind -- and the plain
+    values it holds."""
+    return _everything() + _held_plain(value)
 
 
 def _held_plain(value):
@@ -943,7 +959,7 @@ def _first_lie(leaves, asks=_asks):
                         return value
                 elif all(asks(value, far) for far in (fars() if callable(fars) else fars)):
                     if not callable(fars) and all(_equal_at_base_too(value, far) for far in fars) and \
-                            not all(asks(value, x) for x in _everything() + _held_plain(value)):
+                            not all(asks(value, x) for x in _unchanged_question(value)):
                         continue  # the library's matcher, asked then as an unchanged one is (`_leaves`)
                     _report(value, other)
                     return value
@@ -982,18 +998,15 @@ def _states_of(leaves):
 def _slots_of(value):
     """(member descriptor, the value it holds or _NOTHING) of each slot of an object (dirty-equals'
     matchers record their last comparison in slots)."""
-    for cls in type(value).__mro__[:-1]:
-        slots = vars(cls).get("__slots__", ())
-        for name in (slots,) if isinstance(slots, str) else slots:
-            member = vars(cls).get(name)
-            if type(member).__name__ != "member_descriptor":
-                continue
-            try:
-                yield member, member.__get__(value, cls)
-            except AttributeError:  # empty
-                yield member, _NOTHING
-            except Exception:  # noqa: BLE001
-                continue
+    for cls, member in _slot_descriptors(type(value)):
+        if type(member).__name__ != "member_descriptor":
+            continue
+        try:
+            yield member, member.__get__(value, cls)
+        except AttributeError:  # empty
+            yield member, _NOTHING
+        except Exception:  # noqa: BLE001
+            continue
 
 
 def _put_back(kept):
