@@ -273,13 +273,27 @@ def _answer(entry, timeout_s, exiting):
                 data += chunk
     except OSError:
         pass
+    exited = None
+    try:
+        if not data.endswith(b"\n"):
+            # Reaped before judging, and what it left in the pipe read then: a slow child under load
+            # that wrote its whole answer and left in the moments after the grace above had counted
+            # as silenced (fpAA's symdeep7 gold, once, at load 2.5: `first_call_fork_silenced`).
+            exited = _reap(pid)
+            while not data.endswith(b"\n") and select.select([result_r], [], [], 0)[0]:
+                chunk = os.read(result_r, 4096)
+                if not chunk:
+                    break
+                data += chunk
+    except OSError:
+        pass
     finally:
         _close(go_w, result_r)
     started = data.startswith(STARTED)
     if started and data.endswith(b"\n"):
-        exiting.append(pid)
+        if exited is None:
+            exiting.append(pid)
         return [(of, int(n)) for n in data[len(STARTED):].split() if n.lstrip(b"-").isdigit()]
-    exited = _reap(pid)
     if not data:
         _FIRST_BYTE_WAIT[0] = min(_FIRST_BYTE_WAIT[0], timeout_s)
     return [(of, SILENCED)] if exited or not started else []

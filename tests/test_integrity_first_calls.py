@@ -493,3 +493,43 @@ def test_after_a_child_held_before_its_first_byte_later_forks_wait_less(monkeypa
         assert answer == [(of, first_calls.SILENCED)]
     assert first_calls._FIRST_BYTE_WAIT == [0.2]
     assert waits[0] >= 1.4 and waits[1] < 1.0, waits
+
+
+def test_a_child_answering_and_leaving_just_past_its_deadline_is_not_silenced(monkeypatch) -> None:
+    """fpAA's symdeep7 gold, once at load 2.5: a slow child wrote its whole answer and left in the
+    moments after the deadline and the grace read, and counted as silenced (reward 0 on an honest
+    fix). The child is reaped before judging, and what it left in the pipe read then. The child
+    answers exactly then: when the parent, past the grace read, first waits for it to exit."""
+    import os
+    import select
+    import time
+    import types
+
+    from patchgym.harness import first_calls
+
+    go_r, go_w = os.pipe()
+    result_r, result_w = os.pipe()
+    answer_r, answer_w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.write(result_w, first_calls.STARTED)
+            os.read(answer_r, 1)
+            os.write(result_w, b" 0\n")
+        finally:
+            os._exit(0)
+    os.close(go_r)
+    os.close(result_w)
+    told = []
+
+    def sleep(seconds):
+        if seconds < 0.01 and not told:  # the reap's first wait: the child answers and leaves now
+            told.append(os.write(answer_w, b"a"))
+            select.select([result_r], [], [], 10)
+            time.sleep(0.05)
+        time.sleep(seconds)
+
+    monkeypatch.setattr(first_calls, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    exiting: list = []
+    assert first_calls._answer((pid, go_w, result_r, "late"), 0.2, exiting) == [("late", 0)]
+    assert told and exiting == []  # reaped already
