@@ -2319,9 +2319,12 @@ class Reporter:
             # Several call reports for one test (subtests): a failure among them stands.
             if phases.get("call") != "FAILED":
                 phases["call"] = status
+            if status == "FAILED":
+                self._failed_now(report.nodeid, status)
         elif report.when == "setup":
             if report.failed:
                 phases["setup"] = "ERROR"
+                self._failed_now(report.nodeid, "ERROR")
             elif report.skipped:
                 phases["setup"] = "XFAIL" if hasattr(report, "wasxfail") else "SKIPPED"
         elif report.when == "teardown":
@@ -2329,6 +2332,19 @@ class Reporter:
             self.check_namespace()
             if report.failed:
                 phases["teardown"] = "ERROR"
+                self._failed_now(report.nodeid, "ERROR")
+
+    def _failed_now(self, nodeid, status):
+        """Sign a test's failed phase as it is reported. Why (red team rt28, reward 1): a library
+        that walked the stack to pytest's item added a finalizer that, in the test's teardown, set the
+        phases this reporter keeps for the test back to "PASSED" (found among the plugin manager's
+        plugins) and moved its report in the terminal reporter's stats: the test was emitted as
+        passed at its logfinish, and the log agreed. Once signed, the failure stands whatever is
+        kept in memory after (the stream keeps a test's worse outcome). A canary's outcome is sent
+        once, at the end of its protocol (a failed one is what it should be). A failed attempt that
+        pytest-rerunfailures runs again reports "rerun", and flaky logs none: neither comes here."""
+        if self._canary_index(nodeid) is None:
+            self.emit("test", id=self._task_id(nodeid), status=status)
 
     @pytest.hookimpl(trylast=True)
     def pytest_runtest_logfinish(self, nodeid, location):

@@ -408,7 +408,7 @@ def _shadowed(result):
 
 
 def _result_class(statuses, provenance, canaries=None, code_check=None, returned=None, globals_check=None, guard=None,
-                  failed_asserts=None):
+                  failed_asserts=None, failed_now=None):
     canaries = {} if canaries is None else canaries  # canary test id -> {"n": number, "status": outcome}
     code_problems = {}  # test id -> why the code about to run is not the protected source's
     traced = {}  # "before": the trace and profile functions as the running test started (Guard.check_trace)
@@ -441,6 +441,8 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
         if statuses.get(test_id) in ("FAILED", "ERROR"):
             return
         statuses[test_id] = status
+        if status in ("FAILED", "ERROR") and failed_now is not None:
+            failed_now(test_id, status)
 
     class SignedResult(unittest.TextTestResult):
         def startTest(self, test):
@@ -516,6 +518,8 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
                     canaries[test.id()]["status"] = "FAILED"
                 else:
                     statuses[test.id()] = "FAILED"
+                    if failed_now is not None:
+                        failed_now(test.id(), "FAILED")
 
         def stopTest(self, test):
             super(SignedResult, self).stopTest(test)
@@ -665,7 +669,13 @@ def main(argv):
     # is `__main__`, whose globals code under test can reach, and a `_result_class` replaced there
     # after the import had handed failing tests to addSuccess (red team round 4, reward 1). The
     # module's globals and its classes are also compared at the end.
-    result_class = _result_class(statuses, provenance, canaries, code_check, returned, globals_check, guard, failed_asserts)
+    # A test's failure is signed as it is recorded, not only with every status at the end: the
+    # statuses are a local of this frame, and a library that walked the stack to it (`f_locals`)
+    # could set a failed test's back to passed before they were sent (red team rt28's
+    # `reporter-state` shape, on pytest's reporter). The stream keeps a test's worse outcome.
+    emit = channel.emit
+    result_class = _result_class(statuses, provenance, canaries, code_check, returned, globals_check, guard, failed_asserts,
+                                 lambda test_id, status: emit("test", id=test_id, status=status))
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
     if probed is not None:
