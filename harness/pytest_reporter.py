@@ -1817,7 +1817,7 @@ class Reporter:
         for kind, name, value in problems:
             # (a method is held only to not being the patch's: a metaclass of a library may wrap a
             # class's methods honestly, and stays)
-            if thorough and kind != "method" or kind == "trusted" or self._patch_value(value):
+            if thorough and kind != "method" or kind in ("trusted", "shadow") or self._patch_value(value):
                 self._violation("test_module_name_rebound", "{}.{} ({})".format(module.__name__, name, kind))
 
     def _check_doctest(self, item):
