@@ -182,7 +182,10 @@ def _shadows(cls, bound, owns_code, testcase):
     that held the first expectation it met (telling the first-call fork apart by its pid): the
     module's names, TestCase's own methods and the grader's watch of `_baseAssertEqual` stayed
     as they were, and the test's class answered every `assertEqual` through the new one. Data (a
-    `maxDiff`, `longMessage` set in `setUpClass`) and classes are left alone."""
+    `maxDiff`, `longMessage` set in `setUpClass`) and classes are left alone, and so are names
+    `TestCase` holds from elsewhere than unittest (or the grader's watch of it): pytest 6 puts its
+    class fixtures on a `TestCase` it collects (`from unittest import TestCase` in a test module,
+    `test_grading_old_pytest.py`: `tampered` while this was built)."""
     if not (isinstance(cls, type) and isinstance(testcase, type) and issubclass(cls, testcase)) or cls is testcase:
         return []
     found = []
@@ -192,6 +195,9 @@ def _shadows(cls, bound, owns_code, testcase):
         theirs = vars(testcase).get(name, _MISSING)
         if theirs is _MISSING and not hasattr(testcase, name):
             continue
+        inherited = getattr(testcase, name, None)
+        if not str(getattr(inherited, "__module__", None) or "unittest").startswith(("unittest", "patchgym")):
+            continue  # not unittest's own (nor the grader's watch of it): pytest 6 puts its class fixtures on a collected TestCase
         if value is theirs or value in _stands_for(theirs):
             continue
         function = value.__func__ if type(value).__name__ in ("method", "classmethod", "staticmethod") else value
