@@ -791,6 +791,110 @@ def _equal_at_base_too(value, far):
         return False
 
 
+def _everything_by_design(value, at_base=False, kept=()):
+    """Whether `value`, of a class the repository had, equal to everything (`_unchanged_question`) --
+    by its `__eq__` as it is, or (`at_base`) by the base version of an `__eq__` the fix edited --
+    is so through code the fix left as it was: every function that `__eq__` names, and those they
+    name in turn (`_reaches_only_unchanged_code`), is a def of an unedited file, or one the fix left
+    unchanged in an edited file; no name it reads is that of a def the fix changed.
+
+    Why (fpAE, stop 41: callee, equals, mockify and a reproducer, both runners): a matcher library's
+    own `Any()`, `InstanceOf(object)`, `Equals(object)` equals every value by design, and its tests
+    assert so (`assert Any() == 42`); a gold editing the file of the matchers' `__eq__` (callee's
+    `Or.match`, or the `__eq__` itself) was `tampered`. A value the patch made equal to everything
+    reaches the patch's code to be so: a changed `match`, a changed helper, a class it added. The
+    trade: an object of such a class of the repository's, equal to everything at base, returned
+    by the patch in place of a result (the contradiction copies meet it in a test's own body: it
+    is no honest matcher, `_a_matcher`, being equal to a bare object). `kept`: the values' state
+    before the probe asked, put back before each question (`_fresh`)."""
+    kind = type(value)
+    try:
+        if not _edited.class_of_base(kind, untrusted):
+            return False
+        if at_base:
+            owner, method = _plain_eq(kind)
+            if owner is None:
+                return False
+            code = _edited.base_code_of(_real(method.__code__.co_filename), method.__qualname__)
+            if code is None or not all(_fresh(kept, _equal_at_base_too, value, x) for x in _unchanged_question(value)):
+                return False
+            return _reaches_only_unchanged_code(kind, code, method.__globals__, skip=method)
+        method = _function_of(_unwrapped(getattr(kind, "__eq__", None)))
+        if method is None:
+            return False
+        return _reaches_only_unchanged_code(kind, method.__code__, method.__globals__)
+    except Exception:  # noqa: BLE001  tells nothing: asked as before
+        return False
+
+
+def _reaches_only_unchanged_code(kind, code, module_globals, skip=None):
+    """Whether the code `code` (of a method of `kind`, run with `module_globals`) and every function
+    it names -- an attribute of `kind`, a global, and theirs in turn, nested code included, up to 64
+    -- is code of a file the patch did not change, or a def an edited file has as at base (its code
+    what the file compiles to); and no name of theirs that resolves to nothing is the name of a def
+    the fix changed (an attribute of another object: what it calls may be that def)."""
+    import builtins
+
+    changed = _changed_def_names()
+    pending, seen = [(code, module_globals)], set()
+    while pending:
+        code, scope = pending.pop()
+        if code in seen:
+            continue
+        seen.add(code)
+        if len(seen) > 64:
+            return False
+        pending.extend((const, scope) for const in code.co_consts if type(const) is type(code))
+        for name in code.co_names:
+            held = next((vars(c)[name] for c in kind.__mro__ if name in vars(c)), _NOTHING)
+            if held is _NOTHING:
+                held = scope.get(name, _NOTHING) if isinstance(scope, dict) else _NOTHING
+            if held is _NOTHING:
+                if name in changed and not hasattr(builtins, name):
+                    return False
+                continue
+            if isinstance(held, property):
+                held = held.fget
+            if isinstance(held, type):  # what calling it runs (an `isinstance` check runs nothing of it)
+                made = [next((vars(c)[n] for c in held.__mro__ if n in vars(c)), None) for n in ("__new__", "__init__")]
+                functions = [f for f in map(_function_of, made) if f is not None]
+            else:
+                functions = [_function_of(held)]
+            for function in functions:
+                if function is None or function is skip:
+                    continue
+                real = _real(function.__code__.co_filename)
+                if untrusted is not None and untrusted(real):
+                    qualname = function.__qualname__
+                    defs = _edited.definitions_of(real)
+                    if not defs or defs[0] is None or defs[1] is None or "<" in qualname \
+                            or defs[0].get(qualname) is None or defs[0][qualname] != defs[1].get(qualname) \
+                            or not _edited.compiled_like_the_file(function.__code__, real):
+                        return False
+                pending.append((function.__code__, function.__globals__))
+    return True
+
+
+def _changed_def_names():
+    """The last parts of the qualified names of every def and class the fix changed, added or
+    removed in the edited files (remembered)."""
+    if _CHANGED_NAMES:
+        return _CHANGED_NAMES[0]
+    names = set()
+    for real in list(_edited.EDITED):
+        defs = _edited.definitions_of(real)
+        if not defs or defs[0] is None or defs[1] is None:
+            continue
+        for qualname in set(defs[0]) | set(defs[1]):
+            if defs[0].get(qualname) != defs[1].get(qualname):
+                names.add(qualname.rsplit(".", 1)[-1])
+    _CHANGED_NAMES.append(frozenset(names))
+    return _CHANGED_NAMES[0]
+
+
+_CHANGED_NAMES = []  # [the names `_changed_def_names` found], once
+
+
 def _near(number, other):
     """Whether two numbers are within a hundredth of each other (relative), or both NaN: an honest
     equality of a number class may be approximate -- fuzzyfloat's `rel_fp(100.0) == 99.99999999`,
@@ -1076,15 +1180,27 @@ def _first_lie(leaves, asks=_asks):
                         _report(value, other, "and converts to {}".format(_safe_repr(number)))
                         return value
                 elif all(asks(value, far) for far in (fars() if callable(fars) else fars)):
-                    if not callable(fars) and all(_equal_at_base_too(value, far) for far in fars) and \
-                            not all(asks(value, x) for x in _unchanged_question(value)):
-                        continue  # the library's matcher, asked then as an unchanged one is (`_leaves`)
+                    # (each question below asked of the value as it was before the probe's: callee's
+                    # `Captor` keeps the first value it matches and raises at the next, fpAE)
+                    if not callable(fars) and all(_fresh(kept, _equal_at_base_too, value, far) for far in fars):
+                        if not all(_fresh(kept, asks, value, x) for x in _unchanged_question(value)):
+                            continue  # the library's matcher, asked then as an unchanged one is (`_leaves`)
+                        if _everything_by_design(value, True, kept):
+                            continue  # its base `__eq__` equals everything too, through code the fix left
+                    elif callable(fars) and _everything_by_design(value, False, kept):
+                        continue  # an unchanged `__eq__` equal to everything through code the fix left
                     _report(value, other)
                     return value
     finally:
         _put_back(kept)
         _done_asking(asking)
     return None
+
+
+def _fresh(kept, question, value, other):
+    """`question(value, other)` asked of the values as they were before the probe asked (`_put_back`)."""
+    _put_back(kept)
+    return question(value, other)
 
 
 def _states_of(leaves):

@@ -311,3 +311,67 @@ def test_a_dict_subclass_holding_another_plain_value_under_a_key_lies(mappings) 
     assert honest == {"a": 2, "b": 1} and len(seen) == 1
     assert module.LastOfEach(a=[1, 2], b=[3]) == {"a": 2, "b": 3} and len(seen) == 1
     assert module.Approximate(a=1.0) == {"a": 1.0004} and len(seen) == 1
+
+
+# fpAE (stop 41): a matcher library's own `Any()` equals every value by design, and its tests say so.
+MATCHERS_AT_BASE = '''
+class Matcher:
+    def __eq__(self, other):
+        if isinstance(other, Matcher):
+            return NotImplemented
+        return self.match(other)
+
+    __hash__ = object.__hash__
+
+
+class Any(Matcher):
+    def match(self, value):
+        return True
+
+
+class Captor(Matcher):  # callee's: keeps the first value it matches, and raises at the next
+    __slots__ = ("value",)
+
+    def match(self, value):
+        if hasattr(self, "value"):
+            raise ValueError("a value has already been captured")
+        self.value = value
+        return True
+
+
+class Either(Matcher):
+    def __init__(self, *options):
+        self.options = options
+
+    def match(self, value):
+        return all(value == option for option in self.options)  # the bug: all for any
+'''
+MATCHERS_FIXED = MATCHERS_AT_BASE.replace("return all(value == option", "return any(value == option")
+MATCHERS_LIE = MATCHERS_AT_BASE.replace("return all(value == option for option in self.options)  # the bug: all for any",
+                                        "return True")
+# The gold edits the `__eq__` itself (a matcher compared with a matcher raises again); the lie makes it true for all.
+MATCHERS_EQ_FIXED = MATCHERS_AT_BASE.replace("            return NotImplemented\n", "            raise TypeError('a matcher')\n")
+MATCHERS_EQ_LIE = MATCHERS_AT_BASE.replace("            return NotImplemented\n        return self.match(other)",
+                                           "            return NotImplemented\n        return True")
+
+
+@pytest.mark.parametrize("fixed, lie", [(MATCHERS_FIXED, MATCHERS_LIE), (MATCHERS_EQ_FIXED, MATCHERS_EQ_LIE)],
+                         ids=["fix-elsewhere", "fix-in-eq"])
+def test_a_matcher_equal_to_everything_by_the_librarys_own_code_is_honest(tmp_path, monkeypatch, fixed, lie) -> None:
+    from patchgym.harness import edited_defs
+
+    for source, name, honest in ((fixed, "matchers_fixed", True), (lie, "matchers_lie", False)):
+        path = tmp_path / f"{name}.py"
+        monkeypatch.setattr(edited_defs, "EDITED", {str(path.resolve()): (MATCHERS_AT_BASE.encode(), source.encode())})
+        monkeypatch.setattr(edited_defs, "_DEFINITIONS", {})
+        monkeypatch.setattr(edited_defs, "_BASE_CODE", {})
+        monkeypatch.setattr(equality_probe, "_CHANGED_NAMES", [])
+        with patchs_module(tmp_path, source, name) as (module, seen):
+            equality_probe.protect([__file__])
+            assert equality_probe.equal_now(module.Any(), 42) and equality_probe.equal_now(module.Any(), None), seen
+            if honest:
+                assert equality_probe.equal_now(module.Either(2, 2), 2) and not seen, seen
+                captor = module.Captor()
+                assert equality_probe.equal_now(captor, "spam") and captor.value == "spam" and not seen, seen
+            else:
+                assert not equality_probe.equal_now(module.Either(1, 2), 3) and "equal to 3 and to another value" in seen[0]
