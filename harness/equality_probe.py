@@ -201,6 +201,9 @@ class _Stranger(object):
     __slots__ = ()
 
 
+_GETSET = type(vars(type("_Plain", (object,), {}))["__dict__"])  # the interpreter's own `__dict__` descriptor (`_instance_dict`)
+
+
 class _FalseStranger(_Stranger):
     """A bare object that is false: a matcher of truthy values (pychoir's `IsTruthy`) equals
     `_Stranger()` and not this one; a value equal to everything equals both."""
@@ -332,6 +335,10 @@ def _leaves(value, other, out, depth=0, flipped=False):
         else:
             pairs = list(zip(value[:_MOST], other[:_MOST]))
         for a, b in pairs:
+            if a is b:
+                continue  # a container compares identical elements by identity: no `__eq__` of theirs ran
+            if kind is not dict and type(a) in _SCALARS and type(b) in _SCALARS and not a == b:
+                break  # a sequence's comparison stops at its first unequal pair: the rest are never asked
             if type(a) not in _SCALARS or type(b) not in _SCALARS:
                 _leaves(a, b, out, depth + 1, flipped)
                 _leaves(b, a, out, depth + 1, not flipped)
@@ -397,21 +404,40 @@ def _leaves(value, other, out, depth=0, flipped=False):
             # so may be an iterable with no size, whose `__iter__` hands out one shared iterator, a
             # stream's or a cursor's: fpAA A6)
             out.append((value, other, _AGAIN_FLIPPED if flipped else _AGAIN, False))
-        if kind not in _HONEST and isinstance(value, _data_bases()):
+        # (classes, not `isinstance`: a proxy's `__class__` makes its object, lazy-object-proxy's, fpAE)
+        if kind not in _HONEST and issubclass(kind, _data_bases()):
             out.append((value, other, _DATA, False))
         elif type(other) in (int, float) and any(hasattr(kind, name) for name in ("__index__", "__int__", "__float__")):
             out.append((value, other, _NUMBER, False))
-        elif type(other) in _TEXTS and hasattr(kind, "__len__") or isinstance(value, list) and type(other) in _SEQUENCES:
+        elif type(other) in _TEXTS and hasattr(kind, "__len__") or issubclass(kind, list) and type(other) in _SEQUENCES:
             out.append((value, other, _LENGTH, False))
-        if isinstance(value, (_Set, _Mapping)):
+        if issubclass(kind, (_Set, _Mapping)):
             out.append((value, other, _SIZE, False))
     if own:
         watch(kind)  # and every later call of its `__eq__`, from anywhere (`watch`)
 
 
+def _instance_dict(value):
+    """An object's own `__dict__`, read through the interpreter's own descriptor only; None where it
+    has none, or its class gives `__dict__` otherwise. Why (fpAE, stop 41): lazy-object-proxy's
+    `Proxy` forwards `__dict__` (and `__class__`) to the object it makes on first use, and reading
+    it while the probe built its questions made every proxy a test compared: its tests that a
+    comparison leaves proxies lazy (`(1, a) != (2, b)`, `[a] == [a]`) failed on an honest fix."""
+    for cls in type(value).__mro__:
+        held = vars(cls).get("__dict__")
+        if held is not None:
+            if type(held) is not _GETSET:
+                return None
+            try:
+                return held.__get__(value, cls)
+            except Exception:  # noqa: BLE001
+                return None
+    return None
+
+
 def _holds_none(value):
     """Whether an object holds something, in its `__dict__` or slots, and all of it None."""
-    own = getattr(value, "__dict__", None)
+    own = _instance_dict(value)
     held = list(own.values()) if isinstance(own, dict) else []
     held.extend(_slot_values(value))
     return bool(held) and all(h is None for h in held)
@@ -423,7 +449,7 @@ def _holds_state(value):
     holds nothing a bare one would not read from the class (fpX: `Money(0, 'EUR')` equalled a bare
     `Money`, whose `amount` and `currency` are the class's defaults)."""
     kind = type(value)
-    own = getattr(value, "__dict__", None)
+    own = _instance_dict(value)
     if own:
         for name, held in list(own.items()):
             try:
@@ -478,7 +504,7 @@ def _bare_instance(other):
     None for plain values, stateless objects, classes with a finaliser and classes that cannot be
     made so."""
     kind = type(other)
-    if kind in _HONEST or isinstance(other, type) or getattr(kind, "__del__", None) is not None \
+    if kind in _HONEST or issubclass(kind, type) or getattr(kind, "__del__", None) is not None \
             or not _holds_state(other):  # (a finaliser would meet it half made, and might say so)
         return None
     try:
@@ -1217,10 +1243,7 @@ def _states_of(leaves):
         if type(value) in _HONEST or any(value is other for other in seen):  # (not `id()`: an audit event)
             continue
         seen.append(value)
-        try:
-            held = _ATTRIBUTE(value, "__dict__")
-        except Exception:  # noqa: BLE001  no dict of its own (slots, C code)
-            held = None
+        held = _instance_dict(value)  # (none of a proxy's: its `__dict__` makes its object)
         if type(held) is dict:
             kept.append((value, held, dict(held)))
         slots = list(_slots_of(value))
@@ -1825,10 +1848,8 @@ def _a_matcher(value, plain=_NOTHING):
 
 def _held_by(value):
     """The values an object holds in its attributes, and inside builtin containers there, one level."""
-    try:
-        held = list(vars(value).values())
-    except TypeError:  # no __dict__
-        held = []
+    own = _instance_dict(value)  # (not `vars()`: a proxy's `__dict__` makes its object)
+    held = list(own.values()) if type(own) is dict else []
     held.extend(_slot_values(value))
     inner = []
     for item in held[:_MOST]:
