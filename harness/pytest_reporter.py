@@ -2089,7 +2089,10 @@ class Reporter:
                 # for the graded tests only, reward 1).
                 reporter._fork_testcase(testcase)
                 reporter._skip_test["returned"] = False
-                result = original_call(testcase, method)
+                try:
+                    result = original_call(testcase, method)
+                finally:
+                    reporter._check_instance(testcase)
                 reporter._skip_test["returned"] = True
                 return result
 
@@ -2333,6 +2336,16 @@ class Reporter:
             if report.failed:
                 phases["teardown"] = "ERROR"
                 self._failed_now(report.nodeid, "ERROR")
+
+    def _check_instance(self, testcase):
+        """What the running TestCase's own dict holds in place of TestCase's methods and comparators
+        (`patchgym_test_globals.instance_shadows`: red team rt28's G1 and G2, reward 1 on a TestCase
+        that pytest runs too), right after its method returned, before tearDown and cleanups."""
+        shadows = getattr(self._test_globals, "instance_shadows", None)
+        if shadows is None:
+            return
+        for name, _ in shadows(testcase, unittest.TestCase, self._the_patchs_file):
+            self._violation("test_instance_shadowed", "{} ({})".format(self._running[1] if self._running else "?", name))
 
     def _failed_now(self, nodeid, status):
         """Sign a test's failed phase as it is reported. Why (red team rt28, reward 1): a library

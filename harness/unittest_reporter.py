@@ -615,7 +615,18 @@ def main(argv):
     failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed, patched)  # before the snapshots
     failing = [str(i) for i in (config.get("canaries") or {}).get("contradict") or ()]
     first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources)
-    returned = _watch_test_method_returns(before_call, first_calls and (lambda testcase: first_calls.run(_safe_id(testcase))))
+    shadows = getattr(patchgym_test_globals, "instance_shadows", None)
+    untrusted_file = lambda filename: (provenance.guard.untrusted_file(filename)  # noqa: E731
+                                       if getattr(provenance, "guard", None) is not None else os.path.realpath(filename) in patched)
+
+    def after_call(testcase):
+        # what the running test's own dict holds in place of TestCase's (rt28 G1/G2), before tearDown
+        for name, _ in (shadows(testcase, unittest.TestCase, untrusted_file) if shadows is not None else ()):
+            provenance.report(testcase, "test_instance_shadowed", name)
+        if first_calls:
+            first_calls.run(_safe_id(testcase))
+
+    returned = _watch_test_method_returns(before_call, after_call)
     # a `_ShouldStop` unittest did not raise, swallowed by it (compiled_tests.watch_should_stop; before the snapshot)
     watch_should_stop = getattr(sys.modules.get("patchgym_compiled_tests"), "watch_should_stop", None)
     if watch_should_stop is not None:
