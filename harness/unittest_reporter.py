@@ -438,11 +438,11 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
             if problem is not None:
                 provenance.report(test, *problem)
                 status = "FAILED"
+        if status in ("FAILED", "ERROR") and failed_now is not None:
+            failed_now(test_id, status)  # (whatever the dict says already: rt28 set it to ERROR first, then PASSED)
         if statuses.get(test_id) in ("FAILED", "ERROR"):
             return
         statuses[test_id] = status
-        if status in ("FAILED", "ERROR") and failed_now is not None:
-            failed_now(test_id, status)
 
     class SignedResult(unittest.TextTestResult):
         def startTest(self, test):
