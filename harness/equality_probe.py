@@ -648,12 +648,16 @@ def _copy_of(value):
             copied = object.__new__(kind)
         else:
             copied = base.__new__(kind, value)
-        try:
-            own = _ATTRIBUTE(value, "__dict__")
-        except AttributeError:  # slots only
-            own = None
+        # (its own dict, read and written through the interpreter's descriptor; a class giving
+        # `__dict__` otherwise -- a proxy forwarding it to the object it wraps, wrapt's and
+        # lazy-object-proxy's pure-Python ones -- gets no copy: the copy wrapped None, fpAE F)
+        # (of a class the repository had only: one the patch adds gets the copy it can make, as before)
+        descriptor = next((vars(c)["__dict__"] for c in kind.__mro__ if "__dict__" in vars(c)), None)
+        if descriptor is not None and type(descriptor) is not _GETSET and _edited.class_of_base(kind, untrusted):
+            return None
+        own = _instance_dict(value)
         if own:
-            _ATTRIBUTE(copied, "__dict__").update(own)
+            _instance_dict(copied).update(own)
         for cls in kind.__mro__[:-1]:
             slots = vars(cls).get("__slots__", ())
             for name in (slots,) if isinstance(slots, str) else slots:

@@ -128,3 +128,18 @@ def test_a_comparison_that_never_reaches_a_lazy_proxy_leaves_it_lazy(tmp_path) -
         assert equality_probe.unequal_now((1, a), (2, b)) and made == []
         assert equality_probe.equal_now([a], [a]) and equality_probe.contains(a, [a]) and made == []
         assert equality_probe.equal_now((1, a), (1, b)) and set(made) == {"a", "b"} and not seen  # reached: asked
+
+
+def test_a_proxy_forwarding_its_dict_gets_no_copy(tmp_path, monkeypatch) -> None:
+    """fpAE F (wrapt's pure-Python proxies): the copy the probe asks again was made with the dict the
+    proxy forwards (the wrapped object's), wrapped nothing, and was unequal: an honest gold
+    `tampered`. Such a class of the repository's gets no copy; the value itself is asked again. One
+    the patch adds gets the copy it can make, as before."""
+    from patchgym.harness import edited_defs
+
+    path = tmp_path / "lazy_copy_module.py"
+    monkeypatch.setattr(edited_defs, "EDITED", {str(path.resolve()): (LAZY.encode(), LAZY.encode())})
+    monkeypatch.setattr(edited_defs, "_DEFINITIONS", {})
+    with patchs_module(tmp_path, LAZY + "\n\nclass Added(Proxy):\n    __slots__ = ()\n", "lazy_copy_module") as (module, _):
+        assert equality_probe._copy_of(module.Proxy(lambda: "x")) is None
+        assert equality_probe._copy_of(module.Added(lambda: "x")) is not None
