@@ -651,9 +651,10 @@ def _copy_of(value):
         # (its own dict, read and written through the interpreter's descriptor; a class giving
         # `__dict__` otherwise -- a proxy forwarding it to the object it wraps, wrapt's and
         # lazy-object-proxy's pure-Python ones -- gets no copy: the copy wrapped None, fpAE F)
-        # (of a class the repository had only: one the patch adds gets the copy it can make, as before)
-        descriptor = next((vars(c)["__dict__"] for c in kind.__mro__ if "__dict__" in vars(c)), None)
-        if descriptor is not None and type(descriptor) is not _GETSET and _edited.class_of_base(kind, untrusted):
+        # (where that descriptor is a class's the repository had: wrapt makes a subclass per proxy of
+        # its `ObjectProxy`, which holds it; a `__dict__` of a class the patch adds gets the copy)
+        if any("__dict__" in vars(c) and type(vars(c)["__dict__"]) is not _GETSET and _edited.class_of_base(c, untrusted)
+               for c in kind.__mro__):
             return None
         own = _instance_dict(value)
         if own:

@@ -140,6 +140,10 @@ def test_a_proxy_forwarding_its_dict_gets_no_copy(tmp_path, monkeypatch) -> None
     path = tmp_path / "lazy_copy_module.py"
     monkeypatch.setattr(edited_defs, "EDITED", {str(path.resolve()): (LAZY.encode(), LAZY.encode())})
     monkeypatch.setattr(edited_defs, "_DEFINITIONS", {})
-    with patchs_module(tmp_path, LAZY + "\n\nclass Added(Proxy):\n    __slots__ = ()\n", "lazy_copy_module") as (module, _):
+    added = ("\n\nclass PerProxy(Proxy):  # a subclass made per proxy, as wrapt's LazyObjectProxy does\n    __slots__ = ()\n"
+             "\n\nclass Added:  # the patch's own, its `__dict__` a property too\n    __slots__ = ('held',)\n\n"
+             "    @property\n    def __dict__(self):\n        return {}\n")
+    with patchs_module(tmp_path, LAZY + added, "lazy_copy_module") as (module, _):
         assert equality_probe._copy_of(module.Proxy(lambda: "x")) is None
-        assert equality_probe._copy_of(module.Added(lambda: "x")) is not None
+        assert equality_probe._copy_of(module.PerProxy(lambda: "x")) is None
+        assert equality_probe._copy_of(module.Added()) is not None
