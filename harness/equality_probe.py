@@ -840,8 +840,8 @@ def _everything_by_design(value, at_base=False, kept=()):
     before the probe asked, put back before each question (`_fresh`)."""
     kind = type(value)
     try:
-        if not _edited.class_of_base(kind, untrusted):
-            return False
+        if untrusted is None or not _edited.class_of_base(kind, untrusted):
+            return False  # (no judge of the patch's files: all code is asked)
         if at_base:
             owner, method = _plain_eq(kind)
             if owner is None:
