@@ -266,11 +266,7 @@ def _answer(entry, timeout_s, exiting):
             # answered and left in the same moment counted as silenced, and an honest fix was
             # `first_call_fork_silenced` once in five under load (fpAA F6, a ~4 s first call).
             time.sleep(0.05)
-            while not data.endswith(b"\n") and select.select([result_r], [], [], 0)[0]:
-                chunk = os.read(result_r, 4096)
-                if not chunk:
-                    break
-                data += chunk
+            data = _drained(result_r, data)
     except OSError:
         pass
     exited = None
@@ -280,11 +276,7 @@ def _answer(entry, timeout_s, exiting):
             # that wrote its whole answer and left in the moments after the grace above had counted
             # as silenced (fpAA's symdeep7 gold, once, at load 2.5: `first_call_fork_silenced`).
             exited = _reap(pid)
-            while not data.endswith(b"\n") and select.select([result_r], [], [], 0)[0]:
-                chunk = os.read(result_r, 4096)
-                if not chunk:
-                    break
-                data += chunk
+            data = _drained(result_r, data)
     except OSError:
         pass
     finally:
@@ -297,6 +289,16 @@ def _answer(entry, timeout_s, exiting):
     if not data:
         _FIRST_BYTE_WAIT[0] = min(_FIRST_BYTE_WAIT[0], timeout_s)
     return [(of, SILENCED)] if exited or not started else []
+
+
+def _drained(result_r, data):
+    """`data` and what the pipe holds now, up to the end of an answer (a line), without waiting."""
+    while not data.endswith(b"\n") and select.select([result_r], [], [], 0)[0]:
+        chunk = os.read(result_r, 4096)
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 # What a child may not do: its calls run with the files the run left, and nothing of them may reach
