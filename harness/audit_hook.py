@@ -180,6 +180,7 @@ class Guard(object):
         self.owns_code = None
         self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
         self.test_threads = {}  # id -> threading.Thread a test started (`called_by_a_test`)
+        self.patch_threads = {}  # id -> threading.Thread started with the patch's code on the stack (`_note_test_threads`)
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
 
@@ -786,9 +787,23 @@ def install(testbed, patched, protected, test_roots, own_dir):
     return guard
 
 
+def _started_by_the_patch(guard, frame):
+    """Whether code of the patch's (a file it changed or created) is on the stack from `frame` out."""
+    for _ in range(200):
+        if frame is None:
+            return False
+        if guard.untrusted_file(frame.f_code.co_filename):
+            return True
+        frame = frame.f_back
+    return False
+
+
 def _note_test_threads(guard):
     """Record each `threading.Thread` a test's own code starts (`Guard.test_threads`): no audit event
-    says so before 3.12. Code of the patch that replaces `Thread.start` only loses its threads' standing."""
+    says so before 3.12. Code of the patch that replaces `Thread.start` only loses its threads' standing.
+    And each one started with the patch's code on the stack (`Guard.patch_threads`): such a thread does
+    not keep a test's original from its fork (`first_calls.alone_tells`; red team rt28's M2 and V2, an
+    idle thread started at import so that a lie telling the fork by its pid met no fork, reward 1)."""
     import threading
 
     start = threading.Thread.start
@@ -802,6 +817,8 @@ def _note_test_threads(guard):
             if (guard.active and code.co_name != "<module>" and guard.real(code.co_filename) in guard.protected
                     and not guard.untrusted_file(code.co_filename) and guard.called_by_a_test(caller)):
                 guard.test_threads[id(thread)] = thread
+            elif _started_by_the_patch(guard, caller):
+                guard.patch_threads[id(thread)] = thread
         except ValueError:
             pass
         return start(thread, *args, **kwargs)

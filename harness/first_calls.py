@@ -379,16 +379,20 @@ def no_failure_noted(make, failures):
     return call
 
 
-def alone_tells(own=()):
+def alone_tells(own=(), theirs=()):
     """Whether the original test called alone in a fork (ORIGINAL_FAILED) runs there as it will in
     the run: not where Python threads other than this one are alive (a fork holds only this one: a
     fixture's `QueueListener` delivering log records, fpT) nor where the process holds a file open
-    (`holds_open_files`). Asked in the parent, before the fork: in the child both are gone."""
+    (`holds_open_files`). Asked in the parent, before the fork: in the child both are gone. Threads
+    the patch's code started (`theirs`, the audit hook's `patch_threads`) do not count: an idle one
+    started at import had kept every original from its fork (red team rt28, reward 1)."""
     import sys
     threading = sys.modules.get("threading")
     try:
         if threading is not None and threading.active_count() > 1:
-            return False
+            current = threading.current_thread()
+            if any(t is not current and not any(t is x for x in theirs) for t in threading.enumerate()):
+                return False
     except Exception:  # noqa: BLE001
         return False
     return not holds_open_files(own)

@@ -118,7 +118,7 @@ def _checking_code():
     return (os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep,) + ((os.path.realpath(probe),) if probe else ())
 
 
-def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None):
+def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None, patch_threads=lambda: ()):
     """(patchgym_first_calls.FirstCalls, a hook called right before a test method runs) for the
     tests graded as failing (`failing`, FAIL_TO_PASS): a fork of the state the method is about to
     find, whose child calls its exact contradiction copies on the same TestCase first, and a second
@@ -161,7 +161,7 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
                     first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
                                                                     name, testcase)))
                                                       for n, name in copies_of[test_id]], defer=True)
-                if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),)):
+                if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),), patch_threads()):
                     name = testcase._testMethodName
                     original = patchgym_first_calls.failing_alone(
                         own((lambda: getattr(testcase, name)()), name, testcase), lambda: id(testcase) in failed_asserts, test_id,
@@ -614,7 +614,9 @@ def main(argv):
         pass
     failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed, patched)  # before the snapshots
     failing = [str(i) for i in (config.get("canaries") or {}).get("contradict") or ()]
-    first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources)
+    first_calls, before_call = _first_calls(  # (the threads the patch's code started: the guard, set below, holds them)
+        planted, channel, failed_asserts, failing, sources,
+        lambda: list(getattr(getattr(provenance, "guard", None), "patch_threads", {}).values()))
     shadows = getattr(patchgym_test_globals, "instance_shadows", None)
     untrusted_file = lambda filename: (provenance.guard.untrusted_file(filename)  # noqa: E731
                                        if getattr(provenance, "guard", None) is not None else os.path.realpath(filename) in patched)
