@@ -94,6 +94,13 @@ def definitions_of(real):
 
 
 
+def unchanged(real, qualname):
+    """Whether the edited file `real` has the def or class `qualname` as its base version had it."""
+    defs = definitions_of(real)
+    return bool(defs and defs[0] is not None and defs[1] is not None and defs[0].get(qualname) is not None
+                and defs[0][qualname] == defs[1].get(qualname))
+
+
 _BASE_CODE = {}  # (real path, qualified name) -> the base version's code of that method, or None
 
 

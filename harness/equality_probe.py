@@ -806,20 +806,32 @@ def _equal_at_base_too(value, far):
     there), and the other questions (a bare instance, a copy, the data, the number, the size) as
     before. Only of a class the repository had (`class_of_base`): a class the patch adds, inheriting
     the base `__eq__` and overriding what it calls, is asked as before (fpV's `_R(Positive)`)."""
-    owner, method = _plain_eq(type(value))
-    if owner is None or not _edited.class_of_base(type(value), untrusted) or not _edited.class_of_base(owner, untrusted):
-        return False  # (a class the patch added, overriding what the base `__eq__` calls, is not the library's design)
-    code = _edited.base_code_of(_real(method.__code__.co_filename), method.__qualname__)
-    cell = getattr(types, "CellType", None)
-    if code is None or cell is None or any(name != "__class__" for name in code.co_freevars):
+    method, base = _base_eq(type(value))
+    if base is None:
         return False
     try:
-        base = types.FunctionType(code, method.__globals__, code.co_name, None,
-                                   tuple(cell(owner) for _ in code.co_freevars) or None)
         answer = base(value, far)
         return (answer is value or answer is far or _an_answer(answer)) and bool(answer)
     except Exception:  # noqa: BLE001  tells nothing
         return False
+
+
+def _base_eq(kind):
+    """(the `__eq__` objects of `kind` use, the base version of its def as a function run with its
+    module's globals) where `kind` and the class that def is of are classes the repository had, and
+    the base version is a plain def (`edited_defs.base_code_of`); (None, None) otherwise."""
+    owner, method = _plain_eq(kind)
+    if owner is None or not _edited.class_of_base(kind, untrusted) or not _edited.class_of_base(owner, untrusted):
+        return None, None  # (a class the patch added, overriding what the base `__eq__` calls, is not the library's design)
+    code = _edited.base_code_of(_real(method.__code__.co_filename), method.__qualname__)
+    cell = getattr(types, "CellType", None)
+    if code is None or cell is None or any(name != "__class__" for name in code.co_freevars):
+        return None, None
+    try:
+        return method, types.FunctionType(code, method.__globals__, code.co_name, None,
+                                          tuple(cell(owner) for _ in code.co_freevars) or None)
+    except Exception:  # noqa: BLE001
+        return None, None
 
 
 def _everything_by_design(value, at_base=False, kept=()):
@@ -843,13 +855,10 @@ def _everything_by_design(value, at_base=False, kept=()):
         if untrusted is None or not _edited.class_of_base(kind, untrusted):
             return False  # (no judge of the patch's files: all code is asked)
         if at_base:
-            owner, method = _plain_eq(kind)
-            if owner is None:
+            method, base = _base_eq(kind)
+            if base is None or not all(_fresh(kept, _equal_at_base_too, value, x) for x in _unchanged_question(value)):
                 return False
-            code = _edited.base_code_of(_real(method.__code__.co_filename), method.__qualname__)
-            if code is None or not all(_fresh(kept, _equal_at_base_too, value, x) for x in _unchanged_question(value)):
-                return False
-            return _reaches_only_unchanged_code(kind, code, method.__globals__, skip=method)
+            return _reaches_only_unchanged_code(kind, base.__code__, method.__globals__, skip=method)
         method = _function_of(_unwrapped(getattr(kind, "__eq__", None)))
         if method is None:
             return False
@@ -877,7 +886,7 @@ def _reaches_only_unchanged_code(kind, code, module_globals, skip=None):
             return False
         pending.extend((const, scope) for const in code.co_consts if type(const) is type(code))
         for name in code.co_names:
-            held = next((vars(c)[name] for c in kind.__mro__ if name in vars(c)), _NOTHING)
+            held = _class_attribute(kind, name)
             if held is _NOTHING:
                 held = scope.get(name, _NOTHING) if isinstance(scope, dict) else _NOTHING
             if held is _NOTHING:
@@ -887,23 +896,24 @@ def _reaches_only_unchanged_code(kind, code, module_globals, skip=None):
             if isinstance(held, property):
                 held = held.fget
             if isinstance(held, type):  # what calling it runs (an `isinstance` check runs nothing of it)
-                made = [next((vars(c)[n] for c in held.__mro__ if n in vars(c)), None) for n in ("__new__", "__init__")]
-                functions = [f for f in map(_function_of, made) if f is not None]
+                functions = [_function_of(_class_attribute(held, n)) for n in ("__new__", "__init__")]
             else:
                 functions = [_function_of(held)]
             for function in functions:
                 if function is None or function is skip:
                     continue
                 real = _real(function.__code__.co_filename)
-                if untrusted is not None and untrusted(real):
-                    qualname = function.__qualname__
-                    defs = _edited.definitions_of(real)
-                    if not defs or defs[0] is None or defs[1] is None or "<" in qualname \
-                            or defs[0].get(qualname) is None or defs[0][qualname] != defs[1].get(qualname) \
-                            or not _edited.compiled_like_the_file(function.__code__, real):
-                        return False
+                if untrusted is not None and untrusted(real) and (
+                        "<" in function.__qualname__ or not _edited.unchanged(real, function.__qualname__)
+                        or not _edited.compiled_like_the_file(function.__code__, real)):
+                    return False
                 pending.append((function.__code__, function.__globals__))
     return True
+
+
+def _class_attribute(kind, name):
+    """What the first class of `kind`'s MRO holding `name` in its own dict holds there; `_NOTHING`."""
+    return next((vars(c)[name] for c in kind.__mro__ if name in vars(c)), _NOTHING)
 
 
 def _changed_def_names():
@@ -1650,9 +1660,7 @@ def _unchanged_def(method, owner, name):
         qualname = method.__qualname__
         if qualname != owner.__qualname__ + "." + name or "<" in qualname:
             return False
-        defs = _edited.definitions_of(_real(method.__code__.co_filename))
-        return bool(defs and defs[0] is not None and defs[1] is not None and defs[0].get(qualname) is not None
-                    and defs[0][qualname] == defs[1].get(qualname) and _edited.class_of_base(owner, untrusted))
+        return _edited.unchanged(_real(method.__code__.co_filename), qualname) and _edited.class_of_base(owner, untrusted)
     except Exception:  # noqa: BLE001  watched
         return False
 

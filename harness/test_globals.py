@@ -192,12 +192,9 @@ def _shadows(cls, bound, owns_code, testcase):
     for name, value in list(vars(cls).items()):
         if name in bound or name.startswith("__") or not callable(value) or isinstance(value, type):
             continue
-        theirs = vars(testcase).get(name, _MISSING)
-        if theirs is _MISSING and not hasattr(testcase, name):
+        if not _testcase_name(testcase, name):
             continue
-        inherited = getattr(testcase, name, None)
-        if not str(getattr(inherited, "__module__", None) or "unittest").startswith(("unittest", "patchgym")):
-            continue  # not unittest's own (nor the grader's watch of it): pytest 6 puts its class fixtures on a collected TestCase
+        theirs = vars(testcase).get(name, _MISSING)
         if value is theirs or value in _stands_for(theirs):
             continue
         function = value.__func__ if type(value).__name__ in ("method", "classmethod", "staticmethod") else value
@@ -227,10 +224,8 @@ def instance_shadows(test, testcase, untrusted):
     found = []
     ours = set(vars(testcase).values())
     for name, value in list(own.items()):
-        if name.startswith("__") or isinstance(value, type) or not callable(value) or not hasattr(testcase, name):
+        if name.startswith("__") or isinstance(value, type) or not callable(value) or not _testcase_name(testcase, name):
             continue
-        if not str(getattr(getattr(testcase, name, None), "__module__", None) or "unittest").startswith(("unittest", "patchgym")):
-            continue  # (not unittest's own name: pytest's)
         if not _foreign(value, ours, untrusted):
             continue
         found.append((name, value))
@@ -241,6 +236,15 @@ def instance_shadows(test, testcase, untrusted):
                 continue
             found.append(("_type_equality_funcs[{}]".format(getattr(kind, "__name__", "?")), value))
     return found
+
+
+def _testcase_name(testcase, name):
+    """Whether `name` is one `testcase` (unittest's `TestCase`) holds of unittest's own, or of the
+    grader's watch of it: not one pytest 6 put there (its class fixtures on a `TestCase` it
+    collects, `from unittest import TestCase` in a test module)."""
+    if not hasattr(testcase, name):
+        return False
+    return str(getattr(getattr(testcase, name, None), "__module__", None) or "unittest").startswith(("unittest", "patchgym"))
 
 
 def _foreign(value, ours, untrusted):

@@ -582,6 +582,9 @@ def main(argv):
     except ImportError:
         pass
     patched = {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])}
+    # whether a file's code is the patch's: the guard's judge once it is made (below), the patched files before
+    untrusted_file = lambda filename: (provenance.guard.untrusted_file(filename)  # noqa: E731
+                                       if getattr(provenance, "guard", None) is not None else os.path.realpath(filename) in patched)
     probed = None  # the rewrite the protected files are imported through (compiled_tests.serve_for_import)
     watch_classes = None  # the probe's watch of the patch's classes, once the tests are loaded
     try:  # every assertEqual that held, asked once more (patchgym_equality_probe), before the snapshots
@@ -602,9 +605,7 @@ def main(argv):
                 provenance.report(test, "equal_to_another_value", detail)
 
         patchgym_equality_probe.reported = lied
-        patchgym_equality_probe.untrusted = lambda filename: (
-            provenance.guard.untrusted_file(filename) if getattr(provenance, "guard", None) is not None
-            else os.path.realpath(filename) in patched)
+        patchgym_equality_probe.untrusted = untrusted_file
         patchgym_equality_probe.watch_assert_equal(unittest.TestCase)
         patchgym_equality_probe.watch_class_statements()
         watch_classes = patchgym_equality_probe.watch_classes
@@ -618,8 +619,6 @@ def main(argv):
         planted, channel, failed_asserts, failing, sources,
         lambda: list(getattr(getattr(provenance, "guard", None), "patch_threads", {}).values()))
     shadows = getattr(patchgym_test_globals, "instance_shadows", None)
-    untrusted_file = lambda filename: (provenance.guard.untrusted_file(filename)  # noqa: E731
-                                       if getattr(provenance, "guard", None) is not None else os.path.realpath(filename) in patched)
 
     def after_call(testcase):
         # what the running test's own dict holds in place of TestCase's (rt28 G1/G2), before tearDown
