@@ -181,6 +181,10 @@ class Guard(object):
         self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
         self.test_threads = {}  # id -> threading.Thread a test started (`called_by_a_test`)
         self.patch_threads = {}  # id -> threading.Thread started with the patch's code on the stack (`_note_test_threads`)
+        # real paths of files opened for writing with the patch's code on the stack: a descriptor to one
+        # keeps no original from its fork (`first_calls.holds_open_files`; a file held open from the
+        # library's import had kept every original from it, stop 42)
+        self.patch_files = set()
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
 
@@ -365,6 +369,9 @@ class Guard(object):
                 if isinstance(args[0], (str, bytes)) and _text(args[0]).endswith(".py"):
                     guard.note_writer(args[0], frame)
                 if not guard.protected_target(args[0]):
+                    path = _text(args[0])
+                    if path and _started_by_the_patch(guard, frame):
+                        guard.patch_files.add(os.path.realpath(path))
                     return
                 culprit = guard.culprit(frame, True)
                 if culprit is not None:
@@ -825,3 +832,44 @@ def _note_test_threads(guard):
 
     started_by.__name__, started_by.__qualname__, started_by.__doc__ = start.__name__, start.__qualname__, start.__doc__
     threading.Thread.start = started_by
+    _note_raw_threads(guard, threading)
+
+
+def _note_raw_threads(guard, threading):
+    """Record, by its ident, each thread started through `_thread` itself with the patch's code on the
+    stack (`Guard.patch_threads`, under `("ident", n)`, gone when the thread's function returns): a raw
+    thread that once calls `threading.current_thread()` is listed by `threading.enumerate()` as a dummy,
+    and kept every original from its fork as a thread of the patch's started by `Thread.start` had
+    (red team rt28, stop 41's open note; `first_calls.alone_tells`). `threading`'s own reference is
+    wrapped too, so `Thread.start` and a direct call of it are one path."""
+    import _thread
+
+    raw = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None):
+        try:
+            by_the_patch = _started_by_the_patch(guard, sys._getframe(1))
+        except ValueError:
+            by_the_patch = False
+        if not by_the_patch:
+            return raw(function, args) if kwargs is None else raw(function, args, kwargs)
+        key = []  # ("ident", n) once started; None once its function returned
+
+        def run(*a, **k):
+            try:
+                return function(*a, **k)
+            finally:
+                if key:
+                    guard.patch_threads.pop(key[0], None)
+                key.append(None)
+
+        ident = raw(run, args) if kwargs is None else raw(run, args, kwargs)
+        if not key:  # (not already ended)
+            key.append(("ident", ident))
+            guard.patch_threads[key[0]] = ident
+        return ident
+
+    start_new_thread.__name__, start_new_thread.__qualname__, start_new_thread.__doc__ = raw.__name__, raw.__name__, raw.__doc__
+    for holder, name in ((_thread, "start_new_thread"), (_thread, "start_new"), (threading, "_start_new_thread")):
+        if getattr(holder, name, None) is raw:
+            setattr(holder, name, start_new_thread)

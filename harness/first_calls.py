@@ -385,17 +385,21 @@ def alone_tells(own=(), theirs=()):
     fixture's `QueueListener` delivering log records, fpT) nor where the process holds a file open
     (`holds_open_files`). Asked in the parent, before the fork: in the child both are gone. Threads
     the patch's code started (`theirs`, the audit hook's `patch_threads`) do not count: an idle one
-    started at import had kept every original from its fork (red team rt28, reward 1)."""
+    started at import had kept every original from its fork (red team rt28, reward 1). Nor do files
+    the patch's code opened for writing (`theirs` holds their real paths too): one held open from the
+    library's import had kept every original from its fork the same way (stop 42)."""
     import sys
     threading = sys.modules.get("threading")
     try:
         if threading is not None and threading.active_count() > 1:
             current = threading.current_thread()
-            if any(t is not current and not any(t is x for x in theirs) for t in threading.enumerate()):
+            # (a thread of the patch's is there as its `Thread`, or, started through `_thread`, as its ident)
+            if any(t is not current and not any(t is x or type(x) is int and t.ident == x for x in theirs)
+                   for t in threading.enumerate()):
                 return False
     except Exception:  # noqa: BLE001
         return False
-    return not holds_open_files(own)
+    return not holds_open_files(own, {x for x in theirs if type(x) is str})
 
 
 def failing_alone(call, failed_there, label, raised_there=None):
@@ -419,14 +423,15 @@ def failing_alone(call, failed_there, label, raised_there=None):
     return check
 
 
-def holds_open_files(own=()):
+def holds_open_files(own=(), theirs=()):
     """Whether the process holds a file open for writing (a descriptor to a regular file that is not
     deleted, other than `own` and the standard streams): a fork's such descriptors point at
     /dev/null, so a test reading back a log a `FileHandler` writes runs otherwise there (fpT:
     `passed_only_outside_a_fork` on an honest fix), and the original's own fork tells nothing. A
     file open for reading only does not count where the child can read it through a description of
     its own (`_reading_alone`: a file a fixture opened, fpT, reads the same there). pytest's capture
-    files are deleted ones; the sandbox's streams are pipes."""
+    files are deleted ones; the sandbox's streams are pipes. Files at the real paths in `theirs` (the
+    patch's own, `alone_tells`) do not count."""
     own = {fd for fd in own if fd is not None}
     try:
         names = os.listdir("/proc/self/fd")
@@ -440,7 +445,7 @@ def holds_open_files(own=()):
         except OSError:
             continue
         if target.startswith("/") and not target.endswith(" (deleted)") and target != os.devnull and os.path.isfile(target):
-            if _readable_alone(int(name), target):
+            if target in theirs or _readable_alone(int(name), target):
                 continue
             return True
     return False

@@ -2349,8 +2349,9 @@ class Reporter:
             self._violation("test_instance_shadowed", "{} ({})".format(nodeid, name))
 
     def _patch_threads(self):
-        """The threads the patch's code started (the audit hook's record), which keep no original from its fork."""
-        return list(self._guard.patch_threads.values()) if self._guard is not None else ()
+        """The threads the patch's code started and the files it opened for writing (the audit hook's
+        record), which keep no original from its fork."""
+        return list(self._guard.patch_threads.values()) + list(self._guard.patch_files) if self._guard is not None else ()
 
     def _failed_now(self, nodeid, status):
         """Sign a test's failed phase as it is reported. Why (red team rt28, reward 1): a library

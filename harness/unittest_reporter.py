@@ -615,9 +615,11 @@ def main(argv):
         pass
     failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed, patched)  # before the snapshots
     failing = [str(i) for i in (config.get("canaries") or {}).get("contradict") or ()]
-    first_calls, before_call = _first_calls(  # (the threads the patch's code started: the guard, set below, holds them)
-        planted, channel, failed_asserts, failing, sources,
-        lambda: list(getattr(getattr(provenance, "guard", None), "patch_threads", {}).values()))
+    def the_patchs_own():  # the threads the patch's code started, the files it opened: the guard, set below, holds them
+        guard = getattr(provenance, "guard", None)
+        return list(getattr(guard, "patch_threads", {}).values()) + list(getattr(guard, "patch_files", ()))
+
+    first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources, the_patchs_own)
     shadows = getattr(patchgym_test_globals, "instance_shadows", None)
 
     def after_call(testcase):

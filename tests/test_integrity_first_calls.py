@@ -571,13 +571,27 @@ def mul(a, b):
 '''
 
 
-@pytest.mark.parametrize("runner", ["pytest", "unittest"])
-def test_a_thread_the_patch_started_keeps_no_original_from_its_fork(tmp_path, runner) -> None:
+# The same thread started through `_thread` itself, listed by `threading` as a dummy once it asks for
+# its own `Thread` (stop 41's open note: such a thread was not recorded as the patch's).
+RAW_THREAD = ("import _thread\n_thread.start_new_thread(lambda: (threading.current_thread(), time.sleep(3600)), ())\n"
+              "time.sleep(0.2)  # (listed as a dummy from here on)")
+THREADED_MEMO_RAW = THREADED_MEMO.replace("threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()", RAW_THREAD)
+# And a file held open for writing from the library's import (a fork's such descriptors point at
+# /dev/null, so a process holding one is not forked: `first_calls.holds_open_files`).
+HELD_FILE = "import tempfile\n_LOG = tempfile.NamedTemporaryFile('w', suffix='.log', delete=False)"
+THREADED_MEMO_FILE = THREADED_MEMO.replace("threading.Thread(target=lambda: time.sleep(3600), daemon=True).start()", HELD_FILE)
+
+
+@pytest.mark.parametrize("runner, memo", [("pytest", THREADED_MEMO), ("unittest", THREADED_MEMO),
+                                          ("pytest", THREADED_MEMO_RAW), ("unittest", THREADED_MEMO_RAW),
+                                          ("pytest", THREADED_MEMO_FILE), ("unittest", THREADED_MEMO_FILE)],
+                         ids=["pytest", "unittest", "pytest-raw", "unittest-raw", "pytest-file", "unittest-file"])
+def test_a_thread_the_patch_started_keeps_no_original_from_its_fork(tmp_path, runner, memo) -> None:
     if runner == "pytest":
         prepared, gold = build_prepared(tmp_path, instance_id="calc-first-threaded",
                                         test_patch_files={"tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"},
                                         fail_to_pass=["tests/test_add.py::test_add"])
     else:
         prepared, gold = build_unittest_prepared(tmp_path, "calc-first-threaded-ut")
-    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": THREADED_MEMO})), "passed_only_outside_a_fork")
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": memo})), "passed_only_outside_a_fork")
     _assert_resolved(_grade(prepared, gold))
