@@ -612,11 +612,29 @@ def _equal_only_there(value, other, flipped):
         copied = value
     try:
         answer = other == copied if flipped else copied == other
-        return _an_answer(answer) and not answer  # an expression built, not an answer (`_asks`)
+        if not (_an_answer(answer) and not answer):  # an expression built, not an answer (`_asks`)
+            return False
     except Exception:  # noqa: BLE001  an ambiguous answer (an array) tells nothing
         return False
     except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it
         return True
+    return copied is value or not _identity_at_base(value, copied, other)
+
+
+def _identity_at_base(value, copied, other):
+    """Whether the base version's `__eq__` of a class the repository had (`_base_eq`) rests on the
+    object's identity too: it says `value` equals `other` and its copy does not. Then so may the fix.
+    Why (fpAG, stop 42, astropy's gold fixing `UnitBase.__eq__`, `tampered`): a named unit is a
+    singleton, and `_to` compares decomposed bases with `is`, so a copy of `u.rad` honestly differs
+    from `u.rad`. A base `__eq__` unequal to `other` from either object (the bug in it) is not that."""
+    _, base = _base_eq(type(value))
+    if base is None:
+        return False
+    try:
+        original, copy_answer = base(value, other), base(copied, other)
+        return _an_answer(original) and bool(original) and _an_answer(copy_answer) and not copy_answer
+    except Exception:  # noqa: BLE001  tells nothing
+        return False
 
 
 def _copy_of(value):
@@ -1201,7 +1219,11 @@ def _first_lie(leaves, asks=_asks):
                         _report(value, other, "and not to it when asked again on a copy")
                         return value
                 elif fars is _DATA:
-                    if _data_disagrees(value, other):
+                    # (not of a class the repository had with an `__eq__` of its own, which the fix
+                    # changed: astropy's FITS column formats are `str` subclasses equal to every spelling
+                    # of one format, and a gold restoring that comparison was `tampered`, fpAG, stop 42;
+                    # the trade: a patch making such an existing `__eq__` lax where the bug is)
+                    if _data_disagrees(value, other) and _base_eq(type(value))[1] is None:
                         _report(value, other, "by its own __eq__, and not by the {} it holds".format(_data_base(type(value)).__name__))
                         return value
                 elif fars is _SIZE:

@@ -402,7 +402,9 @@ async def agrade_patch(prepared: PreparedTask, patch: str | None, **kwargs) -> V
 
 _CACHE_PLUGIN_OFF = re.compile(r"-p\s*no:cacheprovider(?![\w.-])")
 _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace", "setprofile": "sys.setprofile",
-                  "setstatprofile": "sys.setprofile", "PyEval_SetProfile": "sys.setprofile"}
+                  "setstatprofile": "sys.setprofile", "PyEval_SetProfile": "sys.setprofile",
+                  # and the collector's walks (stop 42: allowed from a test's call only where the repository walks)
+                  "get_referrers": "gc.get_referrers", "get_referents": "gc.get_referents", "get_objects": "gc.get_objects"}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 

@@ -517,6 +517,19 @@ def _code_file_of(value):
     return function.__code__.co_filename if function is not None else "?"
 
 
+def _held_parameters(callspec):
+    """{name: value} a callspec holds, its `funcargs` and `params` together: pytest < 7 moves a direct
+    parameter from the one to the other after `parametrize` (`add_funcarg_pseudo_fixture_def`)."""
+    held = dict(getattr(callspec, "funcargs", None) or {})
+    held.update(getattr(callspec, "params", None) or {})
+    return held
+
+
+def _same_items(now, kept):
+    """Whether the dict `now` holds exactly the keys of `kept`, each the very same object."""
+    return type(now) is dict and len(now) == len(kept) and all(key in now and now[key] is value for key, value in kept.items())
+
+
 def _function_of(value):
     """The plain function `value` is, or is a bound method of; None for anything else."""
     if type(value).__name__ == "method":
@@ -700,6 +713,7 @@ class Reporter:
         self._guard = None
         self._guard_state = None
         self._trace_before = None  # {"trace", "profile"} as a test's protocol started (`_check_trace`)
+        self._replaced_outside = getattr(guard_module, "replaced_outside", None)
         if guard_module is not None:
             roots = [os.path.join(self._testbed, r) for r in config.get("test_roots", [])]
             self._guard = guard_module.install(self._testbed, self._patched, set(self._protected), roots, _OWN_DIR)
@@ -718,6 +732,9 @@ class Reporter:
         self._collected_xfail = {}  # node id -> the xfail marks it had after collection
         self._trusted_marks = []  # marks added during the run by code that is not the patch's
         self._watch_add_marker()
+        self._params = {}  # id(item) -> (its callspec, what it holds: `_held_parameters`) to be called with (`_check_params`)
+        self._made_params = {}  # id(callspec) -> (callspec, what it held) as `Metafunc.parametrize` made it
+        self._watch_parametrize()
         self._serve_own_compilation()
         self._unittest_static = {}  # node id -> (skip attribute, expectedFailure attribute) after collection
         self._skip_test = {"raised": False, "origin": None}  # unittest.SkipTest made during the running test
@@ -836,6 +853,103 @@ class Reporter:
         add_marker.__wrapped__ = original
         add_marker.__doc__ = original.__doc__
         Node.add_marker = add_marker
+
+    def _watch_parametrize(self):
+        """Wrap `Metafunc.parametrize`: a call of it with the patch's code on the stack is
+        `parametrized_by_the_patch`, and each parameter set it makes must hold the very values its
+        mark handed it (`parameter_not_from_its_mark`). Why (red team rt29, stop 42, reward 1 on
+        inflection's parametrised tests): the library wrapped `Metafunc.parametrize` and, after it,
+        set each case's expected value in the callspecs to the buggy answer (the ids, made from the
+        values first, stayed the task's), or replaced `ParameterSet.extract_from`. With `_check_params`
+        (the values a test is called with are those its callspec held when collection finished), a
+        test runs with the parameters its protected source declares."""
+        metafunc = getattr(sys.modules.get("_pytest.python"), "Metafunc", None)
+        original = vars(metafunc).get("parametrize") if isinstance(metafunc, type) else None
+        if original is None:
+            return
+        reporter = self
+
+        def parametrize(metafunc, argnames, argvalues, *args, **kwargs):
+            culprit = reporter._patch_frame(_getframe(1))
+            if culprit is not None:
+                reporter._violation("parametrized_by_the_patch", culprit)
+            try:
+                argvalues = list(argvalues)  # (as pytest reads them: once)
+            except TypeError:
+                pass  # pytest says what is wrong with them
+            before = list(getattr(metafunc, "_calls", ()))
+            result = original(metafunc, argnames, argvalues, *args, **kwargs)
+            reporter._check_parameter_sets(metafunc, argnames, argvalues, before)
+            for callspec in getattr(metafunc, "_calls", ()):  # what each holds as made (`_check_params`)
+                reporter._made_params[id(callspec)] = (callspec, _held_parameters(callspec))
+            return result
+
+        parametrize.__wrapped__ = original
+        parametrize.__doc__ = original.__doc__
+        metafunc.parametrize = parametrize
+
+    def _check_parameter_sets(self, metafunc, argnames, argvalues, before):
+        """Each callspec a `parametrize` call made holds, under each of its names, the value of the
+        parameter set its index names (`pytest.param(...)`'s values, a tuple's items, or the value
+        itself for one name): the objects the mark handed over."""
+        try:
+            names = [n.strip() for n in argnames.split(",") if n.strip()] if isinstance(argnames, str) else list(argnames)
+            if not names or not isinstance(argvalues, list) or not argvalues:
+                return
+            for callspec in getattr(metafunc, "_calls", ()):
+                if any(callspec is b for b in before):
+                    continue
+                held = dict(getattr(callspec, "funcargs", None) or {})
+                held.update(getattr(callspec, "params", None) or {})
+                indices = getattr(callspec, "indices", None) or {}
+                for position, name in enumerate(names):
+                    index = indices.get(name)
+                    if index is None or not 0 <= index < len(argvalues) or name not in held:
+                        continue
+                    given = argvalues[index]
+                    values = getattr(given, "values", None) if hasattr(given, "marks") and hasattr(given, "id") else None
+                    if values is not None:
+                        expected = values[position] if position < len(values) else held[name]
+                    elif len(names) == 1 and isinstance(argnames, str):  # (pytest: names as a tuple take tuples)
+                        expected = given
+                    elif type(given) in (tuple, list) and position < len(given):
+                        expected = given[position]
+                    else:
+                        continue
+                    if held[name] is not expected:
+                        self._violation("parameter_not_from_its_mark", "{} of {}".format(name, getattr(getattr(metafunc, "function", None), "__name__", "?")))
+                        return
+        except Exception:  # noqa: BLE001  what pytest itself accepted and this cannot read tells nothing
+            return
+
+    def _check_params(self, item):
+        """The values a parametrised test is about to be called with are those its callspec held when
+        collection finished (`_params`), and those a direct parameter's fixture gives are them
+        (`_watch_parametrize`: rt29's library walked to the session's items and set a case's
+        expected value in each callspec to the buggy answer, from a frame walk or another thread)."""
+        kept = self._params.get(id(item))
+        if kept is None:
+            return
+        callspec, held = kept
+        now = getattr(item, "callspec", None)
+        changed = now is not callspec or not _same_items(_held_parameters(now), held)
+        if not changed:
+            values = getattr(item, "funcargs", None) or {}
+            for name, value in held.items():
+                if name in values and values[name] is not value and self._direct_parameter(item, name):
+                    changed = True
+                    break
+        if changed:
+            self._violation("parameters_changed", item.nodeid)
+
+    @staticmethod
+    def _direct_parameter(item, name):
+        """Whether `name` is a parameter pytest hands the test as it is (not through a fixture of
+        that name: `indirect=True`): pytest >= 8 gives it by a fixture of its own."""
+        defs = (getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", None) or {}).get(name)
+        if not defs:
+            return True
+        return getattr(getattr(defs[-1], "func", None), "__name__", "") == "get_direct_param_fixture_func"
 
     def _serve_own_compilation(self):
         """pytest's assertion rewriter executes the grader's own compilation of the protected files
@@ -1513,6 +1627,7 @@ class Reporter:
         self._check_doctest(item)
         self._watch_the_display(item)
         self.check_test_globals(getattr(item, "module", None))
+        self._check_params(item)
         self._fork_first_calls(item)
         self._fork_doctest(item)
 
@@ -1804,8 +1919,9 @@ class Reporter:
             # names, as when the module last passed, is a pass (one C-level identity pass a test).
             values = self._test_globals.current_values(namespace, entries)
             last = self._globals_passed.get(id(module))
+            # (and the tables of cases it binds hold the same items: rt29 pruned one in place too)
             if (not thorough and last is not None and last[0] == len(namespace)
-                    and _ALL(_MAP(_IS, values, last[1]))):
+                    and _ALL(_MAP(_IS, values, last[1])) and self._test_globals.data_unchanged(last[2])):
                 return
             problems = self._test_globals.problems(namespace, entries, stored, star, owns_code,
                                                    _TRUSTED_MODULES, self._helper_defs, self._changed_class)
@@ -1813,11 +1929,11 @@ class Reporter:
             self._violation("test_module_name_rebound", "{}: {}".format(getattr(module, "__name__", "?"), type(exc).__name__))
             return
         if not problems:
-            self._globals_passed[id(module)] = (len(namespace), values)
+            self._globals_passed[id(module)] = (len(namespace), values, self._test_globals.data_contents(namespace, entries))
         for kind, name, value in problems:
             # (a method is held only to not being the patch's: a metaclass of a library may wrap a
-            # class's methods honestly, and stays)
-            if thorough and kind != "method" or kind in ("trusted", "shadow") or self._patch_value(value):
+            # class's methods honestly, and stays; the data a test module binds is the test's, whoever changed it)
+            if thorough and kind != "method" or kind in ("trusted", "shadow", "data") or self._patch_value(value):
                 self._violation("test_module_name_rebound", "{}.{} ({})".format(module.__name__, name, kind))
 
     def _check_doctest(self, item):
@@ -2563,6 +2679,14 @@ class Reporter:
         self._pinned = {}
         for item in session.items:
             self._pinned[id(item)] = (item, item.nodeid, *_name_and_path(item))
+            callspec = getattr(item, "callspec", None)
+            if callspec is not None:
+                # as `parametrize` made it (rt29: a thread at import rewrote the callspecs as soon as
+                # the session held its items, before this hook); one it did not make (a plugin's copy,
+                # pytest-lazy-fixture's) as it is now
+                made = self._made_params.get(id(callspec))
+                self._params[id(item)] = made if made is not None and made[0] is callspec else (callspec, _held_parameters(callspec))
+        self._made_params = {}
         self._map_canaries(session.items)
         for item in session.items:
             number = self._canary_items.get(item.nodeid)
@@ -2586,6 +2710,10 @@ class Reporter:
         self.check_protected()
         self.check_importers()
         self.check_machinery(thorough=True)
+        if self._guard is not None and self._replaced_outside is not None:
+            # code of the patch's put into modules it does not own (`replaced_outside`: red team rt29)
+            for label in self._replaced_outside(self._guard):
+                self._violation("library_code_replaced", label)
         self.check_hooks(session.config)
         self.check_hook_functions(session.config)
         self.snapshot_impls(session.config)

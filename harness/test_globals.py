@@ -22,7 +22,11 @@ the module's own body:
 - `from <a module of the tests> import f`, where that module's source defines `f` with an
   undecorated `def`: a function compiled from that module's file;
 - a builtin's name (`AssertionError`, `isinstance`) that the source never binds, nor could through a
-  `*` import: must not be there at all.
+  `*` import: must not be there at all;
+- (since stop 42) a name bound to a literal -- a table of cases -- and a test class's immutable
+  literal attributes: the data the source writes, of those very types (`_same_data`; red team
+  rt29 pruned such tables from the library), and a table imported from a module of the tests is
+  that module's object. Reported whenever seen, like a rebound `pytest`.
 Every other name is left alone: what the repository's own modules export changes with an honest
 fix. The reporter judges `problems` as it judges replaced machinery: while tests run only a value
 that is the patch's code counts (a fixture's `monkeypatch` of a helper is honest); at the end of
@@ -31,12 +35,14 @@ the session anything still rebound counts; a rebound `pytest` or `unittest` coun
 
 import ast
 import builtins
+import operator
 import os
 import sys
 
 TRUSTED = ("pytest", "unittest")
 _BUILTIN_NAMES = frozenset(name for name in vars(builtins) if not name.startswith("__"))
 _MISSING = object()
+_IS = operator.is_
 
 
 def _stores(statement):
@@ -97,6 +103,12 @@ def bindings(tree, package):
                            if sum(1 for s in statement.body for n in _stores(s) if n == name) == 1)
             # and the names its body binds: one more on a TestCase class, shadowing TestCase's own (`_shadows`)
             entries.append((statement.name, "shadow", frozenset(n for s in statement.body for n in _stores(s))))
+            # and the immutable data its body binds once (a table of cases as a class attribute: rt29)
+            for inner in statement.body:
+                data = _literal_binding(inner)
+                if data is not None and type(data[1]) not in _MUTABLE and sum(
+                        1 for s in statement.body for n in _stores(s) if n == data[0]) == 1:
+                    entries.append((statement.name, "classdata", data))
         elif isinstance(statement, ast.Import):
             for alias in statement.names:
                 if alias.name in TRUSTED:
@@ -108,12 +120,143 @@ def bindings(tree, package):
                     continue
                 kind = "trusted" if source in TRUSTED else "helper"
                 entries.append((alias.asname or alias.name, kind, (source, alias.name)))
+        data = _literal_binding(statement)
+        if data is not None:
+            entries.append((data[0], "data", data[1]))
     named = _named_for_rebinding(tree)
-    entries = [e for e in entries if e[1] == "trusted" or (e[2] if e[1] == "method" else e[0]) not in named]
-    once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     # names a function declares `global` (a `setup_module` that sets one) are the source's too
     declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
+    entries = [e for e in entries if e[1] == "trusted" or (e[2] if e[1] == "method" else e[2][0] if e[1] == "classdata" else e[0]) not in named]
+    if any(e[1] == "classdata" for e in entries):
+        # (not an attribute the source sets anywhere: `self.CASES = ...` in `setUp`, `cls.CASES = ...`)
+        set_somewhere = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)}
+        strings = _name_uses(tree)[2]
+        entries = [e for e in entries if e[1] != "classdata" or e[2][0] not in set_somewhere and e[2][0] not in strings]
+    if any(e[1] == "data" for e in entries):
+        uses, dynamic, strings = _name_uses(tree)
+        # (not where the module writes its own globals by other means, or names one in a string: a
+        # `monkeypatch.setattr(module, "CASES", ...)` of its own)
+        entries = [e for e in entries if e[1] != "data" or not dynamic and e[0] not in declared and e[0] not in strings
+                   and _held_as_data(tree, uses.get(e[0], ()), e[2])]
+    once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     return once, frozenset(counts) | declared | named, star
+
+
+# --- The data a test module's body binds (stop 42) ----------------------------------------------
+# Red team rt29 (reward 1 on both runners, roman and inflection rows): the library, imported by a
+# test module, walked up to the importing frame and later -- from a thread started at import, a
+# signal timer, a garbage-collector callback, a finalizer, a scan of `sys.modules` -- rebound the
+# module's table of cases (`TEST_MAP = ((1, 'I'), ...)`, looped over by the graded tests) to the
+# cases the bug gets right, to a `tuple` subclass whose iteration skipped the others, or deleted it
+# and put the pruned table into `builtins` under the same name. A name the module's body binds
+# once to a literal (`ast.literal_eval` of the protected source: numbers, text, bytes, tuples,
+# lists, dicts, sets) must hold that data, of those very types, whenever it is checked; a list,
+# dict or set only where the source reads it and nothing else (a test appending to its own
+# registry is honest). Nested lists, dicts and sets are held to their type only: code a test hands
+# an item to may change it honestly.
+
+_LITERAL_MOST = 100000  # items of a literal past which it is not held (its check's cost stays small)
+_MUTABLE = (list, dict, set)
+_READING_CALLS = frozenset(("len", "enumerate", "zip", "list", "tuple", "sorted", "set", "frozenset", "dict", "iter",
+                            "reversed", "any", "all", "sum", "min", "max", "map", "filter", "repr", "str", "print",
+                            "parametrize", "data", "idata", "subTest", "expand", "product"))
+_READING_METHODS = frozenset(("items", "keys", "values", "copy", "index", "count", "get", "__getitem__", "__contains__"))
+
+
+def _literal_binding(statement):
+    """(name, value) where a top-level statement binds one plain name to a literal, else None."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, node = statement.targets[0], statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None and statement.simple:
+        target, node = statement.target, statement.value
+    else:
+        return None
+    if not isinstance(target, ast.Name) or target.id.startswith("__"):
+        return None
+    if not isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Constant, ast.UnaryOp, ast.BinOp)):
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if _size(value, 0) > _LITERAL_MOST:
+        return None
+    return target.id, value
+
+
+def _size(value, depth):
+    if type(value) in (tuple, list, set, frozenset) and depth < 8:
+        return 1 + sum(_size(item, depth + 1) for item in value)
+    if type(value) is dict and depth < 8:
+        return 1 + sum(_size(k, depth + 1) + _size(v, depth + 1) for k, v in value.items())
+    return 1
+
+
+def _name_uses(tree):
+    """({name: [(Name node, its parent)]}, whether the source writes globals by other means --
+    `globals()`, `vars()`, `exec` --, the text of every string constant it holds) of a module's source."""
+    uses, dynamic, strings = {}, False, set()
+    for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Name):
+                uses.setdefault(child.id, []).append((child, node))
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in ("globals", "vars", "exec"):
+            dynamic = True
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
+            strings.update(node.value.replace(".", " ").split())
+    return uses, dynamic, strings
+
+
+def _held_as_data(tree, uses, value):
+    """Whether a literal bound to a name is held: always where it is immutable at the top (a tuple,
+    text, a number); a list, dict or set only where every other use of the name in the source
+    (`uses`: its Name nodes and their parents) reads it: iterated, indexed, tested with `in`, handed
+    to a reading builtin or a parametrizing decorator."""
+    if type(value) not in _MUTABLE:
+        return True
+    for node, parent in uses:
+        if not isinstance(node.ctx, ast.Load):
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent in tree.body:
+                continue  # its own binding
+            return False
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
+            continue
+        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
+            continue
+        if isinstance(parent, ast.Compare) and node in parent.comparators:
+            continue
+        if isinstance(parent, ast.Starred):
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr in _READING_METHODS:
+            continue
+        if isinstance(parent, ast.Call) and node is not parent.func:
+            func = parent.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if called in _READING_CALLS:
+                continue
+        if isinstance(parent, ast.keyword) and parent.arg in ("ids", "argvalues"):
+            continue  # `parametrize(..., ids=IDS)`
+        return False
+    return True
+
+
+def _same_data(value, literal, top=True):
+    """Whether `value` is the data of `literal`, of the very same types (a `tuple` subclass is not a
+    tuple); nested lists, dicts and sets by their type only."""
+    kind = type(literal)
+    if type(value) is not kind:
+        return False
+    if kind in _MUTABLE and not top:
+        return True
+    if kind in (tuple, list):
+        return len(value) == len(literal) and all(_same_data(a, b, False) for a, b in zip(tuple.__iter__(value) if kind is tuple else list.__iter__(value), literal))
+    if kind is dict:
+        return len(value) == len(literal) and all(k in value and _same_data(dict.__getitem__(value, k), v, False) for k, v in literal.items())
+    if kind in (set, frozenset):
+        return value == literal
+    if kind is float and value != value:
+        return literal != literal
+    return value == literal
 
 
 def _named_for_rebinding(tree):
@@ -160,12 +303,42 @@ def _value(namespace, entry):
         return vars(value).get(entry[2], _MISSING) if isinstance(value, type) else _MISSING
     if entry[1] == "shadow":
         return len(vars(value)) if isinstance(value, type) else _MISSING
+    if entry[1] == "classdata":
+        return vars(value).get(entry[2][0], _MISSING) if isinstance(value, type) else _MISSING
     return value
+
+
+def data_contents(namespace, entries):
+    """What the list, dict and set data bindings hold now, item by item (`data_unchanged`): an
+    identity pass over names alone does not see a table pruned in place."""
+    out = []
+    for name, kind, origin in entries:
+        if kind == "data" and type(origin) in _MUTABLE:
+            value = namespace.get(name, _MISSING)
+            if type(value) is list:
+                out.append((value, list(value), None))
+            elif type(value) is dict:
+                out.append((value, list(value), list(value.values())))
+            elif type(value) is set:
+                out.append((value, set(value), None))
+    return out
+
+
+def data_unchanged(contents):
+    """Whether each list, dict and set of `data_contents` still holds the same items."""
+    for value, items, values in contents:
+        if type(value) is set:
+            if value != items:
+                return False
+        elif len(value) != len(items) or not all(map(_IS, value, items)) or (
+                values is not None and not all(map(_IS, value.values(), values))):
+            return False
+    return True
 
 
 def current_values(namespace, entries):
     """The values the bindings hold now, in order (compared by identity between tests)."""
-    if not any(entry[1] in ("method", "shadow") for entry in entries):
+    if not any(entry[1] in ("method", "shadow", "classdata") for entry in entries):
         return tuple(map(namespace.get, [entry[0] for entry in entries]))
     return tuple(_value(namespace, entry) for entry in entries)
 
@@ -282,6 +455,16 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs, 
     for entry in entries:
         name, kind, origin = entry
         value = _value(namespace, entry)
+        if kind == "data":
+            if value is _MISSING or not _same_data(value, origin):
+                found.append((kind, name, value))  # (deleted: the name then reads a builtin, rt29's C9)
+            continue
+        if kind == "classdata":
+            # (a value of another type is a test framework's doing: Django's `setUpClass` sets a test
+            # class's `databases` to the frozenset it validated; a pruned table keeps its type, or a subclass of it)
+            if isinstance(namespace.get(name), type) and value is not _MISSING and isinstance(value, type(origin[1])) and not _same_data(value, origin[1]):
+                found.append(("data", name + "." + origin[0], value))
+            continue
         if value is _MISSING:
             continue
         if kind == "method":
@@ -309,6 +492,14 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs, 
                 code = getattr(value, "__code__", None) if type(value).__name__ == "function" else None
                 if code is None or code.co_filename not in defs[0] and not owns_code(code):
                     found.append((kind, name, value))
+            elif defs is not None:
+                # a table of cases imported from a module of the tests (`from tests.cases import CASES`)
+                # is that module's object (whose own binding is held as data there): rt29 pruned the
+                # importer's copy of the name
+                home = sys.modules.get(origin[0])
+                held = vars(home).get(origin[1], _MISSING) if type(home).__name__ == "module" else _MISSING
+                if type(held) in (tuple, list, dict, set, frozenset) and value is not held:
+                    found.append(("data", name, value))
     if not star:
         for name in list(namespace):
             if name in _BUILTIN_NAMES and name not in stored:
@@ -420,7 +611,7 @@ def runner_check(sources, untrusted, test_roots):
     roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_roots)
     helper_defs = HelperDefs(set(sources.sources), roots)
     untrusted = untrusted or (lambda filename: False)
-    cache, seen, helpers = {}, set(), {}
+    cache, seen, helpers, passed = {}, set(), {}, {}
     changed_class = lambda cls: any(untrusted(f) for f in sources.class_machinery(cls))  # noqa: E731
 
     modules = {}
@@ -434,17 +625,25 @@ def runner_check(sources, untrusted, test_roots):
             return []
         modules[id(module)] = module
         try:
-            found = [(module, item) for item in module_problems(module, sources, cache, trusted, helper_defs, changed_class)]
             real = os.path.realpath(getattr(module, "__file__", None) or "")
+            namespace = vars(module)
+            last = passed.get(id(module))
+            if not thorough and last is not None and last[0] is module and real in cache and last[1] == len(namespace) and all(
+                    map(_IS, current_values(namespace, cache[real][0]), last[2])) and data_unchanged(last[3]) and not helpers.get(real):
+                return []  # nothing changed since it last held (the tables of cases looked at item by item)
+            found = [(module, item) for item in module_problems(module, sources, cache, trusted, helper_defs, changed_class)]
             if real in cache and real not in helpers:
                 helpers[real] = helper_modules(cache[real][0], helper_defs)
             for helper, (entries, stored, star), owns in helpers.get(real, ()):
                 found += [(helper, item) for item in problems(vars(helper), entries, stored, star, owns, trusted, helper_defs, changed_class)]
+            if not found and real in cache:
+                entries = cache[real][0]
+                passed[id(module)] = (module, len(namespace), current_values(namespace, entries), data_contents(namespace, entries))
         except Exception as exc:  # noqa: BLE001  fail closed: a namespace that cannot be read is not trusted
             found = [(module, ("unreadable", type(exc).__name__, None))]
         new = []
         for where, (kind, name, value) in found:
-            if kind in ("trusted", "unreadable", "shadow") or thorough and kind != "method" or patch_value(value, untrusted):
+            if kind in ("trusted", "unreadable", "shadow", "data") or thorough and kind != "method" or patch_value(value, untrusted):
                 detail = "{}.{} ({})".format(getattr(where, "__name__", "?"), name, kind)
                 if detail not in seen:
                     seen.add(detail)

@@ -725,6 +725,9 @@ def main(argv):
         suite.addTest(part)
     if watch_classes is not None:  # the repository's modules are imported: its classes are there
         watch_classes()
+    # code of the patch's put into modules it does not own, once every test module is imported (red team rt29)
+    for label in patchgym_audit_hook.replaced_outside(guard) if guard is not None else ():
+        channel.emit("integrity", what="library_code_replaced", detail=label)
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
     result = runner.run(suite)
     for name in _shadowed(result):

@@ -142,3 +142,77 @@ def test_what_a_question_wrote_into_held_containers_and_objects_is_put_back() ->
     assert value.held is held and held.items is items
     assert (held.items, held.marks, held.seen, bytes(value.buffer)) == ([1], {"a": 1}, {1}, b"ab")
     assert not hasattr(held, "extra")
+
+
+# fpAG (stop 42, SWE-bench's own projects): two honest `__eq__` shapes of a class the repository had,
+# whose `__eq__` the gold fixed, taken for lies.
+UNITS_AT_BASE = '''
+class Unit:
+    def __init__(self, name, scale=1.0, bases=None):
+        self.name, self.scale, self._bases = name, scale, bases
+
+    def decompose(self):
+        return self.scale, (self._bases if self._bases is not None else (self,))
+
+    def _to(self, other):
+        if self is other:
+            return 1.0
+        s1, b1 = self.decompose()
+        s2, b2 = other.decompose()
+        if len(b1) == len(b2) and all(x is y for x, y in zip(b1, b2)):  # irreducible units: singletons
+            return s1 / s2
+        raise ValueError("not convertible")
+
+    def __eq__(self, other):
+        if self is other:
+            return True
+        if not isinstance(other, Unit):
+            return NotImplemented
+        try:
+            return self._to(other) == 1.0
+        except ValueError:
+            return False
+
+    __hash__ = None
+
+
+class Format(str):
+    def canonical(self):
+        text = str(self)
+        return (int(text[:-1] or 1), text[-1])
+
+    def __eq__(self, other):
+        if not isinstance(other, str):
+            return False
+        return str.__eq__(self, other)
+
+    __hash__ = str.__hash__
+
+
+rad = Unit("rad")
+'''
+UNITS_FIXED = UNITS_AT_BASE.replace("return self._to(other) == 1.0", "return abs(self._to(other) - 1.0) < 1e-12").replace(
+    "return str.__eq__(self, other)", "return self.canonical() == Format(other).canonical()")
+
+def test_an_equality_resting_on_identity_at_base_too_and_a_fixed_normal_form_are_honest(tmp_path, monkeypatch) -> None:
+    """astropy's `UnitBase.__eq__` compares the decomposed bases of named units (singletons) with `is`:
+    a copy of `u.rad` honestly differs from `u.rad`, and a gold fixing that `__eq__` was `tampered`
+    (`and not to it when asked again on a copy`; `_identity_at_base`: the base version says the
+    value equals the other side and its copy does not). Its FITS column formats are `str`
+    subclasses equal to every spelling of one format (`'1J' == 'J'`), and a gold restoring that
+    comparison was `tampered` (`by its own __eq__, and not by the str it holds`): not of a class the
+    repository had with an `__eq__` of its own."""
+    from patchgym.harness import edited_defs
+
+    path = tmp_path / "units_fixed.py"
+    monkeypatch.setattr(edited_defs, "EDITED", {str(path.resolve()): (UNITS_AT_BASE.encode(), UNITS_FIXED.encode())})
+    monkeypatch.setattr(edited_defs, "_DEFINITIONS", {})
+    monkeypatch.setattr(edited_defs, "_BASE_CODE", {})
+    monkeypatch.setattr(equality_probe, "_CHANGED_NAMES", [])
+    with patchs_module(tmp_path, UNITS_FIXED, "units_fixed") as (module, seen):
+        equality_probe.protect([__file__])
+        same = module.Unit("radian", 1.0, (module.rad,))
+        assert equality_probe.equal_now(same, module.rad) and not seen, seen
+        assert equality_probe.equal_now(module.Format("1J"), "J") and not seen, seen
+    # (a made-in-a-test lie, whose base `__eq__` does not rest on identity, is still met:
+    # tests/test_integrity_made_in_a_test.py)

@@ -38,6 +38,9 @@ LONG_MODULES_ALLOWED = {
     "patchgym.harness.unittest_reporter": "the signed unittest runner (~540 lines): its result class, the provenance "
     "of skips and failures and main share one run's state; what it shares with the pytest reporter is in helper "
     "modules already (canaries, audit_hook, compiled_tests, test_globals)",
+    "patchgym.harness.test_globals": "what a protected test module binds, checked at each test (~650 lines): the "
+    "defs, imports, shadows and, since stop 42, the literal data of one parse of the module's source, judged in one "
+    "pass over its names; copied into the sandbox as one module beside the reporters",
     "patchgym.harness.compiled_tests": "the grader's own compilation of the test files and the checks made "
     "with it (~525 lines): one class whose caches every check shares, copied into the sandbox as one module the "
     "reporters import before any repository code; which wrappers a test's source asks for (decorators, its "
