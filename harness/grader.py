@@ -386,13 +386,21 @@ def grade_patch(
     at base).
     """
     deadline = Deadline(deadline_s)
-    limits = limits or Limits(timeout_s=deadline_s)
+    limits = limits or default_limits(prepared.task, deadline_s)
     grading = _Grading(prepared, patch, factory or default_factory(), limits, deadline,
                        Path(log_dir) if log_dir else None, run_empty, allow_binary)
     verdict = grading.run()
     if is_empty_patch(patch) and verdict.status in ("resolved", "unresolved"):
         verdict = verdict.model_copy(update={"status": "empty_patch", "reward": 0.0})
     return verdict
+
+
+def default_limits(task, deadline_s: float) -> Limits:
+    """The grading sandbox's limits for `task`: the deadline, and its `environment.memory_gb` where it sets one."""
+    memory_gb = getattr(getattr(task, "environment", None), "memory_gb", None)
+    if memory_gb:
+        return Limits(timeout_s=deadline_s, memory_bytes=int(memory_gb * 1024**3))
+    return Limits(timeout_s=deadline_s)
 
 
 async def agrade_patch(prepared: PreparedTask, patch: str | None, **kwargs) -> Verdict:

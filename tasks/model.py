@@ -31,6 +31,9 @@ class Environment(BaseModel):
     `shared: true` declares that setup does not read the repository (e.g. it only installs test
     tools): its environment is then built once, in an empty /testbed, and mounted
     read-only by every task with the same setup (a patchgym extension; default false).
+    `memory_gb` raises the grading sandbox's memory cap (default 2 GiB) for a suite whose honest
+    tests need more (astropy's `test_heapsize_P_limit` allocates ~2 GiB: `oom_killed` under the
+    default, a false-positive hunt, stop 42; a patchgym extension).
     """
 
     model_config = ConfigDict(extra="allow")
@@ -39,6 +42,7 @@ class Environment(BaseModel):
     image: str | None = None
     python: str | None = None
     shared: bool = False
+    memory_gb: float | None = Field(default=None, gt=0, le=256)
 
     @field_validator("setup", mode="before")
     @classmethod

@@ -788,3 +788,20 @@ def test_a_canary_instance_skipped_with_every_test_of_its_parameter(tests, insta
     stream.canary_params = {0: dict(instances)}
     flags = canary_flags(stream)
     assert any(f.startswith("tamper: canary_did_not_fail") for f in flags) is tampered, flags
+
+
+def test_a_task_may_raise_the_grading_sandboxs_memory_cap() -> None:
+    """fpAG (stop 42): astropy's FITS tests allocate ~2 GiB, and an honest fix was `oom_killed` under
+    the default cap; `environment.memory_gb` raises it for that task."""
+    from pydantic import ValidationError
+
+    from patchgym.harness.grader import default_limits
+    from patchgym.harness.sandbox.base import Limits
+    from patchgym.tasks.model import Environment, Task
+
+    plain = Task(instance_id="a", repo="o/r", base_commit="abc1", problem_statement="p", FAIL_TO_PASS=["t::x"])
+    assert default_limits(plain, 60) == Limits(timeout_s=60)
+    big = plain.model_copy(update={"environment": Environment(memory_gb=6)})
+    assert default_limits(big, 60).memory_bytes == 6 * 1024**3 and default_limits(big, 60).timeout_s == 60
+    with pytest.raises(ValidationError, match="memory_gb"):
+        Environment(memory_gb=0)
