@@ -22,6 +22,7 @@ Runs on the task's interpreter: written for Python >= 3.6 (no annotations, no ne
 
 import builtins
 import gc
+import importlib
 import json
 import os
 import sys
@@ -366,6 +367,33 @@ def _safe_id(test):
         return str(test.id())
     except Exception:  # noqa: BLE001
         return "<{} with no id>".format(type(test).__name__)
+
+
+def _load_by_id(name, by_module):
+    """The tests of `name`, as `loadTestsFromName` loads them; where it cannot (an id unittest prints
+    but no import path reaches: lark's test classes are made in a loop and given a `__qualname__` of
+    `tests.test_parser.<name>`, so their ids repeat the module's name), the tests of the longest
+    importable module prefix whose id is `name` or lies under it. Why (fpAF, stop 42): every graded
+    id of three lark rows was MISSING under the signed runner, its gold `unresolved`. `by_module`
+    keeps each such module's loaded tests."""
+    loader = unittest.defaultTestLoader
+    part = loader.loadTestsFromName(name)
+    if not any(type(t).__name__ in ("_FailedTest", "ModuleImportFailure") for t in _flatten(part)):
+        return part
+    pieces = name.split(".")
+    for cut in range(len(pieces) - 1, 0, -1):
+        module_name = ".".join(pieces[:cut])
+        module = sys.modules.get(module_name)
+        if module is None:
+            try:
+                module = importlib.import_module(module_name)
+            except Exception:  # noqa: BLE001  not a module: a shorter prefix may be
+                continue
+        if module_name not in by_module:
+            by_module[module_name] = list(_flatten(loader.loadTestsFromModule(module)))
+        found = [t for t in by_module[module_name] if t.id() == name or t.id().startswith(name + ".")]
+        return unittest.TestSuite(found) if found else part
+    return part
 
 
 def _flatten(suite):
@@ -717,8 +745,9 @@ def main(argv):
             sys.path.insert(0, path)
     # What loadTestsFromNames does, with each name's tests recorded as soon as they are loaded.
     suite = unittest.TestSuite()
+    by_module = {}
     for name in list(argv) + list(canaries):
-        part = unittest.defaultTestLoader.loadTestsFromName(name)
+        part = _load_by_id(name, by_module)
         provenance.load(part)
         if any(type(t).__name__ in ("_FailedTest", "ModuleImportFailure") for t in _flatten(part)):
             channel.emit("collect", id=name, status="ERROR")

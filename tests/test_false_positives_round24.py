@@ -20,6 +20,8 @@ counts.
 
 from __future__ import annotations
 
+import pytest
+
 from patchgym.harness import equality_probe
 from tests.test_integrity_watched_methods import patchs_module
 
@@ -216,3 +218,34 @@ def test_an_equality_resting_on_identity_at_base_too_and_a_fixed_normal_form_are
         assert equality_probe.equal_now(module.Format("1J"), "J") and not seen, seen
     # (a made-in-a-test lie, whose base `__eq__` does not rest on identity, is still met:
     # tests/test_integrity_made_in_a_test.py)
+
+
+# fpAF (stop 42): lark's test classes are made in a loop and given a `__qualname__` naming the module,
+# so the ids unittest prints repeat it (`tests.test_gen.tests.test_gen.TestGen1.test_add`), and
+# `loadTestsFromName` cannot load them: every graded id of three lark rows was MISSING under the signed
+# runner. The runner now finds such an id among the tests of its longest importable module prefix.
+GENERATED_TESTS = ("import unittest\n\nfrom calc import add\n\n\nclass TestPlain(unittest.TestCase):\n"
+                   "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n\n\n"
+                   "def _make(offset):\n    class _T(unittest.TestCase):\n        def test_add(self):\n"
+                   "            self.assertEqual(add(offset, 1), offset + 1)\n    name = 'TestGen%d' % offset\n"
+                   "    _T.__name__ = name\n    _T.__qualname__ = 'tests.test_gen.' + name\n    globals()[name] = _T\n\n\n"
+                   "for _o in (1, 2):\n    _make(_o)\n")
+
+
+def test_a_generated_test_class_whose_id_names_no_import_path_runs_under_the_signed_runner(tmp_path) -> None:
+    from patchgym.harness.grader import grade_patch
+    from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared
+    from tests.fixtures_grading.factories import any_factory_or_reason
+
+    factory, reason = any_factory_or_reason()
+    if factory is None:
+        pytest.skip(reason or "no sandbox")
+    fixed = BASE_FILES["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    prepared = build_prepared(tmp_path, instance_id="generated-ut", base_files=UNITTEST_BASE, log_parser="unittest",
+                              test_patch_files={"tests/test_gen.py": GENERATED_TESTS}, gold_files={"calc/ops.py": fixed},
+                              fail_to_pass=["tests.test_gen.tests.test_gen.TestGen1.test_add", "tests.test_gen.tests.test_gen.TestGen2.test_add"],
+                              pass_to_pass=["tests.test_ops.OpsTest.test_sub"])[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=factory, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+    empty = grade_patch(prepared, "", factory=factory, deadline_s=120, run_empty=True)
+    assert empty.tests["FAIL_TO_PASS"]["tests.test_gen.tests.test_gen.TestGen1.test_add"] == "FAILED", empty.tests
