@@ -61,12 +61,15 @@ def test_a_stdlib_method_replaced_by_the_library_is_tampered(tmp_path, runner) -
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
 
 
-@pytest.mark.parametrize("runner", ["pytest", "unittest"])
-def test_a_replacement_the_base_version_made_too_is_the_librarys_own(tmp_path, runner) -> None:
-    prepared = _task(tmp_path, runner, HONEST_BASE, HONEST_FIXED)
+def _assert_the_gold_resolves_unflagged(prepared) -> None:
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
     assert not [f for f in gold.flags if not f.startswith("note")], gold.flags
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_replacement_the_base_version_made_too_is_the_librarys_own(tmp_path, runner) -> None:
+    _assert_the_gold_resolves_unflagged(_task(tmp_path, runner, HONEST_BASE, HONEST_FIXED))
 
 
 # fpAG (stop 42: sympy's `importtools.py`, astropy's PLY tables): a file the fix edits runs `exec` of a
@@ -77,7 +80,4 @@ EXEC_AT_IMPORT = "\n\nexec('_DEBUG = False')\nimport sched  # noqa: E402  (defin
 
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_string_the_fixed_file_executes_taints_no_namedtuple_of_the_standard_library(tmp_path, runner) -> None:
-    prepared = _task(tmp_path, runner, EXEC_AT_IMPORT, EXEC_AT_IMPORT)
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
-    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
-    assert not [f for f in gold.flags if not f.startswith("note")], gold.flags
+    _assert_the_gold_resolves_unflagged(_task(tmp_path, runner, EXEC_AT_IMPORT, EXEC_AT_IMPORT))
