@@ -907,7 +907,7 @@ class Reporter:
                     if index is None or not 0 <= index < len(argvalues) or name not in held:
                         continue
                     given = argvalues[index]
-                    values = getattr(given, "values", None) if hasattr(given, "marks") and hasattr(given, "id") else None
+                    values = getattr(given, "values", None) if type(given).__name__ == "ParameterSet" else None  # pytest.param
                     if values is not None:
                         expected = values[position] if position < len(values) else held[name]
                     elif len(names) == 1 and isinstance(argnames, str):  # (pytest: names as a tuple take tuples)
