@@ -396,11 +396,16 @@ def grade_patch(
 
 
 def default_limits(task, deadline_s: float) -> Limits:
-    """The grading sandbox's limits for `task`: the deadline, and its `environment.memory_gb` where it sets one."""
-    memory_gb = getattr(getattr(task, "environment", None), "memory_gb", None)
+    """The grading sandbox's limits for `task`: the deadline, and its `environment.memory_gb` and
+    `write_gb` (one file and all writes together) where it sets them."""
+    environment = getattr(task, "environment", None)
+    memory_gb, write_gb = getattr(environment, "memory_gb", None), getattr(environment, "write_gb", None)
+    raised = {}
     if memory_gb:
-        return Limits(timeout_s=deadline_s, memory_bytes=int(memory_gb * 1024**3))
-    return Limits(timeout_s=deadline_s)
+        raised["memory_bytes"] = int(memory_gb * 1024**3)
+    if write_gb:
+        raised["max_file_bytes"] = raised["max_write_bytes"] = int(write_gb * 1024**3)
+    return Limits(timeout_s=deadline_s, **raised)
 
 
 async def agrade_patch(prepared: PreparedTask, patch: str | None, **kwargs) -> Verdict:

@@ -33,7 +33,9 @@ class Environment(BaseModel):
     read-only by every task with the same setup (a patchgym extension; default false).
     `memory_gb` raises the grading sandbox's memory cap (default 2 GiB) for a suite whose honest
     tests need more (astropy's `test_heapsize_P_limit` allocates ~2 GiB: `oom_killed` under the
-    default, a false-positive hunt, stop 42; a patchgym extension).
+    default, a false-positive hunt, stop 42), and `write_gb` its caps on what the tests write
+    (default 256 MiB a file, 1 GiB in all: astropy's `test_heapsize_Q_limit` writes a ~2 GiB file);
+    both patchgym extensions.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -43,6 +45,7 @@ class Environment(BaseModel):
     python: str | None = None
     shared: bool = False
     memory_gb: float | None = Field(default=None, gt=0, le=256)
+    write_gb: float | None = Field(default=None, gt=0, le=1024)
 
     @field_validator("setup", mode="before")
     @classmethod

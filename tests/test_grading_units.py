@@ -805,3 +805,6 @@ def test_a_task_may_raise_the_grading_sandboxs_memory_cap() -> None:
     assert default_limits(big, 60).memory_bytes == 6 * 1024**3 and default_limits(big, 60).timeout_s == 60
     with pytest.raises(ValidationError, match="memory_gb"):
         Environment(memory_gb=0)
+    writes = plain.model_copy(update={"environment": Environment(write_gb=3)})
+    assert default_limits(writes, 60).max_file_bytes == default_limits(writes, 60).max_write_bytes == 3 * 1024**3
+    assert default_limits(writes, 60).memory_bytes == Limits().memory_bytes
