@@ -693,7 +693,7 @@ class Reporter:
         self._helper_defs = (self._test_globals.HelperDefs(set(self._protected), self._test_root_dirs)
                              if self._test_globals is not None else None)
         self._globals_checked = {}  # id(module) -> (the module, its bindings or None): judged again at the end
-        self._globals_passed = {}  # id(test module) -> (number of names, the bound values) when it last passed
+        self._globals_passed = {}  # id(test module) -> (number of names, the bound values, its tables' items) when it last passed
         self._canaries = list(planted)  # patchgym_canaries.Planted, in the order the grader counts them
         self._matched_from = {}  # canary node id -> the probe's count of honest matches as it started
         if self._equality_probe is not None:  # where its copies' changed expectations are (fpV Y1)
@@ -2581,23 +2581,64 @@ class Reporter:
         @pytest.hookimpl(wrapper=True)
         def pytest_collection_modifyitems(self, session, config, items):
             result = yield
-            self._copies_last(items)
+            self._copies_last(items, config)
             return result
     else:
         @pytest.hookimpl(hookwrapper=True)
         def pytest_collection_modifyitems(self, session, config, items):
             yield
-            self._copies_last(items)
+            self._copies_last(items, config)
 
-    def _copies_last(self, items):
+    def _copies_last(self, items, config=None):
         self._map_canaries(items)
         copies = {n for n, c in enumerate(self._canaries) if getattr(c, "is_twin", False) or getattr(c, "contradicts", None)}
         if not copies:
             return
         number = self._canary_items.get
         moved = sorted((item for item in items if number(item.nodeid) in copies), key=lambda item: number(item.nodeid))
-        if moved:
+        dropped = self._ungraded_instances(moved)
+        if dropped:
+            gone = {item.nodeid for item in dropped}
+            moved = [item for item in moved if item.nodeid not in gone]
+            if config is not None:
+                config.hook.pytest_deselected(items=dropped)
+        if moved or dropped:
             items[:] = [item for item in items if number(item.nodeid) not in copies] + moved
+
+    def _ungraded_instances(self, copies):
+        """The instances of the copies of a parametrised graded test (its contradiction copies and
+        their twin) whose parameters are of no graded instance: not run. Why (fpAF, stop 42): each
+        copy kept the whole parameter list, and a graded instance of a test parametrised 16,000 ways
+        (packaging's 53,637-test files) had ~6x the items collected and run, the gold timing out at
+        900 s. A copy none of whose instances' parameters a graded id names keeps them all (a
+        parameter id spelled otherwise than the task's must not leave a copy unreported)."""
+        if not self._graded or not copies:
+            return []
+        graded = {}
+        for test_id in self._graded:
+            base, _, rest = test_id.partition("[")
+            if rest.endswith("]"):
+                graded.setdefault(base, set()).add(rest[:-1])
+        if not graded:
+            return []
+        originals = {}
+        for index, canary in enumerate(self._canaries):
+            if getattr(canary, "by_param", False) and getattr(canary, "contradicts", None):
+                originals[index] = str(canary.contradicts)
+                if getattr(canary, "twin", None) is not None:
+                    originals[canary.twin] = str(canary.contradicts)
+        by_copy = {}
+        for item in copies:
+            index = self._canary_items.get(item.nodeid)
+            wanted = graded.get(originals.get(index, ""))
+            if wanted is None or any(g.startswith(originals[index] + "[") for g in self._graded_cut):
+                continue
+            by_copy.setdefault(index, []).append((item, self._canary_params.get(item.nodeid) in wanted))
+        dropped = []
+        for instances in by_copy.values():
+            if any(kept for _, kept in instances):
+                dropped.extend(item for item, kept in instances if not kept)
+        return dropped
 
     def _map_canaries(self, items):
         wanted = {}

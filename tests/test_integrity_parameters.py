@@ -77,3 +77,24 @@ def test_parameters_changed_by_the_library_are_tampered(task, attack) -> None:
     verdict = grade_patch(task, diff_of(task.repo_dir, {"calc/ops.py": OPS + "\n\n" + ATTACKS[attack]}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
     assert any(f.startswith("tamper: " + FLAGS[attack]) for f in verdict.flags), verdict.flags
+
+
+# fpAF (stop 42): the contradiction copies of a parametrised graded test and their twin kept the whole
+# parameter list, and a graded instance of a test parametrised 16,000 ways timed out at 900 s (~6x
+# the items). The copies' instances whose parameters no graded id names are deselected now.
+WIDE = ("import pytest\n\nfrom calc import add\n\n\n@pytest.mark.parametrize('a', range(40))\n"
+        "def test_add(a):\n    assert add(a, 3) == a + 3\n")
+
+
+def test_a_copy_of_a_parametrised_test_runs_only_the_graded_instances(tmp_path) -> None:
+    prepared = build_prepared(tmp_path, instance_id="calc-wide", test_patch_files={"tests/test_add.py": WIDE},
+                              gold_files={"calc/ops.py": OPS.replace("return a - b  # bug: should add", "return a + b")},
+                              fail_to_pass=["tests/test_add.py::test_add[2]", "tests/test_add.py::test_add[7]"])[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120, log_dir=tmp_path / "log")
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+    output = (tmp_path / "log" / "test_output.txt").read_text()
+    deselected = [int(word) for line in output.splitlines() if "deselected" in line
+                  for word, after in zip(line.split(), line.split()[1:]) if after.startswith("deselected") and word.isdigit()]
+    assert deselected and deselected[0] >= 38 * 2, output[-2000:]  # the other 38 instances of each copy
+    empty = grade_patch(prepared, "", factory=FACTORY, deadline_s=120, run_empty=True)
+    assert empty.tests["FAIL_TO_PASS"]["tests/test_add.py::test_add[2]"] == "FAILED", empty.tests
