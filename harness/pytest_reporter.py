@@ -518,7 +518,7 @@ def _code_file_of(value):
 
 
 def _held_parameters(callspec):
-    """{name: value} a callspec holds, its `funcargs` and `params` together: pytest < 7 moves a direct
+    """{name: value} a callspec holds, its `funcargs` and `params` together: pytest < 8 moves a direct
     parameter from the one to the other after `parametrize` (`add_funcarg_pseudo_fixture_def`)."""
     held = dict(getattr(callspec, "funcargs", None) or {})
     held.update(getattr(callspec, "params", None) or {})
