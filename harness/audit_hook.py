@@ -667,22 +667,26 @@ def _tracing_in_base(own_dir):
 def _base_files_naming(own_dir, testbed, word):
     """The real paths of the edited files whose base version (the startup config's `base_copies`)
     holds `word`."""
+    return frozenset(path for path, text in _base_texts(own_dir, testbed).items() if word in text)
+
+
+def _base_texts(own_dir, testbed):
+    """{real path of an edited file: the bytes of its base version} (the startup config's `base_copies`)."""
     import json
 
     try:
         with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
             copies = json.load(handle).get("base_copies") or {}
     except (OSError, ValueError, AttributeError):
-        return frozenset()
-    found = set()
+        return {}
+    texts = {}
     for rel, copy in copies.items() if isinstance(copies, dict) else ():
         try:
             with _OPEN(str(copy), "rb") as handle:
-                if word in handle.read():
-                    found.add(os.path.realpath(os.path.join(testbed, str(rel))))
+                texts[os.path.realpath(os.path.join(testbed, str(rel)))] = handle.read()
         except OSError:
             continue
-    return frozenset(found)
+    return texts
 
 
 def _importing_a_module(frame, args):
@@ -838,6 +842,11 @@ def replaced_outside(guard):
         return verdict
 
     wrappers = (classmethod, staticmethod, _METHOD_TYPE, property, _PARTIAL)
+
+    def worth_a_look(value):  # (a plain function judged by its file at once; a wrapper unwrapped by `_patch_file_of`)
+        kind = type(value)
+        return patchs(_code_file(value)) if kind is _FUNCTION_TYPE else kind in wrappers
+
     for name, module in list(sys.modules.items()):
         if type(module) is not _MODULE:
             continue
@@ -856,20 +865,13 @@ def replaced_outside(guard):
         at_load = guard.outside_at_load.get(name)
         names = at_load[1] if at_load is not None and at_load[0] is module else None  # {name: value} then
         for attribute, value in held:
-            kind = type(value)
-            if kind is _FUNCTION_TYPE:
-                if not patchs(_code_file(value)):
-                    continue
-            elif kind in wrappers or issubclass(kind, type):
-                if issubclass(kind, type) and vars(value).get("__module__") == name:
-                    for inner, member in list(vars(value).items()):
-                        if type(member) is _FUNCTION_TYPE and not patchs(_code_file(member)) or type(member) not in wrappers and type(member) is not _FUNCTION_TYPE:
-                            continue
-                        where = _patch_file_of(guard, member, classes=False)
-                        if where is not None:
-                            found.append(("{}.{}.{}".format(name, attribute, inner), attribute, inner, where))
-                    continue
-            else:
+            if isinstance(value, type) and vars(value).get("__module__") == name:  # a class the module defines: its members
+                for inner, member in list(vars(value).items()):
+                    where = _patch_file_of(guard, member, classes=False) if worth_a_look(member) else None
+                    if where is not None:
+                        found.append(("{}.{}.{}".format(name, attribute, inner), attribute, inner, where))
+                continue
+            if not (worth_a_look(value) or isinstance(value, type)):
                 continue
             if name + "." + attribute in _HOOK_SLOTS:
                 continue
@@ -883,9 +885,9 @@ def replaced_outside(guard):
     # A replacement the base version of the same file already made is the library's own: sphinx's
     # `sphinx/util/nodes.py` sets docutils' `nodes.Element.copy` at its import, and a fix of that file
     # is honest. Found by the text `Owner.name =` in the file's base version.
+    bases = _base_texts(guard.own_dir, guard.testbed) if found else {}
     return [label for label, owner, attribute, where in found
-            if not any(where in _base_files_naming(guard.own_dir, guard.testbed, "{}.{}{}".format(owner, attribute, spacing).encode())
-                       for spacing in (" =", "="))]
+            if not any("{}.{}{}".format(owner, attribute, spacing).encode() in bases.get(where, b"") for spacing in (" =", "="))]
 
 
 def _code_file(function):

@@ -1342,9 +1342,7 @@ def _put_back(kept):
         try:
             if held is _CONTENTS:  # a container a value holds (`_held_states`)
                 if type(value) is dict:
-                    if len(value) != len(before) or any(value.get(k, _NOTHING) is not v for k, v in before.items()):
-                        value.clear()
-                        value.update(before)
+                    _restore(value, before)
                 elif type(value) is set:
                     if len(value) != len(before) or any(item not in value for item in before):
                         value.clear()
@@ -1359,13 +1357,21 @@ def _put_back(kept):
                         now = _NOTHING
                     if now is not was:
                         member.__delete__(value) if was is _NOTHING else member.__set__(value, was)
-            elif len(held) != len(before) or any(held.get(k, _NOTHING) is not v for k, v in before.items()):
-                cached = {k: v for k, v in held.items() if k not in before and _a_cache_of_its_class(value, k)}
-                held.clear()
-                held.update(before)
-                held.update(cached)
+            else:
+                _restore(held, before, lambda key: _a_cache_of_its_class(value, key))
         except Exception:  # noqa: BLE001  left as it is
             pass
+
+
+def _restore(held, before, kept=None):
+    """Put the dict `held` back to `before` where anything in it changed, keeping the keys it gained
+    that `kept(key)` says are caches (`_a_cache_of_its_class`)."""
+    if len(held) == len(before) and all(held.get(k, _NOTHING) is v for k, v in before.items()):
+        return
+    cached = {k: v for k, v in held.items() if k not in before and kept(k)} if kept is not None else {}
+    held.clear()
+    held.update(before)
+    held.update(cached)
 
 
 _NOT_CACHES = (types.FunctionType, types.BuiltinFunctionType, type(str.join), staticmethod, classmethod)  # (no `types.MethodDescriptorType` before 3.7)

@@ -1818,7 +1818,7 @@ class Reporter:
 
         own = self._as_its_own_test
         self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))], defer=True)
-        if self._alone_tells((getattr(self._stream, "_fd", None),), self._patch_threads()):
+        if self._alone_tells((getattr(self._stream, "_fd", None),), self._the_patchs_own()):
             original = []  # the original's failures, in its own fork
             mismatched = self._failing_alone(lambda: original.extend(run(dtest)), lambda: any(
                 type(f).__name__ == "DocTestFailure" for f in original), item.nodeid)
@@ -1838,7 +1838,7 @@ class Reporter:
         (patchgym_first_calls' docstring, red team rt21). The child's call "passes", which is what
         it reports, only where that assertion failed."""
         nodeid, name = item.nodeid, getattr(item, "originalname", None) or str(item.name).split("[", 1)[0]
-        if self._alone_tells((getattr(self._stream, "_fd", None),), self._patch_threads()):
+        if self._alone_tells((getattr(self._stream, "_fd", None),), self._the_patchs_own()):
             failed = self._failing_alone(call, lambda: nodeid in self._asserts_failed, nodeid,
                                          lambda error: self._sources is not None and self._sources.raised_in_the_test(
                                              error, name, self._machinery_dirs + (_UNITTEST_DIR,) + tuple(_TRANSPARENT)))
@@ -2464,7 +2464,7 @@ class Reporter:
         for name, _ in shadows(testcase, unittest.TestCase, self._the_patchs_file):
             self._violation("test_instance_shadowed", "{} ({})".format(nodeid, name))
 
-    def _patch_threads(self):
+    def _the_patchs_own(self):
         """The threads the patch's code started and the files it opened for writing (the audit hook's
         record), which keep no original from its fork."""
         return list(self._guard.patch_threads.values()) + list(self._guard.patch_files) if self._guard is not None else ()

@@ -127,16 +127,14 @@ def bindings(tree, package):
     # names a function declares `global` (a `setup_module` that sets one) are the source's too
     declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
     entries = [e for e in entries if e[1] == "trusted" or (e[2] if e[1] == "method" else e[2][0] if e[1] == "classdata" else e[0]) not in named]
-    if any(e[1] == "classdata" for e in entries):
-        # (not an attribute the source sets anywhere: `self.CASES = ...` in `setUp`, `cls.CASES = ...`)
-        set_somewhere = {node.attr for node in ast.walk(tree) if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load)}
-        strings = _name_uses(tree)[2]
-        entries = [e for e in entries if e[1] != "classdata" or e[2][0] not in set_somewhere and e[2][0] not in strings]
-    if any(e[1] == "data" for e in entries):
-        uses, dynamic, strings = _name_uses(tree)
-        # (not where the module writes its own globals by other means, or names one in a string: a
+    if any(e[1] in ("data", "classdata") for e in entries):
+        uses, dynamic, strings, set_somewhere = _name_uses(tree)
+        # a class's: not an attribute the source sets anywhere (`self.CASES = ...` in `setUp`, `cls.CASES = ...`);
+        # a module's: not where it writes its own globals by other means; neither named in a string (a
         # `monkeypatch.setattr(module, "CASES", ...)` of its own)
-        entries = [e for e in entries if e[1] != "data" or not dynamic and e[0] not in declared and e[0] not in strings
+        entries = [e for e in entries if e[1] not in ("data", "classdata")
+                   or e[1] == "classdata" and e[2][0] not in set_somewhere and e[2][0] not in strings
+                   or e[1] == "data" and not dynamic and e[0] not in declared and e[0] not in strings
                    and _held_as_data(tree, uses.get(e[0], ()), e[2])]
     once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     return once, frozenset(counts) | declared | named, star
@@ -194,8 +192,9 @@ def _size(value, depth):
 
 def _name_uses(tree):
     """({name: [(Name node, its parent)]}, whether the source writes globals by other means --
-    `globals()`, `vars()`, `exec` --, the text of every string constant it holds) of a module's source."""
-    uses, dynamic, strings = {}, False, set()
+    `globals()`, `vars()`, `exec` --, the words of every string constant it holds, the attribute
+    names it sets or deletes) of a module's source, in one walk."""
+    uses, dynamic, strings, set_somewhere = {}, False, set(), set()
     for node in ast.walk(tree):
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Name):
@@ -204,7 +203,9 @@ def _name_uses(tree):
             dynamic = True
         elif isinstance(node, ast.Constant) and isinstance(node.value, str) and len(node.value) < 200:
             strings.update(node.value.replace(".", " ").split())
-    return uses, dynamic, strings
+        elif isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+            set_somewhere.add(node.attr)
+    return uses, dynamic, strings, set_somewhere
 
 
 def _held_as_data(tree, uses, value):
