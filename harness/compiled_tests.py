@@ -277,6 +277,9 @@ class ProtectedSources(object):
         self._propagating = {}  # (real path, name, first line) -> propagating_lines
         self._asserts = {}  # real path -> the lines of its `assert` statements (_assert_lines)
         self._on_purpose = {}  # real path -> the lines of its `assert False` statements (fails_on_purpose)
+        # called with each protected module right after its body ran (the grader's loaders, and the
+        # pytest reporter's wrap of pytest's): patchgym_test_globals seals the data it built then
+        self.after_body = None
 
     def _tree(self, path):
         if path not in self._trees:
@@ -757,6 +760,10 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
                 code = None
             return code if code is not None else SourceFileLoader.get_code(self, fullname)
 
+        def exec_module(self, module):
+            SourceFileLoader.exec_module(self, module)
+            body_ran(sources, module)
+
     class _HelperLoader(SourceFileLoader):
         def get_code(self, fullname):
             path = self.get_filename(fullname)
@@ -765,6 +772,10 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
             except Exception:  # noqa: BLE001  the import system's own compilation decides, and reports
                 code = None
             return code if code is not None else SourceFileLoader.get_code(self, fullname)
+
+        def exec_module(self, module):
+            SourceFileLoader.exec_module(self, module)
+            body_ran(sources, module)
 
     class _ProtectedFinder(object):
         @staticmethod
@@ -787,6 +798,17 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
     index = next((i + 1 for i, f in enumerate(sys.meta_path) if f is after), 0) if after is not None else 0
     sys.meta_path.insert(index, finder)
     return finder
+
+
+def body_ran(sources, module):
+    """Tell `sources.after_body` that a protected module's body has just run (never the module's
+    failure: the checks fall back to sealing what they first see)."""
+    hook = sources.after_body
+    if hook is not None:
+        try:
+            hook(module)
+        except Exception:  # noqa: BLE001
+            pass
 
 
 def _compile_helper(path, data, rewrite):

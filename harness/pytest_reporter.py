@@ -964,6 +964,7 @@ class Reporter:
         if self._sources is None:
             return
         module = sys.modules.get("_pytest.assertion.rewrite")
+        self._seal_after_body(module)
         original = vars(module).get("_rewrite_test") if module is not None else None
         code = getattr(original, "__code__", None)
         if code is None or code.co_varnames[:2] != ("fn", "config"):
@@ -1012,6 +1013,32 @@ class Reporter:
             hook = next((f for f in sys.meta_path if type(f).__name__ == "AssertionRewritingHook"), None)
             serve(sources, lambda tree, source, path: probe.probe_comparisons(tree), eager=False, after=hook,
                   roots=tuple(os.path.realpath(d) + "/" for d in self._test_root_dirs))
+
+    def _seal_after_body(self, rewrite_module):
+        """The data a protected test module's body built (`TABLE = tuple(CASES.values())`) is sealed
+        as the body finishes (patchgym_test_globals.seal; red team rt29 rebound such a table from a
+        thread the library started at import): pytest's assertion-rewriting loader's `exec_module`
+        is wrapped to say when (before the machinery snapshots), and the grader's own loaders of
+        the modules pytest does not rewrite say it themselves. A module neither loads is sealed
+        when first checked."""
+        compiled = sys.modules.get("patchgym_compiled_tests")
+        if self._test_globals is None or compiled is None:
+            return
+        sources = self._sources
+        sources.after_body = self._test_globals.sealer(sources, self._bindings, self._test_root_dirs)
+        hook_class = vars(rewrite_module).get("AssertionRewritingHook") if rewrite_module is not None else None
+        execute = vars(hook_class).get("exec_module") if isinstance(hook_class, type) else None
+        if execute is None:
+            return
+        body_ran = compiled.body_ran
+
+        def exec_module(hook, module, *args, **kwargs):
+            execute(hook, module, *args, **kwargs)
+            body_ran(sources, module)
+
+        exec_module.__wrapped__ = execute
+        exec_module.__doc__ = execute.__doc__
+        hook_class.exec_module = exec_module
 
     def _untrusted_xfail_mark(self, item):
         """Where the xfail mark that turned this test's failure into XFAIL came from, if not from

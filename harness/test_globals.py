@@ -106,6 +106,9 @@ def bindings(tree, package):
             # and the immutable data its body binds once (a table of cases as a class attribute: rt29)
             for inner in statement.body:
                 data = _literal_binding(inner)
+                built = _built_binding(inner) if data is None else None
+                if built is not None and sum(1 for s in statement.body for n in _stores(s) if n == built[0]) == 1:
+                    entries.append((statement.name, "classbuilt", (built[0],)))  # sealed if immutable (`seal`)
                 if data is not None and type(data[1]) not in _MUTABLE and sum(
                         1 for s in statement.body for n in _stores(s) if n == data[0]) == 1:
                     entries.append((statement.name, "classdata", data))
@@ -123,19 +126,32 @@ def bindings(tree, package):
         data = _literal_binding(statement)
         if data is not None:
             entries.append((data[0], "data", data[1]))
+        else:
+            built = _built_binding(statement)
+            if built is not None:
+                entries.append((built[0], "built", built[1]))
     named = _named_for_rebinding(tree)
     # names a function declares `global` (a `setup_module` that sets one) are the source's too
     declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
-    entries = [e for e in entries if e[1] == "trusted" or (e[2] if e[1] == "method" else e[2][0] if e[1] == "classdata" else e[0]) not in named]
-    if any(e[1] in ("data", "classdata") for e in entries):
+    entries = [e for e in entries if e[1] == "trusted" or (e[2] if e[1] == "method" else e[2][0] if e[1] in ("classdata", "classbuilt") else e[0]) not in named]
+    if any(e[1] in ("data", "classdata", "built", "classbuilt") for e in entries):
         uses, dynamic, strings, set_somewhere = _name_uses(tree)
         # a class's: not an attribute the source sets anywhere (`self.CASES = ...` in `setUp`, `cls.CASES = ...`);
         # a module's: not where it writes its own globals by other means; neither named in a string (a
         # `monkeypatch.setattr(module, "CASES", ...)` of its own)
-        entries = [e for e in entries if e[1] not in ("data", "classdata")
-                   or e[1] == "classdata" and e[2][0] not in set_somewhere and e[2][0] not in strings
+        entries = [e for e in entries if e[1] not in ("data", "classdata", "built", "classbuilt")
+                   or e[1] in ("classdata", "classbuilt") and e[2][0] not in set_somewhere and e[2][0] not in strings
                    or e[1] == "data" and not dynamic and e[0] not in declared and e[0] not in strings
-                   and _held_as_data(tree, uses.get(e[0], ()), e[2])]
+                   and _held_as_data(tree, uses.get(e[0], ()), e[2])
+                   or e[1] == "built" and not dynamic and e[0] not in declared and e[0] not in strings
+                   and e[0] not in set_somewhere]
+        # a table of rows (lists) the source only unpacks is held row by row too ("rows": C32)
+        entries += [(e[0], "rows", e[2]) for e in entries if e[1] == "data" and type(e[2]) in (list, tuple)
+                    and any(type(row) in _MUTABLE for row in e[2]) and _rows_stay_inside(uses.get(e[0], ()), tree)]
+        # a built value's origin: whether a list, dict or set it turns out to be is held item by item
+        # too (a new container the source only reads), else it is held to its identity alone
+        entries = [(e[0], e[1], e[2] and _held_as_data(tree, uses.get(e[0], ()), [])) if e[1] == "built" else e
+                   for e in entries]
     once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     return once, frozenset(counts) | declared | named, star
 
@@ -241,6 +257,41 @@ def _held_as_data(tree, uses, value):
     return True
 
 
+def _rows_stay_inside(uses, tree):
+    """Whether the source hands no row of a table to anything: each use of the name is its own
+    binding, a `for` or comprehension unpacking each row into names (`for n, numeral in CASES`),
+    `len` of it, or a `parametrize` over several argument names (pytest unpacks each row). Then no
+    code a test calls is given a row, and none may change one honestly (rt29's C32 rewrote the
+    numerals inside the rows of `CASES = [[1, 'I'], ...]` from a thread)."""
+    for node, parent in uses:
+        if not isinstance(node.ctx, ast.Load):
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent in tree.body:
+                continue
+            return False
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node and isinstance(
+                parent.target, (ast.Tuple, ast.List)) and all(isinstance(t, ast.Name) for t in parent.target.elts):
+            continue
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Name) and parent.func.id == "len":
+            continue
+        if isinstance(parent, ast.Call) and isinstance(parent.func, ast.Attribute) and parent.func.attr == "parametrize" and (
+                len(parent.args) > 1 and parent.args[1] is node and _several_names(parent.args[0])):
+            continue
+        return False
+    return True
+
+
+def _several_names(node):
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return "," in node.value
+    return isinstance(node, (ast.Tuple, ast.List)) and len(node.elts) > 1
+
+
+def _same_rows(value, literal):
+    """Whether each row of a table (`_rows_stay_inside`) holds the literal's data, nested lists too."""
+    return all(type(row) is not list or _same_data(row, want)
+               for row, want in zip(tuple.__iter__(value) if type(value) is tuple else list.__iter__(value), literal))
+
+
 def _same_data(value, literal, top=True):
     """Whether `value` is the data of `literal`, of the very same types (a `tuple` subclass is not a
     tuple); nested lists, dicts and sets by their type only."""
@@ -258,6 +309,78 @@ def _same_data(value, literal, top=True):
     if kind is float and value != value:
         return literal != literal
     return value == literal
+
+
+# --- The data a test module's body builds (stop 43) -------------------------------------------
+# Red team rt29 again (C1, C7 on `rt__roman-ut2`; reward 1 after the literal hold above): the table
+# was built by a call (`CASES = dict(one=(1, 'I'), ...)`, `TABLE = tuple(CASES.values())`), which no
+# literal of the source gives, and a thread from the library rebound it to the cases the bug gets
+# right. Such a name -- bound once by the module's body, to anything but a literal -- is sealed when
+# the body finishes (`seal`: the grader's loader runs it right after the module's code, before the
+# first test; a module it did not load is sealed when first checked): a value of a plain immutable
+# type (a tuple, a frozenset, text, a number) or a list, dict or set must be that very object at
+# every check, and a new list, dict or set (a comprehension, `list(...)`, `dict(...)`: not one the
+# library may hand out and keep changing) that the source only reads must also hold the same items.
+# Any other value is not held: what a module-level call returns (a client, a parser, a lazy
+# object) may be rebound through a framework's own machinery.
+
+_FROZEN = (tuple, frozenset, str, bytes, int, float, complex, bool, type(None))
+_NEW_CONTAINERS = frozenset(("list", "dict", "set", "sorted", "tuple", "frozenset"))
+_SEALS = {}  # id(a module's namespace) -> (the namespace, {name: (value, its data_contents row or None)})
+
+
+def _built_binding(statement):
+    """(name, whether the value is a new container) where a top-level statement binds one plain
+    name to an expression, else None."""
+    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
+        target, node = statement.targets[0], statement.value
+    elif isinstance(statement, ast.AnnAssign) and statement.value is not None and statement.simple:
+        target, node = statement.target, statement.value
+    else:
+        return None
+    if not isinstance(target, ast.Name) or target.id.startswith("__") or isinstance(node, ast.Lambda):
+        return None
+    fresh = isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.BinOp, ast.List, ast.Dict, ast.Set)) or (
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NEW_CONTAINERS)
+    return target.id, fresh
+
+
+def capture(namespace):
+    """What a namespace holds this moment, cheaply (`seal`'s `at`): its values, its classes' own
+    values, and the items of its lists, dicts and sets."""
+    values = dict(namespace)
+    # (by the value's real type: an object whose `__class__` says it is a class would make `vars` raise, and nothing be sealed)
+    classes = {name: dict(type.__dict__["__dict__"].__get__(v)) for name, v in values.items() if issubclass(type(v), type)}
+    contents = {id(v): data_contents({"": v}, [("", "data", v)])[0] for v in values.values() if type(v) in _MUTABLE}
+    return values, classes, contents
+
+
+def seal(namespace, entries, at=None):
+    """Hold what the "built" bindings of `entries` hold now (at the end of the module's body), or
+    held when `at` was captured (`capture`), and return {name: (value, contents)}."""
+    values, classes, contents = at if at is not None else capture(namespace)
+    held = {}
+    for name, kind, new_container in entries:
+        if kind == "classbuilt":
+            # a test class's: immutable data only, as its literal class data
+            value = classes.get(name, {}).get(new_container[0], _MISSING)
+            if type(value) in _FROZEN and value is not None:
+                held[name, new_container[0]] = (value, None)
+            continue
+        if kind != "built":
+            continue
+        value = values.get(name, _MISSING)
+        if type(value) in _FROZEN:
+            held[name] = (value, None)
+        elif type(value) in _MUTABLE:
+            held[name] = (value, contents[id(value)] if new_container else None)
+    _SEALS[id(namespace)] = (namespace, held)
+    return held
+
+
+def _sealed(namespace, entries):
+    known = _SEALS.get(id(namespace))
+    return known[1] if known is not None and known[0] is namespace else seal(namespace, entries)
 
 
 def _named_for_rebinding(tree):
@@ -304,7 +427,7 @@ def _value(namespace, entry):
         return vars(value).get(entry[2], _MISSING) if isinstance(value, type) else _MISSING
     if entry[1] == "shadow":
         return len(vars(value)) if isinstance(value, type) else _MISSING
-    if entry[1] == "classdata":
+    if entry[1] in ("classdata", "classbuilt"):
         return vars(value).get(entry[2][0], _MISSING) if isinstance(value, type) else _MISSING
     return value
 
@@ -313,8 +436,18 @@ def data_contents(namespace, entries):
     """What the list, dict and set data bindings hold now, item by item (`data_unchanged`): an
     identity pass over names alone does not see a table pruned in place."""
     out = []
+    held = None
     for name, kind, origin in entries:
-        if kind == "data" and type(origin) in _MUTABLE:
+        if kind == "built":
+            held = _sealed(namespace, entries) if held is None else held
+            if name in held and held[name][1] is not None:
+                out.append(held[name][1])
+        elif kind == "rows":
+            value = namespace.get(name, _MISSING)
+            if type(value) in (list, tuple):
+                rows = [row for row in (tuple.__iter__(value) if type(value) is tuple else list.__iter__(value)) if type(row) is list]
+                out.extend((row, list(row), None) for row in rows)
+        elif kind == "data" and type(origin) in _MUTABLE:
             value = namespace.get(name, _MISSING)
             if type(value) is list:
                 out.append((value, list(value), None))
@@ -339,7 +472,7 @@ def data_unchanged(contents):
 
 def current_values(namespace, entries):
     """The values the bindings hold now, in order (compared by identity between tests)."""
-    if not any(entry[1] in ("method", "shadow", "classdata") for entry in entries):
+    if not any(entry[1] in ("method", "shadow", "classdata", "classbuilt") for entry in entries):
         return tuple(map(namespace.get, [entry[0] for entry in entries]))
     return tuple(_value(namespace, entry) for entry in entries)
 
@@ -459,6 +592,23 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs, 
         if kind == "data":
             if value is _MISSING or not _same_data(value, origin):
                 found.append((kind, name, value))  # (deleted: the name then reads a builtin, rt29's C9)
+            continue
+        if kind == "rows":
+            if type(value) is type(origin) and len(value) == len(origin) and not _same_rows(value, origin):
+                found.append(("data", name, value))  # (any other change: its "data" entry's)
+            continue
+        if kind == "built":
+            held = _sealed(namespace, entries).get(name)
+            if held is not None and (value is not held[0] or held[1] is not None and not data_unchanged([held[1]])):
+                found.append(("data", name, value))
+            continue
+        if kind == "classbuilt":
+            held = _sealed(namespace, entries).get((name, origin[0]))
+            # (rebound to another type or to equal data: a framework's doing, as for "classdata" below:
+            # Django's `setUpClass` sets `databases` to the frozenset it validated)
+            if held is not None and value is not held[0] and isinstance(namespace.get(name), type) and isinstance(
+                    value, type(held[0])) and not _same_data(value, held[0]):
+                found.append(("data", name + "." + origin[0], value))
             continue
         if kind == "classdata":
             # (a value of another type is a test framework's doing: Django's `setUpClass` sets a test
@@ -587,6 +737,27 @@ def module_bindings(module, real, sources, cache):
     return cache[real]
 
 
+def sealer(sources, cache, test_root_dirs):
+    """after_body(module) for `sources` (a ProtectedSources): seals the data a protected module's
+    body built, or a module's under the test roots (a helper of the tests'), as it finishes."""
+    roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_root_dirs)
+
+    def after_body(module):
+        # (what the body left, taken first: working out the bindings takes a parse, time enough for
+        # a thread to prune a table before it is sealed -- a third of the runs, measured)
+        at = capture(vars(module))
+        real = os.path.realpath(getattr(module, "__file__", None) or "")
+        if real in sources.sources:
+            entries = module_bindings(module, real, sources, cache)[0]
+        elif real.endswith(".py") and roots and real.startswith(roots):
+            with open(real, "rb") as handle:
+                entries = bindings(ast.parse(handle.read(), filename=real), getattr(module, "__package__", None) or "")[0]
+        else:
+            return
+        seal(vars(module), entries, at)
+    return after_body
+
+
 def patch_value(value, untrusted):
     """Whether a value is the patch's code (`untrusted(filename)`): a function, a method's, a
     partial's, compiled from such a file, or a class defined in one, or an instance of such a class."""
@@ -614,6 +785,7 @@ def runner_check(sources, untrusted, test_roots):
     untrusted = untrusted or (lambda filename: False)
     cache, seen, helpers, passed = {}, set(), {}, {}
     changed_class = lambda cls: any(untrusted(f) for f in sources.class_machinery(cls))  # noqa: E731
+    sources.after_body = sealer(sources, cache, test_roots)
 
     modules = {}
 
