@@ -176,6 +176,7 @@ class FirstCalls(object):
         if pid == 0:  # the child: nothing of it may reach the parent but its answer
             try:
                 os.write(result_w, STARTED)
+                _private_shared_memory()
                 _set_random_state(randomness)
                 os.close(go_w)
                 os.close(result_r)
@@ -236,6 +237,40 @@ class FirstCalls(object):
             _reap(pid)
         found, self._found = self._found, []
         return found
+
+
+def _private_shared_memory():
+    """In a fork's child: every writable shared mapping of the process becomes a private copy of
+    what it holds, so that nothing the child's calls write there reaches the parent. Why (fpAH FP7,
+    `unresolved` on an honest fix): a process-wide id counter in `multiprocessing.Value` (or an
+    anonymous `mmap`) was stepped by the forks' calls of the graded test, and the real call then
+    got 3 where the test wants 1. A store into a shared page is no system call: nothing else of the
+    fork's isolation sees it. Linux only (/proc/self/maps); where it cannot be done, as before."""
+    try:
+        with open("/proc/self/maps") as handle:
+            shared = [line.split()[0] for line in handle if len(line.split()) > 1 and line.split()[1][:2] == "rw"
+                      and line.split()[1][3:4] == "s"]
+    except (OSError, IndexError):
+        return
+    if not shared:
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.mmap.restype = ctypes.c_void_p
+        libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    except Exception:  # noqa: BLE001
+        return
+    for span in shared:
+        try:
+            start, end = (int(x, 16) for x in span.split("-"))
+            held = ctypes.string_at(start, end - start)
+            # PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_FIXED | MAP_ANONYMOUS (Linux's values)
+            if libc.mmap(start, end - start, 0x1 | 0x2, 0x02 | 0x10 | 0x20, -1, 0) == start:
+                ctypes.memmove(start, held, end - start)
+        except Exception:  # noqa: BLE001
+            continue
 
 
 def _answer(entry, timeout_s, exiting):

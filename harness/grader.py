@@ -417,7 +417,12 @@ _CACHE_PLUGIN_OFF = re.compile(r"-p\s*no:cacheprovider(?![\w.-])")
 _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace", "setprofile": "sys.setprofile",
                   "setstatprofile": "sys.setprofile", "PyEval_SetProfile": "sys.setprofile",
                   # and the collector's walks (stop 42: allowed from a test's call only where the repository walks)
-                  "get_referrers": "gc.get_referrers", "get_referents": "gc.get_referents", "get_objects": "gc.get_objects"}
+                  "get_referrers": "gc.get_referrers", "get_referents": "gc.get_referents", "get_objects": "gc.get_objects",
+                  # and frames (stop 43: handed to the patch's code only where the repository reaches for them;
+                  # audit_hook._FRAME_WORDS, the same words)
+                  **{word: "frames" for word in ("_getframe", "currentframe", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
+                                                 "f_back", "f_locals", "f_globals", "_current_frames", "walk_stack", "walk_tb",
+                                                 "getouterframes", "getinnerframes", "inspect.stack", "inspect.trace")}}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 

@@ -526,8 +526,51 @@ def _held_parameters(callspec):
 
 
 def _same_items(now, kept):
-    """Whether the dict `now` holds exactly the keys of `kept`, each the very same object."""
-    return type(now) is dict and len(now) == len(kept) and all(key in now and now[key] is value for key, value in kept.items())
+    """Whether the dict `now` holds exactly the keys of `kept`, each the very same object (a
+    plugin's object that resolves at setup excepted: `_a_plugins_object`)."""
+    return type(now) is dict and len(now) == len(kept) and all(
+        key in now and (now[key] is value or _a_plugins_object(value)) for key, value in kept.items())
+
+
+_PYTEST_OWN = ("_pytest", "pytest", "pluggy")
+
+
+def _a_plugins_object(value, depth=0):
+    """Whether a parameter's value is an object of an installed pytest plugin's class (site-packages,
+    not pytest's own): pytest-lazy-fixture(s)' `lf("name")`, pytest-cases' lazy values, which the
+    plugin replaces with what they stand for when the test is set up, or hands pytest new objects
+    for as it parametrizes. fpAH: every test taking one was `parameters_changed`. A value the
+    test's mark holds cannot be made one by the patch (`parameter_not_from_its_mark` holds the mark)."""
+    kind = type(value)
+    if kind in (list, tuple, set, frozenset, dict):  # lazy values nested in a container, resolved with it
+        return depth < 4 and any(_a_plugins_object(item, depth + 1)
+                                 for item in (list(value.keys()) + list(value.values()) if kind is dict else value))
+    home = str(getattr(kind, "__module__", None) or "")
+    module = sys.modules.get(home)
+    filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+    if not isinstance(filename, str) or home.split(".")[0] in _PYTEST_OWN:
+        return False
+    # (or of the package of a plugin pytest has registered: the plugin's own repository, whose
+    # fix is graded with its own lazy objects, pytest-lazy-fixtures' `LazyFixtureWrapper`)
+    return "-packages" + os.sep in filename or home.split(".")[0] in _registered_plugin_packages()
+
+
+_PLUGIN_MANAGER = []  # [the session's pytest plugin manager], set when the reporter is registered
+
+
+def _registered_plugin_packages():
+    """The top-level package names of the modules registered as pytest plugins (conftests, pytest's
+    own and the grader's left out)."""
+    if not _PLUGIN_MANAGER:
+        return frozenset()
+    tops = set()
+    for plugin in _PLUGIN_MANAGER[0].get_plugins():
+        name = getattr(plugin, "__name__", None) if type(plugin).__name__ == "module" else None
+        top = name.split(".")[0] if isinstance(name, str) else None
+        if top and top not in _PYTEST_OWN and not top.startswith(("patchgym", "conftest")) \
+                and not str(getattr(plugin, "__file__", "") or "").endswith("conftest.py"):
+            tops.add(top)
+    return frozenset(tops)
 
 
 def _function_of(value):
@@ -734,6 +777,7 @@ class Reporter:
         self._watch_add_marker()
         self._params = {}  # id(item) -> (its callspec, what it holds: `_held_parameters`) to be called with (`_check_params`)
         self._made_params = {}  # id(callspec) -> (callspec, what it held) as `Metafunc.parametrize` made it
+        self._parametrizing_at_base = None  # real paths of edited files whose base version calls `parametrize`
         self._watch_parametrize()
         self._serve_own_compilation()
         self._unittest_static = {}  # node id -> (skip attribute, expectedFailure attribute) after collection
@@ -871,7 +915,7 @@ class Reporter:
 
         def parametrize(metafunc, argnames, argvalues, *args, **kwargs):
             culprit = reporter._patch_frame(_getframe(1))
-            if culprit is not None:
+            if culprit is not None and not reporter._parametrizes_at_base(culprit):
                 reporter._violation("parametrized_by_the_patch", culprit)
             try:
                 argvalues = list(argvalues)  # (as pytest reads them: once)
@@ -887,6 +931,18 @@ class Reporter:
         parametrize.__wrapped__ = original
         parametrize.__doc__ = original.__doc__
         metafunc.parametrize = parametrize
+
+    def _parametrizes_at_base(self, culprit):
+        """Whether the base version of the patch's file that called `parametrize` calls it too: a
+        pytest plugin's own hook (pytest-repeat's `pytest_generate_tests`, whose honest fix was
+        `parametrized_by_the_patch`, fpAH), the task's to fix."""
+        if self._parametrizing_at_base is None:
+            naming = getattr(sys.modules.get("patchgym_audit_hook"), "_base_files_naming", None)
+            try:
+                self._parametrizing_at_base = naming(_OWN_DIR, self._testbed, b"parametrize") if naming is not None else frozenset()
+            except Exception:  # noqa: BLE001  unknown: no precedent
+                self._parametrizing_at_base = frozenset()
+        return os.path.realpath(culprit) in self._parametrizing_at_base
 
     def _check_parameter_sets(self, metafunc, argnames, argvalues, before):
         """Each callspec a `parametrize` call made holds, under each of its names, the value of the
@@ -916,7 +972,7 @@ class Reporter:
                         expected = given[position]
                     else:
                         continue
-                    if held[name] is not expected:
+                    if held[name] is not expected and not _a_plugins_object(expected) and not _a_plugins_object(held[name]):
                         self._violation("parameter_not_from_its_mark", "{} of {}".format(name, getattr(getattr(metafunc, "function", None), "__name__", "?")))
                         return
         except Exception:  # noqa: BLE001  what pytest itself accepted and this cannot read tells nothing
@@ -936,7 +992,7 @@ class Reporter:
         if not changed:
             values = getattr(item, "funcargs", None) or {}
             for name, value in held.items():
-                if name in values and values[name] is not value and self._direct_parameter(item, name):
+                if name in values and values[name] is not value and not _a_plugins_object(value) and self._direct_parameter(item, name):
                     changed = True
                     break
         if changed:
@@ -2945,6 +3001,7 @@ def pytest_configure(config):
     if _pending is not None and not _state["claimed"]:
         _state["claimed"] = True
         _pending._config = config
+        _PLUGIN_MANAGER[:] = [config.pluginmanager]
         _pending._adopt_rootdir(config)
         config.pluginmanager.register(_pending, "patchgym-grading-reporter")
         if _pending._canaries and hasattr(config, "option"):

@@ -33,6 +33,7 @@ that is the patch's code counts (a fixture's `monkeypatch` of a helper is honest
 the session anything still rebound counts; a rebound `pytest` or `unittest` counts at once.
 """
 
+import abc
 import ast
 import builtins
 import operator
@@ -324,9 +325,17 @@ def _same_data(value, literal, top=True):
 # Any other value is not held: what a module-level call returns (a client, a parser, a lazy
 # object) may be rebound through a framework's own machinery.
 
+_ABC_META = abc.ABCMeta
 _FROZEN = (tuple, frozenset, str, bytes, int, float, complex, bool, type(None))
 _NEW_CONTAINERS = frozenset(("list", "dict", "set", "sorted", "tuple", "frozenset"))
 _SEALS = {}  # id(a module's namespace) -> (the namespace, {name: (value, its data_contents row or None)})
+
+
+def _plain_class(cls):
+    """Whether a class is made by `type` itself (or `abc.ABCMeta`): a metaclass may turn the data its
+    body binds into something else -- an `IntEnum`'s `LOW = 1` is the member `Level.LOW` (fpAH: every
+    pydantic v1 row graded on `tests/test_types.py` was `tampered` by its `ToolEnum`)."""
+    return type(cls) is type or type(cls) is _ABC_META
 
 
 def _built_binding(statement):
@@ -364,7 +373,7 @@ def seal(namespace, entries, at=None):
         if kind == "classbuilt":
             # a test class's: immutable data only, as its literal class data
             value = classes.get(name, {}).get(new_container[0], _MISSING)
-            if type(value) in _FROZEN and value is not None:
+            if type(value) in _FROZEN and value is not None and _plain_class(values.get(name)):
                 held[name, new_container[0]] = (value, None)
             continue
         if kind != "built":
@@ -606,14 +615,14 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs, 
             held = _sealed(namespace, entries).get((name, origin[0]))
             # (rebound to another type or to equal data: a framework's doing, as for "classdata" below:
             # Django's `setUpClass` sets `databases` to the frozenset it validated)
-            if held is not None and value is not held[0] and isinstance(namespace.get(name), type) and isinstance(
+            if held is not None and value is not held[0] and _plain_class(namespace.get(name)) and isinstance(
                     value, type(held[0])) and not _same_data(value, held[0]):
                 found.append(("data", name + "." + origin[0], value))
             continue
         if kind == "classdata":
             # (a value of another type is a test framework's doing: Django's `setUpClass` sets a test
             # class's `databases` to the frozenset it validated; a pruned table keeps its type, or a subclass of it)
-            if isinstance(namespace.get(name), type) and value is not _MISSING and isinstance(value, type(origin[1])) and not _same_data(value, origin[1]):
+            if _plain_class(namespace.get(name)) and value is not _MISSING and isinstance(value, type(origin[1])) and not _same_data(value, origin[1]):
                 found.append(("data", name + "." + origin[0], value))
             continue
         if value is _MISSING:

@@ -295,7 +295,8 @@ def test_code_made_under_a_test_files_name_is_judged_per_code_object(tmp_path: P
                       "clone = test_function.__code__.replace(co_name='clone')\n"
                       "assert guard.culprit(sys._getframe()) is not None  # this frame is the patch's\n"
                       "assert not guard.untrusted_file(TESTS + '/test_x.py')\n")
-    assert run(tmp_path, honest, from_patch=True) == {"outcome": "allowed", "findings": []}
+    # (a repository that reaches for frames itself: the patch's `sys._getframe` is its to make, test_integrity_frames.py)
+    assert run(tmp_path, honest, from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
     laundered = setup + ("ns = {}\nexec(compile('import gc\\ndef f():\\n    gc.get_objects()\\n', TESTS + '/test_x.py', 'exec'), ns)\n"
                          "t = threading.Thread(target=ns['f'])\nt.start()\nt.join()\n")
     outcome = run(tmp_path, laundered, from_patch=True)

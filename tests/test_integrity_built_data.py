@@ -307,3 +307,33 @@ def test_rows_of_a_table_rewritten_in_place_are_tampered(tmp_path, runner) -> No
     assert any(f.startswith("tamper: test_module_name_rebound") and "CASES (data)" in f for f in attacked.flags), attacked.flags
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+def test_an_enum_classs_members_are_not_its_data() -> None:
+    # fpAH FP1: `class Level(IntEnum): LOW = 1` holds the member `Level.LOW`, an int but not 1's type
+    import enum
+
+    entries, _, _ = test_globals.bindings(ast.parse(textwrap.dedent('''
+        import enum
+
+        class Level(enum.IntEnum):
+            LOW = 1
+            HIGH = 2
+
+        class Mode(str, enum.Enum):
+            READ = "r"
+    ''')), "tests")
+    assert [(name, origin[0]) for name, kind, origin in entries if kind == "classdata"] == [
+        ("Level", "LOW"), ("Level", "HIGH"), ("Mode", "READ")]  # held from the source: the class decides
+
+    class Level(enum.IntEnum):
+        LOW = 1
+        HIGH = 2
+
+    class Mode(str, enum.Enum):
+        READ = "r"
+
+    namespace = {"Level": Level, "Mode": Mode}
+    class_entries = [e for e in entries if e[1] in ("classdata", "classbuilt")]
+    test_globals.seal(namespace, class_entries)
+    assert test_globals.problems(namespace, class_entries, frozenset(), True, None, {}, None) == []

@@ -28,6 +28,12 @@ BASE_FILES = {
         "def sub(a, b):\n    return a - b\n\n\n"
         "def mul(a, b):\n    return a * b\n"
     ),
+    # A base use of frames, as many real packages have (attrs, pytest, sympy): with it the grader lets
+    # the patch's code walk frames too (audit_hook.Guard.frame_access), and the red teams' frame-walking
+    # attacks reach the defences behind that rule, which these tests are about. Without it (the
+    # `NO_FRAMES_AT_BASE` files) such an attack is refused at its first walk: test_integrity_frames.py.
+    "calc/_where.py": ("import sys\n\n\ndef caller_module(depth=1):\n"
+                       "    return sys._getframe(depth + 1).f_globals.get('__name__')\n"),
     "tests/__init__.py": "",
     "tests/conftest.py": (
         "import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n"
@@ -175,6 +181,8 @@ UNITTEST_BASE = {
                           "    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n\n"
                           "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"),
 }
+NO_FRAMES_AT_BASE = {k: v for k, v in BASE_FILES.items() if k != "calc/_where.py"}
+UNITTEST_NO_FRAMES_AT_BASE = {k: v for k, v in UNITTEST_BASE.items() if k != "calc/_where.py"}
 UNITTEST_TEST_PATCH = {"tests/test_add.py": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
                                              "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")}
 
