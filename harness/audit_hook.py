@@ -62,12 +62,43 @@ _WATCHED = frozenset({
 # Every walk starts at one of these, each an audit event (3.8+); `f_back`, `f_locals` are not.
 _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames"})
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
-# the standard library's functions that return (or yield) the frames they reach to their caller:
-# for these the code that asked counts; any other standard-library user keeps them (logging's
-# `findCaller`, `namedtuple`, traceback's formatting)
-_FRAME_HANDERS = frozenset({("inspect.py", "currentframe"), ("inspect.py", "stack"), ("inspect.py", "trace"),
-                            ("inspect.py", "getinnerframes"), ("traceback.py", "walk_stack"), ("traceback.py", "walk_tb")})
-_LOGGING_CURRENTFRAME = os.sep + os.path.join("logging", "__init__.py")  # `logging.currentframe`, a lambda there
+# The standard library's modules whose frame reads keep the frames to themselves (every reader in
+# CPython 3.11's library, `grep`ped, but inspect's, `types._GeneratorWrapper`'s and asyncio's task
+# stacks, which hand them on); in these, the functions that hand frames on to their caller count as
+# the module's own only where the module itself called them.
+_FRAME_KEEPERS = frozenset(("asyncore.py", "collections/__init__.py", "dis.py", "doctest.py", "enum.py", "gettext.py",
+                            "subprocess.py", "typing.py", "warnings.py", "logging/__init__.py", "traceback.py"))
+_KEEPERS_HANDING_ON = frozenset((("logging/__init__.py", "<lambda>"), ("traceback.py", "walk_stack"), ("traceback.py", "walk_tb"),
+                                 ("traceback.py", "_walk_tb_with_full_positions")))
+_PYTEST_CODE = os.sep + os.path.join("_pytest", "_code") + os.sep  # pytest's traceback objects hand frames on (`.frame`)
+
+
+def _stdlib_part(filename):
+    """The path of a standard-library file below its folder ("logging/__init__.py"), "<frozen>" for a
+    frozen module, None for any other file (site-packages included)."""
+    if filename.startswith("<frozen"):
+        return "<frozen>"
+    for folder in _STDLIB_DIRS:
+        if filename.startswith(folder):
+            rest = filename[len(folder):]
+            return None if "-packages" + os.sep in rest else rest.replace(os.sep, "/")
+    return None
+
+
+def _capturing_locals(frame):
+    """Whether traceback's frames from `frame` outwards were asked for the callers' locals
+    (`StackSummary.extract(..., capture_locals=True)`: their reprs are handed on)."""
+    filename = frame.f_code.co_filename
+    while frame is not None and frame.f_code.co_filename == filename:
+        if frame.f_locals.get("capture_locals"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def _keeps_frames(within, name):
+    return within in _FRAME_KEEPERS or within.startswith("asyncio/") and within != "asyncio/base_tasks.py"
+
 _STDLIB_DIRS = tuple(set((os.path.dirname(os.__file__) + os.sep, os.path.realpath(os.path.dirname(os.__file__)) + os.sep)))
 # taken at import: a test may replace them
 _gettrace, _getprofile, _settrace, _setprofile = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
@@ -499,35 +530,42 @@ class Guard(object):
             self.refuse(event, culprit)
 
     def frame_access(self, event, raising):
-        """A frame handed to code (`raising`: the frame that asked for it, or the standard library's
-        function that hands it on) is refused to the patch's code where the repository's files at
-        base never reach for frames themselves (`frames` in `traced_in_base`: `_getframe`,
-        `currentframe`, `f_back`, `tb_frame`, ... named there; pytest, attrs and sympy do, roman
-        does not). Asked through `inspect.currentframe`, `inspect.stack`, `traceback.walk_stack`
-        and the like, the first code above the standard library is the one that asked. What it
+        """A frame handed to code is refused to the patch's code where the repository's files at base
+        never reach for frames themselves (`frames` in `traced_in_base`: `_getframe`, `currentframe`,
+        `f_back`, `tb_frame`, ... named there; pytest, attrs and sympy do, roman does not).
+        `raising` is the frame whose code asked. The standard library's modules that keep the frames
+        they read to themselves (`_FRAME_KEEPERS`: logging's `findCaller`, `namedtuple`, `enum`,
+        `typing`, `warnings`, traceback's formatting, asyncio's debug records) ask for themselves;
+        for any other standard-library code (`inspect`, `weakref.finalize`, `string.Formatter`, a
+        traceback walker called from outside traceback) and pytest's `_pytest._code`, the first code
+        above them asked. Why (red team rt30, D11): `inspect.getmembers(traceback)`,
+        `weakref.finalize(anchor, sys._getframe, 2)()` and `string.Formatter().get_field('0.tb_frame',
+        ...)` handed the patch frames past a list of the functions known to hand them on. What it
         gives up: an honest fix that adds the first frame walk to such a repository is refused."""
         if "frames" in self.traced_in_base:
             return
         code = raising.f_code
         filename = code.co_filename
-        if not self.untrusted_file(filename) and filename not in self.recompiled and not (
-                filename.startswith(_STDLIB_DIRS) or filename.startswith("<frozen")):
-            self.harmless_askers.add(code)  # (pytest's, the grader's, an installed package's: theirs, every time)
-            return
-        if filename.startswith(_STDLIB_DIRS) and "-packages" + os.sep not in filename or filename.startswith("<frozen"):
-            if filename.endswith(_LOGGING_CURRENTFRAME) and code.co_name == "<lambda>":
-                asker = raising.f_back  # `logging.currentframe()`: its caller's (logging's own findCaller is logging's)
-            elif (os.path.basename(filename), code.co_name) in _FRAME_HANDERS:
-                asker = raising.f_back
-                while asker is not None and (asker.f_code.co_filename.startswith(_STDLIB_DIRS) and "-packages" + os.sep
-                                             not in asker.f_code.co_filename or asker.f_code.co_filename.startswith("<frozen")):
-                    asker = asker.f_back
-            else:
+        within = _stdlib_part(filename)
+        if within is None and _PYTEST_CODE not in filename:
+            if not self.untrusted_file(filename) and filename not in self.recompiled:
+                self.harmless_askers.add(code)  # (pytest's, the grader's, an installed package's: theirs, every time)
                 return
+            asker = raising
+        else:
+            if within is not None and _keeps_frames(within, code.co_name):
+                caller = raising.f_back
+                if (within, code.co_name) not in _KEEPERS_HANDING_ON:
+                    self.harmless_askers.add(code)
+                    return
+                if caller is not None and caller.f_code.co_filename == filename and not _capturing_locals(caller):
+                    return  # the module's own use of its walker (traceback's `extract_tb` of `walk_tb`)
+            asker = raising.f_back
+            while asker is not None and (_stdlib_part(asker.f_code.co_filename) is not None
+                                         or _PYTEST_CODE in asker.f_code.co_filename):
+                asker = asker.f_back
             if asker is None:
                 return
-        else:
-            asker = raising
         filename = asker.f_code.co_filename
         if self.untrusted_file(filename) or filename in self.recompiled and not self.owns_code(asker.f_code):
             self.refuse(event if event != "object.__getattr__" else "frame access", filename)

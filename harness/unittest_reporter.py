@@ -649,16 +649,29 @@ def main(argv):
 
     first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources, the_patchs_own)
     shadows = getattr(patchgym_test_globals, "instance_shadows", None)
+    state = getattr(patchgym_test_globals, "instance_state", None)
+    changed = getattr(patchgym_test_globals, "instance_changed", None)
+    states = {}  # id(test) -> its instance_state before its method ran (rt30's D9, D10)
+
+    def before_method(testcase):
+        if state is not None:
+            states[id(testcase)] = state(testcase)
+        if before_call is not None:
+            before_call(testcase)
 
     def after_call(testcase):
-        # what the running test's own dict holds in place of TestCase's (rt28 G1/G2), before tearDown
+        # what the running test's own dict holds in place of TestCase's (rt28 G1/G2), before tearDown,
+        # and what changed in its instance while its method ran (rt30 D9, D10)
+        before = states.pop(id(testcase), None)
         if shadows is not None and _safe_id(testcase) not in canaries:  # (a canary's name is never told)
             for name, _ in shadows(testcase, unittest.TestCase, untrusted_file):
+                provenance.report(testcase, "test_instance_shadowed", name)
+            for name, _ in changed(testcase, before, unittest.TestCase) if changed is not None else ():
                 provenance.report(testcase, "test_instance_shadowed", name)
         if first_calls:
             first_calls.run(_safe_id(testcase))
 
-    returned = _watch_test_method_returns(before_call, after_call)
+    returned = _watch_test_method_returns(before_method, after_call)
     # a `_ShouldStop` unittest did not raise, swallowed by it (compiled_tests.watch_should_stop; before the snapshot)
     watch_should_stop = getattr(sys.modules.get("patchgym_compiled_tests"), "watch_should_stop", None)
     if watch_should_stop is not None:

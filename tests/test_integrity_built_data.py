@@ -337,3 +337,30 @@ def test_an_enum_classs_members_are_not_its_data() -> None:
     class_entries = [e for e in entries if e[1] in ("classdata", "classbuilt")]
     test_globals.seal(namespace, class_entries)
     assert test_globals.problems(namespace, class_entries, frozenset(), True, None, {}, None) == []
+
+
+def test_a_docstring_naming_the_table_or_reading_another_modules_vars_keeps_it_held() -> None:
+    # red team rt30's D13: any string naming `CASES`, or a `vars(roman)`, dropped the hold
+    held = _data_entries_of('''
+        """Conversions of the numerals in CASES."""
+        import roman
+        CASES = [[1, 'I'], [3, 'III']]
+        PATCHED = (1, 2)
+        SET_BY_KEY = (3,)
+
+        def test_a(monkeypatch):
+            """Every row of CASES."""
+            for n, numeral in CASES:
+                assert roman.toRoman(n) == numeral, "CASES row"
+            assert 'toRoman' in vars(roman)
+            monkeypatch.setattr(roman, "PATCHED", 1)
+            globals_of_another = {}
+            globals_of_another["SET_BY_KEY"] = 1
+    ''')
+    assert set(held) == {"CASES"}
+    assert _data_entries_of("import sys\nCASES = (1,)\nvars(sys.modules[__name__])['x'] = 1\n") == {}
+
+
+def _data_entries_of(source: str) -> dict:
+    entries, _, _ = test_globals.bindings(ast.parse(textwrap.dedent(source)), "tests")
+    return {name: origin for name, kind, origin in entries if kind == "data"}

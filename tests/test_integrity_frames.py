@@ -40,6 +40,14 @@ FRAME_WALKS = {
     "traceback.walk_stack": ("import traceback\ndef a():\n    return list(traceback.walk_stack(None))\n"
                              "def b():\n    return a()\ndef c():\n    return b()\nc()\n"),
     "logging.currentframe": "import logging\nlogging.currentframe()",
+    # red team rt30's D11: through standard-library code that is no known hander
+    "inspect.getmembers": ("import inspect\ntry:\n    raise ValueError\nexcept ValueError as e:\n"
+                           "    dict(inspect.getmembers(e.__traceback__))['tb_frame'].f_back\n"),
+    "weakref.finalize": "import weakref\nclass A:\n    pass\nanchor = A()\nweakref.finalize(anchor, sys._getframe, 0)()\n",
+    "string.Formatter": ("import string\ntry:\n    raise ValueError\nexcept ValueError as e:\n"
+                         "    string.Formatter().get_field('0.tb_frame', (e.__traceback__,), {})[0].f_back\n"),
+    "pytest's traceback entries": ("import _pytest._code\ntry:\n    raise ValueError\nexcept ValueError as e:\n"
+                                   "    _pytest._code.Traceback(e.__traceback__)[0].frame\n"),
     "StackSummary through walk_stack": ("import traceback\ndef a():\n"
                                         "    return traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)\n"
                                         "def b():\n    return a()\ndef c():\n    return b()\nc()\n"),
@@ -54,6 +62,9 @@ STDLIB_USES = [
     "import traceback\ntry:\n    raise ValueError\nexcept ValueError:\n    traceback.format_exc()\n",
     "import traceback\ntraceback.extract_stack()\n",
     "import warnings\nwarnings.warn('w', stacklevel=2)\n",
+    "import asyncio\nasync def f():\n    return 1\nloop = asyncio.new_event_loop()\nloop.set_debug(True)\n"
+    "loop.run_until_complete(f())\nloop.close()\n",
+    "import traceback\ntry:\n    raise ValueError\nexcept ValueError as e:\n    traceback.extract_tb(e.__traceback__)\n",
 ]
 
 
