@@ -767,7 +767,7 @@ _BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_re
 # the words that show a file reaching for frames (grader._TRACING_WORDS maps the same to "frames")
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
-                b"getinnerframes", b"inspect.stack", b"inspect.trace")
+                b"getinnerframes", b"inspect.stack", b"inspect.trace", b"import stack", b"stack()", b"getframeinfo")
 
 
 def _tracing_in_base(own_dir):
@@ -943,36 +943,7 @@ def install(testbed, patched, protected, test_roots, own_dir):
     guard = Guard(testbed, patched, protected, test_roots, own_dir)
     sys.addaudithook(guard.make_hook())
     _note_test_threads(guard)
-    if "frames" not in guard.traced_in_base:
-        _no_frames_to_signal_handlers(guard)
     return guard
-
-
-def _no_frames_to_signal_handlers(guard):
-    """A signal handler of the patch's is called with no frame (None for the interrupted one): it
-    is the one route to a frame that raises no audit event (`Guard.frame_access`); a handler that
-    left it alone, as a timeout's does, runs as before. `_signal.signal` is wrapped, which
-    `signal.signal` calls. What it gives up: `signal.getsignal` answers the wrapper."""
-    try:
-        import _signal
-    except ImportError:
-        return
-    original = _signal.signal
-
-    def signal(signalnum, handler):
-        function = getattr(handler, "__func__", handler)
-        function = getattr(function, "func", function)  # a partial's
-        code = getattr(function, "__code__", None) or getattr(getattr(type(function), "__call__", None), "__code__", None)
-        if code is not None and guard.untrusted_file(code.co_filename):
-            inner = handler
-
-            def handler(signum, frame):
-                return inner(signum, None)
-        return original(signalnum, handler)
-
-    signal.__wrapped__ = original
-    signal.__doc__ = original.__doc__
-    _signal.signal = signal
 
 
 # The slots the interpreter and the standard library keep for a library's own hook: a library may
@@ -1061,7 +1032,8 @@ def replaced_outside(guard):
     if found:
         texts = list(bases.values()) + list(_unchanged_repository_texts(guard))
         found = [hit for hit in found if not any(
-            hit[1].encode() in text and any(".{}{}".format(hit[2], spacing).encode() in text for spacing in (" =", "="))
+            hit[1].encode() in text and (any(".{}{}".format(hit[2], spacing).encode() in text for spacing in (" =", "="))
+                                         or b"setattr(" in text and any(q + hit[2].encode() + q in text for q in (b'"', b"'")))
             for text in texts)]
     return [label for label, owner, attribute, where in found]
 

@@ -422,7 +422,8 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   # audit_hook._FRAME_WORDS, the same words)
                   **{word: "frames" for word in ("_getframe", "currentframe", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
                                                  "f_back", "f_locals", "f_globals", "_current_frames", "walk_stack", "walk_tb",
-                                                 "getouterframes", "getinnerframes", "inspect.stack", "inspect.trace")}}
+                                                 "getouterframes", "getinnerframes", "inspect.stack", "inspect.trace",
+                                                 "import stack", r"stack\(\)", "getframeinfo")}}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 
@@ -435,7 +436,8 @@ def repository_traces(repo: str, commit: str, test_files: tuple[str, ...]) -> li
         excluded = [f":(exclude,literal){path}" for path in test_files]
         done = subprocess.run(["git", "-C", repo, "grep", "-I", "-o", "-h", "-E", pattern, commit, "--", ".", *excluded],
                               capture_output=True, text=True, errors="replace")
-        words = set(done.stdout.split()) if done.returncode in (0, 1) else set()
-        _traces_seen[key] = sorted({event for word, event in _TRACING_WORDS.items() if word in words})
+        found = set(done.stdout.splitlines()) if done.returncode in (0, 1) else set()  # (each match, as found)
+        _traces_seen[key] = sorted({event for word, event in _TRACING_WORDS.items()
+                                    if any(re.fullmatch(word, match) for match in found)})
     return _traces_seen[key]
 

@@ -533,6 +533,7 @@ def _same_items(now, kept):
 
 
 _PYTEST_OWN = ("_pytest", "pytest", "pluggy")
+_PYTEST_PACKAGE = os.sep + "_pytest" + os.sep
 
 
 def _a_plugins_object(value, depth=0):
@@ -914,7 +915,10 @@ class Reporter:
         reporter = self
 
         def parametrize(metafunc, argnames, argvalues, *args, **kwargs):
-            culprit = reporter._patch_frame(_getframe(1))
+            caller = _getframe(1)
+            # (called by pytest's own code -- its fixtures' `pytest_generate_tests`, which a plugin may
+            # drive: the values are the params of fixtures the protected files define, fpAH FP3b)
+            culprit = reporter._patch_frame(caller) if _PYTEST_PACKAGE not in caller.f_code.co_filename else None
             if culprit is not None and not reporter._parametrizes_at_base(culprit):
                 reporter._violation("parametrized_by_the_patch", culprit)
             try:

@@ -619,9 +619,29 @@ def instance_changed(test, before, testcase):
         # `addTypeEqualityFunc(str, self.assertTextEqual)` in its method is its own)
         if key in items and items[key] is value or not isinstance(value, str) or value in _DEFAULT_COMPARATORS:
             continue
-        if isinstance(testcase, type) and value in vars(testcase) and getattr(type(test), value, None) is vars(testcase)[value]:
+        if isinstance(testcase, type) and value in vars(testcase) and getattr(type(test), value, None) is vars(testcase)[value] \
+                and not _registers_comparators(kind):
             found.append(("_type_equality_funcs[{}]".format(getattr(key, "__name__", "?")), value))  # TestCase's own, no comparator
     return found
+
+
+_REGISTERING = {}  # a test module's file -> whether its source calls `addTypeEqualityFunc`
+
+
+def _registers_comparators(cls):
+    """Whether the source of the module that defines the test's class registers comparators itself
+    (`self.addTypeEqualityFunc(float, "assertAlmostEqual")` in a test method: fpAH FP14, honest)."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+    if not isinstance(filename, str):
+        return False
+    if filename not in _REGISTERING:
+        try:
+            with open(filename, "rb") as handle:
+                _REGISTERING[filename] = b"addTypeEqualityFunc" in handle.read()
+        except OSError:
+            _REGISTERING[filename] = False
+    return _REGISTERING[filename]
 
 
 def _testcase_name(testcase, name):
@@ -809,17 +829,72 @@ def module_problems(module, sources, cache, trusted, helper_defs, changed_class=
 
 def module_bindings(module, real, sources, cache):
     """`bindings` of a protected test module (at real path `real`), from the grader's own parse of
-    its kept source, once per file (`cache`); a source that does not parse holds nothing."""
+    its kept source, once per file (`cache`); a source that does not parse holds nothing. Data a
+    test file or a module under the test roots sets as an attribute by that name is not held
+    (`_set_elsewhere`)."""
     if real not in cache:
         tree = sources._tree(real)
-        cache[real] = bindings(tree, getattr(module, "__package__", None) or "") if tree is not None else ([], frozenset(), True)
+        found = bindings(tree, getattr(module, "__package__", None) or "") if tree is not None else ([], frozenset(), True)
+        cache[real] = _without_set_elsewhere(found, sources)
     return cache[real]
+
+
+def _without_set_elsewhere(found, sources):
+    """`bindings`' result without the data entries named in `_set_elsewhere`."""
+    if not any(e[1] in _DATA_KINDS for e in found[0]):
+        return found
+    elsewhere = _set_elsewhere(sources)
+    return ([e for e in found[0] if e[1] not in _DATA_KINDS or (e[2][0] if e[1] in ("classdata", "classbuilt") else e[0])
+             not in elsewhere], found[1], found[2])
+
+
+_DATA_KINDS = ("data", "built", "classdata", "classbuilt", "rows")
+_ELSEWHERE = {}  # id(sources) -> the attribute names the tests' files set (`_set_elsewhere`)
+_TEST_ROOTS = []  # the folders of the tests (as `dir/`), recorded by `sealer`
+
+
+def _set_elsewhere(sources):
+    """The names the protected files and the modules under the test roots set as attributes
+    (`request.module.TIMEOUT = ...`, `cls.timeout = cls.timeout * SLOW`, `setattr(module, "X", v)`):
+    a conftest's fixture rebinding a test module's data, a base class rescaling its subclasses'
+    (fpAH FP8, FP9: honest, `tampered`)."""
+    key = id(sources)
+    if key not in _ELSEWHERE:
+        names = set()
+        texts = [data for data in sources.sources.values() if data is not None]
+        for root in _TEST_ROOTS:
+            for folder, dirs, files in os.walk(root):
+                dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
+                for name in files:
+                    if name.endswith(".py") and os.path.join(folder, name) not in sources.sources:
+                        try:
+                            with open(os.path.join(folder, name), "rb") as handle:
+                                texts.append(handle.read())
+                        except OSError:
+                            pass
+        for data in texts:
+            if b"setattr" not in data and b"." not in data:
+                continue
+            try:
+                tree = ast.parse(data)
+            except (SyntaxError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Attribute) and not isinstance(node.ctx, ast.Load):
+                    names.add(node.attr)
+                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) > 1:
+                    text = _text_of(node.args[1])
+                    if text is not None:
+                        names.add(text)
+        _ELSEWHERE[key] = (sources, frozenset(names))
+    return _ELSEWHERE[key][1]
 
 
 def sealer(sources, cache, test_root_dirs):
     """after_body(module) for `sources` (a ProtectedSources): seals the data a protected module's
     body built, or a module's under the test roots (a helper of the tests'), as it finishes."""
     roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_root_dirs)
+    _TEST_ROOTS[:] = list(roots)
 
     def after_body(module):
         # (what the body left, taken first: working out the bindings takes a parse, time enough for
@@ -830,7 +905,8 @@ def sealer(sources, cache, test_root_dirs):
             entries = module_bindings(module, real, sources, cache)[0]
         elif real.endswith(".py") and roots and real.startswith(roots):
             with open(real, "rb") as handle:
-                entries = bindings(ast.parse(handle.read(), filename=real), getattr(module, "__package__", None) or "")[0]
+                entries = _without_set_elsewhere(bindings(ast.parse(handle.read(), filename=real),
+                                                          getattr(module, "__package__", None) or ""), sources)[0]
         else:
             return
         seal(vars(module), entries, at)

@@ -161,3 +161,30 @@ def test_what_the_forks_write_to_shared_memory_stays_in_them(tmp_path, runner) -
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
     empty = grade_patch(prepared, "", factory=FACTORY, deadline_s=120)
     assert empty.reward == 0.0, empty.model_dump_json(indent=1)
+
+
+def test_data_the_tests_own_files_set_as_attributes_is_not_held(tmp_path: Path, monkeypatch) -> None:
+    # fpAH FP8/FP9: a conftest's `request.module.TIMEOUT = ...`, a base class's `cls.timeout = cls.timeout * SLOW`
+    import ast
+
+    from patchgym.harness import test_globals
+
+    conftest = b"import pytest\n\n@pytest.fixture(autouse=True)\ndef slow(request):\n    request.module.TIMEOUT = 10\n"
+    base = tmp_path / "tests" / "base.py"
+    base.parent.mkdir()
+    base.write_text("import unittest\n\nclass Scaled(unittest.TestCase):\n    @classmethod\n    def setUpClass(cls):\n"
+                    "        cls.timeout = cls.timeout * 3\n")
+    test = "import tests.base\n\nTIMEOUT = 5\nCASES = (1, 2)\n\nclass TestFetch(tests.base.Scaled):\n    timeout = 5\n"
+
+    class Sources:
+        sources = {str(tmp_path / "tests" / "conftest.py"): conftest, str(tmp_path / "tests" / "test_fetch.py"): test.encode()}
+
+        @staticmethod
+        def _tree(path):
+            return ast.parse(Sources.sources[path])
+
+    monkeypatch.setattr(test_globals, "_TEST_ROOTS", [str(tmp_path / "tests") + "/"])
+    module = types.ModuleType("tests.test_fetch")
+    entries = test_globals.module_bindings(module, str(tmp_path / "tests" / "test_fetch.py"), Sources(), {})[0]
+    held = {(e[0], e[2][0] if e[1] == "classdata" else None) for e in entries if e[1] in ("data", "classdata")}
+    assert held == {("CASES", None)}

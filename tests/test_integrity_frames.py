@@ -52,10 +52,6 @@ FRAME_WALKS = {
                                         "    return traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)\n"
                                         "def b():\n    return a()\ndef c():\n    return b()\nc()\n"),
 }
-# a signal handler is handed the interrupted frame, with no audit event: the patch's gets None
-SIGNAL_FRAME = ("import signal\nseen = []\nsignal.signal(signal.SIGUSR1, lambda signum, frame: seen.append(frame))\n"
-                "os.kill(os.getpid(), signal.SIGUSR1)\nimport time\ntime.sleep(0.05)\n"
-                "assert seen == [None], seen\nsignal.signal(signal.SIGUSR1, signal.SIG_DFL)\n")
 STDLIB_USES = [
     "import logging\nlogging.getLogger('x').warning('from the library')\n",
     "import collections, enum, typing\ncollections.namedtuple('P', 'a b')\nenum.Enum('E', 'A B')\ntyping.TypeVar('T')\n",
@@ -77,13 +73,6 @@ def test_a_frame_walk_from_the_patch_is_refused_where_the_repository_walks_none(
     assert run(tmp_path, FRAME_WALKS[walk], from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
 
 
-def test_a_signal_handler_of_the_patchs_gets_no_frame(tmp_path: Path) -> None:
-    assert run(tmp_path, SIGNAL_FRAME, from_patch=True) == {"outcome": "allowed", "findings": []}
-    handed = SIGNAL_FRAME.replace("assert seen == [None]", "assert seen and seen[0] is not None")
-    assert run(tmp_path, handed, from_patch=False) == {"outcome": "allowed", "findings": []}
-    assert run(tmp_path, handed, from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
-
-
 @pytest.mark.parametrize("operation", STDLIB_USES)
 def test_the_standard_librarys_own_frame_walks_stay_allowed(tmp_path: Path, operation: str) -> None:
     assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
@@ -101,10 +90,13 @@ def test_the_repositorys_frame_words_are_found_at_base(tmp_path: Path) -> None:
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
     base = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     assert "frames" not in repository_traces(str(repo), base, ("tests/test_a.py",))
-    (repo / "pkg" / "a.py").write_text("import inspect\n\ndef f():\n    return inspect.currentframe().f_back\n")
-    subprocess.run([*git, "commit", "-qam", "walks"], check=True)
-    walking = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
-    assert "frames" in repository_traces(str(repo), walking, ("tests/test_a.py",))
+    for walk in ("import inspect\n\ndef f():\n    return inspect.currentframe().f_back\n",
+                 # fpAH's FP13: `stack` imported by name, no other frame word
+                 "from inspect import stack\n\ndef f():\n    return stack()[2].function\n"):
+        (repo / "pkg" / "a.py").write_text(walk)
+        subprocess.run([*git, "commit", "-qam", "walks"], check=True)
+        walking = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        assert "frames" in repository_traces(str(repo), walking, ("tests/test_a.py",)), walk
 
 
 # The calc task: the graded test loops over a local list; the bug (`a - b`) gets (0, 0, 0) right only.
