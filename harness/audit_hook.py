@@ -48,7 +48,7 @@ _ASKED_BY_A_TEST = frozenset({"sys.settrace", "sys.setprofile", "marshal.load", 
 _WATCHED = frozenset({
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
-    "ctypes.cdata", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym",
+    "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym",
     "ctypes.dlsym/handle", "marshal.loads", "marshal.load", "compile", "exec", "code.__new__",
     "open", "os.rename", "os.remove", "os.rmdir", "os.link", "os.symlink", "os.truncate", "os.utime",
     "shutil.copyfile", "shutil.copytree", "shutil.move", "shutil.rmtree", "sys.monitoring.register_callback",
@@ -405,12 +405,24 @@ class Guard(object):
         get_ident = _get_ident
         frames_free = "frames" in guard.traced_in_base  # (the repository walks frames: nothing to judge)
         harmless = guard.harmless_askers  # code objects that asked before and are neither the patch's nor a hander
+        viewing = {}  # thread ident -> the address of the buffer view `from_buffer` is making there
 
         def hook(event, args):
             if event not in watched or not guard.active:
                 return
             if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_ATTRS):
                 return
+            if event == "ctypes.cdata/buffer":
+                # `from_buffer`/`from_buffer_copy` over a buffer the caller holds (a bytearray, an
+                # mmap): the `ctypes.cdata` it raises next, in this thread, is that view (fpAH FP6b:
+                # a library's zero-copy header parsing was refused as a read of the interpreter's memory)
+                # (`from_buffer_copy` raises no `ctypes.cdata` after it: the view's very address is kept)
+                if len(args) > 2 and isinstance(args[0], int) and isinstance(args[2], int):
+                    viewing[get_ident()] = args[0] + args[2]
+                return
+            if event == "ctypes.cdata" and viewing:
+                if args and viewing.pop(get_ident(), None) == args[0]:
+                    return
             if event in _FRAME_EVENTS or event == "object.__getattr__":
                 if frames_free:
                     return

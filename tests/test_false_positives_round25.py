@@ -188,3 +188,13 @@ def test_data_the_tests_own_files_set_as_attributes_is_not_held(tmp_path: Path, 
     entries = test_globals.module_bindings(module, str(tmp_path / "tests" / "test_fetch.py"), Sources(), {})[0]
     held = {(e[0], e[2][0] if e[1] == "classdata" else None) for e in entries if e[1] in ("data", "classdata")}
     assert held == {("CASES", None)}
+
+
+def test_a_view_of_a_buffer_the_library_holds_is_its_own(tmp_path: Path) -> None:
+    # fpAH FP6b: `Header.from_buffer(bytearray)`, the zero-copy parse of a binary header
+    view = ("class Header(ctypes.Structure):\n    _fields_ = [('size', ctypes.c_int)]\n"
+            "Header.from_buffer(bytearray(8), 4)\nHeader.from_buffer_copy(bytes(8))\n")
+    assert run(tmp_path, view, from_patch=True) == {"outcome": "allowed", "findings": []}
+    after = view + "ctypes.c_long.from_address(id(victim))\n"  # a read of an object's memory after it: still refused
+    refused = run(tmp_path, after, from_patch=True)
+    assert refused["outcome"] == "refused" and refused["findings"], refused
