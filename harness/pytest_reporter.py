@@ -779,6 +779,7 @@ class Reporter:
         self._params = {}  # id(item) -> (its callspec, what it holds: `_held_parameters`) to be called with (`_check_params`)
         self._made_params = {}  # id(callspec) -> (callspec, what it held) as `Metafunc.parametrize` made it
         self._parametrizing_at_base = None  # real paths of edited files whose base version calls `parametrize`
+        self._outside_reported = set()  # `library_code_replaced` labels already reported (`_check_outside`)
         self._watch_parametrize()
         self._serve_own_compilation()
         self._unittest_static = {}  # node id -> (skip attribute, expectedFailure attribute) after collection
@@ -935,6 +936,18 @@ class Reporter:
         parametrize.__wrapped__ = original
         parametrize.__doc__ = original.__doc__
         metafunc.parametrize = parametrize
+
+    def _check_outside(self):
+        """Code of the patch's put into modules it does not own (`replaced_outside`: red team rt29),
+        asked once the tests are collected and again when the session ends (red team rt30's D8: a
+        `gc.callbacks` hook replaced `random.Random.randint` once a test ran, after the first
+        look); each name reported once."""
+        if self._guard is None or self._replaced_outside is None:
+            return
+        for label in self._replaced_outside(self._guard):
+            if label not in self._outside_reported:
+                self._outside_reported.add(label)
+                self._violation("library_code_replaced", label)
 
     def _parametrizes_at_base(self, culprit):
         """Whether the base version of the patch's file that called `parametrize` calls it too: a
@@ -2843,10 +2856,7 @@ class Reporter:
         self.check_protected()
         self.check_importers()
         self.check_machinery(thorough=True)
-        if self._guard is not None and self._replaced_outside is not None:
-            # code of the patch's put into modules it does not own (`replaced_outside`: red team rt29)
-            for label in self._replaced_outside(self._guard):
-                self._violation("library_code_replaced", label)
+        self._check_outside()
         self.check_hooks(session.config)
         self.check_hook_functions(session.config)
         self.snapshot_impls(session.config)
@@ -2866,6 +2876,7 @@ class Reporter:
         self.check_importers()
         self.check_machinery(thorough=True)
         self.check_namespace(thorough=True)
+        self._check_outside()  # and once more at the end: code replaced once tests ran (rt30's D8)
         self.check_hooks(session.config)
         self.check_hook_functions(session.config)
         self.check_dispatch(None)

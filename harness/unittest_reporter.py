@@ -768,10 +768,14 @@ def main(argv):
     if watch_classes is not None:  # the repository's modules are imported: its classes are there
         watch_classes()
     # code of the patch's put into modules it does not own, once every test module is imported (red team rt29)
-    for label in patchgym_audit_hook.replaced_outside(guard) if guard is not None else ():
+    outside = set(patchgym_audit_hook.replaced_outside(guard)) if guard is not None else set()
+    for label in sorted(outside):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
     result = runner.run(suite)
+    # and once more at the end: code replaced once tests ran (red team rt30's D8)
+    for label in sorted(set(patchgym_audit_hook.replaced_outside(guard)) - outside) if guard is not None else ():
+        channel.emit("integrity", what="library_code_replaced", detail=label)
     for name in _shadowed(result):
         channel.emit("integrity", what="result_method_shadowed", detail=name)
     if guard is not None:
