@@ -198,3 +198,13 @@ def test_a_view_of_a_buffer_the_library_holds_is_its_own(tmp_path: Path) -> None
     after = view + "ctypes.c_long.from_address(id(victim))\n"  # a read of an object's memory after it: still refused
     refused = run(tmp_path, after, from_patch=True)
     assert refused["outcome"] == "refused" and refused["findings"], refused
+
+
+def test_a_method_outside_replaced_by_a_builtin_is_replaced_code(tmp_path: Path) -> None:
+    # red team rt30's D5: `random.Random.randint = staticmethod(min)`, no code of the patch's anywhere
+    replaced = ("import random\nrandom.Random.randint = staticmethod(min)\nimport audit_hook\n"
+                "assert audit_hook.replaced_outside(guard) == ['random.Random.randint'], audit_hook.replaced_outside(guard)\n")
+    assert run(tmp_path, replaced, from_patch=True) == {"outcome": "allowed", "findings": []}
+    # the standard library's own builtin members are not: `__class_getitem__ = classmethod(GenericAlias)`, C methods
+    untouched = "import random, collections, json\nimport audit_hook\nassert audit_hook.replaced_outside(guard) == [], audit_hook.replaced_outside(guard)\n"
+    assert run(tmp_path, untouched, from_patch=True) == {"outcome": "allowed", "findings": []}
