@@ -780,6 +780,8 @@ class Reporter:
         self._made_params = {}  # id(callspec) -> (callspec, what it held) as `Metafunc.parametrize` made it
         self._parametrizing_at_base = None  # real paths of edited files whose base version calls `parametrize`
         self._outside_reported = set()  # `library_code_replaced` labels already reported (`_check_outside`)
+        self._hypothesis_before = None  # hypothesis' settings when collection began (`_check_framework_settings`)
+        self._framework_reported = set()
         self._watch_parametrize()
         self._serve_own_compilation()
         self._unittest_static = {}  # node id -> (skip attribute, expectedFailure attribute) after collection
@@ -2820,6 +2822,21 @@ class Reporter:
         return nodeid if self._rootdir == self._invoked else self._moved(nodeid, self._rootdir, self._invoked)
 
     @pytest.hookimpl(trylast=True)
+    @pytest.hookimpl(tryfirst=True)
+    def pytest_collection(self, session):
+        # the settings hypothesis runs under once the conftests and plugins are loaded, before any test module
+        settings = getattr(self._test_globals, "hypothesis_settings", None)
+        self._hypothesis_before = settings() if settings is not None else None
+
+    def _check_framework_settings(self):
+        """The test frameworks' own settings are what the tests and their configuration made them
+        (`patchgym_test_globals.hypothesis_settings_changed`: rt30's D6)."""
+        changed = getattr(self._test_globals, "hypothesis_settings_changed", None)
+        if changed is not None and self._sources is not None and changed(self._hypothesis_before, self._sources):
+            if "hypothesis" not in self._framework_reported:
+                self._framework_reported.add("hypothesis")
+                self._violation("test_framework_settings_changed", "hypothesis.settings.default")
+
     def pytest_collection_finish(self, session):
         self._collected_here = bool(session.items)
         self._pinned = {}
@@ -2857,6 +2874,7 @@ class Reporter:
         self.check_importers()
         self.check_machinery(thorough=True)
         self._check_outside()
+        self._check_framework_settings()
         self.check_hooks(session.config)
         self.check_hook_functions(session.config)
         self.snapshot_impls(session.config)
@@ -2877,6 +2895,7 @@ class Reporter:
         self.check_machinery(thorough=True)
         self.check_namespace(thorough=True)
         self._check_outside()  # and once more at the end: code replaced once tests ran (rt30's D8)
+        self._check_framework_settings()
         self.check_hooks(session.config)
         self.check_hook_functions(session.config)
         self.check_dispatch(None)

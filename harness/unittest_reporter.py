@@ -768,11 +768,17 @@ def main(argv):
     if watch_classes is not None:  # the repository's modules are imported: its classes are there
         watch_classes()
     # code of the patch's put into modules it does not own, once every test module is imported (red team rt29)
+    settings_changed = getattr(patchgym_test_globals, "hypothesis_settings_changed", None)
+    if settings_changed is not None and sources is not None and settings_changed(None, sources):  # (rt30's D6)
+        channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
+        settings_changed = None
     outside = set(patchgym_audit_hook.replaced_outside(guard)) if guard is not None else set()
     for label in sorted(outside):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
     result = runner.run(suite)
+    if settings_changed is not None and settings_changed(None, sources):
+        channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
     # and once more at the end: code replaced once tests ran (red team rt30's D8)
     for label in sorted(set(patchgym_audit_hook.replaced_outside(guard)) - outside) if guard is not None else ():
         channel.emit("integrity", what="library_code_replaced", detail=label)

@@ -118,3 +118,4 @@ def test_a_testcase_relaxed_by_the_library_is_tampered(tmp_path, runner, how) ->
     assert any("test_instance_shadowed" in f for f in attacked.flags), attacked.flags
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
