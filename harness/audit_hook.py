@@ -779,7 +779,8 @@ _BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_re
 # the words that show a file reaching for frames (grader._TRACING_WORDS maps the same to "frames")
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
-                b"getinnerframes", b"inspect.stack", b"inspect.trace", b"import stack", b"stack()", b"getframeinfo")
+                b"getinnerframes", b"inspect.stack", b"inspect.trace", b"import stack", b"stack()", b"getframeinfo",
+                b"DEBUG_SAVEALL")
 
 
 def _tracing_in_base(own_dir):
@@ -955,7 +956,33 @@ def install(testbed, patched, protected, test_roots, own_dir):
     guard = Guard(testbed, patched, protected, test_roots, own_dir)
     sys.addaudithook(guard.make_hook())
     _note_test_threads(guard)
+    if "frames" not in guard.traced_in_base:
+        _no_saved_garbage_for_the_patch(guard)
     return guard
+
+
+def _no_saved_garbage_for_the_patch(guard):
+    """`gc.set_debug(gc.DEBUG_SAVEALL)` from the patch's code is refused where the repository walks
+    no frames: every object a collection frees is then kept in `gc.garbage`, frames among them, with
+    no audit event on the way. Why (red team rt30, reward 1 past the frame rule): the library left a
+    frame of its own in a cycle, collected it into `gc.garbage` and walked its `f_back` to the test's
+    frame. `gc.set_debug` is wrapped before any code of the repository runs."""
+    import gc
+
+    original = gc.set_debug
+    saveall = getattr(gc, "DEBUG_SAVEALL", 32)
+
+    def set_debug(flags):
+        if isinstance(flags, int) and flags & saveall and guard.active:
+            caller = sys._getframe(1)
+            filename = caller.f_code.co_filename
+            if guard.untrusted_file(filename) or filename in guard.recompiled and not guard.owns_code(caller.f_code):
+                guard.refuse("gc.set_debug(DEBUG_SAVEALL)", filename)
+        return original(flags)
+
+    set_debug.__wrapped__ = original
+    set_debug.__doc__ = original.__doc__
+    gc.set_debug = set_debug
 
 
 # The slots the interpreter and the standard library keep for a library's own hook: a library may

@@ -48,6 +48,9 @@ FRAME_WALKS = {
                          "    string.Formatter().get_field('0.tb_frame', (e.__traceback__,), {})[0].f_back\n"),
     "pytest's traceback entries": ("import _pytest._code\ntry:\n    raise ValueError\nexcept ValueError as e:\n"
                                    "    _pytest._code.Traceback(e.__traceback__)[0].frame\n"),
+    # rt30: a frame of its own left in a cycle, collected into `gc.garbage` with DEBUG_SAVEALL
+    "gc.DEBUG_SAVEALL": ("def left():\n    try:\n        raise LookupError\n    except LookupError as e:\n        held = e\n"
+                         "gc.set_debug(gc.DEBUG_SAVEALL)\nleft()\ngc.collect(0)\ngc.set_debug(0)\n"),
     "StackSummary through walk_stack": ("import traceback\ndef a():\n"
                                         "    return traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)\n"
                                         "def b():\n    return a()\ndef c():\n    return b()\nc()\n"),
