@@ -780,7 +780,7 @@ _BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_re
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
                 b"getinnerframes", b"inspect.stack", b"inspect.trace", b"import stack", b"stack()", b"getframeinfo",
-                b"DEBUG_SAVEALL")
+                b"DEBUG_SAVEALL", b"f_code", b"f_lineno")
 
 
 def _tracing_in_base(own_dir):
@@ -958,7 +958,48 @@ def install(testbed, patched, protected, test_roots, own_dir):
     _note_test_threads(guard)
     if "frames" not in guard.traced_in_base:
         _no_saved_garbage_for_the_patch(guard)
+        _no_frames_to_signal_handlers(guard)
     return guard
+
+
+def _no_frames_to_signal_handlers(guard):
+    """A signal handler of the patch's is called with None for the interrupted frame, where the
+    repository reads no frame (not even `f_code` or `f_lineno` of a handler's own argument: those
+    words count, `grader._TRACING_WORDS`): it is the one route to a frame that raises no audit
+    event (`Guard.frame_access`; red team rt30's r18 swapped the running test's comparator from a
+    timer's handler). A handler that leaves its frame alone, as a timeout's does, runs as before;
+    `signal.signal` and `signal.getsignal` answer the handler as given (fpAH FP15: a library
+    comparing `getsignal` with its own handler)."""
+    try:
+        import _signal
+    except ImportError:
+        return
+    original_signal, original_getsignal = _signal.signal, _signal.getsignal
+    given = {}  # id(the wrapper installed) -> (the wrapper, the handler the patch gave)
+
+    def signal(signalnum, handler):
+        function = getattr(handler, "__func__", handler)
+        function = getattr(function, "func", function)  # a partial's
+        code = getattr(function, "__code__", None) or getattr(getattr(type(function), "__call__", None), "__code__", None)
+        if code is not None and guard.untrusted_file(code.co_filename):
+            inner = handler
+
+            def handler(signum, frame):
+                return inner(signum, None)
+            given[id(handler)] = (handler, inner)
+        return _as_given(original_signal(signalnum, handler))
+
+    def getsignal(signalnum):
+        return _as_given(original_getsignal(signalnum))
+
+    def _as_given(handler):
+        held = given.get(id(handler))
+        return held[1] if held is not None and held[0] is handler else handler
+
+    for wrapper, original in ((signal, original_signal), (getsignal, original_getsignal)):
+        wrapper.__wrapped__ = original
+        wrapper.__doc__ = original.__doc__
+    _signal.signal, _signal.getsignal = signal, getsignal
 
 
 def _no_saved_garbage_for_the_patch(guard):

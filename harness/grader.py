@@ -423,7 +423,7 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   **{word: "frames" for word in ("_getframe", "currentframe", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
                                                  "f_back", "f_locals", "f_globals", "_current_frames", "walk_stack", "walk_tb",
                                                  "getouterframes", "getinnerframes", "inspect.stack", "inspect.trace",
-                                                 "import stack", r"stack\(\)", "getframeinfo", "DEBUG_SAVEALL")}}
+                                                 "import stack", r"stack\(\)", "getframeinfo", "DEBUG_SAVEALL", "f_code", "f_lineno")}}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 

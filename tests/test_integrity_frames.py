@@ -55,6 +55,12 @@ FRAME_WALKS = {
                                         "    return traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)\n"
                                         "def b():\n    return a()\ndef c():\n    return b()\nc()\n"),
 }
+# a signal handler is handed the interrupted frame, with no audit event: the patch's gets None, and
+# `getsignal` still answers the handler it gave (fpAH FP15)
+SIGNAL_FRAME = ("import signal, time\nseen = []\nhandler = lambda signum, frame: seen.append(frame)\n"
+                "previous = signal.signal(signal.SIGUSR1, handler)\nassert signal.getsignal(signal.SIGUSR1) is handler\n"
+                "os.kill(os.getpid(), signal.SIGUSR1)\ntime.sleep(0.05)\n"
+                "assert seen == [None], seen\nassert signal.signal(signal.SIGUSR1, previous) is handler\n")
 STDLIB_USES = [
     "import logging\nlogging.getLogger('x').warning('from the library')\n",
     "import collections, enum, typing\ncollections.namedtuple('P', 'a b')\nenum.Enum('E', 'A B')\ntyping.TypeVar('T')\n",
@@ -74,6 +80,14 @@ def test_a_frame_walk_from_the_patch_is_refused_where_the_repository_walks_none(
     assert run(tmp_path, FRAME_WALKS[walk], from_patch=False) == {"outcome": "allowed", "findings": []}
     # where the repository's own files reach for frames, the patch's code may too
     assert run(tmp_path, FRAME_WALKS[walk], from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_signal_handler_of_the_patchs_gets_no_frame(tmp_path: Path) -> None:
+    assert run(tmp_path, SIGNAL_FRAME, from_patch=True) == {"outcome": "allowed", "findings": []}
+    handed = SIGNAL_FRAME.replace("assert seen == [None]", "assert seen and seen[0] is not None")
+    assert run(tmp_path, handed, from_patch=False) == {"outcome": "allowed", "findings": []}
+    # where the repository reads frames (a handler reading `frame.f_code` at base: fpAH FP12), it gets its frame
+    assert run(tmp_path, handed, from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
 
 
 @pytest.mark.parametrize("operation", STDLIB_USES)
