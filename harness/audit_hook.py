@@ -96,8 +96,14 @@ def _capturing_locals(frame):
     return False
 
 
+# and inspect's functions that answer a generator's or coroutine's state, a string
+_KEEPING_FUNCTIONS = frozenset((("inspect.py", "getgeneratorstate"), ("inspect.py", "getcoroutinestate"),
+                                ("inspect.py", "getasyncgenstate")))
+
+
 def _keeps_frames(within, name):
-    return within in _FRAME_KEEPERS or within.startswith("asyncio/") and within != "asyncio/base_tasks.py"
+    return (within in _FRAME_KEEPERS or within.startswith("asyncio/") and within != "asyncio/base_tasks.py"
+            or (within, name) in _KEEPING_FUNCTIONS)
 
 _STDLIB_DIRS = tuple(set((os.path.dirname(os.__file__) + os.sep, os.path.realpath(os.path.dirname(os.__file__)) + os.sep)))
 # taken at import: a test may replace them

@@ -70,6 +70,7 @@ STDLIB_USES = [
     "import asyncio\nasync def f():\n    return 1\nloop = asyncio.new_event_loop()\nloop.set_debug(True)\n"
     "loop.run_until_complete(f())\nloop.close()\n",
     "import traceback\ntry:\n    raise ValueError\nexcept ValueError as e:\n    traceback.extract_tb(e.__traceback__)\n",
+    "import inspect\ndef g():\n    yield 1\nx = g()\ninspect.getgeneratorstate(x)\n",
 ]
 
 
