@@ -102,8 +102,11 @@ _KEEPING_FUNCTIONS = frozenset((("inspect.py", "getgeneratorstate"), ("inspect.p
 
 
 def _keeps_frames(within, name):
+    """Whether the standard library's file `within` (its path below the library's folder) keeps the
+    frames its function `name` reads."""
     return (within in _FRAME_KEEPERS or within.startswith("asyncio/") and within != "asyncio/base_tasks.py"
             or (within, name) in _KEEPING_FUNCTIONS)
+
 
 _STDLIB_DIRS = tuple(set((os.path.dirname(os.__file__) + os.sep, os.path.realpath(os.path.dirname(os.__file__)) + os.sep)))
 # taken at import: a test may replace them
