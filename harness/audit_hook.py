@@ -63,8 +63,9 @@ _WATCHED = frozenset({
 _FRAME_EVENTS = frozenset({"sys._getframe", "sys._current_frames"})
 _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 # The standard library's modules whose frame reads keep the frames to themselves (every reader in
-# CPython 3.11's library, `grep`ped, but inspect's, `types._GeneratorWrapper`'s and asyncio's task
-# stacks, which hand them on); in these, the functions that hand frames on to their caller count as
+# CPython 3.11's library, `grep`ped -- unittest's result filtering its tracebacks among them, fpAH
+# FP16 -- but inspect's, `types._GeneratorWrapper`'s and asyncio's task stacks, which hand them
+# on); in these, the functions that hand frames on to their caller count as
 # the module's own only where the module itself called them.
 _FRAME_KEEPERS = frozenset(("asyncore.py", "collections/__init__.py", "dis.py", "doctest.py", "enum.py", "gettext.py",
                             "subprocess.py", "typing.py", "warnings.py", "logging/__init__.py", "traceback.py"))
@@ -105,7 +106,7 @@ def _keeps_frames(within, name):
     """Whether the standard library's file `within` (its path below the library's folder) keeps the
     frames its function `name` reads."""
     return (within in _FRAME_KEEPERS or within.startswith("asyncio/") and within != "asyncio/base_tasks.py"
-            or (within, name) in _KEEPING_FUNCTIONS)
+            or within.startswith("unittest/") or (within, name) in _KEEPING_FUNCTIONS)
 
 
 _STDLIB_DIRS = tuple(set((os.path.dirname(os.__file__) + os.sep, os.path.realpath(os.path.dirname(os.__file__)) + os.sep)))
@@ -579,7 +580,10 @@ class Guard(object):
                 if (within, code.co_name) not in _KEEPERS_HANDING_ON:
                     self.harmless_askers.add(code)
                     return
-                if caller is not None and caller.f_code.co_filename == filename and not _capturing_locals(caller):
+                # (a walk up the stack capturing locals hands the callers' locals on as text; a
+                # traceback's walk reaches only the frames below where it was caught: fpAH FP16)
+                if caller is not None and caller.f_code.co_filename == filename and not (
+                        code.co_name == "walk_stack" and _capturing_locals(caller)):
                     return  # the module's own use of its walker (traceback's `extract_tb` of `walk_tb`)
             asker = raising.f_back
             while asker is not None and (_stdlib_part(asker.f_code.co_filename) is not None

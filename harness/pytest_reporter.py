@@ -551,6 +551,8 @@ def _a_plugins_object(value, depth=0):
     filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
     if not isinstance(filename, str) or home.split(".")[0] in _PYTEST_OWN:
         return False
+    if filename.endswith("conftest.py"):  # a resolver the suite keeps in its own conftest (fpAH FP2c)
+        return True
     # (or of the package of a plugin pytest has registered: the plugin's own repository, whose
     # fix is graded with its own lazy objects, pytest-lazy-fixtures' `LazyFixtureWrapper`)
     return "-packages" + os.sep in filename or home.split(".")[0] in _registered_plugin_packages()

@@ -149,6 +149,10 @@ def bindings(tree, package):
         # a table of rows (lists) the source only unpacks is held row by row too ("rows": C32)
         entries += [(e[0], "rows", e[2]) for e in entries if e[1] == "data" and type(e[2]) in (list, tuple)
                     and any(type(row) in _MUTABLE for row in e[2]) and _rows_stay_inside(uses.get(e[0], ()), tree)]
+        # and a list, dict or set table every use of which reads it as a tuple, a mapping proxy or a
+        # frozenset would read the same is frozen so as the body finishes ("freeze": rt30's D12)
+        entries += [(e[0], "freeze", e[2]) for e in entries if e[1] == "data" and type(e[2]) in _MUTABLE
+                    and _reads_the_same_frozen(uses.get(e[0], ()), tree)]
         # a built value's origin: whether a list, dict or set it turns out to be is held item by item
         # too (a new container the source only reads), else it is held to its identity alone
         entries = [(e[0], e[1], e[2] and _held_as_data(tree, uses.get(e[0], ()), [])) if e[1] == "built" else e
@@ -300,6 +304,66 @@ def _rows_stay_inside(uses, tree):
     return True
 
 
+_SAME_FROZEN_CALLS = _READING_CALLS - frozenset(("repr", "str", "print"))  # (their text shows the container's kind)
+
+
+def _reads_the_same_frozen(uses, tree):
+    """Whether each use of a table's name (`uses`: its Name nodes and their parents) reads it the same
+    as a tuple (a list), a `types.MappingProxyType` (a dict) or a frozenset (a set): iterated,
+    indexed (not sliced), tested with `in`, unpacked, handed to a reading builtin or a parametrizing
+    call, its reading methods but `copy` called. Then the grader freezes it as the module's body
+    finishes (`seal`) and no code can change it in place. Why (red team rt30's D12, reward 1 on both
+    runners, no frame): the library found the table through `sys.modules`, swapped its wrong rows for
+    right ones on the loop's first call and put them back on its last, so that every check before
+    and after saw the table the source wrote."""
+    for node, parent in uses:
+        if not isinstance(node.ctx, ast.Load):
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent in tree.body:
+                continue
+            return False
+        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
+            continue
+        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load) \
+                and not isinstance(parent.slice, ast.Slice) and type(parent.slice).__name__ != "ExtSlice":
+            continue
+        if isinstance(parent, ast.Compare) and node in parent.comparators and all(
+                isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
+            continue
+        if isinstance(parent, ast.Starred):
+            continue
+        if isinstance(parent, ast.Attribute) and parent.attr in _READING_METHODS and parent.attr != "copy":
+            continue
+        if isinstance(parent, ast.Call) and node is not parent.func:
+            func = parent.func
+            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if called in _SAME_FROZEN_CALLS:
+                continue
+        if isinstance(parent, ast.keyword) and parent.arg in ("ids", "argvalues"):
+            continue
+        return False
+    return True
+
+
+def _frozen(value, rows):
+    """A tuple, mapping proxy or frozenset of a list, dict or set table (`rows`: its list rows become
+    tuples too)."""
+    if type(value) is list:
+        return tuple(tuple(row) if rows and type(row) is list else row for row in value)
+    if type(value) is dict:
+        return _MAPPING_PROXY(dict(value))
+    return frozenset(value)
+
+
+_MAPPING_PROXY = type(type.__dict__)
+_FROZEN_TABLES = {}  # (id(a module's namespace), name) -> (the namespace, the frozen table put there)
+
+
+def frozen_table(namespace, name):
+    """The frozen table the grader put under `name` in `namespace` (`seal`), else None."""
+    held = _FROZEN_TABLES.get((id(namespace), name))
+    return held[1] if held is not None and held[0] is namespace else None
+
+
 def _several_names(node):
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return "," in node.value
@@ -388,6 +452,15 @@ def seal(namespace, entries, at=None):
     held when `at` was captured (`capture`), and return {name: (value, contents)}."""
     values, classes, contents = at if at is not None else capture(namespace)
     held = {}
+    if at is not None:  # as the body finishes: freeze the tables the source reads the same frozen
+        rows = {e[0] for e in entries if e[1] == "rows"}
+        for name, kind, literal in entries:
+            value = namespace.get(name, _MISSING)
+            if kind == "freeze" and value is values.get(name) and type(value) is type(literal) and _same_data(value, literal) \
+                    and (name not in rows or _same_rows(value, literal)):  # (rows a thread changed already: the checks see them)
+                frozen = _frozen(value, name in rows)
+                _FROZEN_TABLES[id(namespace), name] = (namespace, frozen)
+                namespace[name] = frozen
     for name, kind, new_container in entries:
         if kind == "classbuilt":
             # a test class's: immutable data only, as its literal class data
@@ -689,10 +762,19 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs, 
         name, kind, origin = entry
         value = _value(namespace, entry)
         if kind == "data":
+            frozen = frozen_table(namespace, name) if type(origin) in _MUTABLE else None
+            if frozen is not None:
+                if value is not frozen:
+                    found.append((kind, name, value))
+                continue
             if value is _MISSING or not _same_data(value, origin):
                 found.append((kind, name, value))  # (deleted: the name then reads a builtin, rt29's C9)
             continue
+        if kind == "freeze":
+            continue
         if kind == "rows":
+            if frozen_table(namespace, name) is not None:
+                continue
             if type(value) is type(origin) and len(value) == len(origin) and not _same_rows(value, origin):
                 found.append(("data", name, value))  # (any other change: its "data" entry's)
             continue

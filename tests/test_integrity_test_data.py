@@ -224,8 +224,11 @@ def test_a_table_of_cases_pruned_by_the_library_is_tampered(tmp_path, runner, ho
                                   gold_files={"calc/ops.py": fixed}, fail_to_pass=[ids["pytest"]])[0]
     attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": PRUNING.replace("{how}", pruning)}),
                            factory=FACTORY, deadline_s=120)
-    assert attacked.reward == 0.0 and attacked.status == "tampered", attacked.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: test_module_name_rebound") and "(data)" in f for f in attacked.flags), attacked.flags
+    assert attacked.reward == 0.0, attacked.model_dump_json(indent=1)
+    # (since stop 43 a list table the source only reads is frozen as the body finishes: pruned in place
+    # after that, the prune fails and so does the test; pruned before, the data check sees it)
+    assert attacked.status == "tampered" and any(f.startswith("tamper: test_module_name_rebound") and "(data)" in f
+                                                 for f in attacked.flags) or how == "in-place" and attacked.status == "unresolved", attacked.flags
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
     assert not [f for f in gold.flags if not f.startswith("note")], gold.flags
