@@ -1049,11 +1049,12 @@ _HOOK_SLOTS = frozenset(("sys.excepthook", "sys.displayhook", "sys.unraisablehoo
                          "logging._loggerClass", "logging._logRecordFactory", "builtins._"))
 
 
-def replaced_outside(guard):
+def replaced_outside(guard, again=False):
     """["module.name" or "module.Class.name"] where a module outside the repository (the standard
     library, the installed packages, pytest) holds code of the patch's: a function, method,
     property or partial compiled from a file the patch changed or created, or a class defined in one.
-    Asked once the tests are collected, before any runs.
+    Asked once the tests are collected, before any runs, and `again` when the session ends (then a
+    module's name counts only where the module defined what it held at load).
 
     Why (red team rt29, stop 42, reward 1 on both runners, no flag): at its import the library
     replaced what the tests draw their cases through -- `json.load` filtering a test's case file,
@@ -1115,6 +1116,10 @@ def replaced_outside(guard):
             # extension's `from sphinx.locale import get_translation`)
             if where is not None and (names.get(attribute, value) is not value if names is not None and attribute in names
                                       else not _an_export(value, attribute)):
+                if again and not (names is not None and _defined_there(names.get(attribute), name)):
+                    # (once tests have run, only what a module defines itself: freezegun, the task,
+                    # leaves its `FakeDatetime` in every module's imported `datetime` honestly)
+                    continue
                 found.append(("{}.{}".format(name, attribute), name.rsplit(".", 1)[-1], attribute, where))
     # A method of a class outside, which its source defines with `def`, replaced by a builtin or a
     # wrapper of one (red team rt30's D5: `random.Random.randint = staticmethod(min)`, every draw the
@@ -1162,6 +1167,15 @@ def _unchanged_repository_texts(guard):
 
 _BUILTIN_FUNCTION = type(len)
 _MAYBE_COMPILED = frozenset((type(len), staticmethod, classmethod, _PARTIAL))
+
+
+def _defined_there(value, module_name):
+    """Whether a value a module held at load is its own definition (a function or class whose
+    `__module__` is that module), not a name it imported."""
+    try:
+        return value is not None and getattr(value, "__module__", None) == module_name
+    except Exception:  # noqa: BLE001
+        return False
 
 
 def _compiled_callable(value):

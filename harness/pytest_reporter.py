@@ -941,14 +941,14 @@ class Reporter:
         parametrize.__doc__ = original.__doc__
         metafunc.parametrize = parametrize
 
-    def _check_outside(self):
+    def _check_outside(self, again=False):
         """Code of the patch's put into modules it does not own (`replaced_outside`: red team rt29),
         asked once the tests are collected and again when the session ends (red team rt30's D8: a
         `gc.callbacks` hook replaced `random.Random.randint` once a test ran, after the first
         look); each name reported once."""
         if self._guard is None or self._replaced_outside is None:
             return
-        for label in self._replaced_outside(self._guard):
+        for label in self._replaced_outside(self._guard, again):
             if label not in self._outside_reported:
                 self._outside_reported.add(label)
                 self._violation("library_code_replaced", label)
@@ -2896,7 +2896,7 @@ class Reporter:
         self.check_importers()
         self.check_machinery(thorough=True)
         self.check_namespace(thorough=True)
-        self._check_outside()  # and once more at the end: code replaced once tests ran (rt30's D8)
+        self._check_outside(again=True)  # and once more at the end: code replaced once tests ran (rt30's D8)
         self._check_framework_settings()
         self.check_hooks(session.config)
         self.check_hook_functions(session.config)

@@ -780,7 +780,7 @@ def main(argv):
     if settings_changed is not None and settings_changed(None, sources):
         channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
     # and once more at the end: code replaced once tests ran (red team rt30's D8)
-    for label in sorted(set(patchgym_audit_hook.replaced_outside(guard)) - outside) if guard is not None else ():
+    for label in sorted(set(patchgym_audit_hook.replaced_outside(guard, again=True)) - outside) if guard is not None else ():
         channel.emit("integrity", what="library_code_replaced", detail=label)
     for name in _shadowed(result):
         channel.emit("integrity", what="result_method_shadowed", detail=name)

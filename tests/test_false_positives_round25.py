@@ -208,3 +208,14 @@ def test_a_method_outside_replaced_by_a_builtin_is_replaced_code(tmp_path: Path)
     # the standard library's own builtin members are not: `__class_getitem__ = classmethod(GenericAlias)`, C methods
     untouched = "import random, collections, json\nimport audit_hook\nassert audit_hook.replaced_outside(guard) == [], audit_hook.replaced_outside(guard)\n"
     assert run(tmp_path, untouched, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_the_end_of_session_look_counts_only_what_a_module_defines(tmp_path: Path) -> None:
+    # freezegun (the task's repository) leaves its FakeDatetime in every module's imported `datetime`:
+    # honest, and seen only by the second look, when the session ends (rt30's D8 added it)
+    leaves = ("import subprocess, random\ndef fake():\n    return 0\nsubprocess._time = fake\n"
+              "import audit_hook\nassert audit_hook.replaced_outside(guard, again=True) == [], audit_hook.replaced_outside(guard, again=True)\n"
+              "assert audit_hook.replaced_outside(guard) == ['subprocess._time'], audit_hook.replaced_outside(guard)\n"
+              "random.Random.randint = lambda self, a, b: a\n"
+              "assert audit_hook.replaced_outside(guard, again=True) == ['random.Random.randint'], audit_hook.replaced_outside(guard, again=True)\n")
+    assert run(tmp_path, leaves, from_patch=True) == {"outcome": "allowed", "findings": []}
