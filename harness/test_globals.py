@@ -131,6 +131,11 @@ def bindings(tree, package):
             built = _built_binding(statement)
             if built is not None:
                 entries.append((built[0], "built", built[1]))
+        if isinstance(statement, ast.With):  # `with open(path) as handle: CASES = json.load(handle)` (rt30's D12)
+            for inner in statement.body:
+                built = _built_binding(inner) if _literal_binding(inner) is None else None
+                if built is not None:
+                    entries.append((built[0], "built", built[1]))
     named = _named_for_rebinding(tree)
     # names a function declares `global` (a `setup_module` that sets one) are the source's too
     declared = {name for node in ast.walk(tree) if isinstance(node, ast.Global) for name in node.names}
@@ -157,6 +162,10 @@ def bindings(tree, package):
         # too (a new container the source only reads), else it is held to its identity alone
         entries = [(e[0], e[1], e[2] and _held_as_data(tree, uses.get(e[0], ()), [])) if e[1] == "built" else e
                    for e in entries]
+        # and a new one every use of which reads it the same frozen is frozen too (rt30's D12 on a
+        # table `json.load` read from the tests' data file)
+        entries += [(e[0], "freeze", None) for e in entries if e[1] == "built" and e[2]
+                    and _reads_the_same_frozen(uses.get(e[0], ()), tree)]
     once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     return once, frozenset(counts) | declared | named, star
 
@@ -257,7 +266,7 @@ def _held_as_data(tree, uses, value):
         return True
     for node, parent in uses:
         if not isinstance(node.ctx, ast.Load):
-            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent in tree.body:
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and _own_statement(parent, tree):
                 continue  # its own binding
             return False
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
@@ -289,7 +298,7 @@ def _rows_stay_inside(uses, tree):
     numerals inside the rows of `CASES = [[1, 'I'], ...]` from a thread)."""
     for node, parent in uses:
         if not isinstance(node.ctx, ast.Load):
-            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent in tree.body:
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and _own_statement(parent, tree):
                 continue
             return False
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node and isinstance(
@@ -318,7 +327,7 @@ def _reads_the_same_frozen(uses, tree):
     and after saw the table the source wrote."""
     for node, parent in uses:
         if not isinstance(node.ctx, ast.Load):
-            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and parent in tree.body:
+            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and _own_statement(parent, tree):
                 continue
             return False
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
@@ -421,6 +430,11 @@ def _plain_class(cls):
     return type(cls) is type or type(cls) is _ABC_META
 
 
+def _own_statement(statement, tree):
+    """Whether a statement is one of the module's body, or of a `with` block there."""
+    return statement in tree.body or any(isinstance(s, ast.With) and statement in s.body for s in tree.body)
+
+
 def _built_binding(statement):
     """(name, whether the value is a new container) where a top-level statement binds one plain
     name to an expression, else None."""
@@ -433,8 +447,16 @@ def _built_binding(statement):
     if not isinstance(target, ast.Name) or target.id.startswith("__") or isinstance(node, ast.Lambda):
         return None
     fresh = isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.BinOp, ast.List, ast.Dict, ast.Set)) or (
-        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NEW_CONTAINERS)
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NEW_CONTAINERS) or (
+        # a table read from the tests' data file: `json.load(handle)`, `yaml.safe_load(...)` make new objects too
+        isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
+        and (node.func.value.id, node.func.attr) in _LOADING_CALLS)
     return target.id, fresh
+
+
+_LOADING_CALLS = frozenset((("json", "load"), ("json", "loads"), ("yaml", "safe_load"), ("yaml", "load"), ("tomllib", "load"),
+                            ("tomllib", "loads"), ("toml", "load"), ("toml", "loads"), ("ast", "literal_eval"),
+                            ("copy", "deepcopy")))
 
 
 def capture(namespace):
@@ -456,11 +478,16 @@ def seal(namespace, entries, at=None):
         rows = {e[0] for e in entries if e[1] == "rows"}
         for name, kind, literal in entries:
             value = namespace.get(name, _MISSING)
-            if kind == "freeze" and value is values.get(name) and type(value) is type(literal) and _same_data(value, literal) \
-                    and (name not in rows or _same_rows(value, literal)):  # (rows a thread changed already: the checks see them)
+            if kind != "freeze" or value is not values.get(name) or type(value) not in _MUTABLE:
+                continue
+            if literal is None or type(value) is type(literal) and _same_data(value, literal) and (
+                    name not in rows or _same_rows(value, literal)):  # (rows a thread changed already: the checks see them)
+                if literal is None and not data_unchanged([contents[id(value)]]):
+                    continue  # (a built table changed before its seal: no seal, no freeze)
                 frozen = _frozen(value, name in rows)
                 _FROZEN_TABLES[id(namespace), name] = (namespace, frozen)
                 namespace[name] = frozen
+                values[name] = frozen  # (a built one is sealed as the frozen table)
     for name, kind, new_container in entries:
         if kind == "classbuilt":
             # a test class's: immutable data only, as its literal class data

@@ -133,8 +133,11 @@ def test_a_built_table_pruned_by_the_library_is_tampered(tmp_path, runner, shape
     prepared = _prepared(tmp_path, runner, BUILT[shape])
     attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": PRUNING.replace("{how}", HOWS[shape, how])}),
                            factory=FACTORY, deadline_s=120)
-    assert attacked.reward == 0.0 and attacked.status == "tampered", attacked.model_dump_json(indent=1)
-    assert any(f.startswith("tamper: test_module_name_rebound") and "CASES (data)" in f for f in attacked.flags), attacked.flags
+    assert attacked.reward == 0.0, attacked.model_dump_json(indent=1)
+    # (a new list the source only reads is frozen as the body finishes: pruned in place after that, the
+    # prune fails and so does the test; before, or rebound, the seal sees it)
+    assert attacked.status == "tampered" and any(f.startswith("tamper: test_module_name_rebound") and "CASES (data)" in f
+                                                 for f in attacked.flags) or how == "in-place" and attacked.status == "unresolved", attacked.flags
 
 
 @needs_sandbox
@@ -451,3 +454,23 @@ def test_rows_swapped_during_the_loop_and_put_back_get_nothing(tmp_path, runner)
     assert attacked.reward == 0.0, attacked.model_dump_json(indent=1)
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+def test_a_table_read_from_the_tests_data_file_is_frozen_too() -> None:
+    # rt30's D12 on `rt__roman-ut5`: `with open(...) as handle: CASES = json.load(handle)`
+    entries, _, _ = test_globals.bindings(ast.parse(textwrap.dedent('''
+        import json
+        import lib
+        with open("cases.json") as handle:
+            CASES = json.load(handle)
+        REGISTRY = lib.registry()
+
+        def test_a():
+            for n, numeral in CASES:
+                assert REGISTRY.get(n) == numeral
+    ''')), "tests")
+    assert sorted(name for name, kind, _ in entries if kind == "freeze") == ["CASES"]  # not the library's own dict
+    namespace = {"CASES": [[1, "I"], [3, "III"]], "REGISTRY": {1: "I"}}
+    test_globals.seal(namespace, entries, test_globals.capture(namespace))
+    assert namespace["CASES"] == ([1, "I"], [3, "III"]) and type(namespace["REGISTRY"]) is dict
+    assert test_globals.problems(namespace, entries, frozenset(), True, None, {}, None) == []
