@@ -423,6 +423,32 @@ _NEW_CONTAINERS = frozenset(("list", "dict", "set", "sorted", "tuple", "frozense
 _SEALS = {}  # id(a module's namespace) -> (the namespace, {name: (value, its data_contents row or None)})
 
 
+def _set_by_a_base(cls, attribute):
+    """Whether a base class of `cls` defined in another module sets `attribute` on its classes
+    (`cls.timeout = cls.timeout * SLOW` in a `setUpClass`, `setattr(cls, "timeout", ...)`), as
+    that base's module source says. Why (fpAH FP9b): a base TestCase the library ships in its
+    `testing` module rescales its subclasses' declared timeouts, honestly."""
+    word = attribute.encode()
+    for base in getattr(cls, "__mro__", ())[1:]:
+        module = sys.modules.get(getattr(base, "__module__", None) or "")
+        filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+        if not isinstance(filename, str) or not filename.endswith(".py") or module is sys.modules.get(getattr(cls, "__module__", "")):
+            continue
+        text = _SOURCE_TEXTS.get(filename)
+        if text is None:
+            try:
+                with open(filename, "rb") as handle:
+                    text = _SOURCE_TEXTS[filename] = handle.read()
+            except OSError:
+                continue
+        if b"." + word + b" =" in text or b"." + word + b"=" in text or b"setattr(" in text and word in text:
+            return True
+    return False
+
+
+_SOURCE_TEXTS = {}  # a module's file -> its bytes (`_set_by_a_base`)
+
+
 def _plain_class(cls):
     """Whether a class is made by `type` itself (or `abc.ABCMeta`): a metaclass may turn the data its
     body binds into something else -- an `IntEnum`'s `LOW = 1` is the member `Level.LOW` (fpAH: every
@@ -815,13 +841,14 @@ def problems(namespace, entries, stored, star, owns_code, trusted, helper_defs, 
             # (rebound to another type or to equal data: a framework's doing, as for "classdata" below:
             # Django's `setUpClass` sets `databases` to the frozenset it validated)
             if held is not None and value is not held[0] and _plain_class(namespace.get(name)) and isinstance(
-                    value, type(held[0])) and not _same_data(value, held[0]):
+                    value, type(held[0])) and not _same_data(value, held[0]) and not _set_by_a_base(namespace.get(name), origin[0]):
                 found.append(("data", name + "." + origin[0], value))
             continue
         if kind == "classdata":
             # (a value of another type is a test framework's doing: Django's `setUpClass` sets a test
             # class's `databases` to the frozenset it validated; a pruned table keeps its type, or a subclass of it)
-            if _plain_class(namespace.get(name)) and value is not _MISSING and isinstance(value, type(origin[1])) and not _same_data(value, origin[1]):
+            if _plain_class(namespace.get(name)) and value is not _MISSING and isinstance(value, type(origin[1])) and not _same_data(
+                    value, origin[1]) and not _set_by_a_base(namespace.get(name), origin[0]):
                 found.append(("data", name + "." + origin[0], value))
             continue
         if value is _MISSING:

@@ -219,3 +219,27 @@ def test_the_end_of_session_look_counts_only_what_a_module_defines(tmp_path: Pat
               "random.Random.randint = lambda self, a, b: a\n"
               "assert audit_hook.replaced_outside(guard, again=True) == ['random.Random.randint'], audit_hook.replaced_outside(guard, again=True)\n")
     assert run(tmp_path, leaves, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_base_class_the_library_ships_may_rescale_its_subclasses_data(tmp_path: Path, monkeypatch) -> None:
+    # fpAH FP9b: `ScaledTestCase.setUpClass` in the library's `testing` module: `cls.timeout = cls.timeout * SLOW`
+    from patchgym.harness import test_globals
+
+    base_file = tmp_path / "scaling.py"
+    base_file.write_text("class Scaled:\n    @classmethod\n    def setUpClass(cls):\n        cls.timeout = cls.timeout * 3\n")
+    scaling = types.ModuleType("scaling")
+    scaling.__file__ = str(base_file)
+    exec(base_file.read_text(), scaling.__dict__)
+    scaling.Scaled.__module__ = "scaling"
+    monkeypatch.setitem(sys.modules, "scaling", scaling)
+    plain = types.ModuleType("plainbase")
+    plain.__file__ = str(tmp_path / "plainbase.py")
+    (tmp_path / "plainbase.py").write_text("class Base:\n    pass\n")
+    exec("class Base:\n    pass\n", plain.__dict__)
+    plain.Base.__module__ = "plainbase"
+    monkeypatch.setitem(sys.modules, "plainbase", plain)
+    entries = [("TestFetch", "classdata", ("timeout", 5))]
+    for base, flagged in ((scaling.Scaled, []), (plain.Base, ["TestFetch.timeout"])):
+        cls = type("TestFetch", (base,), {"timeout": 15})
+        found = test_globals.problems({"TestFetch": cls}, entries, frozenset(), True, None, {}, None)
+        assert [name for _, name, _ in found] == flagged, base
