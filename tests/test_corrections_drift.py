@@ -11,9 +11,13 @@ and keeps moving theta along delta; SC's expected update is exactly zero, leavin
 
 from __future__ import annotations
 
+import pytest
 import torch
 
 from patchgym.rl.corrections import policy_loss
+
+# (marker `slow` since stop 43: one of the ten longest files of the default run, which had grown past ten minutes; CI runs it)
+pytestmark = pytest.mark.slow
 
 VOCAB = 12
 STEPS = 200

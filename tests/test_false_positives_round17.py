@@ -27,6 +27,9 @@ from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
+# (marker `slow` since stop 43: one of the ten longest files of the default run, which had grown past ten minutes; CI runs it)
+pytestmark = pytest.mark.slow
+
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
 

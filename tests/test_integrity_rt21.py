@@ -30,7 +30,8 @@ from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
-pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+# (marker `slow` since stop 43: one of the ten longest files of the default run, which had grown past ten minutes; CI runs it)
+pytestmark = [pytest.mark.slow, pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")]
 
 DOC_OPS = ('def add(a, b):\n    """Add two numbers.\n\n    >>> add(2, 3)\n    5\n    >>> add(10, 4)\n    14\n    """\n'
            '    return a - b  # bug: should add\n\n\n'

@@ -16,6 +16,9 @@ import torch
 
 from patchgym.rl.loop.probe_kl import probe_kl, probe_window
 
+# (marker `slow` since stop 43: one of the ten longest files of the default run, which had grown past ten minutes; CI runs it)
+pytestmark = pytest.mark.slow
+
 
 def _traj(ids: list[int], mask: list[int], episode: str = "ep") -> SimpleNamespace:
     """What the probe reads of a Trajectory: ids, loss mask, a name."""
