@@ -262,8 +262,14 @@ def _held_as_data(tree, uses, value):
     text, a number); a list, dict or set only where every other use of the name in the source
     (`uses`: its Name nodes and their parents) reads it: iterated, indexed, tested with `in`, handed
     to a reading builtin or a parametrizing decorator."""
-    if type(value) not in _MUTABLE:
-        return True
+    return type(value) not in _MUTABLE or _only_read(uses, tree, False)
+
+
+def _only_read(uses, tree, as_frozen):
+    """Whether every use of a name (`uses`) but its own binding reads it (`_held_as_data`); with
+    `as_frozen`, reads it the same as a tuple, a mapping proxy or a frozenset would be read
+    (`_reads_the_same_frozen`: no slice, no comparison but `in`, no `copy`, no text of it)."""
+    calls = _SAME_FROZEN_CALLS if as_frozen else _READING_CALLS
     for node, parent in uses:
         if not isinstance(node.ctx, ast.Load):
             if isinstance(parent, (ast.Assign, ast.AnnAssign)) and _own_statement(parent, tree):
@@ -271,18 +277,20 @@ def _held_as_data(tree, uses, value):
             return False
         if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
             continue
-        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load):
+        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load) and not (
+                as_frozen and (isinstance(parent.slice, ast.Slice) or type(parent.slice).__name__ == "ExtSlice")):
             continue
-        if isinstance(parent, ast.Compare) and node in parent.comparators:
+        if isinstance(parent, ast.Compare) and node in parent.comparators and not (
+                as_frozen and not all(isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops)):
             continue
         if isinstance(parent, ast.Starred):
             continue
-        if isinstance(parent, ast.Attribute) and parent.attr in _READING_METHODS:
+        if isinstance(parent, ast.Attribute) and parent.attr in _READING_METHODS and not (as_frozen and parent.attr == "copy"):
             continue
         if isinstance(parent, ast.Call) and node is not parent.func:
             func = parent.func
             called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if called in _READING_CALLS:
+            if called in calls:
                 continue
         if isinstance(parent, ast.keyword) and parent.arg in ("ids", "argvalues"):
             continue  # `parametrize(..., ids=IDS)`
@@ -325,32 +333,7 @@ def _reads_the_same_frozen(uses, tree):
     runners, no frame): the library found the table through `sys.modules`, swapped its wrong rows for
     right ones on the loop's first call and put them back on its last, so that every check before
     and after saw the table the source wrote."""
-    for node, parent in uses:
-        if not isinstance(node.ctx, ast.Load):
-            if isinstance(parent, (ast.Assign, ast.AnnAssign)) and _own_statement(parent, tree):
-                continue
-            return False
-        if isinstance(parent, (ast.For, ast.AsyncFor, ast.comprehension)) and parent.iter is node:
-            continue
-        if isinstance(parent, ast.Subscript) and parent.value is node and isinstance(parent.ctx, ast.Load) \
-                and not isinstance(parent.slice, ast.Slice) and type(parent.slice).__name__ != "ExtSlice":
-            continue
-        if isinstance(parent, ast.Compare) and node in parent.comparators and all(
-                isinstance(op, (ast.In, ast.NotIn)) for op in parent.ops):
-            continue
-        if isinstance(parent, ast.Starred):
-            continue
-        if isinstance(parent, ast.Attribute) and parent.attr in _READING_METHODS and parent.attr != "copy":
-            continue
-        if isinstance(parent, ast.Call) and node is not parent.func:
-            func = parent.func
-            called = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if called in _SAME_FROZEN_CALLS:
-                continue
-        if isinstance(parent, ast.keyword) and parent.arg in ("ids", "argvalues"):
-            continue
-        return False
-    return True
+    return _only_read(uses, tree, True)
 
 
 def _frozen(value, rows):
