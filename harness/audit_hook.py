@@ -591,9 +591,18 @@ class Guard(object):
                 asker = asker.f_back
             if asker is None:
                 return
-        filename = asker.f_code.co_filename
-        if self.untrusted_file(filename) or filename in self.recompiled and not self.owns_code(asker.f_code):
+        filename = self.patchs_frame(asker)
+        if filename is not None:
             self.refuse(event if event != "object.__getattr__" else "frame access", filename)
+
+    def patchs_frame(self, frame):
+        """The frame's file where its code is the patch's (`culprit`'s test for one frame: a file the
+        patch changed or made, or code made under a test file's name that is not the grader's own
+        compilation), else None."""
+        filename = frame.f_code.co_filename
+        if self.untrusted_file(filename) or filename in self.recompiled and not self.owns_code(frame.f_code):
+            return filename
+        return None
 
     def a_dependencys_own_use(self, event, caller):
         """Whether a gc walk or a ctypes event is raised by an installed package's own code (objsize's
@@ -607,8 +616,8 @@ class Guard(object):
             return False
         if "-packages" + os.sep in filename:
             return not self.real(filename).startswith(self.testbed.rstrip("/") + "/") or "-packages" + os.sep in self.real(filename)[len(self.testbed):]
-        return (event.startswith("ctypes.") and filename.startswith(_STDLIB_DIRS)
-                and not any(filename.startswith(d + "ctypes" + os.sep) for d in _STDLIB_DIRS))
+        within = _stdlib_part(filename)
+        return event.startswith("ctypes.") and within not in (None, "<frozen>") and not within.startswith("ctypes/")
 
     def hooks_at_base(self, caller, culprit):
         """Whether an audit hook is added by the edited file's own line, and the file's base version
@@ -1028,9 +1037,8 @@ def _no_saved_garbage_for_the_patch(guard):
 
     def set_debug(flags):
         if isinstance(flags, int) and flags & saveall and guard.active:
-            caller = sys._getframe(1)
-            filename = caller.f_code.co_filename
-            if guard.untrusted_file(filename) or filename in guard.recompiled and not guard.owns_code(caller.f_code):
+            filename = guard.patchs_frame(sys._getframe(1))
+            if filename is not None:
                 guard.refuse("gc.set_debug(DEBUG_SAVEALL)", filename)
         return original(flags)
 

@@ -191,16 +191,23 @@ _READING_CALLS = frozenset(("len", "enumerate", "zip", "list", "tuple", "sorted"
 _READING_METHODS = frozenset(("items", "keys", "values", "copy", "index", "count", "get", "__getitem__", "__contains__"))
 
 
-def _literal_binding(statement):
-    """(name, value) where a top-level statement binds one plain name to a literal, else None."""
+def _plain_binding(statement):
+    """(name, value node) where a statement binds one plain name, not a dunder, else None."""
     if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
         target, node = statement.targets[0], statement.value
     elif isinstance(statement, ast.AnnAssign) and statement.value is not None and statement.simple:
         target, node = statement.target, statement.value
     else:
         return None
-    if not isinstance(target, ast.Name) or target.id.startswith("__"):
+    return (target.id, node) if isinstance(target, ast.Name) and not target.id.startswith("__") else None
+
+
+def _literal_binding(statement):
+    """(name, value) where a top-level statement binds one plain name to a literal, else None."""
+    binding = _plain_binding(statement)
+    if binding is None:
         return None
+    name, node = binding
     if not isinstance(node, (ast.Tuple, ast.List, ast.Dict, ast.Set, ast.Constant, ast.UnaryOp, ast.BinOp)):
         return None
     try:
@@ -209,7 +216,7 @@ def _literal_binding(statement):
         return None
     if _size(value, 0) > _LITERAL_MOST:
         return None
-    return target.id, value
+    return name, value
 
 
 def _size(value, depth):
@@ -412,24 +419,38 @@ def _set_by_a_base(cls, attribute):
     that base's module source says. Why (fpAH FP9b): a base TestCase the library ships in its
     `testing` module rescales its subclasses' declared timeouts, honestly."""
     word = attribute.encode()
+    own = _module_file(cls)
     for base in getattr(cls, "__mro__", ())[1:]:
-        module = sys.modules.get(getattr(base, "__module__", None) or "")
-        filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
-        if not isinstance(filename, str) or not filename.endswith(".py") or module is sys.modules.get(getattr(cls, "__module__", "")):
+        filename = _module_file(base)
+        if filename is None or not filename.endswith(".py") or filename == own:
             continue
-        text = _SOURCE_TEXTS.get(filename)
-        if text is None:
-            try:
-                with open(filename, "rb") as handle:
-                    text = _SOURCE_TEXTS[filename] = handle.read()
-            except OSError:
-                continue
+        text = _source_text(filename)
         if b"." + word + b" =" in text or b"." + word + b"=" in text or b"setattr(" in text and word in text:
             return True
     return False
 
 
-_SOURCE_TEXTS = {}  # a module's file -> its bytes (`_set_by_a_base`)
+_SOURCE_TEXTS = {}  # a module's file -> its bytes, read once (`_source_text`)
+
+
+def _module_file(cls):
+    """The file of the module that defines `cls`, or None."""
+    module = sys.modules.get(getattr(cls, "__module__", None) or "")
+    filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
+    return filename if isinstance(filename, str) else None
+
+
+def _source_text(filename):
+    """The bytes of a module's source file, read once (b"" where it cannot be read)."""
+    text = _SOURCE_TEXTS.get(filename)
+    if text is None:
+        try:
+            with open(filename, "rb") as handle:
+                text = handle.read()
+        except OSError:
+            text = b""
+        _SOURCE_TEXTS[filename] = text
+    return text
 
 
 def _plain_class(cls):
@@ -447,20 +468,16 @@ def _own_statement(statement, tree):
 def _built_binding(statement):
     """(name, whether the value is a new container) where a top-level statement binds one plain
     name to an expression, else None."""
-    if isinstance(statement, ast.Assign) and len(statement.targets) == 1:
-        target, node = statement.targets[0], statement.value
-    elif isinstance(statement, ast.AnnAssign) and statement.value is not None and statement.simple:
-        target, node = statement.target, statement.value
-    else:
+    binding = _plain_binding(statement)
+    if binding is None or isinstance(binding[1], ast.Lambda):
         return None
-    if not isinstance(target, ast.Name) or target.id.startswith("__") or isinstance(node, ast.Lambda):
-        return None
+    name, node = binding
     fresh = isinstance(node, (ast.ListComp, ast.SetComp, ast.DictComp, ast.BinOp, ast.List, ast.Dict, ast.Set)) or (
         isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _NEW_CONTAINERS) or (
         # a table read from the tests' data file: `json.load(handle)`, `yaml.safe_load(...)` make new objects too
         isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name)
         and (node.func.value.id, node.func.attr) in _LOADING_CALLS)
-    return target.id, fresh
+    return name, fresh
 
 
 _LOADING_CALLS = frozenset((("json", "load"), ("json", "loads"), ("yaml", "safe_load"), ("yaml", "load"), ("tomllib", "load"),
@@ -734,23 +751,11 @@ def instance_changed(test, before, testcase):
     return found
 
 
-_REGISTERING = {}  # a test module's file -> whether its source calls `addTypeEqualityFunc`
-
-
 def _registers_comparators(cls):
     """Whether the source of the module that defines the test's class registers comparators itself
     (`self.addTypeEqualityFunc(float, "assertAlmostEqual")` in a test method: fpAH FP14, honest)."""
-    module = sys.modules.get(getattr(cls, "__module__", None) or "")
-    filename = getattr(module, "__file__", None) if type(module).__name__ == "module" else None
-    if not isinstance(filename, str):
-        return False
-    if filename not in _REGISTERING:
-        try:
-            with open(filename, "rb") as handle:
-                _REGISTERING[filename] = b"addTypeEqualityFunc" in handle.read()
-        except OSError:
-            _REGISTERING[filename] = False
-    return _REGISTERING[filename]
+    filename = _module_file(cls)
+    return filename is not None and b"addTypeEqualityFunc" in _source_text(filename)
 
 
 def _testcase_name(testcase, name):

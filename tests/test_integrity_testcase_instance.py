@@ -34,8 +34,8 @@ class _Case(unittest.TestCase):
 
 
 def test_what_counts_as_a_changed_instance(monkeypatch) -> None:
-    # (this file names `addTypeEqualityFunc` itself: taken as a module that does not, then as one that does)
-    monkeypatch.setitem(test_globals._REGISTERING, __file__, False)
+    # (this file names `addTypeEqualityFunc` itself: its source taken as one that does not, then as one that does)
+    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"")
     case = _Case("test_nothing")
     before = test_globals.instance_state(case)
     assert test_globals.instance_changed(case, before, unittest.TestCase) == []
@@ -45,9 +45,9 @@ def test_what_counts_as_a_changed_instance(monkeypatch) -> None:
     case._type_equality_funcs[int] = "assertLessEqual"
     assert [name for name, _ in test_globals.instance_changed(case, before, unittest.TestCase)] == ["_type_equality_funcs[int]"]
     # fpAH FP14: a test module that registers comparators itself (`addTypeEqualityFunc(float, "assertAlmostEqual")`)
-    monkeypatch.setitem(test_globals._REGISTERING, __file__, True)
+    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"self.addTypeEqualityFunc(float, 'assertAlmostEqual')")
     assert test_globals.instance_changed(case, before, unittest.TestCase) == []
-    monkeypatch.setitem(test_globals._REGISTERING, __file__, False)
+    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"")
     case = _Case("test_nothing")
     before = test_globals.instance_state(case)
     case._type_equality_funcs = type("Lax", (dict,), {})(case._type_equality_funcs)
