@@ -41,6 +41,7 @@ import functools
 import os
 import sys
 from _thread import get_ident as _get_ident
+from operator import is_ as _IS
 from stat import S_ISREG
 
 # What a test may ask library code to do, the patch's changed files included (Guard.asked_for_code).
@@ -233,6 +234,7 @@ class Guard(object):
         self.emit = None
         self._cache = {}
         self._reals = {}  # code file name -> its real path (`real`)
+        self._real_folders = {}  # a folder's name -> its real path (`real`)
         self.active = True
         self.machinery = machinery_dirs()
         # Protected files' names the patch compiled something under (`taint`), judged per code
@@ -247,6 +249,7 @@ class Guard(object):
         # library's import had kept every original from it, stop 42)
         self.patch_files = set()
         self.outside_at_load = outside_names()  # the modules loaded before the repository's code, and their names
+        self.outside_seen = outside_state(self.outside_at_load)  # what `replaced_outside` last saw (`outside_state`)
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self.inside_hook = set()  # thread idents the hook is running in (its own `sys._getframe` is its own)
@@ -257,7 +260,14 @@ class Guard(object):
         """`os.path.realpath(filename)`, kept per name (asked hundreds of times, ~25 us each)."""
         real = self._reals.get(filename)
         if real is None:
-            real = os.path.realpath(filename)
+            # (through its folder's real path, kept too: a file that is no link itself is that folder's
+            # entry; ~400 module files a grading share ~60 folders)
+            folder, base = os.path.split(filename)
+            real_folder = self._real_folders.get(folder) if base not in ("", ".", "..") else None
+            if real_folder is None and base not in ("", ".", ".."):
+                real_folder = self._real_folders[folder] = os.path.realpath(folder)
+            joined = os.path.join(real_folder, base) if real_folder is not None else None
+            real = joined if joined is not None and not os.path.islink(joined) else os.path.realpath(filename)
             if len(self._reals) < 100000:
                 self._reals[filename] = real
         return real
@@ -1087,6 +1097,16 @@ def replaced_outside(guard, again=False):
         kind = type(value)
         return patchs(_code_file(value)) if kind is _FUNCTION_TYPE else kind in wrappers
 
+    def look_at_members(name, attribute, members, is_source, filename):
+        for inner, member in members:
+            where = _patch_file_of(guard, member, classes=False) if worth_a_look(member) else None
+            if where is not None:
+                found.append(("{}.{}.{}".format(name, attribute, inner), attribute, inner, where))
+            elif type(member) in _MAYBE_COMPILED and inner[:2] != "__" and is_source and _compiled_callable(member):
+                suspects.append((filename, name, attribute, inner))
+
+    seen = guard.outside_seen
+    now = {}
     for name, module in list(sys.modules.items()):
         if type(module) is not _MODULE:
             continue
@@ -1099,21 +1119,53 @@ def replaced_outside(guard, again=False):
             if real.startswith(guard.own_dir) or real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]:
                 continue  # the grader's, or the repository's own
         try:
-            held = list(_ATTRIBUTE(module, "__dict__").items())
+            namespace = _ATTRIBUTE(module, "__dict__")
         except Exception:  # noqa: BLE001
             continue
+        # Only what changed since the last look (or since the reporter loaded, before any code of the
+        # repository ran) can be the patch's: a value the same object as then was judged then, or was
+        # there before the patch's code existed. (A function's `__code__` cannot be swapped under the
+        # same object unseen: the hook refuses it to the patch's code.) Why, measured: the full walk of
+        # ~400 modules' ~30,000 values and members took 47-68 ms a look, twice a grading; the
+        # comparison ~5 ms.
+        before = seen.get(name)
+        if before is not None and before[0] is module and _same_entries(namespace, before[1], before[2]):
+            keys, current, held, known = before[1], before[2], (), before[3]  # (the copy kept: the same entries)
+        else:
+            current = dict(namespace)
+            keys = list(current)
+            if before is not None and before[0] is module:
+                old = before[2]
+                held, known = [(attribute, value) for attribute, value in current.items() if old.get(attribute, _MISSING) is not value], before[3]
+            else:
+                held, known = list(current.items()), {}
         is_source = isinstance(filename, str) and filename.endswith(".py")  # (a class of a C extension is all builtins)
+        classes = {}
+        for attribute, (cls, members) in known.items():
+            if current.get(attribute) is not cls:
+                continue  # (rebound: among `held`)
+            try:
+                if _same_entries(vars(cls), members[0], members[1]):
+                    classes[attribute] = (cls, members[0], members[1])
+                    continue
+            except Exception:  # noqa: BLE001
+                continue
+            own = _own_dict(cls)
+            if own is None:
+                continue
+            classes[attribute] = (cls, list(own), own)
+            old_members = members[1]
+            look_at_members(name, attribute, [(inner, member) for inner, member in own.items()
+                                              if old_members.get(inner, _MISSING) is not member], is_source, filename)
         at_load = guard.outside_at_load.get(name)
         names = at_load[1] if at_load is not None and at_load[0] is module else None  # {name: value} then
         for attribute, value in held:
-            if isinstance(value, type) and vars(value).get("__module__") == name:  # a class the module defines: its members
-                for inner, member in list(vars(value).items()):
-                    where = _patch_file_of(guard, member, classes=False) if worth_a_look(member) else None
-                    if where is not None:
-                        found.append(("{}.{}.{}".format(name, attribute, inner), attribute, inner, where))
-                    elif type(member) in _MAYBE_COMPILED and inner[:2] != "__" and is_source and _compiled_callable(member):
-                        suspects.append((filename, name, attribute, inner))
-                continue
+            if isinstance(value, type) and _defined_in(value, name):
+                own = _own_dict(value)
+                if own is not None:  # a class the module defines: its members
+                    classes[attribute] = (value, list(own), own)
+                    look_at_members(name, attribute, list(own.items()), is_source, filename)
+                    continue
             if not (worth_a_look(value) or isinstance(value, type)):
                 continue
             if name + "." + attribute in _HOOK_SLOTS:
@@ -1129,6 +1181,9 @@ def replaced_outside(guard, again=False):
                     # leaves its `FakeDatetime` in every module's imported `datetime` honestly)
                     continue
                 found.append(("{}.{}".format(name, attribute), name.rsplit(".", 1)[-1], attribute, where))
+        now[name] = (module, keys, current, {attribute: (cls, (keys, own)) for attribute, (cls, keys, own) in classes.items()})
+    if not again:  # (the last look's filter leaves out some of what it saw: a later first look still judges those)
+        guard.outside_seen = now
     # A method of a class outside, which its source defines with `def`, replaced by a builtin or a
     # wrapper of one (red team rt30's D5: `random.Random.randint = staticmethod(min)`, every draw the
     # range's low end, which the bug survives; no code of the patch's to see). Read from the class's
@@ -1153,6 +1208,45 @@ def replaced_outside(guard, again=False):
                                          or b"setattr(" in text and any(q + hit[2].encode() + q in text for q in (b'"', b"'")))
             for text in texts)]
     return [label for label, owner, attribute, where in found]
+
+
+_MISSING = object()
+
+
+def _same_entries(current, old_keys, old):
+    """Whether dict `current` holds the keys `old_keys`, in that order, each bound to the very object
+    `old` bound it to (C-speed: the common case, a module or class nothing touched)."""
+    return len(current) == len(old_keys) and list(current) == old_keys and all(map(_IS, current.values(), old.values()))
+
+
+def _defined_in(cls, name):
+    """Whether class `cls` says module `name` defines it."""
+    try:
+        return vars(cls).get("__module__") == name
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _own_dict(cls):
+    """A copy of a class's own dict (None where it cannot be read)."""
+    try:
+        return dict(vars(cls))
+    except Exception:  # noqa: BLE001
+        return None
+
+
+def outside_state(at_load):
+    """The state `replaced_outside` compares with, taken from `outside_names()` as the reporter loads:
+    {module name: (module, its keys, its dict, {name: (class, (its keys, its dict))} of the classes it defines)}."""
+    state = {}
+    for name, (module, held) in at_load.items():
+        classes = {}
+        for attribute, value in [item for item in held.items() if isinstance(item[1], type)]:
+            own = _own_dict(value) if _defined_in(value, name) else None
+            if own is not None:
+                classes[attribute] = (value, (list(own), own))
+        state[name] = (module, list(held), held, classes)
+    return state
 
 
 def _unchanged_repository_texts(guard):

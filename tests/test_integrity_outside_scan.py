@@ -1,0 +1,80 @@
+"""The look for the patch's code in modules it does not own (`audit_hook.replaced_outside`) reads only
+what changed since its last look, or since the reporter loaded: these tests pin that nothing it must
+see is skipped by that -- a module first imported after the reporter loaded, a class member changed
+after the first look, a swap of an outside function's code under the same object -- and that the
+real paths it compares are right through linked folders and linked files.
+
+Why the change (measured, docs/benchmarks.md, stop 44): the full walk of ~400 modules' ~30,000
+values and class members took 47-68 ms a look, twice a grading; reading only what changed, 10-26 ms
+for the first look (the modules imported since the reporter loaded are still read whole) and ~5 ms
+for the last.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from patchgym.harness import audit_hook
+from tests.test_integrity_audit_hook import run
+
+LOOK = "import audit_hook\nassert audit_hook.replaced_outside(guard{again}) == {expected!r}, audit_hook.replaced_outside(guard{again})\n"
+
+
+def look(expected, again=False):
+    return LOOK.format(again=", again=True" if again else "", expected=expected)
+
+
+def test_a_module_first_imported_after_the_reporter_loaded_is_read_whole(tmp_path: Path) -> None:
+    # (colorsys and fractions are imported by neither the hook nor the script before the patch's code)
+    operation = ("import sys\nassert 'colorsys' not in sys.modules and 'fractions' not in sys.modules\n"
+                 "import colorsys, fractions\ndef hls(r, g, b):\n    return (0, 0, 0)\ncolorsys.rgb_to_hls = hls\n"
+                 "def add(self, other):\n    return self\nfractions.Fraction.__add__ = add\n"
+                 + look(["colorsys.rgb_to_hls", "fractions.Fraction.__add__"]))
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_what_changes_after_the_first_look_is_seen_by_the_next(tmp_path: Path) -> None:
+    # the first look finds nothing and keeps what it saw; a member of a class loaded before the
+    # reporter, and a module function, replaced after it are found by the last look (and what a look
+    # found, the next need not find again: the reporters report each name once)
+    operation = ("import json, random\n" + look([]) +
+                 "def draw(self, a, b):\n    return a\nrandom.Random.randint = draw\n"
+                 "def loads(text, **kw):\n    return {}\njson.loads = loads\n"
+                 + look(["json.loads", "random.Random.randint"], again=True)
+                 + look(["json.loads", "random.Random.randint"])
+                 + "random.Random.choice = draw\n" + look(["random.Random.choice"], again=True))
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_class_outside_changed_back_and_forth_is_judged_by_what_it_holds(tmp_path: Path) -> None:
+    # a member put back to the very object it was is no replacement; one left replaced is
+    operation = ("import random\n_orig = random.Random.randint\ndef draw(self, a, b):\n    return a\n"
+                 "random.Random.randint = draw\nrandom.Random.randint = _orig\n" + look([])
+                 + "random.Random.choice = draw\n" + look(["random.Random.choice"]))
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_an_outside_functions_code_swapped_under_the_same_object_is_refused(tmp_path: Path) -> None:
+    # what lets the look skip an unchanged value: its code cannot change under it unseen
+    operation = "import json\njson.dumps.__code__ = (lambda obj, **kw: '').__code__\n"
+    refused = run(tmp_path, operation, from_patch=True)
+    assert refused["outcome"] == "refused" and refused["findings"], refused
+
+
+def test_real_paths_through_linked_folders_and_linked_files(tmp_path: Path) -> None:
+    target = tmp_path / "target"
+    target.mkdir()
+    (target / "mod.py").write_text("x = 1\n")
+    (tmp_path / "folder_link").symlink_to(target, target_is_directory=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "linked.py").symlink_to(target / "mod.py")
+    (elsewhere / "plain.py").write_text("y = 2\n")
+    own = tmp_path / "own"
+    own.mkdir()
+    guard = audit_hook.Guard(str(tmp_path), [], [], [str(tmp_path / "tests")], str(own))
+    for name in (tmp_path / "folder_link" / "mod.py", elsewhere / "linked.py", elsewhere / "plain.py",
+                 tmp_path / "folder_link" / "absent.py", Path("relative") / "name.py", tmp_path / "folder_link"):
+        assert guard.real(str(name)) == os.path.realpath(str(name)), name
+        assert guard.real(str(name)) == os.path.realpath(str(name)), name  # (kept)
