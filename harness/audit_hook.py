@@ -807,12 +807,14 @@ def _code_of(function):
     return None
 
 
-_BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_referents", "gc.get_objects", "frames")
+_BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_referents", "gc.get_objects", "frames", "forks")
 # the words that show a file reaching for frames (grader._TRACING_WORDS maps the same to "frames")
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
                 b"getinnerframes", b"inspect.stack", b"inspect.trace", b"import stack", b"stack()", b"getframeinfo",
                 b"DEBUG_SAVEALL", b"f_code", b"f_lineno")
+# the words that show a file telling processes apart (grader._TRACING_WORDS maps the same to "forks")
+_FORK_WORDS = (b"getpid", b"getppid", b"register_at_fork")
 
 
 def _tracing_in_base(own_dir):
@@ -838,6 +840,8 @@ def _tracing_in_base(own_dir):
         found.update(event for event in _BASE_EVENTS if "." in event and event.split(".")[1].encode() in text)
         if any(word in text for word in _FRAME_WORDS):
             found.add("frames")
+        if any(word in text for word in _FORK_WORDS):
+            found.add("forks")
         if b"setstatprofile" in text:
             found.add("sys.setprofile")
     return frozenset(found)

@@ -414,9 +414,13 @@ def no_failure_noted(make, failures):
     return call
 
 
-def alone_tells(own=(), theirs=()):
+def alone_tells(own=(), theirs=(), processes_told_apart=False):
     """Whether the original test called alone in a fork (ORIGINAL_FAILED) runs there as it will in
-    the run: not where Python threads other than this one are alive (a fork holds only this one: a
+    the run: not where the repository's own code, at base, tells processes apart
+    (`processes_told_apart`: its files name `getpid`, `getppid` or `register_at_fork`, the grader's
+    `forks` trace), for an honest library does not act the same in a fork there (fpAH FP17: a
+    session made anew when the pid changed, redis' and SQLAlchemy's pools; a cache an at-fork hook
+    clears: every honest fix `passed_only_outside_a_fork`); not where Python threads other than this one are alive (a fork holds only this one: a
     fixture's `QueueListener` delivering log records, fpT) nor where the process holds a file open
     (`holds_open_files`). Asked in the parent, before the fork: in the child both are gone. Threads
     the patch's code started (`theirs`, the audit hook's `patch_threads`) do not count: an idle one
@@ -424,6 +428,8 @@ def alone_tells(own=(), theirs=()):
     the patch's code opened for writing (`theirs` holds their real paths too): one held open from the
     library's import had kept every original from its fork the same way (stop 42)."""
     import sys
+    if processes_told_apart:
+        return False
     threading = sys.modules.get("threading")
     try:
         if threading is not None and threading.active_count() > 1:

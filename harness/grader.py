@@ -423,7 +423,10 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   **{word: "frames" for word in ("_getframe", "currentframe", "tb_frame", "gi_frame", "cr_frame", "ag_frame",
                                                  "f_back", "f_locals", "f_globals", "_current_frames", "walk_stack", "walk_tb",
                                                  "getouterframes", "getinnerframes", "inspect.stack", "inspect.trace",
-                                                 "import stack", r"stack\(\)", "getframeinfo", "DEBUG_SAVEALL", "f_code", "f_lineno")}}
+                                                 "import stack", r"stack\(\)", "getframeinfo", "DEBUG_SAVEALL", "f_code", "f_lineno")},
+                  # and processes told apart (stop 44: where the repository's own code does, the original
+                  # test called alone in a fork tells nothing: audit_hook._FORK_WORDS, the same words)
+                  **{word: "forks" for word in ("getpid", "getppid", "register_at_fork")}}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 

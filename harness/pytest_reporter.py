@@ -1922,7 +1922,7 @@ class Reporter:
 
         own = self._as_its_own_test
         self._fork(item, [(self._doctest_copy_passed, own(copy_passed, item.name, None, item.nodeid))], defer=True)
-        if self._alone_tells((getattr(self._stream, "_fd", None),), self._the_patchs_own()):
+        if self._alone_tells((getattr(self._stream, "_fd", None),), self._the_patchs_own(), self._processes_told_apart()):
             original = []  # the original's failures, in its own fork
             mismatched = self._failing_alone(lambda: original.extend(run(dtest)), lambda: any(
                 type(f).__name__ == "DocTestFailure" for f in original), item.nodeid)
@@ -1936,13 +1936,19 @@ class Reporter:
         probe = self._equality_probe
         return self._no_failure_noted(probe.unmatched(make) if probe is not None else make, lambda: self._failed_assertions)
 
+    def _processes_told_apart(self):
+        """Whether the repository's own code at base tells processes apart (`forks` among the audit
+        hook's `traced_in_base`): its original test alone in a fork tells nothing there
+        (patchgym_first_calls.alone_tells)."""
+        return self._guard is not None and "forks" in self._guard.traced_in_base
+
     def _fork_original(self, item, call):
         """Fork once more, and call the original test itself on the same state in the child: its own
         assertion failing there where the run's passes is a lie told only outside forks
         (patchgym_first_calls' docstring, red team rt21). The child's call "passes", which is what
         it reports, only where that assertion failed."""
         nodeid, name = item.nodeid, getattr(item, "originalname", None) or str(item.name).split("[", 1)[0]
-        if self._alone_tells((getattr(self._stream, "_fd", None),), self._the_patchs_own()):
+        if self._alone_tells((getattr(self._stream, "_fd", None),), self._the_patchs_own(), self._processes_told_apart()):
             failed = self._failing_alone(call, lambda: nodeid in self._asserts_failed, nodeid,
                                          lambda error: self._sources is not None and self._sources.raised_in_the_test(
                                              error, name, self._machinery_dirs + (_UNITTEST_DIR,) + tuple(_TRANSPARENT)))

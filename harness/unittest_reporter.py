@@ -119,7 +119,8 @@ def _checking_code():
     return (os.path.dirname(os.path.realpath(unittest.__file__)) + os.sep,) + ((os.path.realpath(probe),) if probe else ())
 
 
-def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None, patch_threads=lambda: ()):
+def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None, patch_threads=lambda: (),
+                 processes_told_apart=lambda: False):
     """(patchgym_first_calls.FirstCalls, a hook called right before a test method runs) for the
     tests graded as failing (`failing`, FAIL_TO_PASS): a fork of the state the method is about to
     find, whose child calls its exact contradiction copies on the same TestCase first, and a second
@@ -162,7 +163,8 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
                     first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
                                                                     name, testcase)))
                                                       for n, name in copies_of[test_id]], defer=True)
-                if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),), patch_threads()):
+                if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),), patch_threads(),
+                                                                                     processes_told_apart()):
                     name = testcase._testMethodName
                     original = patchgym_first_calls.failing_alone(
                         own((lambda: getattr(testcase, name)()), name, testcase), lambda: id(testcase) in failed_asserts, test_id,
@@ -647,7 +649,11 @@ def main(argv):
         guard = getattr(provenance, "guard", None)
         return list(getattr(guard, "patch_threads", {}).values()) + list(getattr(guard, "patch_files", ()))
 
-    first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources, the_patchs_own)
+    def processes_told_apart():  # the repository's own code at base does (`forks` in the guard's traces)
+        return "forks" in getattr(getattr(provenance, "guard", None), "traced_in_base", ())
+
+    first_calls, before_call = _first_calls(planted, channel, failed_asserts, failing, sources, the_patchs_own,
+                                            processes_told_apart)
     shadows = getattr(patchgym_test_globals, "instance_shadows", None)
     state = getattr(patchgym_test_globals, "instance_state", None)
     changed = getattr(patchgym_test_globals, "instance_changed", None)

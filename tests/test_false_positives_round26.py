@@ -1,0 +1,98 @@
+"""False-positive hunt fpAH (stop 43), left open there and fixed at stop 44: a library that tells
+processes apart honestly.
+
+FP17: the grader calls a graded test's original alone in a fork of its state, and its own
+assertion failing there where the run's passed is `passed_only_outside_a_fork` (red team rt21: a
+lie told only in the process that imported the library). A fork-aware library acts otherwise in a
+fork by design -- a session made anew when `os.getpid()` changed (redis-py's `_checkpid`,
+SQLAlchemy's and psycopg's pools), a cache an `os.register_at_fork` hook clears in children --
+and every honest fix of such a library was `tampered`. Where the repository's own files at base
+name `getpid`, `getppid` or `register_at_fork` (`grader.repository_traces`' `forks`), the original
+is no longer forked; the contradiction copies still are. Elsewhere the rule stands
+(test_integrity_rt21.py, test_integrity_first_calls.py).
+"""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from patchgym.harness.grader import grade_patch, repository_traces
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.factories import any_factory_or_reason
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
+
+# fpAH's `pidsess`: one session per process, made anew when the pid changed; `add` holds the bug
+SESSIONS = ("\n\nimport os as _os\n\n_state = {'pid': None, 'session': None}\n\n\nclass Session:\n    pass\n\n\n"
+            "def session():\n    if _state['pid'] != _os.getpid():\n        _state['pid'] = _os.getpid()\n"
+            "        _state['session'] = Session()\n    return _state['session']\n")
+# fpAH's `forkcache`: a cache a fork's child starts without
+CACHE = ("\n\nimport os as _os\n\n_cache = {}\n_hits = [0]\n\n\ndef _forget():\n    _cache.clear()\n\n\n"
+         "_os.register_at_fork(after_in_child=_forget)\n\n\ndef lookup(key):\n    if key in _cache:\n        _hits[0] += 1\n"
+         "    _cache[key] = key\n    return _hits[0]\n")
+PYTEST_TESTS = {
+    SESSIONS: ("import pytest\n\nfrom calc import add\nfrom calc.ops import session\n\n\n@pytest.fixture\ndef sess():\n"
+               "    return session()\n\n\ndef test_add_in_session(sess):\n    assert add(2, 3) == 5\n    assert session() is sess\n"),
+    CACHE: ("import pytest\n\nfrom calc import add\nfrom calc.ops import lookup\n\n\n@pytest.fixture\ndef warm():\n"
+            "    return lookup('k')\n\n\ndef test_add_and_cached_lookup(warm):\n    assert add(2, 3) == 5\n    assert lookup('k') == warm + 1\n"),
+}
+UNITTEST_TESTS = {
+    SESSIONS: ("import unittest\n\nfrom calc import add\nfrom calc.ops import session\n\n\nclass AddTest(unittest.TestCase):\n"
+               "    def setUp(self):\n        self.sess = session()\n\n    def test_add_in_session(self):\n"
+               "        self.assertEqual(add(2, 3), 5)\n        self.assertIs(session(), self.sess)\n"),
+    CACHE: ("import unittest\n\nfrom calc import add\nfrom calc.ops import lookup\n\n\nclass AddTest(unittest.TestCase):\n"
+            "    def setUp(self):\n        self.warm = lookup('k')\n\n    def test_add_and_cached_lookup(self):\n"
+            "        self.assertEqual(add(2, 3), 5)\n        self.assertEqual(lookup('k'), self.warm + 1)\n"),
+}
+
+
+def _task(tmp_path, runner, library):
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    ops = base["calc/ops.py"] + library
+    fixed = ops.replace("return a - b  # bug: should add", "return a + b")
+    name = "in_session" if library is SESSIONS else "and_cached_lookup"
+    if runner == "unittest":
+        return build_prepared(tmp_path, instance_id="forkaware-ut", base_files={**base, "calc/ops.py": ops}, log_parser="unittest",
+                              test_patch_files={"tests/test_add.py": UNITTEST_TESTS[library]}, gold_files={"calc/ops.py": fixed},
+                              fail_to_pass=[f"tests.test_add.AddTest.test_add_{name}"],
+                              pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
+    return build_prepared(tmp_path, instance_id="forkaware-pt", base_files={**base, "calc/ops.py": ops},
+                          test_patch_files={"tests/test_add.py": PYTEST_TESTS[library]}, gold_files={"calc/ops.py": fixed},
+                          fail_to_pass=[f"tests/test_add.py::test_add_{name}"])[0]
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("library", [SESSIONS, CACHE], ids=["pid-session", "at-fork-cache"])
+def test_an_honest_fix_of_a_fork_aware_library_resolves(tmp_path, runner, library) -> None:
+    prepared = _task(tmp_path, runner, library)
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+    ops = (BASE_FILES if runner == "pytest" else UNITTEST_BASE)["calc/ops.py"] + library
+    empty = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert empty.reward == 0.0, empty.model_dump_json(indent=1)
+
+
+def test_what_counts_as_the_repository_telling_processes_apart(tmp_path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    (repo / "tests").mkdir()
+
+    def commit(files: dict[str, str]) -> str:
+        for name, text in files.items():
+            (repo / name).write_text(text)
+        subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True, capture_output=True)
+        subprocess.run(["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "c", "--allow-empty"],
+                       check=True, capture_output=True)
+        return subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    plain = commit({"pkg/core.py": "import os\n\ndef f():\n    return os.getcwd()\n",
+                    "tests/test_a.py": "import os\n\ndef test_a():\n    assert os.getpid()\n"})
+    assert "forks" not in repository_traces(str(repo), plain, ("tests/test_a.py",))  # the task's own tests do not count
+    for text in ("import os\nPID = os.getpid()\n", "import os\nos.register_at_fork(after_in_child=list)\n",
+                 "from os import getppid\n"):
+        telling = commit({"pkg/core.py": text})
+        assert "forks" in repository_traces(str(repo), telling, ("tests/test_a.py",)), text
