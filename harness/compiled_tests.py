@@ -517,6 +517,24 @@ class ProtectedSources(object):
             frame = frame.f_back
         return False
 
+    def in_an_inner_run(self, frame, name):
+        """Whether a function of a test file named `name` too, but another, is further out on the
+        stack than `frame`'s: the test ran an inner suite whose test has its name, and an assertion
+        failing in that inner test is the inner run's to report (xmlrunner's own suite runs a dummy
+        TestCase's `test_expected_failure` from its `test_expected_failure`, through its runner:
+        every honest fix of xmlrunner was `assertion_failed_yet_passed` on it, fpAH FP16). The very
+        function again (a recursion) is no inner run."""
+        code = frame.f_code
+        outer = frame.f_back
+        for _ in range(500):
+            if outer is None:
+                return False
+            there = outer.f_code
+            if there.co_name == name and there is not code and self._real(there.co_filename) in self.sources:
+                return True
+            outer = outer.f_back
+        return False
+
     def raised_in_the_test(self, error, name, checkers=()):
         """Whether `error`, which left the test `name`, is its own check failing: an AssertionError
         (or pytest's `Failed`: `pytest.fail`, a block that did not raise) raised, on its way out

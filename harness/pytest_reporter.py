@@ -1108,10 +1108,16 @@ class Reporter:
         if execute is None:
             return
         body_ran = compiled.body_ran
+        wants = getattr(sources.after_body, "wants", None)
 
         def exec_module(hook, module, *args, **kwargs):
+            try:  # (asked before the body runs: `sealer`'s `wants`)
+                wanted = wants is None or wants(module)
+            except Exception:  # noqa: BLE001
+                wanted = True
             execute(hook, module, *args, **kwargs)
-            body_ran(sources, module)
+            if wanted:
+                body_ran(sources, module)
 
         exec_module.__wrapped__ = execute
         exec_module.__doc__ = execute.__doc__
@@ -2472,6 +2478,8 @@ class Reporter:
                 if frame.f_lineno not in self._sources.propagating_lines(real, code):
                     return
                 where = "{}:{}".format(os.path.relpath(real, self._testbed), frame.f_lineno)
+                if code.co_name == name and self._sources.in_an_inner_run(frame, name):
+                    return  # (an inner suite's test of the same name: its runner reports it)
                 if code.co_name == name:
                     self._asserts_failed.setdefault(item.nodeid, where)
                 elif self._sources.reaches_the_test(frame, name) and not self._sources.decorated(real, code):

@@ -1020,6 +1020,15 @@ def sealer(sources, cache, test_root_dirs):
     roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_root_dirs)
     _TEST_ROOTS[:] = list(roots)
 
+    def wants(module):
+        """Whether `module`'s body is one to seal (a protected module, or one under the test roots):
+        asked by a loader before the body runs, so that the many it does not want (a plugin's
+        package pytest rewrites: ~100 hypothesis modules, ~10 ms of `capture`) cost one real path
+        each, and the system calls of that real path give no thread a moment between the end of
+        a wanted body and its capture."""
+        real = os.path.realpath(getattr(module, "__file__", None) or "")
+        return real in sources.sources or real.endswith(".py") and bool(roots) and real.startswith(roots)
+
     def after_body(module):
         # (what the body left, taken first: working out the bindings takes a parse, time enough for
         # a thread to prune a table before it is sealed -- a third of the runs, measured)
@@ -1034,6 +1043,7 @@ def sealer(sources, cache, test_root_dirs):
         else:
             return
         seal(vars(module), entries, at)
+    after_body.wants = wants
     return after_body
 
 

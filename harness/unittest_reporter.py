@@ -204,6 +204,8 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
                     if frame.f_lineno not in sources.propagating_lines(real, code):
                         break
                     where = "{}:{}".format(os.path.relpath(real, testbed), frame.f_lineno)
+                    if code.co_name == name and sources.in_an_inner_run(frame, name):
+                        break  # (an inner suite's test of the same name: its runner reports it)
                     if code.co_name == name:
                         failed.setdefault(id(test), (test, where))
                     elif sources.reaches_the_test(frame, name) and not sources.decorated(real, code):  # a helper's

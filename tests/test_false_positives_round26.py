@@ -96,3 +96,32 @@ def test_what_counts_as_the_repository_telling_processes_apart(tmp_path) -> None
                  "from os import getppid\n"):
         telling = commit({"pkg/core.py": text})
         assert "forks" in repository_traces(str(repo), telling, ("tests/test_a.py",)), text
+
+
+# fpAH FP16's xmlrunner row: a test runs an inner suite whose dummy test has its own name and fails
+# on purpose (an expected failure); the inner runner reports it, and the outer test passes honestly
+INNER_RUN = ("import io\nimport unittest\n\nfrom calc import add\n\n\nclass RunnerTest(unittest.TestCase):\n"
+             "    class Dummy(unittest.TestCase):\n        @unittest.expectedFailure\n        def test_expected_failure(self):\n"
+             "            self.assertTrue(False)\n\n"
+             "    def test_expected_failure(self):\n        suite = unittest.TestSuite([self.Dummy('test_expected_failure')])\n"
+             "        result = unittest.TextTestRunner(stream=io.StringIO()).run(suite)\n"
+             "        self.assertEqual(len(result.expectedFailures), 1)\n        self.assertTrue(result.wasSuccessful())\n\n"
+             "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_an_inner_suites_expected_failure_of_the_same_name_is_not_the_tests(tmp_path, runner) -> None:
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    fixed = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    if runner == "unittest":
+        ids = ["tests.test_add.RunnerTest.test_add", "tests.test_add.RunnerTest.test_expected_failure"]
+        prepared = build_prepared(tmp_path, instance_id="inner-ut", base_files=base, log_parser="unittest",
+                                  test_patch_files={"tests/test_add.py": INNER_RUN}, gold_files={"calc/ops.py": fixed},
+                                  fail_to_pass=ids[:1], pass_to_pass=ids[1:])[0]
+    else:
+        ids = ["tests/test_add.py::RunnerTest::test_add", "tests/test_add.py::RunnerTest::test_expected_failure"]
+        prepared = build_prepared(tmp_path, instance_id="inner-pt", base_files=base, test_patch_files={"tests/test_add.py": INNER_RUN},
+                                  gold_files={"calc/ops.py": fixed}, fail_to_pass=ids[:1], pass_to_pass=ids[1:])[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)

@@ -474,3 +474,36 @@ def test_a_table_read_from_the_tests_data_file_is_frozen_too() -> None:
     test_globals.seal(namespace, entries, test_globals.capture(namespace))
     assert namespace["CASES"] == ([1, "I"], [3, "III"]) and type(namespace["REGISTRY"]) is dict
     assert test_globals.problems(namespace, entries, frozenset(), True, None, {}, None) == []
+
+
+def test_the_loader_asks_before_the_body_which_modules_to_seal(tmp_path, monkeypatch) -> None:
+    # pytest's rewriting loader runs every plugin module it rewrites (~100 of hypothesis'): only a
+    # protected module, or one under the test roots, is captured and sealed; the question is asked
+    # before the body runs (a link to a protected file counts as that file)
+    import types
+
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("X = 1\n")
+    (tests / "helper.py").write_text("Y = 2\n")
+    (tmp_path / "lib").mkdir()
+    (tmp_path / "lib" / "plugin.py").write_text("Z = 3\n")
+    (tmp_path / "lib" / "link.py").symlink_to(tests / "test_a.py")
+    (tmp_path / "lib" / "data.txt").write_text("")
+
+    class Sources:
+        sources = {str((tests / "test_a.py").resolve()): b"X = 1\n"}
+
+    monkeypatch.setattr(test_globals, "_TEST_ROOTS", [])  # (`sealer` sets the module's roots)
+    after_body = test_globals.sealer(Sources(), {}, [str(tests)])
+
+    def module(path):
+        made = types.ModuleType("m")
+        made.__file__ = str(path)
+        return made
+
+    wanted = {name: after_body.wants(module(path)) for name, path in (
+        ("protected", tests / "test_a.py"), ("helper", tests / "helper.py"), ("plugin", tmp_path / "lib" / "plugin.py"),
+        ("link", tmp_path / "lib" / "link.py"), ("not python", tests / "data.txt"))}
+    assert wanted == {"protected": True, "helper": True, "plugin": False, "link": True, "not python": False}
+    assert not after_body.wants(types.ModuleType("no_file"))
