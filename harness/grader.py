@@ -396,11 +396,13 @@ def grade_patch(
 
 
 def default_limits(task, deadline_s: float) -> Limits:
-    """The grading sandbox's limits for `task`: the deadline, and its `environment.memory_gb` and
-    `write_gb` (one file and all writes together) where it sets them."""
+    """The grading sandbox's limits for `task`: the deadline, and its `environment.memory_gb`,
+    `write_gb` (one file and all writes together) and `processes` where it sets them."""
     environment = getattr(task, "environment", None)
     memory_gb, write_gb = getattr(environment, "memory_gb", None), getattr(environment, "write_gb", None)
     raised = {}
+    if getattr(environment, "processes", None):
+        raised["max_processes"] = int(environment.processes)
     if memory_gb:
         raised["memory_bytes"] = int(memory_gb * 1024**3)
     if write_gb:

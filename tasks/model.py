@@ -35,7 +35,8 @@ class Environment(BaseModel):
     tests need more (astropy's `test_heapsize_P_limit` allocates ~2 GiB: `oom_killed` under the
     default, a false-positive hunt, stop 42), and `write_gb` its caps on what the tests write
     (default 256 MiB a file, 1 GiB in all: astropy's `test_heapsize_Q_limit` writes a ~2 GiB file);
-    both patchgym extensions.
+    `processes` its cap on processes and threads alive at once (default 1024); all three patchgym
+    extensions.
     """
 
     model_config = ConfigDict(extra="allow")
@@ -46,6 +47,7 @@ class Environment(BaseModel):
     shared: bool = False
     memory_gb: float | None = Field(default=None, gt=0, le=256)
     write_gb: float | None = Field(default=None, gt=0, le=1024)
+    processes: int | None = Field(default=None, gt=0, le=65536)
 
     @field_validator("setup", mode="before")
     @classmethod

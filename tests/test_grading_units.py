@@ -790,7 +790,7 @@ def test_a_canary_instance_skipped_with_every_test_of_its_parameter(tests, insta
     assert any(f.startswith("tamper: canary_did_not_fail") for f in flags) is tampered, flags
 
 
-def test_a_task_may_raise_the_grading_sandboxs_memory_cap() -> None:
+def test_a_task_may_raise_the_grading_sandboxs_caps() -> None:
     """fpAG (stop 42): astropy's FITS tests allocate ~2 GiB, and an honest fix was `oom_killed` under
     the default cap; `environment.memory_gb` raises it for that task."""
     from pydantic import ValidationError
@@ -808,3 +808,9 @@ def test_a_task_may_raise_the_grading_sandboxs_memory_cap() -> None:
     writes = plain.model_copy(update={"environment": Environment(write_gb=3)})
     assert default_limits(writes, 60).max_file_bytes == default_limits(writes, 60).max_write_bytes == 3 * 1024**3
     assert default_limits(writes, 60).memory_bytes == Limits().memory_bytes
+    # fpAH's `manythreads`: a stress test keeping 300 threads alive fits the default; more is asked for
+    assert Limits().max_processes >= 300
+    crowded = plain.model_copy(update={"environment": Environment(processes=4096)})
+    assert default_limits(crowded, 60).max_processes == 4096 and default_limits(crowded, 60).memory_bytes == Limits().memory_bytes
+    with pytest.raises(ValidationError, match="processes"):
+        Environment(processes=0)

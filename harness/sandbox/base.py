@@ -36,7 +36,9 @@ class Limits:
 
     timeout_s: float = 120.0  # wall time per command
     memory_bytes: int = 2 * 1024**3  # memory of all processes in the sandbox
-    max_processes: int = 256  # processes/threads alive at once
+    # processes/threads alive at once (1024: an honest stress test keeping 300 threads alive was
+    # `process_limit_hit` under 256, fpAH; `environment.processes` raises it for a task)
+    max_processes: int = 1024
     max_file_bytes: int = 256 * 1024**2  # largest single file a process may write
     max_output_bytes: int = 1024 * 1024  # stdout+stderr returned per command (head and tail kept)
     max_write_bytes: int = 1024**3  # total size of what the sandbox may write (its upper layer and /tmp)
