@@ -1163,6 +1163,8 @@ def replaced_outside(guard, again=False):
                                               if old_members.get(inner, _MISSING) is not member], is_source, filename)
         at_load = guard.outside_at_load.get(name)
         names = at_load[1] if at_load is not None and at_load[0] is module else None  # {name: value} then
+        if again and names is None:  # (the last look counts no name of a module loaded since: its classes alone)
+            held = [(attribute, value) for attribute, value in held if isinstance(value, type)]
         for attribute, value in held:
             if isinstance(value, type) and _defined_in(value, name):
                 own = _own_dict(value)
