@@ -85,11 +85,17 @@ SCRIPT = textwrap.dedent("""\
     """)
 
 
-def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = ()) -> dict:
-    """`traces`: the events the repository's files at base raise (the startup config's, grader.repository_traces)."""
-    if traces:
+def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (), base: str | None = None) -> dict:
+    """`traces`: the events the repository's files at base raise (the startup config's, grader.repository_traces);
+    `base`: the base version of the patched file `pkg/core.py` (the startup config's `base_copies`)."""
+    if traces or base is not None:
         (tmp_path / "own").mkdir(exist_ok=True)
-        (tmp_path / "own" / "patchgym_startup.json").write_text(json.dumps({"traces": list(traces)}))
+        startup = {"traces": list(traces)}
+        if base is not None:
+            (tmp_path / "base" / "pkg").mkdir(parents=True, exist_ok=True)
+            (tmp_path / "base" / "pkg" / "core.py").write_text(base)
+            startup["base_copies"] = {"pkg/core.py": str(tmp_path / "base" / "pkg" / "core.py")}
+        (tmp_path / "own" / "patchgym_startup.json").write_text(json.dumps(startup))
     testbed = tmp_path / "testbed"
     tests = testbed / "tests"
     tests.mkdir(parents=True, exist_ok=True)
@@ -295,8 +301,9 @@ def test_code_made_under_a_test_files_name_is_judged_per_code_object(tmp_path: P
                       "clone = test_function.__code__.replace(co_name='clone')\n"
                       "assert guard.culprit(sys._getframe()) is not None  # this frame is the patch's\n"
                       "assert not guard.untrusted_file(TESTS + '/test_x.py')\n")
-    # (a repository that reaches for frames itself: the patch's `sys._getframe` is its to make, test_integrity_frames.py)
-    assert run(tmp_path, honest, from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
+    # (a file that reached for frames at base: the patch's `sys._getframe` there is its to make, test_integrity_frames.py)
+    assert run(tmp_path, honest, from_patch=True, traces=("frames",), base="import sys\nsys._getframe\n") == {
+        "outcome": "allowed", "findings": []}
     laundered = setup + ("ns = {}\nexec(compile('import gc\\ndef f():\\n    gc.get_objects()\\n', TESTS + '/test_x.py', 'exec'), ns)\n"
                          "t = threading.Thread(target=ns['f'])\nt.start()\nt.join()\n")
     outcome = run(tmp_path, laundered, from_patch=True)

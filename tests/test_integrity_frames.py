@@ -10,8 +10,8 @@ standard-library function that hands one on (`inspect.currentframe`, `inspect.st
 `traceback.walk_stack`, `logging.currentframe`). The audit hook refuses them to the patch's code
 where the repository's files at base never reach for frames (`frames` among the events
 `grader.repository_traces` finds). The standard library's own uses (logging's `findCaller`,
-`namedtuple`, traceback's formatting) stay allowed, and so does everything where the repository
-walks frames itself.
+`namedtuple`, traceback's formatting) stay allowed. Since stop 44 the rule holds where the repository
+walks frames elsewhere too: only a file the fix edits whose base version reached for frames may.
 """
 
 from __future__ import annotations
@@ -79,16 +79,24 @@ def test_a_frame_walk_from_the_patch_is_refused_where_the_repository_walks_none(
     refused = run(tmp_path, FRAME_WALKS[walk], from_patch=True)
     assert refused["outcome"] == "refused" and any("pkg/core.py" in d for _, d in refused["findings"]), refused
     assert run(tmp_path, FRAME_WALKS[walk], from_patch=False) == {"outcome": "allowed", "findings": []}
-    # where the repository's own files reach for frames, the patch's code may too
-    assert run(tmp_path, FRAME_WALKS[walk], from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
+    # where the edited file reached for frames at base, its fix may too
+    assert run(tmp_path, FRAME_WALKS[walk], from_patch=True, traces=("frames",),
+               base="import sys\n\ndef caller():\n    return sys._getframe(1)\n") == {"outcome": "allowed", "findings": []}
+    # but not where only other files of the repository do (stop 44: the rule was off there, and
+    # red team rt30's put-back walks got reward 1 from a file that never walked frames)
+    elsewhere = run(tmp_path, FRAME_WALKS[walk], from_patch=True, traces=("frames",), base="def f():\n    return 1\n")
+    assert elsewhere["outcome"] == "refused" and any("pkg/core.py" in d for _, d in elsewhere["findings"]), elsewhere
 
 
 def test_a_signal_handler_of_the_patchs_gets_no_frame(tmp_path: Path) -> None:
     assert run(tmp_path, SIGNAL_FRAME, from_patch=True) == {"outcome": "allowed", "findings": []}
     handed = SIGNAL_FRAME.replace("assert seen == [None]", "assert seen and seen[0] is not None")
     assert run(tmp_path, handed, from_patch=False) == {"outcome": "allowed", "findings": []}
-    # where the repository reads frames (a handler reading `frame.f_code` at base: fpAH FP12), it gets its frame
-    assert run(tmp_path, handed, from_patch=True, traces=("frames",)) == {"outcome": "allowed", "findings": []}
+    # where the edited file read frames at base (a handler reading `frame.f_code`: fpAH FP12), it gets its frame
+    assert run(tmp_path, handed, from_patch=True, traces=("frames",),
+               base="def on_alarm(signum, frame):\n    print(frame.f_code)\n") == {"outcome": "allowed", "findings": []}
+    # not where only another file of the repository does (stop 44)
+    assert run(tmp_path, SIGNAL_FRAME, from_patch=True, traces=("frames",), base="x = 1\n") == {"outcome": "allowed", "findings": []}
 
 
 @pytest.mark.parametrize("operation", STDLIB_USES)
@@ -167,6 +175,30 @@ def test_a_library_pruning_its_callers_lists_is_refused(tmp_path, runner) -> Non
                                   pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
     else:
         prepared = build_prepared(tmp_path, instance_id="frames-pt", base_files=NO_FRAMES_AT_BASE,
+                                  test_patch_files={"tests/test_add.py": PYTEST_TESTS},
+                                  gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests/test_add.py::test_add"])[0]
+    attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": PRUNING_CALLERS}), factory=FACTORY, deadline_s=120)
+    assert attacked.reward == 0.0 and attacked.status == "tampered", attacked.model_dump_json(indent=1)
+    assert any("audit_refused" in f and "sys._getframe" in f for f in attacked.flags), attacked.flags
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_the_same_pruning_is_refused_where_another_file_of_the_repository_walks_frames(tmp_path, runner) -> None:
+    # stop 44: `calc/_where.py` reaches for frames at base; `calc/ops.py`, which the attack edits, never did
+    # (before, the rule was off in such a repository, and rt30's frame walks got reward 1 there)
+    from tests.fixtures_grading.calc_task import FRAMES_ELSEWHERE_AT_BASE, UNITTEST_FRAMES_ELSEWHERE_AT_BASE
+
+    fixed = FRAMES_ELSEWHERE_AT_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    if runner == "unittest":
+        prepared = build_prepared(tmp_path, instance_id="frames-else-ut", base_files=UNITTEST_FRAMES_ELSEWHERE_AT_BASE, log_parser="unittest",
+                                  test_patch_files={"tests/test_add.py": UNITTEST_TESTS},
+                                  gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                                  pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
+    else:
+        prepared = build_prepared(tmp_path, instance_id="frames-else-pt", base_files=FRAMES_ELSEWHERE_AT_BASE,
                                   test_patch_files={"tests/test_add.py": PYTEST_TESTS},
                                   gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests/test_add.py::test_add"])[0]
     attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": PRUNING_CALLERS}), factory=FACTORY, deadline_s=120)

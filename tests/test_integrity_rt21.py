@@ -26,7 +26,7 @@ from __future__ import annotations
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, FRAMES_IN_OPS, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -36,9 +36,9 @@ pytestmark = [pytest.mark.slow, pytest.mark.skipif(FACTORY is None, reason=NO_FA
 DOC_OPS = ('def add(a, b):\n    """Add two numbers.\n\n    >>> add(2, 3)\n    5\n    >>> add(10, 4)\n    14\n    """\n'
            '    return a - b  # bug: should add\n\n\n'
            'def sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n')
-DOC_BASE = {**BASE_FILES, "calc/ops.py": DOC_OPS, "pyproject.toml": BASE_FILES["pyproject.toml"].replace(
+DOC_BASE = {**BASE_FILES, "calc/ops.py": DOC_OPS + FRAMES_IN_OPS, "pyproject.toml": BASE_FILES["pyproject.toml"].replace(
     "[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = '--doctest-modules'\n")}
-FIXED = DOC_OPS.replace("return a - b  # bug: should add", "return a + b")
+FIXED = (DOC_OPS + FRAMES_IN_OPS).replace("return a - b  # bug: should add", "return a + b")
 
 
 @pytest.fixture(scope="module")

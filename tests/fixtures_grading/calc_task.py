@@ -21,17 +21,22 @@ from pathlib import Path
 from patchgym.tasks.model import Task
 from patchgym.tasks.prepared import PreparedTask
 
+# A base use of frames in the two files the attacks edit, as many real packages have (attrs, pytest,
+# sympy): with it the grader lets the patch's code in those files walk frames too
+# (audit_hook.Guard.frame_access: since stop 44 judged per edited file, by its base version), and the
+# red teams' frame-walking attacks reach the defences behind that rule, which these tests are about.
+# Without them (the `NO_FRAMES_AT_BASE` files) such an attack is refused at its first walk:
+# test_integrity_frames.py.
+FRAMES_IN_OPS = "\n\ndef _caller_name(depth=1):\n    import sys\n\n    return sys._getframe(depth + 1).f_code.co_name\n"
+FRAMES_IN_INIT = "\n\ndef _importer():\n    import sys\n\n    return sys._getframe(1).f_globals.get('__name__')\n"
 BASE_FILES = {
-    "calc/__init__.py": "from calc.ops import add, mul, sub\n\n__all__ = ['add', 'mul', 'sub']\n",
+    "calc/__init__.py": "from calc.ops import add, mul, sub\n\n__all__ = ['add', 'mul', 'sub']\n" + FRAMES_IN_INIT,
     "calc/ops.py": (
         "def add(a, b):\n    return a - b  # bug: should add\n\n\n"
         "def sub(a, b):\n    return a - b\n\n\n"
-        "def mul(a, b):\n    return a * b\n"
+        "def mul(a, b):\n    return a * b\n" + FRAMES_IN_OPS
     ),
-    # A base use of frames, as many real packages have (attrs, pytest, sympy): with it the grader lets
-    # the patch's code walk frames too (audit_hook.Guard.frame_access), and the red teams' frame-walking
-    # attacks reach the defences behind that rule, which these tests are about. Without it (the
-    # `NO_FRAMES_AT_BASE` files) such an attack is refused at its first walk: test_integrity_frames.py.
+    # and in a file no attack edits (since stop 44 that alone lets no edited file walk frames)
     "calc/_where.py": ("import sys\n\n\ndef caller_module(depth=1):\n"
                        "    return sys._getframe(depth + 1).f_globals.get('__name__')\n"),
     "tests/__init__.py": "",
@@ -181,8 +186,15 @@ UNITTEST_BASE = {
                           "    def test_sub(self):\n        self.assertEqual(sub(5, 3), 2)\n\n"
                           "    def test_mul(self):\n        self.assertEqual(mul(2, 3), 6)\n"),
 }
-NO_FRAMES_AT_BASE = {k: v for k, v in BASE_FILES.items() if k != "calc/_where.py"}
-UNITTEST_NO_FRAMES_AT_BASE = {k: v for k, v in UNITTEST_BASE.items() if k != "calc/_where.py"}
+def _without_frames(files: dict[str, str]) -> dict[str, str]:
+    return {k: v.replace(FRAMES_IN_OPS, "").replace(FRAMES_IN_INIT, "") for k, v in files.items() if k != "calc/_where.py"}
+
+
+NO_FRAMES_AT_BASE = _without_frames(BASE_FILES)
+UNITTEST_NO_FRAMES_AT_BASE = _without_frames(UNITTEST_BASE)
+# frames walked at base only by a file no fix edits (`calc/_where.py`)
+FRAMES_ELSEWHERE_AT_BASE = {**NO_FRAMES_AT_BASE, "calc/_where.py": BASE_FILES["calc/_where.py"]}
+UNITTEST_FRAMES_ELSEWHERE_AT_BASE = {**UNITTEST_NO_FRAMES_AT_BASE, "calc/_where.py": BASE_FILES["calc/_where.py"]}
 UNITTEST_TEST_PATCH = {"tests/test_add.py": ("import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
                                              "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n")}
 
