@@ -524,14 +524,17 @@ class ProtectedSources(object):
         TestCase's `test_expected_failure` from its `test_expected_failure`, through its runner:
         every honest fix of xmlrunner was `assertion_failed_yet_passed` on it, fpAH FP16). The very
         function again (a recursion) is no inner run."""
-        code = frame.f_code
+        code, namespace = frame.f_code, frame.f_globals
         outer = frame.f_back
         for _ in range(500):
             if outer is None:
                 return False
-            there = outer.f_code
-            if there.co_name == name and there is not code and self._real(there.co_filename) in self.sources:
-                return True
+            # (a frame of the same module only: `f_globals` is no audit event, `f_code` is, and the
+            # walk passes ~30 frames of the runner's; an inner test of another test module's is missed)
+            if outer.f_globals is namespace:
+                there = outer.f_code
+                if there.co_name == name and there is not code and self._real(there.co_filename) in self.sources:
+                    return True
             outer = outer.f_back
         return False
 
