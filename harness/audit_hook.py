@@ -377,6 +377,46 @@ class Guard(object):
         code = getattr(function, "__code__", None)
         return code is not None and os.path.realpath(code.co_filename).startswith(self.own_dir)
 
+    def outside_object(self, target):
+        """Whether `target`, a function or a class, is code outside the repository (the standard
+        library, an installed package, pytest; not the grader's own, judged apart): its defaults or
+        bases are not the fix's to change, for the tests draw their cases and checks through it.
+        Why (stop 44): the outside-code look compares what modules and classes hold, and a default
+        argument swapped in place (`json.load.__kwdefaults__['object_hook']`) or a base class put
+        under an outside class (`__bases__`) changes what the same object does unseen."""
+        try:
+            if isinstance(target, type):
+                module = sys.modules.get(vars(target).get("__module__") or "")
+                filename = _ATTRIBUTE(module, "__dict__").get("__file__") if isinstance(module, _MODULE) else None
+                if filename is None and isinstance(module, _MODULE):
+                    return vars(target).get("__module__") in sys.builtin_module_names
+            else:
+                code = getattr(target, "__code__", None)
+                filename = code.co_filename if code is not None else None
+        except Exception:  # noqa: BLE001
+            return False
+        return isinstance(filename, str) and not filename.startswith("<") and self._outside_file(filename)
+
+    def outside_module(self, target):
+        """Whether `target` is a module outside the repository (`outside_object`'s, for a module's
+        `__class__`: one swapped for a class whose `__getattribute__` answers otherwise)."""
+        if not isinstance(target, _MODULE):
+            return False
+        try:
+            namespace = _ATTRIBUTE(target, "__dict__")
+        except Exception:  # noqa: BLE001
+            return False
+        filename = namespace.get("__file__")
+        if not isinstance(filename, str):
+            return namespace.get("__name__") in sys.builtin_module_names
+        return self._outside_file(filename)
+
+    def _outside_file(self, filename):
+        real = self.real(filename)
+        testbed = self.testbed.rstrip("/") + "/"
+        inside = real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]
+        return not inside and not real.startswith(self.own_dir)
+
     def protected_module(self, target):
         """Whether `target` is a protected file's module (its `__class__` swapped handed pytest
         wrappers of every test: contextlib's, swallowing the failure, red team round 3)."""
@@ -484,8 +524,11 @@ class Guard(object):
                 return
             if event == "object.__setattr__":
                 if len(args) < 2 or not (args[1] == "__code__" and guard.foreign_code_swap(args[0], frame)
-                                         or args[1] == "__class__" and guard.protected_module(args[0])
-                                         or args[1] in ("__defaults__", "__kwdefaults__") and guard.own_function(args[0])):
+                                         or args[1] == "__class__" and (guard.protected_module(args[0])
+                                                                        or guard.outside_module(args[0]))
+                                         or args[1] in ("__defaults__", "__kwdefaults__") and (guard.own_function(args[0])
+                                                                                               or guard.outside_object(args[0]))
+                                         or args[1] == "__bases__" and guard.outside_object(args[0])):
                     return
             guard.event(event, args, frame)
 

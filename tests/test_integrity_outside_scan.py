@@ -78,3 +78,21 @@ def test_real_paths_through_linked_folders_and_linked_files(tmp_path: Path) -> N
                  tmp_path / "folder_link" / "absent.py", Path("relative") / "name.py", tmp_path / "folder_link"):
         assert guard.real(str(name)) == os.path.realpath(str(name)), name
         assert guard.real(str(name)) == os.path.realpath(str(name)), name  # (kept)
+
+
+def test_outside_code_changed_under_the_same_object_is_refused(tmp_path: Path) -> None:
+    # what the look cannot see, since the objects stay the same: a default swapped in place, a base
+    # put under an outside class, an outside module's class swapped (each an audit event)
+    for operation in ("import json\njson.load.__kwdefaults__ = {'object_hook': dict}\n",
+                      "import json\ndef keep(x):\n    return x\njson.loads.__defaults__ = (keep,)\n",
+                      "import random\nclass Narrow:\n    def randint(self, a, b):\n        return a\n"
+                      "random.Random.__bases__ = (Narrow,) + random.Random.__bases__\n",
+                      "import json, types\nclass Lying(types.ModuleType):\n    pass\njson.__class__ = Lying\n"):
+        refused = run(tmp_path, operation, from_patch=True)
+        assert refused["outcome"] == "refused" and refused["findings"], (operation, refused)
+    # the repository's own objects are its own to change, and the same changes outside by unchanged code stand
+    own = ("def f(a=1):\n    return a\nf.__defaults__ = (2,)\nclass A:\n    pass\nclass B(A):\n    pass\n"
+           "class C:\n    pass\nB.__bases__ = (C,)\nimport sys, types\nclass M(types.ModuleType):\n    pass\n"
+           "sys.modules[__name__].__class__ = M\n")
+    assert run(tmp_path, own, from_patch=True) == {"outcome": "allowed", "findings": []}
+    assert run(tmp_path, "import json\njson.loads.__defaults__ = ()\n", from_patch=False) == {"outcome": "allowed", "findings": []}
