@@ -2584,7 +2584,7 @@ class Reporter:
         for name, _ in shadows(testcase, unittest.TestCase, self._the_patchs_file):
             self._violation("test_instance_shadowed", "{} ({})".format(nodeid, name))
         changed = getattr(self._test_globals, "instance_changed", None)
-        for name, _ in changed(testcase, before, unittest.TestCase) if changed is not None else ():
+        for name, _ in changed(testcase, before, unittest.TestCase, self._the_patchs_file) if changed is not None else ():
             self._violation("test_instance_shadowed", "{} ({})".format(nodeid, name))
 
     def _the_patchs_own(self):

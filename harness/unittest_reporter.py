@@ -674,7 +674,7 @@ def main(argv):
         if shadows is not None and _safe_id(testcase) not in canaries:  # (a canary's name is never told)
             for name, _ in shadows(testcase, unittest.TestCase, untrusted_file):
                 provenance.report(testcase, "test_instance_shadowed", name)
-            for name, _ in changed(testcase, before, unittest.TestCase) if changed is not None else ():
+            for name, _ in changed(testcase, before, unittest.TestCase, untrusted_file) if changed is not None else ():
                 provenance.report(testcase, "test_instance_shadowed", name)
         if first_calls:
             first_calls.run(_safe_id(testcase))
