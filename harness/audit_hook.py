@@ -1155,11 +1155,19 @@ def replaced_outside(guard, again=False):
             verdict = verdicts[filename] = not filename.startswith("<") and bool(guard.untrusted_file(filename))
         return verdict
 
-    wrappers = (classmethod, staticmethod, _METHOD_TYPE, property, _PARTIAL)
+    wrappers = (classmethod, staticmethod, _METHOD_TYPE, property, _PARTIAL, _PARTIALMETHOD)
 
-    def worth_a_look(value):  # (a plain function judged by its file at once; a wrapper unwrapped by `_patch_file_of`)
+    mocks = sys.modules.get("unittest.mock")
+    mock_base = getattr(mocks, "NonCallableMock", None) if type(mocks) is _MODULE else None
+    mock_base = mock_base if isinstance(mock_base, type) else None
+
+    def worth_a_look(value):  # (a plain function judged by its file at once; a wrapper or mock unwrapped by `_patch_file_of`)
         kind = type(value)
-        return patchs(_code_file(value)) if kind is _FUNCTION_TYPE else kind in wrappers
+        if kind is _FUNCTION_TYPE:
+            filename = _code_file(value)
+            # (mock's autospec function, compiled from a string, is judged by its mock)
+            return patchs(filename) or filename[:1] == "<" and "mock" in _own_vars(value)
+        return kind in wrappers or mock_base is not None and issubclass(kind, mock_base)
 
     def look_at_members(name, attribute, members, is_source, filename):
         for inner, member in members:
@@ -1171,6 +1179,7 @@ def replaced_outside(guard, again=False):
 
     seen = guard.outside_seen
     now = {}
+    _CLASS_VERDICTS.clear()
     for name, module in list(sys.modules.items()):
         if type(module) is not _MODULE:
             continue
@@ -1226,17 +1235,25 @@ def replaced_outside(guard, again=False):
         if again and names is None:  # (the last look counts no name of a module loaded since: its classes alone)
             held = [(attribute, value) for attribute, value in held if isinstance(value, type)]
         for attribute, value in held:
+            # (a name the module had at load, bound now to another object: what a class holds anywhere
+            # in its line, an object's class and own dict, are judged too. Only then: a plugin's class
+            # of a module loaded later may honestly derive from the repository's, which the fix edits)
+            rebound = names is not None and attribute in names and names[attribute] is not value
             if isinstance(value, type) and _defined_in(value, name):
                 own = _own_dict(value)
                 if own is not None:  # a class the module defines: its members
                     classes[attribute] = (value, list(own), own)
                     look_at_members(name, attribute, list(own.items()), is_source, filename)
+                    where = _patch_class(guard, value) if rebound else None
+                    if where is not None:  # (rt31 O8: a subclass claiming the module's name, its methods in a base)
+                        found.append(("{}.{}".format(name, attribute), name.rsplit(".", 1)[-1], attribute, where))
                     continue
-            if not (worth_a_look(value) or isinstance(value, type)):
+            instance = rebound and not (worth_a_look(value) or isinstance(value, type))
+            if not (instance or worth_a_look(value) or isinstance(value, type)) or type(value) in _PLAIN_KINDS:
                 continue
             if name + "." + attribute in _HOOK_SLOTS:
                 continue
-            where = _patch_file_of(guard, value)
+            where = _patch_file_of(guard, value, instances=instance, lines=rebound)
             # (a name the module had before any code of the repository ran is replaced; a new one, of a
             # module imported since, may be the repository's own export it imported: a sphinxcontrib
             # extension's `from sphinx.locale import get_translation`)
@@ -1417,31 +1434,119 @@ def outside_names():
     return names
 
 
-def _patch_file_of(guard, value, classes=True):
+def _patch_file_of(guard, value, classes=True, instances=False, depth=0, lines=False):
     """The real path of the file of the patch's that `value`'s code comes from (a function, method,
-    property or partial compiled from a file the patch changed or created, or a class defined in
-    one), else None (`replaced_outside`)."""
+    property, partial or partialmethod compiled from a file the patch changed or created, a mock
+    whose side effect, wrapped object or return value is one, a class defined in one or holding its
+    code anywhere in its line, and with `instances`, an object of such a class or whose own dict holds
+    such code), else None (`replaced_outside`). Why the mocks, the line and the partialmethods (red
+    team rt31, stop 44, reward 1): `mock.patch.object(random.Random, 'randint', autospec=True,
+    side_effect=...)` left mock's own `<string>` function there; a subclass of `random.Random`
+    claiming `__module__ = 'random'` kept its methods in a base of the patch's; a `partialmethod`
+    was no wrapper this knew."""
     filename = None
-    for _ in range(4):
+    for _ in range(6):
         kind = type(value)
         if kind is _FUNCTION_TYPE:
             filename = _code_file(value)
+            if filename[:1] == "<" and depth < 3:  # (mock's autospec function: judged by its mock)
+                held = _own_vars(value).get("mock")
+                if held is not None:
+                    return _patch_file_of(guard, held, classes, True, depth + 1, lines)
             break
         if kind in (classmethod, staticmethod) or kind is _METHOD_TYPE:
             value = value.__func__
         elif kind is property:
             value = value.fget
-        elif kind is _PARTIAL:
+        elif kind is _PARTIAL or kind is _PARTIALMETHOD:
             value = value.func
         elif classes and isinstance(value, type):
+            if lines:  # (the class's whole line: see `replaced_outside`, a name rebound)
+                return _patch_class(guard, value)
             module = sys.modules.get(vars(value).get("__module__") or "")
             filename = getattr(module, "__file__", None) if type(module) is _MODULE else None
             break
+        elif depth < 3 and _a_mock(value):
+            held = _own_vars(value)
+            for key in ("_mock_side_effect", "_mock_wraps", "_mock_return_value"):
+                where = _patch_file_of(guard, held.get(key), classes, True, depth + 1, lines)
+                if where is not None:
+                    return where
+            return None
+        elif instances and depth < 3 and value is not None:
+            where = _patch_class(guard, kind)
+            if where is None:
+                for inner in list(_own_vars(value).values())[:64]:
+                    where = _patch_file_of(guard, inner, classes, False, depth + 1, lines)
+                    if where is not None:
+                        break
+            return where
         else:
             return None
     if not isinstance(filename, str) or filename.startswith("<") or not guard.untrusted_file(filename):
         return None
     return guard.real(filename)
+
+
+_PARTIALMETHOD = functools.partialmethod
+_PLAIN_KINDS = frozenset((str, bytes, int, float, bool, complex, tuple, list, dict, set, frozenset, type(None), _MODULE,
+                          type(len)))
+
+
+def _own_vars(value):
+    """An object's own dict (empty where it has none), read past any `__getattribute__` of its class."""
+    if type(value) in _PLAIN_KINDS:
+        return {}
+    try:
+        held = _ATTRIBUTE(value, "__dict__")
+    except Exception:  # noqa: BLE001
+        return {}
+    return held if type(held) is dict else {}
+
+
+def _a_mock(value):
+    """Whether `value` is an object of `unittest.mock` (a `NonCallableMock`: its type, not its own
+    `__class__`, which a spec sets)."""
+    mock = sys.modules.get("unittest.mock")
+    base = getattr(mock, "NonCallableMock", None) if type(mock) is _MODULE else None
+    return isinstance(base, type) and issubclass(type(value), base)
+
+
+_CLASS_VERDICTS = {}  # id(class) -> (class, `_patch_class`'s answer), for one look (`replaced_outside` clears it)
+
+
+def _patch_class(guard, cls):
+    """The patch's file a class comes from: the module it names, or the code any class of its line
+    holds (its functions, and those a wrapper of its dict holds), else None."""
+    known = _CLASS_VERDICTS.get(id(cls))
+    if known is not None and known[0] is cls:
+        return known[1]
+    where = _patch_class_line(guard, cls)
+    _CLASS_VERDICTS[id(cls)] = (cls, where)
+    return where
+
+
+def _patch_class_line(guard, cls):
+    for klass in getattr(cls, "__mro__", ())[:16]:
+        if klass is object or type(klass) is not type and not isinstance(klass, type):
+            continue
+        try:
+            own = vars(klass)
+        except TypeError:
+            continue
+        module = sys.modules.get(own.get("__module__") or "")
+        filename = getattr(module, "__file__", None) if type(module) is _MODULE else None
+        if isinstance(filename, str) and not filename.startswith("<") and guard.untrusted_file(filename):
+            return guard.real(filename)
+        for member in list(own.values()):
+            if type(member) in _CLASS_MEMBER_KINDS:
+                where = _patch_file_of(guard, member, classes=False, depth=3)
+                if where is not None:
+                    return where
+    return None
+
+
+_CLASS_MEMBER_KINDS = frozenset((_FUNCTION_TYPE, classmethod, staticmethod, property, _PARTIAL, _PARTIALMETHOD))
 
 
 def _started_by_the_patch(guard, frame):

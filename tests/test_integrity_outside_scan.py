@@ -96,3 +96,33 @@ def test_outside_code_changed_under_the_same_object_is_refused(tmp_path: Path) -
            "sys.modules[__name__].__class__ = M\n")
     assert run(tmp_path, own, from_patch=True) == {"outcome": "allowed", "findings": []}
     assert run(tmp_path, "import json\njson.loads.__defaults__ = ()\n", from_patch=False) == {"outcome": "allowed", "findings": []}
+
+
+def test_the_patchs_code_behind_a_wrapper_a_mock_or_an_object_is_found(tmp_path: Path) -> None:
+    # red team rt31 (stop 44, reward 1): a partialmethod; mock's own `<string>` function from
+    # `autospec=True` with the patch's side effect; a subclass claiming `__module__ = 'random'` whose
+    # methods sit in a base of the patch's; and an object of the patch's, or one holding its code, put
+    # where a module held another
+    cases = {
+        "random.Random.randint": ("import functools, random\ndef low(self, a, b):\n    return a\n"
+                                  "random.Random.randint = functools.partialmethod(low)\n"),
+        "random.Random.choice": ("import random\nfrom unittest import mock\ndef first(self, seq):\n    return seq[0]\n"
+                                 "mock.patch.object(random.Random, 'choice', autospec=True, side_effect=first).start()\n"),
+        "json.loads": ("import json\nfrom unittest import mock\ndef keep(text, **kw):\n    return {}\n"
+                       "json.loads = mock.MagicMock(side_effect=keep)\n"),
+        # (modules the reporter found loaded: a name they had then, rebound)
+        "json.decoder.JSONDecoder": ("import json.decoder\nclass _Lax:\n    def decode(self, s):\n        return {}\n"
+                                     "class JSONDecoder(_Lax, json.decoder.JSONDecoder):\n    __module__ = 'json.decoder'\n"
+                                     "json.decoder.JSONDecoder = JSONDecoder\n"),
+        "json._default_decoder": ("import json\nclass Decoder(json.JSONDecoder):\n    __module__ = 'json.decoder'\n"
+                                  "    def decode(self, s):\n        return {}\njson._default_decoder = Decoder()\n"),
+        "json.scanner.make_scanner": ("import json, json.scanner\ndef scan(string, idx):\n    return None, idx\n"
+                                      "held = json.decoder.JSONDecoder()\nheld.scan_once = scan\njson.scanner.make_scanner = held\n"),
+    }
+    includes = ("import audit_hook\nfound = audit_hook.replaced_outside(guard)\nassert {label!r} in found, found\n")
+    for label, operation in cases.items():
+        # (an object of the class the patch's code was put in is named too: `random._inst`)
+        found = run(tmp_path, operation + includes.format(label=label), from_patch=True)
+        assert found == {"outcome": "allowed", "findings": []}, (label, found)
+    # the same objects made by code that is not the patch's stand
+    assert run(tmp_path, cases["json.loads"] + look([]), from_patch=False) == {"outcome": "allowed", "findings": []}
