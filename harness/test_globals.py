@@ -717,6 +717,12 @@ def instance_state(test):
     funcs = own.get("_type_equality_funcs") if own is not None else None
     classes = [(cls, dict(vars(cls))) for cls in type(test).__mro__ if cls.__module__ not in ("unittest.case", "builtins")
                and not cls.__module__.startswith("patchgym")]
+    # and unittest's `TestCase` itself, whatever the test derives from (rt31's O13c/O10h set the
+    # alias there while the method ran and put it back at the status line, or from a gc callback)
+    testcase = sys.modules.get("unittest.case")
+    testcase = getattr(testcase, "TestCase", None) if testcase is not None else None
+    if isinstance(testcase, type):
+        classes.append((testcase, dict(vars(testcase))))
     return (type(test), funcs, type(funcs), dict(funcs) if type(funcs) is dict else None,
             dict(own) if own is not None else None, classes)
 
@@ -745,8 +751,8 @@ def instance_changed(test, before, testcase, untrusted=None):
     # took it out again at the status line, before any other check; `instance_shadows` took any of
     # TestCase's functions for TestCase's own.
     if isinstance(testcase, type):
-        for label, namespace, held_before in ([("", vars(test), own_before)] if own_before is not None else []) + [
-                (cls.__name__ + ".", vars(cls), held) for cls, held in classes]:
+        for label, namespace, held_before, owner in ([("", vars(test), own_before, None)] if own_before is not None else []) + [
+                (cls.__name__ + ".", vars(cls), held, cls) for cls, held in classes]:
             if len(namespace) == len(held_before) and list(namespace) == list(held_before) \
                     and all(map(_IS, namespace.values(), held_before.values())):
                 continue  # (nothing set there while the method ran: every honest test, one C-level pass)
@@ -755,7 +761,7 @@ def instance_changed(test, before, testcase, untrusted=None):
                         or not callable(value) and type(value).__name__ not in ("staticmethod", "classmethod") \
                         or not _testcase_name(testcase, name):
                     continue
-                if _re_pointed(value, name, testcase, untrusted):
+                if _re_pointed(value, name, testcase, untrusted, held_before if owner is testcase else None):
                     found.append((label + name, value))
     try:
         now = vars(test).get("_type_equality_funcs")
@@ -777,16 +783,18 @@ def instance_changed(test, before, testcase, untrusted=None):
     return found
 
 
-def _re_pointed(value, name, testcase, untrusted=None):
+def _re_pointed(value, name, testcase, untrusted=None, testcase_before=None):
     """Whether `value`, now under TestCase's name `name`, is another of TestCase's functions, a
-    builtin or a wrapper that is no Python function, or the patch's code (`untrusted(filename)`)."""
+    builtin or a wrapper that is no Python function, or the patch's code (`untrusted(filename)`).
+    `testcase_before`: what TestCase's own dict held before (where the change is to TestCase itself)."""
     function = value.__func__ if type(value).__name__ in ("method", "staticmethod", "classmethod") else value
-    theirs = vars(testcase).get(name, _MISSING)
+    originals = testcase_before if testcase_before is not None else vars(testcase)
+    theirs = originals.get(name, _MISSING)
     if function is theirs or function in _stands_for(theirs):
         return False
     if type(function).__name__ != "function":
         return True
-    if any(function is held for held in vars(testcase).values()):
+    if any(function is held for held in originals.values()):
         return True
     return bool(untrusted is not None and untrusted(function.__code__.co_filename))
 
