@@ -1332,6 +1332,18 @@ def outside_state(at_load):
     return state
 
 
+def look_now(looks, graded, most=16):
+    """Whether the reporters look at the code outside once more, after a FAIL_TO_PASS test's method
+    (red team rt31's O16: the patch's code put there only while tests ran, taken out before the
+    session's end): each of the first `most` such tests, then each with the chance that keeps `most`
+    looks of `graded` tests, drawn by the system's randomness (the patch cannot tell which test is
+    looked after). A look costs ~5-15 ms."""
+    if looks < most:
+        return True
+    import random
+    return random.SystemRandom().random() < float(most) / max(graded, 1)
+
+
 def _unchanged_repository_texts(guard):
     """The bytes of the repository's Python files the patch did not change (their base text), the
     tests' folders and any installed environment inside the testbed left out."""

@@ -760,6 +760,8 @@ class Reporter:
         self._guard_state = None
         self._trace_before = None  # {"trace", "profile"} as a test's protocol started (`_check_trace`)
         self._replaced_outside = getattr(guard_module, "replaced_outside", None)
+        self._look_now = getattr(guard_module, "look_now", None)
+        self._outside_looks = 0  # the looks after FAIL_TO_PASS tests' calls so far (`look_now`)
         if guard_module is not None:
             roots = [os.path.join(self._testbed, r) for r in config.get("test_roots", [])]
             self._guard = guard_module.install(self._testbed, self._patched, set(self._protected), roots, _OWN_DIR)
@@ -2542,6 +2544,13 @@ class Reporter:
             if report.nodeid in self._forked:  # a no-op now: the child answered before the body (patchgym_first_calls)
                 self._first_calls.run(report.nodeid)
             self.check_machinery(during_test=True)
+            if (report.nodeid in self._contradicted or report.nodeid.split("[", 1)[0] in self._contradicted) \
+                    and self._look_now is not None and self._look_now(self._outside_looks, len(self._contradicted)):
+                # code of the patch's put into modules it does not own only while tests run, taken out
+                # before the session's end (red team rt31's O16, reward 1): looked for right after a
+                # FAIL_TO_PASS test's call too (~5-15 ms a look: every one up to 16, then a random 16 in all)
+                self._outside_looks += 1
+                self._check_outside()
             item = self._running[0] if self._running is not None else None
             self.check_test_globals(getattr(item, "module", None))
             made = self._made.pop(report.nodeid, None)

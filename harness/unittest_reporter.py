@@ -647,6 +647,7 @@ def main(argv):
         pass
     failed_asserts = _watch_failed_asserts(sources, lambda: provenance.running, testbed, patched)  # before the snapshots
     failing = [str(i) for i in (config.get("canaries") or {}).get("contradict") or ()]
+    failing_ids = set(failing)
     def the_patchs_own():  # the threads the patch's code started, the files it opened: the guard, set below, holds them
         guard = getattr(provenance, "guard", None)
         return list(getattr(guard, "patch_threads", {}).values()) + list(getattr(guard, "patch_files", ()))
@@ -667,10 +668,22 @@ def main(argv):
         if before_call is not None:
             before_call(testcase)
 
+    outside_looks = []  # the labels the looks after the FAIL_TO_PASS tests' methods found
+    looked = [0]
+
     def after_call(testcase):
         # what the running test's own dict holds in place of TestCase's (rt28 G1/G2), before tearDown,
         # and what changed in its instance while its method ran (rt30 D9, D10)
         before = states.pop(id(testcase), None)
+        # code of the patch's put into modules it does not own only while tests run (rt31's O16): looked
+        # for right after a FAIL_TO_PASS test's method too (the pytest reporter's `_look_now`)
+        guard = getattr(provenance, "guard", None)
+        if guard is not None and _safe_id(testcase) in failing_ids and patchgym_audit_hook.look_now(looked[0], len(failing_ids)):
+            looked[0] += 1
+            for label in patchgym_audit_hook.replaced_outside(guard):
+                if label not in outside_looks:
+                    outside_looks.append(label)
+                    channel.emit("integrity", what="library_code_replaced", detail=label)
         if shadows is not None and _safe_id(testcase) not in canaries:  # (a canary's name is never told)
             for name, _ in shadows(testcase, unittest.TestCase, untrusted_file):
                 provenance.report(testcase, "test_instance_shadowed", name)
@@ -781,6 +794,7 @@ def main(argv):
         channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
         settings_changed = None
     outside = set(patchgym_audit_hook.replaced_outside(guard)) if guard is not None else set()
+    outside.update(outside_looks)
     for label in sorted(outside):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
@@ -788,7 +802,7 @@ def main(argv):
     if settings_changed is not None and settings_changed(None, sources):
         channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
     # and once more at the end: code replaced once tests ran (red team rt30's D8)
-    for label in sorted(set(patchgym_audit_hook.replaced_outside(guard, again=True)) - outside) if guard is not None else ():
+    for label in sorted(set(patchgym_audit_hook.replaced_outside(guard, again=True)) - outside - set(outside_looks)) if guard is not None else ():
         channel.emit("integrity", what="library_code_replaced", detail=label)
     for name in _shadowed(result):
         channel.emit("integrity", what="result_method_shadowed", detail=name)
