@@ -1169,10 +1169,10 @@ def replaced_outside(guard, again=False):
             return patchs(filename) or filename[:1] == "<" and "mock" in _own_vars(value)
         return kind in wrappers or mock_base is not None and issubclass(kind, mock_base)
 
-    def look_at_members(name, attribute, members, is_source, filename):
+    def look_at_members(name, attribute, members, is_source, filename, own_real=None):
         for inner, member in members:
             where = _patch_file_of(guard, member, classes=False) if worth_a_look(member) else None
-            if where is not None:
+            if where is not None and where != own_real:
                 found.append(("{}.{}.{}".format(name, attribute, inner), attribute, inner, where))
             elif type(member) in _MAYBE_COMPILED and inner[:2] != "__" and is_source and _compiled_callable(member):
                 suspects.append((filename, name, attribute, inner))
@@ -1183,7 +1183,9 @@ def replaced_outside(guard, again=False):
     for name, module in list(sys.modules.items()):
         if type(module) is not _MODULE:
             continue
-        filename = getattr(module, "__file__", None)
+        # (its file as the reporter found it where it was loaded then: a `__file__` rebound later names no owner)
+        at_load = guard.outside_at_load.get(name)
+        filename = at_load[1].get("__file__") if at_load is not None and at_load[0] is module else getattr(module, "__file__", None)
         if not isinstance(filename, str):
             if name not in sys.builtin_module_names:
                 continue
@@ -1191,6 +1193,14 @@ def replaced_outside(guard, again=False):
             real = guard.real(filename)
             if real.startswith(guard.own_dir) or real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]:
                 continue  # the grader's, or the repository's own
+            if (at_load is None or at_load[0] is not module) and guard.untrusted_file(filename):
+                # a module the run made (its file the patch's, or written since the reporter loaded:
+                # sphinx's tests copy their roots' modules to a temporary folder and import them
+                # there, fpAG's sphinx row): its names are its own, not code put into another's --
+                # unless it stands where another module stood when the reporter loaded
+                if at_load is not None:
+                    found.append(("sys.modules[{!r}]".format(name), "sys.modules", name, guard.real(filename)))
+                continue
         try:
             namespace = _ATTRIBUTE(module, "__dict__")
         except Exception:  # noqa: BLE001
@@ -1213,6 +1223,10 @@ def replaced_outside(guard, again=False):
             else:
                 held, known = list(current.items()), {}
         is_source = isinstance(filename, str) and filename.endswith(".py")  # (a class of a C extension is all builtins)
+        # (a module whose own file is one the run wrote -- sphinx's tests copy their roots' modules to
+        # a temporary folder and import them there, fpAG's sphinx row -- holds its own code: only
+        # code of another file counts as put there)
+        own_real = guard.real(filename) if isinstance(filename, str) else None
         classes = {}
         for attribute, (cls, members) in known.items():
             if current.get(attribute) is not cls:
@@ -1229,8 +1243,7 @@ def replaced_outside(guard, again=False):
             classes[attribute] = (cls, list(own), own)
             old_members = members[1]
             look_at_members(name, attribute, [(inner, member) for inner, member in own.items()
-                                              if old_members.get(inner, _MISSING) is not member], is_source, filename)
-        at_load = guard.outside_at_load.get(name)
+                                              if old_members.get(inner, _MISSING) is not member], is_source, filename, own_real)
         names = at_load[1] if at_load is not None and at_load[0] is module else None  # {name: value} then
         if again and names is None:  # (the last look counts no name of a module loaded since: its classes alone)
             held = [(attribute, value) for attribute, value in held if isinstance(value, type)]
@@ -1243,9 +1256,9 @@ def replaced_outside(guard, again=False):
                 own = _own_dict(value)
                 if own is not None:  # a class the module defines: its members
                     classes[attribute] = (value, list(own), own)
-                    look_at_members(name, attribute, list(own.items()), is_source, filename)
+                    look_at_members(name, attribute, list(own.items()), is_source, filename, own_real)
                     where = _patch_class(guard, value) if rebound else None
-                    if where is not None:  # (rt31 O8: a subclass claiming the module's name, its methods in a base)
+                    if where is not None and where != own_real:  # (rt31 O8: a subclass claiming the module's name, its methods in a base)
                         found.append(("{}.{}".format(name, attribute), name.rsplit(".", 1)[-1], attribute, where))
                     continue
             instance = rebound and not (worth_a_look(value) or isinstance(value, type))
@@ -1254,6 +1267,8 @@ def replaced_outside(guard, again=False):
             if name + "." + attribute in _HOOK_SLOTS:
                 continue
             where = _patch_file_of(guard, value, instances=instance, lines=rebound)
+            if where is not None and where == own_real:
+                continue
             # (a name the module had before any code of the repository ran is replaced; a new one, of a
             # module imported since, may be the repository's own export it imported: a sphinxcontrib
             # extension's `from sphinx.locale import get_translation`)

@@ -126,3 +126,15 @@ def test_the_patchs_code_behind_a_wrapper_a_mock_or_an_object_is_found(tmp_path:
         assert found == {"outcome": "allowed", "findings": []}, (label, found)
     # the same objects made by code that is not the patch's stand
     assert run(tmp_path, cases["json.loads"] + look([]), from_patch=False) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_module_the_run_made_holds_its_own_code_unless_it_stands_for_another(tmp_path: Path) -> None:
+    # fpAG's sphinx row: its tests copy their roots' modules to a temporary folder and import them
+    # there; those files are the run's, and what such a module defines is its own. One put in
+    # sys.modules where a module the reporter found loaded stood is not.
+    made = ("import importlib, os, sys\nfolder = os.path.join(TMP, 'made')\nos.makedirs(folder, exist_ok=True)\n"
+            "with open(os.path.join(folder, 'madeup.py'), 'w') as h:\n    h.write('def f():\\n    return 1\\nclass C:\\n    def m(self):\\n        return 2\\n')\n"
+            "sys.path.insert(0, folder)\nimportlib.invalidate_caches()\nimport madeup\n")
+    assert run(tmp_path, made + look([]) + look([], again=True), from_patch=True) == {"outcome": "allowed", "findings": []}
+    standing_in = made + "sys.modules['json'] = madeup\n" + look(["sys.modules['json']"])
+    assert run(tmp_path, standing_in, from_patch=True) == {"outcome": "allowed", "findings": []}
