@@ -250,6 +250,9 @@ class Guard(object):
         self.patch_files = set()
         self.outside_at_load = outside_names()  # the modules loaded before the repository's code, and their names
         self.outside_seen = outside_state(self.outside_at_load)  # what `replaced_outside` last saw (`outside_state`)
+        # id -> (function, label, its keyword defaults, its closure's contents) of the outside modules'
+        # own functions, as first seen (`function_internals`)
+        self.outside_functions = function_internals(self.outside_at_load.items(), self)
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._framed_at_base = None  # real paths of edited files whose base version reaches for frames (`frame_access`)
@@ -1179,6 +1182,7 @@ def replaced_outside(guard, again=False):
 
     seen = guard.outside_seen
     now = {}
+    fresh = []  # (name, (module, its dict)) of the modules loaded since the last look
     _CLASS_VERDICTS.clear()
     for name, module in list(sys.modules.items()):
         if type(module) is not _MODULE:
@@ -1222,6 +1226,8 @@ def replaced_outside(guard, again=False):
                 held, known = [(attribute, value) for attribute, value in current.items() if old.get(attribute, _MISSING) is not value], before[3]
             else:
                 held, known = list(current.items()), {}
+                if before is None:
+                    fresh.append((name, (module, current)))
         is_source = isinstance(filename, str) and filename.endswith(".py")  # (a class of a C extension is all builtins)
         # (a module whose own file is one the run wrote -- sphinx's tests copy their roots' modules to
         # a temporary folder and import them there, fpAG's sphinx row -- holds its own code: only
@@ -1282,6 +1288,20 @@ def replaced_outside(guard, again=False):
         now[name] = (module, keys, current, {attribute: (cls, (keys, own)) for attribute, (cls, keys, own) in classes.items()})
     if not again:  # (the last look's filter leaves out some of what it saw: a later first look still judges those)
         guard.outside_seen = now
+    # the keyword defaults and closures of outside functions, changed in place (rt31's O2, O5); a
+    # module loaded since is taken as it is at its first look, what it holds then judged whole
+    for label, where in _internals_changed(guard):
+        found.append((label, label.rsplit(".", 1)[0], label.rsplit(".", 1)[-1], where))
+    if not again and fresh:
+        for key, (function, label, kw, cells) in function_internals(fresh, guard).items():
+            if key in guard.outside_functions:
+                continue
+            for value in list((kw or {}).values()) + [c for c in (cells or ()) if c is not _MISSING]:
+                where = _patch_file_of(guard, value, instances=True, lines=True)
+                if where is not None:
+                    found.append(("{}.<internals>".format(label), label.rsplit(".", 1)[0], label.rsplit(".", 1)[-1], where))
+                    break
+            guard.outside_functions[key] = (function, label, kw, cells)
     # A method of a class outside, which its source defines with `def`, replaced by a builtin or a
     # wrapper of one (red team rt30's D5: `random.Random.randint = staticmethod(min)`, every draw the
     # range's low end, which the bug survives; no code of the patch's to see). Read from the class's
@@ -1345,6 +1365,72 @@ def outside_state(at_load):
                 classes[attribute] = (value, (list(own), own))
         state[name] = (module, list(held), held, classes)
     return state
+
+
+def _internals(function):
+    """(a copy of the keyword defaults, the closure's cell contents) of a function, None each where none."""
+    try:
+        kw = function.__kwdefaults__
+        cells = function.__closure__
+        contents = None
+        if cells:
+            contents = []
+            for cell in cells:
+                try:
+                    contents.append(cell.cell_contents)
+                except ValueError:  # an empty cell
+                    contents.append(_MISSING)
+            contents = tuple(contents)
+        return (dict(kw) if type(kw) is dict else None), contents
+    except Exception:  # noqa: BLE001
+        return None, None
+
+
+def function_internals(modules, guard, into=None):
+    """{id: (function, "module.name", its keyword defaults, its closure's contents)} of the
+    functions `modules` ((name, (module, its dict)) pairs) define themselves with keyword defaults or
+    a closure, outside the repository and the grader (`replaced_outside` compares them). Why (red team
+    rt31, stop 44, reward 1): `json.load.__kwdefaults__['cls']` set in place to a decoder of the
+    patch's, and the cell of `hypothesis.strategies.integers`' closure re-pointed to a narrower
+    function: the same function objects, so no look at names saw them."""
+    found = {} if into is None else into
+    testbed = guard.testbed.rstrip("/") + "/"
+    for name, (module, held) in modules:
+        filename = held.get("__file__")
+        if isinstance(filename, str):
+            real = guard.real(filename)
+            if real.startswith(guard.own_dir) or real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]:
+                continue
+        for attribute, value in list(held.items()):
+            if type(value) is not _FUNCTION_TYPE or value.__module__ != name:
+                continue
+            kw, cells = _internals(value)
+            if kw is not None or cells is not None:
+                found[id(value)] = (value, "{}.{}".format(name, attribute), kw, cells)
+    return found
+
+
+def _internals_changed(guard):
+    """[(label, where)] of the outside functions whose keyword defaults or closure now hold code of
+    the patch's where they held something else when first seen (`function_internals`)."""
+    changed = []
+    for key, (function, label, kw, cells) in list(guard.outside_functions.items()):
+        now_kw, now_cells = _internals(function)
+        if now_kw is not None:
+            for name, value in now_kw.items():
+                if kw is not None and kw.get(name, _MISSING) is value:
+                    continue
+                where = _patch_file_of(guard, value, instances=True, lines=True)
+                if where is not None:
+                    changed.append(("{}.__kwdefaults__[{!r}]".format(label, name), where))
+        if now_cells is not None and now_cells != () and cells is not None:
+            for index, value in enumerate(now_cells):
+                if index < len(cells) and cells[index] is value:
+                    continue
+                where = _patch_file_of(guard, value, instances=True, lines=True)
+                if where is not None:
+                    changed.append(("{}.__closure__[{}]".format(label, index), where))
+    return changed
 
 
 def look_now(looks, graded, most=16):

@@ -138,3 +138,19 @@ def test_a_module_the_run_made_holds_its_own_code_unless_it_stands_for_another(t
     assert run(tmp_path, made + look([]) + look([], again=True), from_patch=True) == {"outcome": "allowed", "findings": []}
     standing_in = made + "sys.modules['json'] = madeup\n" + look(["sys.modules['json']"])
     assert run(tmp_path, standing_in, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_an_outside_functions_defaults_or_closure_changed_in_place_is_found(tmp_path: Path) -> None:
+    # red team rt31's O2 and O5: the same function objects, their keyword defaults' dict and a cell of
+    # their closure changed in place (no audit event, no name rebound)
+    kwdefaults = ("import json\nclass Decoder(json.JSONDecoder):\n    def decode(self, s):\n        return {}\n"
+                  "json.load.__kwdefaults__['cls'] = Decoder\n")
+    assert run(tmp_path, kwdefaults + look(["json.load.__kwdefaults__['cls']"]), from_patch=True) == {
+        "outcome": "allowed", "findings": []}
+    closure = ("import os\ndef lenient(name):\n    return name\n"
+               "os.fsencode.__closure__[0].cell_contents = lenient\n")
+    # (the cell is shared with os.fsdecode's: both hold it)
+    assert run(tmp_path, closure + look(["os.fsencode.__closure__[0]", "os.fsdecode.__closure__[0]"]), from_patch=True) == {"outcome": "allowed", "findings": []}
+    # values that are not the patch's code, and the same changes by code that is not the patch's, stand
+    assert run(tmp_path, "import json\njson.load.__kwdefaults__['cls'] = json.JSONDecoder\n" + look([]), from_patch=True) == {
+        "outcome": "allowed", "findings": []}
