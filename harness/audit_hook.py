@@ -39,6 +39,7 @@ pytest's own repository (pytest's frames are trusted by construction).
 
 import functools
 import os
+import re
 import sys
 from _thread import get_ident as _get_ident
 from operator import is_ as _IS
@@ -876,6 +877,9 @@ _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_fr
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
                 b"getinnerframes", b"inspect.stack", b"inspect.trace", b"import stack", b"stack()", b"getframeinfo",
                 b"DEBUG_SAVEALL", b"f_code", b"f_lineno")
+# the standard library's profilers and tracer named in a file (grader._TRACING_WORDS maps the same)
+_PROFILER_WORDS = (("sys.setprofile", re.compile(rb"cProfile|from profile import|import profile(?:$|[ ,])", 8)),
+                   ("sys.settrace", re.compile(rb"trace\.Trace|from trace import|import trace(?:$|[ ,])", 8)))
 # the words that show a file telling processes apart (grader._TRACING_WORDS maps the same to "forks")
 _FORK_WORDS = (b"getpid", b"getppid", b"register_at_fork")
 
@@ -901,6 +905,7 @@ def _tracing_in_base(own_dir):
         except OSError:
             continue
         found.update(event for event in _BASE_EVENTS if "." in event and event.split(".")[1].encode() in text)
+        found.update(event for event, pattern in _PROFILER_WORDS if pattern.search(text))
         if any(word in text for word in _FRAME_WORDS):
             found.add("frames")
         if any(word in text for word in _FORK_WORDS):

@@ -151,6 +151,14 @@ class _ByClass(weakref.WeakKeyDictionary):
 _SCALARS = _Builtins((int, float, complex, bool, str, bytes, bytearray, type(None)))
 _SEQUENCES = _Builtins((tuple, list))
 _HONEST = _Builtins(_SCALARS | _SEQUENCES | frozenset((dict, set, frozenset)))
+# Kinds asked about with `in`: a `_Builtins` each, never a tuple, whose `in` asks a metaclass's `==`
+# (fpAI FP-A: dirty-equals' metaclass answers True for `list`, and the probe then iterated a class)
+_BYTES = _Builtins((bytes, bytearray))
+_SETS = _Builtins((set, frozenset))
+_INT_FLOAT = _Builtins((int, float))
+_FLOAT_COMPLEX = _Builtins((float, complex))
+_NUMBER_KINDS = _Builtins((bool, int, float, complex))
+_HELD_CONTAINERS = _Builtins((list, tuple, set, frozenset))
 _MOST = 10000  # elements of a container asked at most (bench/grade: a list of 10**5 ints costs ~5 ms)
 _SOURCES = frozenset()  # the real paths of the protected files (`protect`): a wildcard defined there is the test's
 reported = None  # set by the reporter: called with a one-line description where a side lied
@@ -246,13 +254,13 @@ def another(value):
         return value + 100003
     if kind is str:
         return "\x00Qz7" if value != "\x00Qz7" else "\x00Qz8"
-    if kind in (bytes, bytearray):
+    if kind in _BYTES:
         return kind(b"\x00Qz7" if value != b"\x00Qz7" else b"\x00Qz8")
     if kind in _SEQUENCES:
         return kind((_Stranger(),) * (len(value) + 1))
     if kind is dict:
         return {_Stranger(): _Stranger()}
-    if kind in (set, frozenset):
+    if kind in _SETS:
         return kind((_Stranger(),))
     return _Stranger()
 
@@ -408,7 +416,7 @@ def _leaves(value, other, out, depth=0, flipped=False):
         # (classes, not `isinstance`: a proxy's `__class__` makes its object, lazy-object-proxy's, fpAE)
         if kind not in _HONEST and issubclass(kind, _data_bases()):
             out.append((value, other, _DATA, False))
-        elif type(other) in (int, float) and any(hasattr(kind, name) for name in ("__index__", "__int__", "__float__")):
+        elif type(other) in _INT_FLOAT and any(hasattr(kind, name) for name in ("__index__", "__int__", "__float__")):
             out.append((value, other, _NUMBER, False))
         elif type(other) in _TEXTS and hasattr(kind, "__len__") or issubclass(kind, list) and type(other) in _SEQUENCES:
             out.append((value, other, _LENGTH, False))
@@ -760,7 +768,7 @@ def _data_disagrees(value, other):
     try:
         base = _data_base(type(value))
         answer = base.__eq__(value, other)
-        if answer is NotImplemented and base is int and type(other) in (float, complex):
+        if answer is NotImplemented and base is int and type(other) in _FLOAT_COMPLEX:
             # (`int.__eq__` leaves a float to it: the plain int the data is, compared with it, rt27's
             # `add(2, 3) == 5.0` of an `int` subclass holding -1)
             answer = int.__add__(value, 0) == other
@@ -961,7 +969,7 @@ def _near(number, other):
     a float within `math.isclose`, money equal to the cent, a fixed-point value after quantisation,
     NaN equal to NaN (fpAC, all `tampered` at exact data equality) -- while a lie holding the wrong
     answer is that answer's distance away. The trade: a wrong result within 1% of the right one."""
-    if type(other) not in (int, float):
+    if type(other) not in _INT_FLOAT:
         other = _plain_number(other)  # (a Decimal or Fraction expectation)
     if number is None or other is None or isinstance(number, complex) or isinstance(other, complex):
         return False
@@ -1146,7 +1154,7 @@ def _number_disagrees(value, other):
             if not hasattr(kind, name):
                 continue
             number = convert(value)
-            if type(number) not in (int, float):
+            if type(number) not in _INT_FLOAT:
                 continue
             if number == other or _near(number, other):
                 return None
@@ -1292,7 +1300,7 @@ def _states_of(leaves):
     return kept
 
 
-_CONTAINERS = (list, dict, set, bytearray)  # what `_held_states` keeps the items of
+_CONTAINERS = _Builtins((list, dict, set, bytearray))  # what `_held_states` keeps the items of
 _HELD_DEPTH = 2  # objects down from a value asked about whose dicts and containers are kept
 _HELD_MOST = 4096  # items of a dict or container past which it is not kept (a question's cost stays small)
 
@@ -1773,7 +1781,7 @@ def _number_base(kind):
 
 def _plain_number(value):
     """The plain number `value` holds (its own conversions left aside: they may be the lie), or None."""
-    if type(value) in (bool, int, float, complex):
+    if type(value) in _NUMBER_KINDS:
         return value
     for base, zero in ((int, 0), (float, 0.0), (complex, 0j)):
         if isinstance(value, base):
@@ -1964,7 +1972,7 @@ def _held_by(value):
     held.extend(_slot_values(value))
     inner = []
     for item in held[:_MOST]:
-        if type(item) in (list, tuple, set, frozenset):
+        if type(item) in _HELD_CONTAINERS:  # (not a tuple's `in`: a metaclass's `==` answered, fpAI FP-A)
             inner.extend(list(item)[:_MOST])
         elif type(item) is dict:
             inner.extend(list(item.values())[:_MOST])

@@ -418,6 +418,12 @@ async def agrade_patch(prepared: PreparedTask, patch: str | None, **kwargs) -> V
 _CACHE_PLUGIN_OFF = re.compile(r"-p\s*no:cacheprovider(?![\w.-])")
 _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace", "setprofile": "sys.setprofile",
                   "setstatprofile": "sys.setprofile", "PyEval_SetProfile": "sys.setprofile",
+                  # and the standard library's profilers and tracer, which call those for their user
+                  # (stop 44, fpAI FP-B1: werkzeug's ProfilerMiddleware and profilehooks name only
+                  # `cProfile`/`profile`, coverage-like tools `trace.Trace`; audit_hook._PROFILER_WORDS)
+                  "cProfile": "sys.setprofile", "from profile import": "sys.setprofile", "import profile$": "sys.setprofile",
+                  "import profile[ ,]": "sys.setprofile", r"trace\.Trace": "sys.settrace", "from trace import": "sys.settrace",
+                  "import trace$": "sys.settrace", "import trace[ ,]": "sys.settrace",
                   # and the collector's walks (stop 42: allowed from a test's call only where the repository walks)
                   "get_referrers": "gc.get_referrers", "get_referents": "gc.get_referents", "get_objects": "gc.get_objects",
                   # and frames (stop 43: handed to the patch's code only where the repository reaches for them;

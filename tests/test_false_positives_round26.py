@@ -125,3 +125,64 @@ def test_an_inner_suites_expected_failure_of_the_same_name_is_not_the_tests(tmp_
                                   gold_files={"calc/ops.py": fixed}, fail_to_pass=ids[:1], pass_to_pass=ids[1:])[0]
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+# fpAI FP-B1: a library that profiles or traces through the standard library's profilers (werkzeug's
+# ProfilerMiddleware, profilehooks) names neither `setprofile` nor `settrace` in its files
+PROFILED = ("\n\nimport cProfile\n\n\ndef profiled(function, *args):\n"
+            "    return cProfile.Profile().runcall(function, *args)\n")
+PROFILED_TESTS = ("from calc import add\nfrom calc.ops import profiled\n\n\ndef test_add_profiled():\n"
+                  "    assert profiled(add, 2, 3) == 5\n")
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+def test_an_honest_fix_of_a_library_that_profiles_through_cprofile_resolves(tmp_path) -> None:
+    ops = BASE_FILES["calc/ops.py"] + PROFILED
+    prepared = build_prepared(tmp_path, instance_id="cprof", base_files={**BASE_FILES, "calc/ops.py": ops},
+                              test_patch_files={"tests/test_add.py": PROFILED_TESTS},
+                              gold_files={"calc/ops.py": ops.replace("return a - b  # bug: should add", "return a + b")},
+                              fail_to_pass=["tests/test_add.py::test_add_profiled"])[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+def test_the_standard_librarys_profilers_count_as_the_repository_tracing(tmp_path) -> None:
+    repo = tmp_path / "repo"
+    (repo / "pkg").mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    git = ["git", "-C", str(repo), "-c", "user.name=t", "-c", "user.email=t@t"]
+    for text, event in (("import cProfile\n", "sys.setprofile"), ("from profile import Profile\n", "sys.setprofile"),
+                        ("import trace\n", "sys.settrace"), ("t = trace.Trace(count=0)\n", "sys.settrace")):
+        (repo / "pkg" / "core.py").write_text(text)
+        subprocess.run([*git, "add", "-A"], check=True)
+        subprocess.run([*git, "commit", "-qm", "c"], check=True)
+        commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+        assert event in repository_traces(str(repo), commit, ()), text
+    (repo / "pkg" / "core.py").write_text("import traceback\nimport profiles\n")
+    subprocess.run([*git, "commit", "-qam", "c"], check=True)
+    commit = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
+    assert repository_traces(str(repo), commit, ()) == []
+
+
+def test_a_class_whose_metaclass_equals_everything_is_not_taken_for_a_container() -> None:
+    # fpAI FP-A: dirty-equals' metaclass compares a bare class like its instance, so `HasName == list`;
+    # the probe's `type(item) in (list, tuple, ...)` took such a class for a list and iterated it, and
+    # every honest test comparing with one was `unresolved` (a TypeError inside its assert)
+    from patchgym.harness import equality_probe
+
+    class Lenient(type):
+        def __eq__(cls, other):
+            return True
+
+        __hash__ = type.__hash__
+
+    class HasName(metaclass=Lenient):
+        pass
+
+    class Holder:
+        pass
+
+    holder = Holder()
+    holder.expected = HasName()  # (an object of such a class, as dirty-equals' `HasName(...)` in a test's value)
+    held = equality_probe._held_by(holder)
+    assert any(h is holder.expected for h in held)
