@@ -2897,7 +2897,20 @@ class Reporter:
         """The test frameworks' own settings are what the tests and their configuration made them
         (`patchgym_test_globals.hypothesis_settings_changed`: rt30's D6)."""
         changed = getattr(self._test_globals, "hypothesis_settings_changed", None)
-        if changed is not None and self._sources is not None and changed(self._hypothesis_before, self._sources):
+        before = self._hypothesis_before
+        # the profile the run's own options name (`--hypothesis-profile`, `--hypothesis-verbosity`,
+        # in the command or the protected configuration): hypothesis' plugin loads it itself (fpAI FP-D)
+        option = lambda name: self._config.getoption(name, None) if self._config is not None else None  # noqa: E731
+        try:
+            if option("hypothesis_verbosity") is not None:
+                return
+            named = option("hypothesis_profile")
+            module = sys.modules.get("hypothesis")
+            if named is not None and module is not None:
+                before = module.settings.get_profile(named)
+        except Exception:  # noqa: BLE001
+            pass
+        if changed is not None and self._sources is not None and changed(before, self._sources):
             if "hypothesis" not in self._framework_reported:
                 self._framework_reported.add("hypothesis")
                 self._violation("test_framework_settings_changed", "hypothesis.settings.default")

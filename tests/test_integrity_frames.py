@@ -71,6 +71,10 @@ STDLIB_USES = [
     "loop.run_until_complete(f())\nloop.close()\n",
     "import traceback\ntry:\n    raise ValueError\nexcept ValueError as e:\n    traceback.extract_tb(e.__traceback__)\n",
     "import inspect\ndef g():\n    yield 1\nx = g()\ninspect.getgeneratorstate(x)\n",
+    # fpAI FP-C: what hands on a dict or text, not a frame
+    "import inspect\ndef g():\n    v = 1\n    yield v\nx = g()\nnext(x)\ninspect.getgeneratorlocals(x)\n",
+    ("import asyncio, io\nasync def show():\n    asyncio.current_task().print_stack(file=io.StringIO())\n"
+     "loop = asyncio.new_event_loop()\nloop.run_until_complete(show())\nloop.close()\n"),
 ]
 
 
