@@ -767,6 +767,9 @@ class Reporter:
             self._guard = guard_module.install(self._testbed, self._patched, set(self._protected), roots, _OWN_DIR)
             if self._guard is not None:
                 self._guard_state = self._guard.snapshot()
+                # the graded doctests, whose examples must be the task's (`_check_doctest`): a call their
+                # examples make is a test's (fpAI FP-B2: objgraph's and boltons' doctests walk the collector)
+                self._guard.test_doctests = frozenset(str(i).split("::", 1)[-1] for i in self._doctests)
         self._phases = {}  # node id -> {phase: status}
         self._rerun = set()  # node ids whose attempt ended in a rerun (pytest-rerunfailures): nothing to emit for it
         self._retried = set()  # node ids with an attempt that did not count (a rerun, flaky's unlogged one)

@@ -186,3 +186,23 @@ def test_a_class_whose_metaclass_equals_everything_is_not_taken_for_a_container(
     holder.expected = HasName()  # (an object of such a class, as dirty-equals' `HasName(...)` in a test's value)
     held = equality_probe._held_by(holder)
     assert any(h is holder.expected for h in held)
+
+
+# fpAI FP-B2: a graded doctest whose example calls the library's own gc walk (objgraph's and boltons'
+# doctests): its call was no test's, for a doctest's examples are no protected file's function
+DOC_WALKS = ('import gc\n\n\ndef add(a, b):\n    """Add two numbers.\n\n    >>> add(2, 3)\n    5\n'
+             '    >>> referred(add)\n    True\n    """\n    return a - b  # bug: should add\n\n\n'
+             'def referred(value):\n    return len(gc.get_referrers(value)) > 0\n\n\n'
+             'def sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n')
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+def test_a_graded_doctest_calling_the_librarys_gc_walk_resolves(tmp_path) -> None:
+    base = {**BASE_FILES, "calc/ops.py": DOC_WALKS, "pyproject.toml": BASE_FILES["pyproject.toml"].replace(
+        "[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = '--doctest-modules'\n")}
+    prepared = build_prepared(tmp_path, instance_id="docwalk", base_files=base,
+                              test_patch_files={"tests/test_ops.py": BASE_FILES["tests/test_ops.py"]},
+                              gold_files={"calc/ops.py": DOC_WALKS.replace("return a - b  # bug: should add", "return a + b")},
+                              fail_to_pass=["calc/ops.py::calc.ops.add"])[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
