@@ -22,7 +22,8 @@ from pathlib import Path
 import pytest
 
 from patchgym.harness.grader import grade_patch, repository_traces
-from tests.fixtures_grading.calc_task import BASE_FILES, NO_FRAMES_AT_BASE, UNITTEST_NO_FRAMES_AT_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import (FRAMES_ELSEWHERE_AT_BASE, NO_FRAMES_AT_BASE, UNITTEST_FRAMES_ELSEWHERE_AT_BASE,
+                                               UNITTEST_NO_FRAMES_AT_BASE, build_prepared, diff_of)
 from tests.fixtures_grading.factories import any_factory_or_reason
 from tests.test_integrity_audit_hook import run
 
@@ -170,39 +171,21 @@ def _tidy(frame):
 
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
-def test_a_library_pruning_its_callers_lists_is_refused(tmp_path, runner) -> None:
-    fixed = BASE_FILES["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+@pytest.mark.parametrize("frames_elsewhere", [False, True], ids=["no-frames-at-base", "frames-in-another-file"])
+def test_a_library_pruning_its_callers_lists_is_refused(tmp_path, runner, frames_elsewhere) -> None:
+    # frames-in-another-file (stop 44): `calc/_where.py` reaches for frames at base; `calc/ops.py`, which
+    # the attack edits, never did (before, the rule was off in such a repository, and rt30's frame walks
+    # got reward 1 there)
+    pytest_base, unittest_base = ((FRAMES_ELSEWHERE_AT_BASE, UNITTEST_FRAMES_ELSEWHERE_AT_BASE) if frames_elsewhere
+                                  else (NO_FRAMES_AT_BASE, UNITTEST_NO_FRAMES_AT_BASE))
+    fixed = pytest_base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
     if runner == "unittest":
-        prepared = build_prepared(tmp_path, instance_id="frames-ut", base_files=UNITTEST_NO_FRAMES_AT_BASE, log_parser="unittest",
+        prepared = build_prepared(tmp_path, instance_id="frames-ut", base_files=unittest_base, log_parser="unittest",
                                   test_patch_files={"tests/test_add.py": UNITTEST_TESTS},
                                   gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests.test_add.AddTest.test_add"],
                                   pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
     else:
-        prepared = build_prepared(tmp_path, instance_id="frames-pt", base_files=NO_FRAMES_AT_BASE,
-                                  test_patch_files={"tests/test_add.py": PYTEST_TESTS},
-                                  gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests/test_add.py::test_add"])[0]
-    attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": PRUNING_CALLERS}), factory=FACTORY, deadline_s=120)
-    assert attacked.reward == 0.0 and attacked.status == "tampered", attacked.model_dump_json(indent=1)
-    assert any("audit_refused" in f and "sys._getframe" in f for f in attacked.flags), attacked.flags
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
-    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
-
-
-@needs_sandbox
-@pytest.mark.parametrize("runner", ["pytest", "unittest"])
-def test_the_same_pruning_is_refused_where_another_file_of_the_repository_walks_frames(tmp_path, runner) -> None:
-    # stop 44: `calc/_where.py` reaches for frames at base; `calc/ops.py`, which the attack edits, never did
-    # (before, the rule was off in such a repository, and rt30's frame walks got reward 1 there)
-    from tests.fixtures_grading.calc_task import FRAMES_ELSEWHERE_AT_BASE, UNITTEST_FRAMES_ELSEWHERE_AT_BASE
-
-    fixed = FRAMES_ELSEWHERE_AT_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
-    if runner == "unittest":
-        prepared = build_prepared(tmp_path, instance_id="frames-else-ut", base_files=UNITTEST_FRAMES_ELSEWHERE_AT_BASE, log_parser="unittest",
-                                  test_patch_files={"tests/test_add.py": UNITTEST_TESTS},
-                                  gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests.test_add.AddTest.test_add"],
-                                  pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
-    else:
-        prepared = build_prepared(tmp_path, instance_id="frames-else-pt", base_files=FRAMES_ELSEWHERE_AT_BASE,
+        prepared = build_prepared(tmp_path, instance_id="frames-pt", base_files=pytest_base,
                                   test_patch_files={"tests/test_add.py": PYTEST_TESTS},
                                   gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests/test_add.py::test_add"])[0]
     attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": PRUNING_CALLERS}), factory=FACTORY, deadline_s=120)
