@@ -1178,7 +1178,7 @@ def replaced_outside(guard, again=False):
             verdict = verdicts[filename] = not filename.startswith("<") and bool(guard.untrusted_file(filename))
         return verdict
 
-    wrappers = (classmethod, staticmethod, _METHOD_TYPE, property, _PARTIAL, _PARTIALMETHOD)
+    wrappers = _WRAPPER_KINDS
 
     mocks = sys.modules.get("unittest.mock")
     mock_base = getattr(mocks, "NonCallableMock", None) if type(mocks) is _MODULE else None
@@ -1190,14 +1190,21 @@ def replaced_outside(guard, again=False):
             filename = _code_file(value)
             # (mock's autospec function, compiled from a string, is judged by its mock)
             return patchs(filename) or filename[:1] == "<" and "mock" in _own_vars(value)
-        return kind in wrappers or mock_base is not None and issubclass(kind, mock_base)
+        return _kind_in(kind, wrappers) or mock_base is not None and issubclass(kind, mock_base)
 
-    def look_at_members(name, attribute, members, is_source, filename, own_real=None):
+    def look_at_members(name, attribute, members, is_source, filename, own_real=None, rebound=False):
         for inner, member in members:
-            where = _patch_file_of(guard, member, classes=False) if worth_a_look(member) else None
+            if worth_a_look(member):
+                where = _patch_file_of(guard, member, classes=False)
+            elif rebound and not _kind_in(type(member), _PLAIN_KINDS) and not isinstance(member, type):
+                # (a member a class had at load, bound since to an object: its class's line and own
+                # dict, as for a module's rebound name -- a callable object of the patch's, rt31's notes)
+                where = _patch_file_of(guard, member, classes=False, instances=True, lines=True)
+            else:
+                where = None
             if where is not None and where != own_real:
                 found.append(("{}.{}.{}".format(name, attribute, inner), attribute, inner, where))
-            elif type(member) in _MAYBE_COMPILED and inner[:2] != "__" and is_source and _compiled_callable(member):
+            elif _kind_in(type(member), _MAYBE_COMPILED) and inner[:2] != "__" and is_source and _compiled_callable(member):
                 suspects.append((filename, name, attribute, inner))
 
     seen = guard.outside_seen
@@ -1269,7 +1276,8 @@ def replaced_outside(guard, again=False):
             classes[attribute] = (cls, list(own), own)
             old_members = members[1]
             look_at_members(name, attribute, [(inner, member) for inner, member in own.items()
-                                              if old_members.get(inner, _MISSING) is not member], is_source, filename, own_real)
+                                              if old_members.get(inner, _MISSING) is not member], is_source, filename, own_real,
+                            rebound=True)
         names = at_load[1] if at_load is not None and at_load[0] is module else None  # {name: value} then
         if again and names is None:  # (the last look counts no name of a module loaded since: its classes alone)
             held = [(attribute, value) for attribute, value in held if isinstance(value, type)]
@@ -1288,7 +1296,7 @@ def replaced_outside(guard, again=False):
                         found.append(("{}.{}".format(name, attribute), name.rsplit(".", 1)[-1], attribute, where))
                     continue
             instance = rebound and not (worth_a_look(value) or isinstance(value, type))
-            if not (instance or worth_a_look(value) or isinstance(value, type)) or type(value) in _PLAIN_KINDS:
+            if not (instance or worth_a_look(value) or isinstance(value, type)) or _kind_in(type(value), _PLAIN_KINDS):
                 continue
             if name + "." + attribute in _HOOK_SLOTS:
                 continue
@@ -1501,7 +1509,7 @@ def _compiled_callable(value):
     around one (what no `def` of a Python class's source makes)."""
     for _ in range(3):
         kind = type(value)
-        if kind in (staticmethod, classmethod):
+        if kind is staticmethod or kind is classmethod:
             value = value.__func__
         elif kind is _PARTIAL:
             value = value.func
@@ -1587,7 +1595,7 @@ def _patch_file_of(guard, value, classes=True, instances=False, depth=0, lines=F
                 if held is not None:
                     return _patch_file_of(guard, held, classes, True, depth + 1, lines)
             break
-        if kind in (classmethod, staticmethod) or kind is _METHOD_TYPE:
+        if kind is classmethod or kind is staticmethod or kind is _METHOD_TYPE:
             value = value.__func__
         elif kind is property:
             value = value.fget
@@ -1622,13 +1630,21 @@ def _patch_file_of(guard, value, classes=True, instances=False, depth=0, lines=F
 
 
 _PARTIALMETHOD = functools.partialmethod
+_WRAPPER_KINDS = frozenset((classmethod, staticmethod, _METHOD_TYPE, property, _PARTIAL, _PARTIALMETHOD))
+
+
+def _kind_in(kind, kinds):
+    """Whether a class is one of `kinds` (classes `type` makes): asked of its metaclass first, for a
+    metaclass's own `__hash__`/`__eq__` could answer a set's `in` as it likes (red team rt27: one that
+    hashes as `int` and equals everything), or raise."""
+    return type(kind) is type and kind in kinds
 _PLAIN_KINDS = frozenset((str, bytes, int, float, bool, complex, tuple, list, dict, set, frozenset, type(None), _MODULE,
                           type(len)))
 
 
 def _own_vars(value):
     """An object's own dict (empty where it has none), read past any `__getattribute__` of its class."""
-    if type(value) in _PLAIN_KINDS:
+    if _kind_in(type(value), _PLAIN_KINDS):
         return {}
     try:
         held = _ATTRIBUTE(value, "__dict__")
@@ -1672,7 +1688,7 @@ def _patch_class_line(guard, cls):
         if isinstance(filename, str) and not filename.startswith("<") and guard.untrusted_file(filename):
             return guard.real(filename)
         for member in list(own.values()):
-            if type(member) in _CLASS_MEMBER_KINDS:
+            if _kind_in(type(member), _CLASS_MEMBER_KINDS):
                 where = _patch_file_of(guard, member, classes=False, depth=3)
                 if where is not None:
                     return where

@@ -154,3 +154,17 @@ def test_an_outside_functions_defaults_or_closure_changed_in_place_is_found(tmp_
     # values that are not the patch's code, and the same changes by code that is not the patch's, stand
     assert run(tmp_path, "import json\njson.load.__kwdefaults__['cls'] = json.JSONDecoder\n" + look([]), from_patch=True) == {
         "outcome": "allowed", "findings": []}
+
+
+def test_a_callable_object_of_the_patchs_in_an_outside_class_is_found(tmp_path: Path) -> None:
+    # a member of a class the reporter found loaded, bound since to an object whose class is the
+    # patch's (no function, no wrapper the look knew); and a class whose metaclass answers `==` and
+    # hashing as it likes is no builtin kind to the look
+    operation = ("import json.decoder\nclass Lax:\n    def __call__(self, *args, **kwargs):\n        return {}\n"
+                 "json.decoder.JSONDecoder.decode = Lax()\n"
+                 "class Meta(type):\n    def __eq__(cls, other):\n        return True\n    def __hash__(cls):\n        return hash(int)\n"
+                 "class Number(metaclass=Meta):\n    def __call__(self, *args):\n        return 0\n"
+                 "json.decoder.JSONDecoder.raw_decode = Number()\n")
+    found = "import audit_hook\nfound = audit_hook.replaced_outside(guard)\nassert {!r} in found and {!r} in found, found\n"
+    assert run(tmp_path, operation + found.format("json.decoder.JSONDecoder.decode", "json.decoder.JSONDecoder.raw_decode"),
+               from_patch=True) == {"outcome": "allowed", "findings": []}
