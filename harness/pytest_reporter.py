@@ -2591,7 +2591,9 @@ class Reporter:
                 # before the session's end (red team rt31's O16, reward 1): looked for right after a
                 # FAIL_TO_PASS test's call too (~5-15 ms a look: every one up to 16, then a random 16 in all)
                 self._outside_looks += 1
-                self._check_outside()
+                # (as the last look counts: a module's own definitions and its classes' members, for
+                # freezegun, the task, has its fakes in every module's imported `time` while a test runs)
+                self._check_outside(again=True)
             item = self._running[0] if self._running is not None else None
             self.check_test_globals(getattr(item, "module", None))
             made = self._made.pop(report.nodeid, None)

@@ -680,7 +680,7 @@ def main(argv):
         guard = getattr(provenance, "guard", None)
         if guard is not None and _safe_id(testcase) in failing_ids and patchgym_audit_hook.look_now(looked[0], len(failing_ids)):
             looked[0] += 1
-            for label in patchgym_audit_hook.replaced_outside(guard):
+            for label in patchgym_audit_hook.replaced_outside(guard, again=True):  # (as the last look counts)
                 if label not in outside_looks:
                     outside_looks.append(label)
                     channel.emit("integrity", what="library_code_replaced", detail=label)
