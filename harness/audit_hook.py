@@ -1683,6 +1683,10 @@ def _patch_class_line(guard, cls):
             own = vars(klass)
         except TypeError:
             continue
+        if _genuine_outside(guard, klass, own):
+            # (an outside module's own class: its bases are its own business -- pytest's
+            # PytestPluginManager derives from pluggy's PluginManager, which a fix of pluggy edits)
+            return None
         module = sys.modules.get(own.get("__module__") or "")
         filename = getattr(module, "__file__", None) if type(module) is _MODULE else None
         if isinstance(filename, str) and not filename.startswith("<") and guard.untrusted_file(filename):
@@ -1696,6 +1700,35 @@ def _patch_class_line(guard, cls):
 
 
 _CLASS_MEMBER_KINDS = frozenset((_FUNCTION_TYPE, classmethod, staticmethod, property, _PARTIAL, _PARTIALMETHOD))
+
+
+def _genuine_outside(guard, klass, own):
+    """Whether a class is the very class a module outside the repository holds under its name: as
+    the reporter found it loaded then, or, for a module loaded since, as the module holds it now
+    (a subclass claiming `__module__ = 'random'` put in `random.Random`'s place is not: rt31's O8)."""
+    name = own.get("__module__")
+    try:
+        qualname = type.__dict__["__qualname__"].__get__(klass)  # (not in the class's dict; not its own getattr)
+    except Exception:  # noqa: BLE001
+        return False
+    if not isinstance(name, str) or not isinstance(qualname, str) or "." in qualname:
+        return False
+    at_load = guard.outside_at_load.get(name)
+    if at_load is not None:
+        return at_load[1].get(qualname) is klass
+    module = sys.modules.get(name)
+    if type(module) is not _MODULE:
+        return False
+    try:
+        held = _ATTRIBUTE(module, "__dict__")
+    except Exception:  # noqa: BLE001
+        return False
+    filename = held.get("__file__")
+    if held.get(qualname) is not klass or not isinstance(filename, str) or guard.untrusted_file(filename):
+        return False
+    real = guard.real(filename)
+    testbed = guard.testbed.rstrip("/") + "/"
+    return not (real.startswith(testbed) and "/site-packages/" not in real[len(testbed):])
 
 
 def _started_by_the_patch(guard, frame):
