@@ -409,22 +409,24 @@ class Guard(object):
     def outside_module(self, target):
         """Whether `target` is a module outside the repository (`outside_object`'s, for a module's
         `__class__`: one swapped for a class whose `__getattribute__` answers otherwise)."""
-        if not isinstance(target, _MODULE):
-            return False
-        try:
-            namespace = _ATTRIBUTE(target, "__dict__")
-        except Exception:  # noqa: BLE001
+        namespace = _module_dict(target) if isinstance(target, _MODULE) else None
+        if namespace is None:
             return False
         filename = namespace.get("__file__")
         if not isinstance(filename, str):
             return namespace.get("__name__") in sys.builtin_module_names
         return self._outside_file(filename)
 
-    def _outside_file(self, filename):
-        real = self.real(filename)
+    def in_repository(self, real):
+        """Whether a real path is the repository's own file: under the testbed, and not in an
+        environment installed there (`site-packages`)."""
         testbed = self.testbed.rstrip("/") + "/"
-        inside = real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]
-        return not inside and not real.startswith(self.own_dir)
+        return real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]
+
+    def _outside_file(self, filename):
+        """Whether a file is outside the repository and the grader (`replaced_outside`'s modules)."""
+        real = self.real(filename)
+        return not self.in_repository(real) and not real.startswith(self.own_dir)
 
     def protected_module(self, target):
         """Whether `target` is a protected file's module (its `__class__` swapped handed pytest
@@ -1169,7 +1171,6 @@ def replaced_outside(guard, again=False):
     a library does not own is not the fix's to replace; the hook slots above are left alone."""
     found = []
     suspects = []  # (module file, module, class, name) of compiled callables in a class's own dict
-    testbed = guard.testbed.rstrip("/") + "/"
     verdicts = {}  # a code file's name -> whether it is the patch's (one dict lookup a function: ~30,000 values in a pytest run)
 
     def patchs(filename):
@@ -1221,8 +1222,7 @@ def replaced_outside(guard, again=False):
             if name not in sys.builtin_module_names:
                 continue
         else:
-            real = guard.real(filename)
-            if real.startswith(guard.own_dir) or real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]:
+            if not guard._outside_file(filename):
                 continue  # the grader's, or the repository's own
             if (at_load is None or at_load[0] is not module) and guard.untrusted_file(filename):
                 # a module the run made (its file the patch's, or written since the reporter loaded:
@@ -1232,9 +1232,8 @@ def replaced_outside(guard, again=False):
                 if at_load is not None:
                     found.append(("sys.modules[{!r}]".format(name), "sys.modules", name, guard.real(filename)))
                 continue
-        try:
-            namespace = _ATTRIBUTE(module, "__dict__")
-        except Exception:  # noqa: BLE001
+        namespace = _module_dict(module)
+        if namespace is None:
             continue
         # Only what changed since the last look (or since the reporter loaded, before any code of the
         # repository ran) can be the patch's: a value the same object as then was judged then, or was
@@ -1422,13 +1421,10 @@ def function_internals(modules, guard, into=None):
     patch's, and the cell of `hypothesis.strategies.integers`' closure re-pointed to a narrower
     function: the same function objects, so no look at names saw them."""
     found = {} if into is None else into
-    testbed = guard.testbed.rstrip("/") + "/"
     for name, (module, held) in modules:
         filename = held.get("__file__")
-        if isinstance(filename, str):
-            real = guard.real(filename)
-            if real.startswith(guard.own_dir) or real.startswith(testbed) and "/site-packages/" not in real[len(testbed):]:
-                continue
+        if isinstance(filename, str) and not guard._outside_file(filename):
+            continue
         for attribute, value in list(held.items()):
             if type(value) is not _FUNCTION_TYPE or value.__module__ != name:
                 continue
@@ -1642,6 +1638,14 @@ _PLAIN_KINDS = frozenset((str, bytes, int, float, bool, complex, tuple, list, di
                           type(len)))
 
 
+def _module_dict(module):
+    """A module's own dict, read past any `__getattribute__` of its class (None where it cannot be read)."""
+    try:
+        return _ATTRIBUTE(module, "__dict__")
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _own_vars(value):
     """An object's own dict (empty where it has none), read past any `__getattribute__` of its class."""
     if _kind_in(type(value), _PLAIN_KINDS):
@@ -1717,18 +1721,13 @@ def _genuine_outside(guard, klass, own):
     if at_load is not None:
         return at_load[1].get(qualname) is klass
     module = sys.modules.get(name)
-    if type(module) is not _MODULE:
-        return False
-    try:
-        held = _ATTRIBUTE(module, "__dict__")
-    except Exception:  # noqa: BLE001
+    held = _module_dict(module) if type(module) is _MODULE else None
+    if held is None:
         return False
     filename = held.get("__file__")
     if held.get(qualname) is not klass or not isinstance(filename, str) or guard.untrusted_file(filename):
         return False
-    real = guard.real(filename)
-    testbed = guard.testbed.rstrip("/") + "/"
-    return not (real.startswith(testbed) and "/site-packages/" not in real[len(testbed):])
+    return not guard.in_repository(guard.real(filename))
 
 
 def _started_by_the_patch(guard, frame):
