@@ -259,6 +259,9 @@ class Guard(object):
         # id -> (function, label, its keyword defaults, its closure's contents) of the outside modules'
         # own functions, as first seen (`function_internals`)
         self.outside_functions = function_internals(self.outside_at_load.items(), self)
+        # id -> (object, label, its dict's keys, a copy of its dict) of the objects outside modules
+        # hold by name, as first seen (`instance_dicts`)
+        self.outside_instances = instance_dicts(self.outside_at_load.items(), self)
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._framed_at_base = None  # real paths of edited files whose base version reaches for frames (`frame_access`)
@@ -1319,7 +1322,19 @@ def replaced_outside(guard, again=False):
     # module loaded since is taken as it is at its first look, what it holds then judged whole
     for label, where in _internals_changed(guard):
         found.append((label, label.rsplit(".", 1)[0], label.rsplit(".", 1)[-1], where))
+    # the own dicts of objects outside modules hold by name, changed in place (rt31's O9); a module
+    # loaded since is taken as it is at its first look, the code its objects hold then judged
+    for label, where in _instances_changed(guard):
+        found.append((label, label.rsplit(".", 2)[-2], label.rsplit(".", 1)[-1], where))
     if not again and fresh:
+        for key, (value, label, keys, held) in instance_dicts(fresh, guard).items():
+            if key in guard.outside_instances:
+                continue
+            guard.outside_instances[key] = (value, label, keys, held)
+            for inner, member in held.items():
+                where = _patch_file_of(guard, member, classes=False) if _kind_in(type(member), _CODE_KINDS) else None
+                if where is not None:
+                    found.append(("{}.{}".format(label, inner), label.rsplit(".", 1)[-1], inner, where))
         for key, (function, label, kw, cells) in function_internals(fresh, guard).items():
             if key in guard.outside_functions:
                 continue
@@ -1432,6 +1447,61 @@ def function_internals(modules, guard, into=None):
             if kw is not None or cells is not None:
                 found[id(value)] = (value, "{}.{}".format(name, attribute), kw, cells)
     return found
+
+
+def instance_dicts(modules, guard, into=None):
+    """{id: (object, "module.name", its dict's keys, a copy of its dict)} of the objects of classes
+    with an own dict that `modules` ((name, (module, its dict)) pairs) outside the repository and
+    the grader hold by a name of their own (not a dunder: `__spec__`, `__loader__`), each once
+    (`replaced_outside` compares them). Why (red team rt31, stop 45's O9, reward 1): the shared
+    `json._default_decoder`'s `scan_once` set to the patch's wrapper rewrote a test's case rows as
+    `json.loads` read them; the module's names all stood, so no look at names saw it. Measured:
+    ~650 objects, ~3,000 entries in a pytest run with hypothesis; the comparison ~1 ms a look."""
+    found = {} if into is None else into
+    for name, (module, held) in modules:
+        filename = held.get("__file__")
+        if isinstance(filename, str) and not guard._outside_file(filename):
+            continue
+        for attribute, value in list(held.items()):
+            kind = type(value)
+            if attribute[:2] == "__" or _kind_in(kind, _NOT_INSTANCES) or isinstance(value, type) or id(value) in found:
+                continue
+            own = _own_vars(value)
+            if not own and not _has_own_dict(value):
+                continue
+            found[id(value)] = (value, "{}.{}".format(name, attribute), list(own), dict(own))
+    return found
+
+
+def _has_own_dict(value):
+    """Whether an object has an own dict (empty now, or not)."""
+    try:
+        return type(_ATTRIBUTE(value, "__dict__")) is dict
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _instances_changed(guard):
+    """[(label, where)] of the entries of the objects `instance_dicts` keeps whose value now is, or
+    holds, code of the patch's where the entry held another object when first seen."""
+    changed = []
+    for key, (value, label, keys, held) in list(guard.outside_instances.items()):
+        own = _own_vars(value)
+        if _same_entries(own, keys, held):
+            continue
+        for inner, member in list(own.items()):
+            if held.get(inner, _MISSING) is member:
+                continue
+            kind = type(member)
+            if _kind_in(kind, _CODE_KINDS) or _a_mock(member):
+                where = _patch_file_of(guard, member, classes=False)
+            elif not _kind_in(kind, _PLAIN_KINDS):
+                where = _patch_file_of(guard, member, classes=False, instances=True, lines=True)
+            else:
+                continue
+            if where is not None:
+                changed.append(("{}.{}".format(label, inner), where))
+    return changed
 
 
 def _internals_changed(guard):
@@ -1627,6 +1697,7 @@ def _patch_file_of(guard, value, classes=True, instances=False, depth=0, lines=F
 
 _PARTIALMETHOD = functools.partialmethod
 _WRAPPER_KINDS = frozenset((classmethod, staticmethod, _METHOD_TYPE, property, _PARTIAL, _PARTIALMETHOD))
+_CODE_KINDS = _WRAPPER_KINDS | {_FUNCTION_TYPE}
 
 
 def _kind_in(kind, kinds):
@@ -1636,6 +1707,7 @@ def _kind_in(kind, kinds):
     return type(kind) is type and kind in kinds
 _PLAIN_KINDS = frozenset((str, bytes, int, float, bool, complex, tuple, list, dict, set, frozenset, type(None), _MODULE,
                           type(len)))
+_NOT_INSTANCES = _PLAIN_KINDS | _CODE_KINDS
 
 
 def _module_dict(module):

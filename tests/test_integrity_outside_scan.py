@@ -168,3 +168,19 @@ def test_a_callable_object_of_the_patchs_in_an_outside_class_is_found(tmp_path: 
     found = "import audit_hook\nfound = audit_hook.replaced_outside(guard)\nassert {!r} in found and {!r} in found, found\n"
     assert run(tmp_path, operation + found.format("json.decoder.JSONDecoder.decode", "json.decoder.JSONDecoder.raw_decode"),
                from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_an_outside_objects_own_attribute_changed_in_place_is_found(tmp_path: Path) -> None:
+    # red team rt31's O9: the shared decoder `json` holds by name given the patch's `scan_once` (no
+    # name of any module rebound), and `random`'s own generator a method of the patch's: found whether
+    # the module was loaded before the reporter or first imported since
+    operation = ("import json, random\ndef scan(text, index):\n    return {}, index\n" + look([])
+                 + "json._default_decoder.scan_once = scan\nrandom._inst.random = lambda: 0.5\n"
+                 + look(["json._default_decoder.scan_once", "random._inst.random"], again=True))
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+    fresh = ("import sys\nassert 'calendar' not in sys.modules\nimport calendar\n"
+             "def blank(self, day, weekday, width):\n    return ''\ncalendar.c.formatday = blank\n")
+    assert run(tmp_path, fresh + look(["calendar.c.formatday"]), from_patch=True) == {"outcome": "allowed", "findings": []}
+    # values that are not the patch's code stand
+    assert run(tmp_path, "import json, json.scanner\njson._default_decoder.scan_once = json.scanner.py_make_scanner(json._default_decoder)\n"
+               "json._default_decoder.strict = False\n" + look([]), from_patch=True) == {"outcome": "allowed", "findings": []}
