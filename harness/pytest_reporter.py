@@ -736,6 +736,7 @@ class Reporter:
         # the FAIL_TO_PASS ids the copies contradict: of a parametrised test, an instance among them is forked
         self._contradicted = {str(i) for i in (config.get("canaries") or {}).get("contradict") or ()}
         self._bindings = {}  # real path of a test module -> patchgym_test_globals.bindings of its source
+        self._fixture_tables = None  # {fixture name: rows too} the protected sources let be frozen (_freeze_fixture)
         self._helper_defs = (self._test_globals.HelperDefs(set(self._protected), self._test_root_dirs)
                              if self._test_globals is not None else None)
         self._globals_checked = {}  # id(module) -> (the module, its bindings or None): judged again at the end
@@ -2749,6 +2750,45 @@ class Reporter:
                     self._canary_params[nodeid] = param[:-1]
                 return number
         return None
+
+    # A list, dict or set a protected fixture returns is handed to the tests frozen where every use
+    # of it in the protected sources reads it the same so (patchgym_test_globals.fixture_tables: red
+    # team rt31's O7 pruned a running test's table in place through `item.funcargs`).
+    if _NEW_STYLE_WRAPPERS:
+        @pytest.hookimpl(wrapper=True)
+        def pytest_fixture_setup(self, fixturedef, request):
+            result = yield
+            return self._freeze_fixture(fixturedef, result)
+    else:
+        @pytest.hookimpl(hookwrapper=True)
+        def pytest_fixture_setup(self, fixturedef, request):
+            outcome = yield
+            try:
+                result = outcome.get_result()
+            except BaseException:  # noqa: B036  the fixture failed: pytest reports that itself
+                return
+            frozen = self._freeze_fixture(fixturedef, result)
+            if frozen is not result:
+                outcome.force_result(frozen)
+
+    def _freeze_fixture(self, fixturedef, result):
+        tables = self._fixture_tables
+        if tables is None:
+            tables = self._fixture_tables = self._test_globals.fixture_tables(
+                [self._sources._tree(path) for path in self._sources.sources]) if (
+                self._test_globals is not None and self._sources is not None) else {}
+        rows = tables.get(getattr(fixturedef, "argname", None))
+        if rows is None:
+            return result
+        code = getattr(getattr(fixturedef, "func", None), "__code__", None)
+        if code is None or self._sources._real(code.co_filename) not in self._sources.sources:
+            return result  # (a fixture of the same name the protected sources do not define)
+        cached = getattr(fixturedef, "cached_result", None)
+        frozen = self._test_globals.frozen_fixture_value(result, rows)
+        if frozen is None or type(cached) is not tuple or not cached or cached[0] is not result:
+            return result
+        fixturedef.cached_result = (frozen,) + cached[1:]
+        return frozen
 
     # Twins and contradictions must run after the tests they copy (contradictions.plan). pytest
     # runs in file order, where they are planted; a plugin that reorders (pytest-randomly) ran some

@@ -353,6 +353,63 @@ def _frozen(value, rows):
     return frozenset(value)
 
 
+def fixture_tables(trees):
+    """{fixture name: whether its list rows become tuples} of the fixtures the protected sources
+    (`trees`: their parsed modules) define whose value, where it is a list, dict or set, the grader
+    may freeze as pytest caches it (`_frozen`): every use of the name in every protected source --
+    a test's or a fixture's parameter -- reads it the same frozen (`_reads_the_same_frozen`), no
+    source names it in a string (`request.getfixturevalue("cases")`, a parametrize over it) or
+    writes globals by other means. Why (red team rt31's O7, stop 45, reward 1 with no frame): the
+    library reached the running test's fixture value through pytest's own objects (`item.funcargs`,
+    from the session pytest hands out) and pruned the rows the bug gets wrong in place, while the
+    test's loop was reading it; a test module's tables were already frozen as its body ends."""
+    trees = [tree for tree in trees if tree is not None]
+    names = set()
+    for tree in trees:
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                for decorator in node.decorator_list:
+                    name = _fixture_name(decorator, node.name)
+                    if name is not None:
+                        names.add(name)
+    if not names:
+        return {}
+    rows = dict.fromkeys(names, True)
+    for tree in trees:
+        uses, dynamic, strings, _ = _name_uses(tree)
+        if dynamic:
+            return {}
+        for name in list(rows):
+            mine = uses.get(name, ())
+            if name in strings or not _reads_the_same_frozen(mine, tree):
+                del rows[name]
+            elif not _rows_stay_inside(mine, tree):
+                rows[name] = False
+    return rows
+
+
+def _fixture_name(decorator, default):
+    """The fixture name a decorator (`@pytest.fixture`, `@fixture(name="x", scope=...)`) gives a
+    function, else None."""
+    call = decorator if isinstance(decorator, ast.Call) else None
+    target = call.func if call is not None else decorator
+    called = target.attr if isinstance(target, ast.Attribute) else target.id if isinstance(target, ast.Name) else None
+    if called not in ("fixture", "yield_fixture"):
+        return None
+    for keyword in (call.keywords if call is not None else ()):
+        if keyword.arg == "name":
+            return _text_of(keyword.value)
+    return default
+
+
+def frozen_fixture_value(value, rows):
+    """The frozen value the grader hands the tests in place of a fixture's list, dict or set (see
+    `fixture_tables`), else None."""
+    if type(value) not in _MUTABLE:
+        return None
+    return _frozen(value, rows)
+
+
 _MAPPING_PROXY = type(type.__dict__)
 _FROZEN_TABLES = {}  # (id(a module's namespace), name) -> (the namespace, the frozen table put there)
 
