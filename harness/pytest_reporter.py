@@ -771,6 +771,10 @@ class Reporter:
                 # the graded doctests, whose examples must be the task's (`_check_doctest`): a call their
                 # examples make is a test's (fpAI FP-B2: objgraph's and boltons' doctests walk the collector)
                 self._guard.test_doctests = frozenset(str(i).split("::", 1)[-1] for i in self._doctests)
+                hold = getattr(self._test_globals, "hold_strategy_cache", None)
+                if hold is not None:  # (hypothesis' strategy cache, never hit once it loads: red team rt31's O3)
+                    own_root = os.path.realpath(self._testbed).rstrip("/") + "/"
+                    self._guard.after_imports.append(lambda: hold(own_root))
         self._phases = {}  # node id -> {phase: status}
         self._rerun = set()  # node ids whose attempt ended in a rerun (pytest-rerunfailures): nothing to emit for it
         self._retried = set()  # node ids with an attempt that did not count (a rerun, flaky's unlogged one)
@@ -2758,7 +2762,7 @@ class Reporter:
         @pytest.hookimpl(wrapper=True)
         def pytest_fixture_setup(self, fixturedef, request):
             result = yield
-            return self._freeze_fixture(fixturedef, result)
+            return self._freeze_fixture(fixturedef, result, request)
     else:
         @pytest.hookimpl(hookwrapper=True)
         def pytest_fixture_setup(self, fixturedef, request):
@@ -2767,11 +2771,16 @@ class Reporter:
                 result = outcome.get_result()
             except BaseException:  # noqa: B036  the fixture failed: pytest reports that itself
                 return
-            frozen = self._freeze_fixture(fixturedef, result)
+            frozen = self._freeze_fixture(fixturedef, result, request)
             if frozen is not result:
                 outcome.force_result(frozen)
 
-    def _freeze_fixture(self, fixturedef, result):
+    def _freeze_fixture(self, fixturedef, result, request):
+        """`result` frozen where it may be (above), else itself: a function-scoped fixture of the
+        protected sources, set up for a test of theirs whose fixtures taking it are all theirs too
+        (a repository's own conftest outside them could change it honestly)."""
+        if getattr(fixturedef, "scope", None) != "function" or type(result) not in (list, dict, set):
+            return result
         tables = self._fixture_tables
         if tables is None:
             tables = self._fixture_tables = self._test_globals.fixture_tables(
@@ -2780,15 +2789,31 @@ class Reporter:
         rows = tables.get(getattr(fixturedef, "argname", None))
         if rows is None:
             return result
-        code = getattr(getattr(fixturedef, "func", None), "__code__", None)
-        if code is None or self._sources._real(code.co_filename) not in self._sources.sources:
+        if not self._protected_function(getattr(fixturedef, "func", None)):
             return result  # (a fixture of the same name the protected sources do not define)
+        item = getattr(request, "node", None)
+        if not self._protected_function(getattr(item, "obj", None)):
+            return result
+        try:
+            closure = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", None) or {}
+            for definitions in list(closure.values()):
+                for definition in definitions:
+                    if fixturedef.argname in (getattr(definition, "argnames", None) or ()) and not self._protected_function(
+                            getattr(definition, "func", None)):
+                        return result
+        except Exception:  # noqa: BLE001  (an unknown pytest: left as it is)
+            return result
         cached = getattr(fixturedef, "cached_result", None)
         frozen = self._test_globals.frozen_fixture_value(result, rows)
         if frozen is None or type(cached) is not tuple or not cached or cached[0] is not result:
             return result
         fixturedef.cached_result = (frozen,) + cached[1:]
         return frozen
+
+    def _protected_function(self, function):
+        """Whether `function` (a test's, a fixture's) is compiled from a protected source."""
+        code = getattr(getattr(function, "__func__", function), "__code__", None)
+        return code is not None and self._sources._real(code.co_filename) in self._sources.sources
 
     # Twins and contradictions must run after the tests they copy (contradictions.plan). pytest
     # runs in file order, where they are planted; a plugin that reorders (pytest-randomly) ran some
@@ -2941,6 +2966,11 @@ class Reporter:
     def _check_framework_settings(self):
         """The test frameworks' own settings are what the tests and their configuration made them
         (`patchgym_test_globals.hypothesis_settings_changed`: rt30's D6)."""
+        # (and hypothesis' strategy cache is the one the grader put there: `hold_strategy_cache`)
+        cache_replaced = getattr(self._test_globals, "strategy_cache_replaced", None)
+        if cache_replaced is not None and cache_replaced() and "hypothesis cache" not in self._framework_reported:
+            self._framework_reported.add("hypothesis cache")
+            self._violation("library_code_replaced", "hypothesis.strategies._internal.utils._STRATEGY_CACHE")
         changed = getattr(self._test_globals, "hypothesis_settings_changed", None)
         before = self._hypothesis_before
         # the profile the run's own options name (`--hypothesis-profile`, `--hypothesis-verbosity`,

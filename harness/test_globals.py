@@ -1221,6 +1221,81 @@ def runner_check(sources, untrusted, test_roots):
 
 
 # --- The test frameworks' own settings (stop 43) -----------------------------------------------
+_STRATEGY_MODULE = "hypothesis.strategies._internal.utils"
+
+
+class NoStrategyCache(object):
+    """hypothesis' strategy cache, held by the grader: never hit, never filled. Why (red team rt31's
+    O3, stop 45, reward 1 with no code of the patch's outside): at its import the library put into
+    hypothesis' `_STRATEGY_CACHE`, under the key `st.integers(min_value=1, max_value=3999)` makes, a
+    strategy hypothesis itself built, `st.sampled_from(<the numbers the bug gets right>)`; the test's
+    `@given(st.integers(...))` got it from the cache. A cache a library can fill for the tests to
+    read is not the tests' source; without it each call builds the strategy it names (a cheap lazy
+    object: hypothesis validates it when a test first draws from it)."""
+
+    def __getitem__(self, key):
+        raise KeyError(key)
+
+    def __setitem__(self, key, value):
+        pass
+
+    def __contains__(self, key):
+        return False
+
+    def __len__(self):
+        return 0
+
+    def __iter__(self):
+        return iter(())
+
+    def get(self, key, default=None):
+        return default
+
+    def pop(self, key, *default):
+        if default:
+            return default[0]
+        raise KeyError(key)
+
+    def clear(self):
+        pass
+
+
+def hold_strategy_cache(own_root):
+    """Put a `NoStrategyCache` in place of hypothesis' strategy cache once its module has loaded
+    from outside the repository (`own_root`: the repository's folder, with its trailing slash);
+    True once done or where there is nothing to do (hypothesis is the repository), else False
+    (asked again at the next import: `audit_hook.Guard.after_imports`)."""
+    module = sys.modules.get(_STRATEGY_MODULE)
+    if module is None:
+        return False
+    try:
+        namespace = object.__getattribute__(module, "__dict__")
+    except Exception:  # noqa: BLE001
+        return True
+    if "_STRATEGY_CACHE" not in namespace:
+        return False  # (its body has not got that far)
+    filename = namespace.get("__file__")
+    if not isinstance(filename, str) or os.path.realpath(filename).startswith(own_root):
+        return True
+    if "held" not in _HELD_CACHE:
+        _HELD_CACHE["held"] = namespace["_STRATEGY_CACHE"] = NoStrategyCache()
+    return True
+
+
+def strategy_cache_replaced():
+    """Whether hypothesis' strategy cache, once the grader held it, is no longer its `NoStrategyCache`."""
+    module = sys.modules.get(_STRATEGY_MODULE)
+    try:
+        namespace = object.__getattribute__(module, "__dict__") if module is not None else {}
+    except Exception:  # noqa: BLE001
+        return False
+    held = _HELD_CACHE.get("held")
+    return held is not None and namespace.get("_STRATEGY_CACHE") is not held
+
+
+_HELD_CACHE = {}  # "held": the NoStrategyCache the grader put in place
+
+
 def hypothesis_settings():
     """The settings hypothesis' `@given` tests run under now (`settings.default`), None where
     hypothesis is not imported."""

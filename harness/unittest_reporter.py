@@ -716,6 +716,10 @@ def main(argv):
         provenance.guard = guard
         if guard is not None:
             guard.emit = lambda what, detail: channel.emit("integrity", what=what, detail=detail)
+            hold = getattr(patchgym_test_globals, "hold_strategy_cache", None)
+            if hold is not None:  # (hypothesis' strategy cache, never hit once it loads: red team rt31's O3)
+                own_root = os.path.realpath(testbed).rstrip("/") + "/"
+                guard.after_imports.append(lambda: hold(own_root))
             guard_state = guard.snapshot()
     channel.emit("start", pid=os.getpid(), python=sys.version.split()[0], runner="unittest")
     if config.get("canaries"):
@@ -795,6 +799,9 @@ def main(argv):
         settings_changed = None
     outside = set(patchgym_audit_hook.replaced_outside(guard)) if guard is not None else set()
     outside.update(outside_looks)
+    cache_replaced = getattr(patchgym_test_globals, "strategy_cache_replaced", None)
+    if cache_replaced is not None and cache_replaced():
+        outside.add("hypothesis.strategies._internal.utils._STRATEGY_CACHE")
     for label in sorted(outside):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
@@ -802,7 +809,10 @@ def main(argv):
     if settings_changed is not None and settings_changed(None, sources):
         channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
     # and once more at the end: code replaced once tests ran (red team rt30's D8)
-    for label in sorted(set(patchgym_audit_hook.replaced_outside(guard, again=True)) - outside - set(outside_looks)) if guard is not None else ():
+    last = set(patchgym_audit_hook.replaced_outside(guard, again=True)) if guard is not None else set()
+    if cache_replaced is not None and cache_replaced():
+        last.add("hypothesis.strategies._internal.utils._STRATEGY_CACHE")
+    for label in sorted(last - outside - set(outside_looks)):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     for name in _shadowed(result):
         channel.emit("integrity", what="result_method_shadowed", detail=name)

@@ -64,3 +64,20 @@ def test_a_fixture_value_the_tests_change_or_compare_is_handed_over_as_it_is(tmp
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
     assert not [f for f in gold.flags if not f.startswith("note")], gold.flags
+
+
+# a fixture of the library's own (outside the protected sources) that takes the tests' table and
+# extends it: the table is handed over as it is
+LIBRARY_FIXTURE = "import pytest\n\n\n@pytest.fixture\ndef extended(cases):\n    cases.append((4, 4, 8))\n    return cases\n"
+TESTS_WITH_A_LIBRARY_FIXTURE = TABLE_TESTS.replace(
+    "from calc import add\n", "from calc import add\nfrom calc.fixtures import extended  # noqa: F401\n").replace(
+    "def test_table(cases):", "def test_table(cases, extended):")
+
+
+def test_a_fixture_value_a_fixture_outside_the_protected_sources_takes_is_handed_over_as_it_is(tmp_path) -> None:
+    prepared = build_prepared(tmp_path, instance_id="fixture-values-library",
+                              base_files={**BASE_FILES, "calc/fixtures.py": LIBRARY_FIXTURE},
+                              test_patch_files={"tests/test_table.py": TESTS_WITH_A_LIBRARY_FIXTURE},
+                              gold_files={"calc/ops.py": FIXED_OPS}, fail_to_pass=["tests/test_table.py::test_table"])[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
