@@ -280,6 +280,9 @@ class ProtectedSources(object):
         # called with each protected module right after its body ran (the grader's loaders, and the
         # pytest reporter's wrap of pytest's): patchgym_test_globals seals the data it built then
         self.after_body = None
+        # called with each protected module's tree before it is compiled (patchgym_test_globals'
+        # `literal_freezer`: a test's list of cases it only reads becomes a tuple)
+        self.transform = None
 
     def _tree(self, path):
         if path not in self._trees:
@@ -311,6 +314,11 @@ class ProtectedSources(object):
             # ast.parse is this compile call; made here, so the audit hook sees the grader's own frame
             # as the caller (patchgym_audit_hook: compiles from the grader's files taint no name).
             tree = _compile(source, path, "exec", _ONLY_AST, dont_inherit=True) if source is not None else None
+            if tree is not None and self.transform is not None:
+                try:
+                    self.transform(tree)
+                except Exception:  # noqa: BLE001  (the tree as written, then)
+                    tree = _compile(source, path, "exec", _ONLY_AST, dont_inherit=True)
             if tree is not None and rewrite is not None:
                 rewrite(tree, source, path)
             module_code = _compile(tree, path, "exec", dont_inherit=True) if tree is not None else None

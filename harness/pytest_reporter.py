@@ -694,6 +694,9 @@ class Reporter:
             self._test_globals = patchgym_test_globals
         except ImportError:
             self._test_globals = None
+        if self._test_globals is not None and self._sources is not None:
+            sources = self._sources
+            sources.transform = self._test_globals.literal_freezer(lambda: [sources._tree(path) for path in sources.sources])
         self._test_root_dirs = tuple(os.path.realpath(os.path.join(self._testbed, r)).rstrip("/") + "/"
                                      for r in config.get("test_roots", []))
         try:
@@ -811,6 +814,8 @@ class Reporter:
             self._equality_probe.watch_class_statements()
         # Snapshots last, so that the wrappers installed above are part of them.
         self._machinery = _machinery(bool(self._doctests) or any(_a_doctest_id(g) for g in self._graded or ()))
+        if self._test_globals is not None:  # (before TestCase is snapshotted: its comparators judged as asked for)
+            self._test_globals.watch_comparators(unittest.TestCase)
         self._namespace = _namespace()
         self._class_keys = _class_keys()
         self._testcase_originals = dict(vars(unittest.TestCase))  # what an old name's shim may point at

@@ -388,6 +388,156 @@ def fixture_tables(trees):
     return rows
 
 
+def literal_freezer(trees):
+    """A transform for the grader's own compilation of each protected module
+    (`compiled_tests.ProtectedSources.transform`): in its tree, a list display a test binds once to
+    a local name (`cases = [(1, 'I'), ...]`), or to an attribute of `self`/`cls` once in the module
+    (`self.cases = [...]` in `setUp`), becomes a tuple display where every use of it reads it the
+    same as a tuple (`_reads_the_same_frozen`: iterated, indexed, `in`, unpacked, a reading builtin;
+    no slice, no `==`, no text of it, no call that could change it), and no string names it; its
+    list rows become tuples too where every use only unpacks them. `trees`: every protected
+    module's parsed source (or a callable giving them, asked only where a test binds a list to an
+    attribute), where an attribute's uses are looked for (a subclass in another test module may
+    change it). Why (red team rt30's D2/r02, rt31's F-class, reward 1 where the repository
+    walks frames at base, and through pytest's session with no frame at all): the library pruned in
+    place, while the test's loop read it, the rows of such a table the bug gets wrong; frozen, a
+    change in place raises in the library. Returns the transform (tree -> number of tables frozen)."""
+    seen = {}  # "attributes": {name: [(node, parent)]}, "strings", "dynamic": read from every tree once, when first needed
+
+    def attribute_uses():
+        if not seen:
+            attributes, strings, dynamic = {}, set(), False
+            for tree in (trees() if callable(trees) else trees):
+                if tree is None:
+                    continue
+                for node in ast.walk(tree):
+                    for child in ast.iter_child_nodes(node):
+                        if isinstance(child, ast.Attribute):
+                            attributes.setdefault(child.attr, []).append((child, node))
+                    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in (
+                            "vars", "setattr", "getattr", "delattr", "exec", "eval"):
+                        for inner in list(node.args) + [k.value for k in node.keywords]:
+                            text = _text_of(inner)
+                            if text is not None:
+                                strings.add(text)
+                        if node.func.id in ("vars", "exec", "eval"):
+                            dynamic = True
+                    elif isinstance(node, ast.Attribute) and node.attr == "__dict__":
+                        dynamic = True
+            seen.update(attributes=attributes, strings=strings, dynamic=dynamic)
+        return None if seen["dynamic"] else (seen["attributes"], seen["strings"])
+
+    def freeze(tree):
+        frozen = 0
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                frozen += _freeze_locals(node)
+                if any(_assigns_a_list(statement, attribute=True) for statement in node.body):
+                    uses = attribute_uses()
+                    if uses is not None:
+                        frozen += _freeze_attributes(node, *uses)
+            elif isinstance(node, ast.ClassDef) and any(_assigns_a_list(statement) for statement in node.body):
+                uses = attribute_uses()
+                if uses is not None:
+                    frozen += _freeze_class_tables(node, *uses)
+        return frozen
+
+    return freeze
+
+
+def _assigns_a_list(statement, attribute=False):
+    """Whether a statement binds one name (an attribute, with `attribute`) to a list display."""
+    if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.value, ast.List)):
+        return False
+    return isinstance(statement.targets[0], ast.Attribute if attribute else ast.Name)
+
+
+def _freeze_locals(function):
+    """Freeze the list displays `function`'s own body binds once to a local name (`literal_freezer`)."""
+    candidates = [(statement, _plain_binding(statement)) for statement in function.body]
+    candidates = [(statement, binding) for statement, binding in candidates
+                  if binding is not None and isinstance(binding[1], ast.List) and isinstance(statement, ast.Assign)]
+    if not candidates:
+        return 0
+    uses, dynamic, strings, _ = _name_uses(function)
+    if dynamic or any(isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("locals", "vars", "eval")
+                      for n in ast.walk(function)):
+        return 0
+    arguments = function.args
+    parameters = {a.arg for a in list(arguments.args) + list(arguments.kwonlyargs) + list(getattr(arguments, "posonlyargs", []))}
+    parameters.update(a.arg for a in (arguments.vararg, arguments.kwarg) if a is not None)
+    declared = {name for node in ast.walk(function) if isinstance(node, (ast.Global, ast.Nonlocal)) for name in node.names}
+    frozen = 0
+    for statement, (name, node) in candidates:
+        mine = uses.get(name, ())
+        stores = [n for n, _ in mine if not isinstance(n.ctx, ast.Load)]
+        if name in parameters or name in declared or name in strings or len(stores) != 1 \
+                or not _reads_the_same_frozen(mine, function):
+            continue
+        statement.value = _tuple_display(node, _rows_stay_inside(mine, function))
+        frozen += 1
+    return frozen
+
+
+def _freeze_attributes(function, attributes, strings):
+    """Freeze the list displays `function`'s own body binds to an attribute of its first parameter
+    (`self.cases = [...]`), where that attribute is bound nowhere else in the protected modules and
+    every use of it there reads it the same frozen (`literal_freezer`)."""
+    arguments = list(getattr(function.args, "posonlyargs", [])) + list(function.args.args)
+    if not arguments:
+        return 0
+    owner = arguments[0].arg
+    frozen = 0
+    for statement in function.body:
+        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.value, ast.List)):
+            continue
+        target = statement.targets[0]
+        if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == owner):
+            continue
+        name = target.attr
+        uses = attributes.get(name, ())
+        if name in strings or name.startswith("__") or sum(1 for n, _ in uses if not isinstance(n.ctx, ast.Load)) != 1:
+            continue
+        reads = [(n, parent) for n, parent in uses if isinstance(n.ctx, ast.Load)]  # (the one store: this one)
+        if not _only_read(reads, function, True):
+            continue
+        statement.value = _tuple_display(statement.value, _rows_stay_inside(reads, function))
+        frozen += 1
+    return frozen
+
+
+def _freeze_class_tables(klass, attributes, strings):
+    """Freeze the list displays a class body binds once to a name (`CASES = [...]`, read as
+    `self.CASES`), where no protected module sets that attribute and every use of it, and of the
+    name in the class's body, reads it the same frozen (`literal_freezer`)."""
+    candidates = [(statement, _plain_binding(statement)) for statement in klass.body]
+    candidates = [(statement, binding) for statement, binding in candidates
+                  if binding is not None and isinstance(binding[1], ast.List) and isinstance(statement, ast.Assign)]
+    if not candidates:
+        return 0
+    uses, dynamic, names, _ = _name_uses(klass)
+    if dynamic:
+        return 0
+    frozen = 0
+    for statement, (name, node) in candidates:
+        mine = uses.get(name, ())
+        reads = attributes.get(name, ())
+        if name in strings or name in names or sum(1 for n, _ in mine if not isinstance(n.ctx, ast.Load)) != 1 \
+                or any(not isinstance(n.ctx, ast.Load) for n, _ in reads) \
+                or not _only_read(mine, klass, True) or not _only_read(reads, klass, True):
+            continue
+        statement.value = _tuple_display(node, _rows_stay_inside(mine, klass) and _rows_stay_inside(reads, klass))
+        frozen += 1
+    return frozen
+
+
+def _tuple_display(node, rows):
+    """A tuple display in place of list display `node` (its list rows too, with `rows`)."""
+    items = [ast.copy_location(ast.Tuple(elts=item.elts, ctx=ast.Load()), item) if rows and isinstance(item, ast.List) else item
+             for item in node.elts]
+    return ast.copy_location(ast.Tuple(elts=items, ctx=ast.Load()), node)
+
+
 def _fixture_name(decorator, default):
     """The fixture name a decorator (`@pytest.fixture`, `@fixture(name="x", scope=...)`) gives a
     function, else None."""
@@ -763,6 +913,44 @@ _DEFAULT_COMPARATORS = frozenset(("assertDictEqual", "assertListEqual", "assertT
                                   "assertMultiLineEqual"))
 
 
+_AT_USE = {}  # id(test) -> (test, its instance_state, [(name, value)] its comparators showed when asked for)
+
+
+def watch_comparators(testcase):
+    """Wrap `TestCase._getAssertEqualityFunc` (before the grader's snapshot of TestCase, before any
+    code of the repository runs) so that the comparator an assertion asks for is judged as it is
+    asked for: a `_type_equality_funcs` changed since the method began (`instance_state` then) is
+    noted for `instance_changed`. Why (red team rt30's D15, rt31's F1/F2, reward 1 where the edited
+    file walks frames at base): the library re-pointed `_type_equality_funcs[str]` to
+    `'assertLessEqual'` while the method ran and put it back from a collector callback once the
+    method's frame was gone, before the check after the method read it."""
+    original = vars(testcase).get("_getAssertEqualityFunc")
+    if original is None or getattr(original, "__wrapped__", None) is not None:
+        return
+
+    def _getAssertEqualityFunc(self, first, second):
+        seen = _AT_USE.get(id(self))
+        if seen is not None and seen[0] is self and seen[1] is not None:
+            found = _comparators_changed(self, seen[1], testcase)
+            # and the assertion a comparator's name stands for, re-pointed since (rt31's O10 on
+            # `assertMultiLineEqual`, put back before the check after the method)
+            try:
+                funcs = vars(self).get("_type_equality_funcs")
+                named = funcs.get(type(first)) if type(funcs) is dict and type(first) is type(second) else None
+            except Exception:  # noqa: BLE001
+                named = None
+            if isinstance(named, str):
+                found += _names_re_pointed(self, seen[1], testcase, only=named)
+            for item in found:
+                if item not in seen[2]:
+                    seen[2].append(item)
+        return original(self, first, second)
+
+    _getAssertEqualityFunc.__wrapped__ = original
+    _getAssertEqualityFunc.__doc__ = original.__doc__
+    testcase._getAssertEqualityFunc = _getAssertEqualityFunc
+
+
 def instance_state(test):
     """What the running test's instance is before its method runs (`instance_changed`): its class,
     its `_type_equality_funcs` (the dict and what it holds), what its own dict holds, and what the
@@ -780,8 +968,11 @@ def instance_state(test):
     testcase = getattr(testcase, "TestCase", None) if testcase is not None else None
     if isinstance(testcase, type):
         classes.append((testcase, dict(vars(testcase))))
-    return (type(test), funcs, type(funcs), dict(funcs) if type(funcs) is dict else None,
-            dict(own) if own is not None else None, classes)
+    state = (type(test), funcs, type(funcs), dict(funcs) if type(funcs) is dict else None,
+             dict(own) if own is not None else None, classes)
+    _AT_USE.clear()  # (one test's method runs at a time; none kept alive past the next)
+    _AT_USE[id(test)] = (test, state, [])
+    return state
 
 
 def instance_changed(test, before, testcase, untrusted=None):
@@ -807,19 +998,46 @@ def instance_changed(test, before, testcase, untrusted=None):
     # `PYTEST_CURRENT_TEST`) or on its class (found through the text runner's announcements) and
     # took it out again at the status line, before any other check; `instance_shadows` took any of
     # TestCase's functions for TestCase's own.
-    if isinstance(testcase, type):
-        for label, namespace, held_before, owner in ([("", vars(test), own_before, None)] if own_before is not None else []) + [
-                (cls.__name__ + ".", vars(cls), held, cls) for cls, held in classes]:
-            if len(namespace) == len(held_before) and list(namespace) == list(held_before) \
-                    and all(map(_IS, namespace.values(), held_before.values())):
-                continue  # (nothing set there while the method ran: every honest test, one C-level pass)
-            for name, value in list(namespace.items()):
-                if held_before.get(name, _MISSING) is value or name.startswith("__") or isinstance(value, type) \
-                        or not callable(value) and type(value).__name__ not in ("staticmethod", "classmethod") \
-                        or not _testcase_name(testcase, name):
-                    continue
-                if _re_pointed(value, name, testcase, untrusted, held_before if owner is testcase else None):
-                    found.append((label + name, value))
+    found.extend(_names_re_pointed(test, before, testcase, untrusted))
+    seen = _AT_USE.pop(id(test), None)
+    if seen is not None and seen[0] is test:
+        found.extend(item for item in seen[2] if item not in found)
+    return found + [item for item in _comparators_changed(test, before, testcase) if item not in found]
+
+
+def _names_re_pointed(test, before, testcase, untrusted=None, only=None):
+    """[(label, value)] of the assertions' names (`only`: that one name) re-pointed since `before`
+    on the test's instance, its class line or TestCase (`instance_changed`)."""
+    found = []
+    if not isinstance(testcase, type):
+        return found
+    _, _, _, _, own_before, classes = before
+    for label, namespace, held_before, owner in ([("", vars(test), own_before, None)] if own_before is not None else []) + [
+            (cls.__name__ + ".", vars(cls), held, cls) for cls, held in classes]:
+        if only is not None:
+            value = namespace.get(only, _MISSING)
+            entries = [] if value is _MISSING or held_before.get(only, _MISSING) is value else [(only, value)]
+        elif len(namespace) == len(held_before) and list(namespace) == list(held_before) \
+                and all(map(_IS, namespace.values(), held_before.values())):
+            continue  # (nothing set there while the method ran: every honest test, one C-level pass)
+        else:
+            entries = list(namespace.items())
+        for name, value in entries:
+            if held_before.get(name, _MISSING) is value or name.startswith("__") or isinstance(value, type) \
+                    or not callable(value) and type(value).__name__ not in ("staticmethod", "classmethod") \
+                    or not _testcase_name(testcase, name):
+                continue
+            if _re_pointed(value, name, testcase, untrusted, held_before if owner is testcase else None):
+                found.append((label + name, value))
+    return found
+
+
+def _comparators_changed(test, before, testcase):
+    """[(name, value)] of what changed in the test instance's `_type_equality_funcs` since `before`
+    (`instance_state`): the dict itself, or an entry naming one of TestCase's own assertions that is
+    no comparator (`instance_changed`)."""
+    kind, funcs, funcs_type, items, _, _ = before
+    found = []
     try:
         now = vars(test).get("_type_equality_funcs")
     except TypeError:
@@ -829,6 +1047,8 @@ def instance_changed(test, before, testcase, untrusted=None):
         return found
     if type(now) is not dict or items is None:
         return found
+    if len(now) == len(items) and list(now) == list(items) and all(map(_IS, now.values(), items.values())):
+        return found  # (nothing changed: every honest test, one C-level pass)
     for key, value in list(now.items()):
         # (a changed entry's value that is code: `instance_shadows` judges it; a test's own
         # `addTypeEqualityFunc(str, self.assertTextEqual)` in its method is its own)

@@ -698,11 +698,15 @@ def main(argv):
     if watch_should_stop is not None:
         watch_should_stop(lambda where: channel.emit("integrity", what="should_stop_raised_outside_unittest", detail="{} ({})".format(
             _safe_id(provenance.running) if provenance.running is not None else "between tests", where)))
+    if patchgym_test_globals is not None:  # (before TestCase is snapshotted: its comparators judged as asked for)
+        patchgym_test_globals.watch_comparators(unittest.TestCase)
     watched = _watched()
     class_keys = _class_keys()
     testcase_originals = dict(vars(unittest.TestCase))  # what an old name's shim may point at
     provenance = _Provenance(config, channel)
     provenance.sources = sources
+    if sources is not None and patchgym_test_globals is not None:  # (before any protected module is compiled)
+        sources.transform = patchgym_test_globals.literal_freezer(lambda: [sources._tree(path) for path in sources.sources])
     for obj in (channel, channel._stream, provenance):
         _bind_methods(obj)
     provenance.watch_skips()

@@ -22,7 +22,7 @@ from pathlib import Path
 import pytest
 
 from patchgym.harness.grader import grade_patch, repository_traces
-from tests.fixtures_grading.calc_task import (FRAMES_ELSEWHERE_AT_BASE, NO_FRAMES_AT_BASE, UNITTEST_FRAMES_ELSEWHERE_AT_BASE,
+from tests.fixtures_grading.calc_task import (BASE_FILES, FRAMES_ELSEWHERE_AT_BASE, FRAMES_IN_OPS, NO_FRAMES_AT_BASE, UNITTEST_BASE, UNITTEST_FRAMES_ELSEWHERE_AT_BASE,
                                                UNITTEST_NO_FRAMES_AT_BASE, build_prepared, diff_of)
 from tests.fixtures_grading.factories import any_factory_or_reason
 from tests.test_integrity_audit_hook import run
@@ -191,5 +191,35 @@ def test_a_library_pruning_its_callers_lists_is_refused(tmp_path, runner, frames
     attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": PRUNING_CALLERS}), factory=FACTORY, deadline_s=120)
     assert attacked.reward == 0.0 and attacked.status == "tampered", attacked.model_dump_json(indent=1)
     assert any("audit_refused" in f and "sys._getframe" in f for f in attacked.flags), attacked.flags
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_tests_own_list_is_frozen_where_the_edited_file_walks_frames_at_base(tmp_path, runner) -> None:
+    # red team rt30's D2/r02 and rt31's F-class: `calc/ops.py` reaches for frames at base, so its
+    # patched version may too; the test's local list and `self.cases` (set in `setUp`) it only reads
+    # are compiled as tuples by the grader (`test_globals.literal_freezer`), and the pruning finds no list
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    assert "_getframe" in base["calc/ops.py"]
+    fixed = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    pruning = PRUNING_CALLERS + FRAMES_IN_OPS  # (the base's own frame helper kept)
+    # (the row the bug gets right first: the loop holds it before the first call prunes the rest)
+    tests = (UNITTEST_TESTS if runner == "unittest" else PYTEST_TESTS).replace(
+        "[(2, 3, 5), (1, 1, 2), (0, 0, 0)]", "[(0, 0, 0), (2, 3, 5), (1, 1, 2)]")
+    assert "[(0, 0, 0)" in tests
+    if runner == "unittest":
+        prepared = build_prepared(tmp_path, instance_id="frozen-ut", base_files=base, log_parser="unittest",
+                                  test_patch_files={"tests/test_add.py": tests},
+                                  gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests.test_add.AddTest.test_add"],
+                                  pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
+    else:
+        prepared = build_prepared(tmp_path, instance_id="frozen-pt", base_files=base,
+                                  test_patch_files={"tests/test_add.py": tests},
+                                  gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests/test_add.py::test_add"])[0]
+    attacked = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": pruning}), factory=FACTORY, deadline_s=120)
+    assert attacked.reward == 0.0, attacked.model_dump_json(indent=1)
+    assert attacked.tests["FAIL_TO_PASS"] == {prepared.task.FAIL_TO_PASS[0]: "FAILED"}, attacked.model_dump_json(indent=1)
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)

@@ -168,3 +168,29 @@ def test_testcase_itself_re_pointed_while_the_method_ran_is_seen() -> None:
     finally:
         unittest.TestCase.assertMultiLineEqual = original
     assert test_globals.instance_changed(case, before, unittest.TestCase) == []
+
+
+def test_a_comparator_re_pointed_while_the_method_ran_and_put_back_is_seen_as_it_is_asked_for(monkeypatch) -> None:
+    # red team rt30's D15, rt31's F1/F2: `_type_equality_funcs[str]` re-pointed to `'assertLessEqual'`
+    # while the method ran, put back once its frame was gone (a gc callback), before the check after it
+    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"")
+    monkeypatch.setattr(unittest.TestCase, "_getAssertEqualityFunc", unittest.TestCase._getAssertEqualityFunc)
+    test_globals.watch_comparators(unittest.TestCase)
+    case = _Case("test_nothing")
+    before = test_globals.instance_state(case)
+    case._type_equality_funcs[str] = "assertLessEqual"
+    case.assertEqual("I", "II")  # (passes: "I" sorts before "II")
+    case._type_equality_funcs[str] = "assertMultiLineEqual"  # (put back)
+    assert [name for name, _ in test_globals.instance_changed(case, before, unittest.TestCase)] == ["_type_equality_funcs[str]"]
+    # rt31's O10 put back: the assertion `_type_equality_funcs[str]` names, aliased on the instance
+    case = _Case("test_nothing")
+    before = test_globals.instance_state(case)
+    case.assertMultiLineEqual = case.assertLessEqual
+    case.assertEqual("I", "II")
+    del case.assertMultiLineEqual
+    assert [name for name, _ in test_globals.instance_changed(case, before, unittest.TestCase)] == ["assertMultiLineEqual"]
+    # a test whose comparators stay as they were: nothing
+    case = _Case("test_nothing")
+    before = test_globals.instance_state(case)
+    case.assertEqual("I", "I")
+    assert test_globals.instance_changed(case, before, unittest.TestCase) == []

@@ -1,0 +1,61 @@
+"""The grader's own compilation turns a test's list of cases it only reads into a tuple
+(`test_globals.literal_freezer`, `compiled_tests.ProtectedSources.transform`): a local list display
+bound once, `self.cases = [...]` bound once in the protected modules, a class body's `CASES = [...]`.
+Why: red team rt30's D2/r02 and rt31's F-class pruned such a list in place while the test's loop read
+it -- through frames where the edited file walks frames at base, or through pytest's session with no
+frame at all. What reads a list differently from a tuple (a slice, `==`, its text, a call that may
+change it) keeps the list. End to end: `test_integrity_frames.py`.
+"""
+
+from __future__ import annotations
+
+import ast
+
+import pytest
+
+from patchgym.harness import test_globals
+
+
+def frozen(source: str, *others: str) -> str:
+    trees = [ast.parse(source)] + [ast.parse(other) for other in others]
+    test_globals.literal_freezer(trees)(trees[0])
+    return ast.unparse(trees[0])
+
+
+@pytest.mark.parametrize("use", ["for a, b in cases:\n        check(a, b)", "assert 3 in cases", "check(*cases)",
+                                 "check(len(cases), cases[0], sorted(cases))", "for i, row in enumerate(cases):\n        check(row)"])
+def test_a_local_list_the_test_only_reads_becomes_a_tuple(use: str) -> None:
+    source = "def test_x():\n    cases = [[1, 2], [3, 4]]\n    " + use + "\n"
+    assert "cases = ((1, 2), (3, 4))" in frozen(source) or "cases = ([1, 2], [3, 4])" in frozen(source), frozen(source)
+
+
+def test_rows_become_tuples_only_where_each_use_unpacks_them() -> None:
+    assert "cases = ((1, 2), (3, 4))" in frozen("def test_x():\n    cases = [[1, 2], [3, 4]]\n    for a, b in cases:\n        check(a, b)\n")
+    assert "cases = ([1, 2], [3, 4])" in frozen("def test_x():\n    cases = [[1, 2], [3, 4]]\n    for row in cases:\n        row.append(0)\n")
+
+
+@pytest.mark.parametrize("use", ["cases.append(5)", "assert cases == [1, 2]", "assert cases[1:] == [2]", "print(cases)",
+                                 "helper(cases)", "cases += [3]", "cases = [3]", "assert repr(cases)", "f = lambda: locals()"])
+def test_a_local_list_read_as_a_list_or_changed_stays_a_list(use: str) -> None:
+    source = "def test_x():\n    cases = [1, 2]\n    " + use + "\n    for c in cases:\n        check(c)\n"
+    assert "cases = [1, 2]" in frozen(source), frozen(source)
+
+
+def test_a_list_set_on_self_in_setup_and_only_read_becomes_a_tuple() -> None:
+    source = ("class T:\n    def setUp(self):\n        self.cases = [(1, 'I'), (2, 'II')]\n\n"
+              "    def test_x(self):\n        for n, r in self.cases:\n            check(n, r)\n")
+    assert "self.cases = ((1, 'I'), (2, 'II'))" in frozen(source), frozen(source)
+    # changed by another test module's subclass, set twice, or named in a string: left a list
+    changed_elsewhere = "class U(T):\n    def test_y(self):\n        self.cases.append((3, 'III'))\n"
+    assert "self.cases = [(1, 'I'), (2, 'II')]" in frozen(source, changed_elsewhere)
+    set_twice = source + "\n    def test_y(self):\n        self.cases = []\n"
+    assert "self.cases = [(1, 'I'), (2, 'II')]" in frozen(set_twice)
+    by_name = source + "\n    def test_y(self):\n        getattr(self, 'cases')\n"
+    assert "self.cases = [(1, 'I'), (2, 'II')]" in frozen(by_name)
+
+
+def test_a_class_bodys_list_read_through_self_becomes_a_tuple() -> None:
+    source = ("class T:\n    CASES = [(1, 'I'), (2, 'II')]\n\n"
+              "    def test_x(self):\n        for n, r in self.CASES:\n            check(n, r)\n")
+    assert "CASES = ((1, 'I'), (2, 'II'))" in frozen(source), frozen(source)
+    assert "CASES = [(1, 'I'), (2, 'II')]" in frozen(source + "\n    def test_y(self):\n        self.CASES.sort()\n")
