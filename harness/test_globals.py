@@ -432,17 +432,35 @@ def literal_freezer(trees):
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
                 frozen += _freeze_locals(node)
-                if any(_assigns_a_list(statement, attribute=True) for statement in node.body):
+            elif isinstance(node, ast.ClassDef) and _a_test_class(node):
+                # (a test class's only: a helper class of the tests -- a fake response whose
+                # `history` list the library appends to -- is the library's to change)
+                methods = [n for n in node.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+                if any(_assigns_a_list(s) for s in node.body) or any(
+                        _assigns_a_list(s, attribute=True) for m in methods for s in m.body):
                     uses = attribute_uses()
                     if uses is not None:
-                        frozen += _freeze_attributes(node, *uses)
-            elif isinstance(node, ast.ClassDef) and any(_assigns_a_list(statement) for statement in node.body):
-                uses = attribute_uses()
-                if uses is not None:
-                    frozen += _freeze_class_tables(node, *uses)
+                        frozen += _freeze_class_tables(node, *uses)
+                        for method in methods:
+                            frozen += _freeze_attributes(method, *uses)
         return frozen
 
     return freeze
+
+
+def _a_test_class(klass):
+    """Whether a class statement makes a test class: named `Test...`, or deriving from a base whose
+    name ends in `TestCase`."""
+    if klass.name.startswith("Test"):
+        return True
+    for base in klass.bases:
+        name = base.attr if isinstance(base, ast.Attribute) else base.id if isinstance(base, ast.Name) else ""
+        if name.endswith("TestCase"):
+            return True
+    return False
+
+
+_NOT_FROZEN = frozenset(("pytestmark",))  # (pytest reads a class's `pytestmark` as a list, or one mark)
 
 
 def _assigns_a_list(statement, attribute=False):
@@ -496,10 +514,11 @@ def _freeze_attributes(function, attributes, strings):
             continue
         name = target.attr
         uses = attributes.get(name, ())
-        if name in strings or name.startswith("__") or sum(1 for n, _ in uses if not isinstance(n.ctx, ast.Load)) != 1:
+        if name in strings or name.startswith("__") or name in _NOT_FROZEN \
+                or sum(1 for n, _ in uses if not isinstance(n.ctx, ast.Load)) != 1:
             continue
         reads = [(n, parent) for n, parent in uses if isinstance(n.ctx, ast.Load)]  # (the one store: this one)
-        if not _only_read(reads, function, True):
+        if not reads or not _only_read(reads, function, True):
             continue
         statement.value = _tuple_display(statement.value, _rows_stay_inside(reads, function))
         frozen += 1
@@ -522,7 +541,8 @@ def _freeze_class_tables(klass, attributes, strings):
     for statement, (name, node) in candidates:
         mine = uses.get(name, ())
         reads = attributes.get(name, ())
-        if name in strings or name in names or sum(1 for n, _ in mine if not isinstance(n.ctx, ast.Load)) != 1 \
+        if name in strings or name in names or name in _NOT_FROZEN or name.startswith("__") or not reads \
+                or sum(1 for n, _ in mine if not isinstance(n.ctx, ast.Load)) != 1 \
                 or any(not isinstance(n.ctx, ast.Load) for n, _ in reads) \
                 or not _only_read(mine, klass, True) or not _only_read(reads, klass, True):
             continue

@@ -42,11 +42,11 @@ def test_a_local_list_read_as_a_list_or_changed_stays_a_list(use: str) -> None:
 
 
 def test_a_list_set_on_self_in_setup_and_only_read_becomes_a_tuple() -> None:
-    source = ("class T:\n    def setUp(self):\n        self.cases = [(1, 'I'), (2, 'II')]\n\n"
+    source = ("class TestT:\n    def setUp(self):\n        self.cases = [(1, 'I'), (2, 'II')]\n\n"
               "    def test_x(self):\n        for n, r in self.cases:\n            check(n, r)\n")
     assert "self.cases = ((1, 'I'), (2, 'II'))" in frozen(source), frozen(source)
     # changed by another test module's subclass, set twice, or named in a string: left a list
-    changed_elsewhere = "class U(T):\n    def test_y(self):\n        self.cases.append((3, 'III'))\n"
+    changed_elsewhere = "class TestU(TestT):\n    def test_y(self):\n        self.cases.append((3, 'III'))\n"
     assert "self.cases = [(1, 'I'), (2, 'II')]" in frozen(source, changed_elsewhere)
     set_twice = source + "\n    def test_y(self):\n        self.cases = []\n"
     assert "self.cases = [(1, 'I'), (2, 'II')]" in frozen(set_twice)
@@ -55,7 +55,22 @@ def test_a_list_set_on_self_in_setup_and_only_read_becomes_a_tuple() -> None:
 
 
 def test_a_class_bodys_list_read_through_self_becomes_a_tuple() -> None:
-    source = ("class T:\n    CASES = [(1, 'I'), (2, 'II')]\n\n"
+    source = ("class TestT:\n    CASES = [(1, 'I'), (2, 'II')]\n\n"
               "    def test_x(self):\n        for n, r in self.CASES:\n            check(n, r)\n")
     assert "CASES = ((1, 'I'), (2, 'II'))" in frozen(source), frozen(source)
     assert "CASES = [(1, 'I'), (2, 'II')]" in frozen(source + "\n    def test_y(self):\n        self.CASES.sort()\n")
+
+
+def test_only_a_test_classs_lists_are_frozen_and_never_pytestmark() -> None:
+    # a helper class of the tests (a fake whose list the library appends to), a list no test reads,
+    # and pytest's `pytestmark` (read by pytest as a list or one mark) stay lists
+    fake = ("class FakeResponse:\n    def __init__(self):\n        self.history = [1]\n\n"
+            "def test_x():\n    for h in FakeResponse().history:\n        check(h)\n")
+    assert "self.history = [1]" in frozen(fake)
+    unread = "class TestT(unittest.TestCase):\n    def setUp(self):\n        self.calls = []\n"
+    assert "self.calls = []" in frozen(unread)
+    marks = "class TestT:\n    pytestmark = [mark.a, mark.b]\n\n    def test_x(self):\n        check(len(self.pytestmark))\n"
+    assert "pytestmark = [mark.a, mark.b]" in frozen(marks)
+    derived = ("class Roman(unittest.TestCase):\n    def setUp(self):\n        self.cases = [1, 2]\n\n"
+               "    def test_x(self):\n        for c in self.cases:\n            check(c)\n")
+    assert "self.cases = (1, 2)" in frozen(derived)
