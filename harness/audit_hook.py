@@ -1514,7 +1514,8 @@ def _instances_changed(guard):
             if _kind_in(kind, _CODE_KINDS) or _a_mock(member):
                 where = _patch_file_of(guard, member, classes=False)
             elif not _kind_in(kind, _PLAIN_KINDS):
-                where = _patch_file_of(guard, member, classes=False, instances=True, lines=True)
+                # (a class of the patch's too: `unittest.defaultTestLoader.suiteClass = Suite`)
+                where = _patch_file_of(guard, member, classes=isinstance(member, type), instances=True, lines=True)
             else:
                 continue
             if where is not None:

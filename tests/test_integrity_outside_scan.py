@@ -174,9 +174,12 @@ def test_an_outside_objects_own_attribute_changed_in_place_is_found(tmp_path: Pa
     # red team rt31's O9: the shared decoder `json` holds by name given the patch's `scan_once` (no
     # name of any module rebound), and `random`'s own generator a method of the patch's: found whether
     # the module was loaded before the reporter or first imported since
-    operation = ("import json, random\ndef scan(text, index):\n    return {}, index\n" + look([])
+    operation = ("import json, random, unittest\ndef scan(text, index):\n    return {}, index\n" + look([])
                  + "json._default_decoder.scan_once = scan\nrandom._inst.random = lambda: 0.5\n"
-                 + look(["json._default_decoder.scan_once", "random._inst.random"], again=True))
+                 + "class Suite(unittest.TestSuite):\n    def run(self, result, debug=False):\n        return result\n"
+                 "unittest.defaultTestLoader.suiteClass = Suite\n"
+                 + look(["json._default_decoder.scan_once", "random._inst.random", "unittest.loader.defaultTestLoader.suiteClass"],
+                        again=True))
     assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
     fresh = ("import sys\nassert 'calendar' not in sys.modules\nimport calendar\n"
              "def blank(self, day, weekday, width):\n    return ''\ncalendar.c.formatday = blank\n")
