@@ -236,6 +236,9 @@ def _everything():
     return (_Stranger(), _FalseStranger(), None, 0, "", b"", (), [], {}, _a_function)
 
 
+_FAR_TEXT = "Qz7 far"
+
+
 def another(value):
     """A value no honest result equal to `value` also equals (see the module docstring): a number
     moved far, and a string, bytes or container with nothing of `value` in it -- not `value`
@@ -253,10 +256,11 @@ def another(value):
         return value + max(1.0, abs(value)) * 1.5 if value == value and abs(value) != float("inf") else _Stranger()
     if kind is complex:
         return value + 100003
+    # (printable: a value equal to every printable text passed "\x00Qz7", red team rt32's N2, stop 45)
     if kind is str:
-        return "\x00Qz7" if value != "\x00Qz7" else "\x00Qz8"
+        return _FAR_TEXT if value != _FAR_TEXT else _FAR_TEXT + "8"
     if kind in _BYTES:
-        return kind(b"\x00Qz7" if value != b"\x00Qz7" else b"\x00Qz8")
+        return kind(_FAR_TEXT.encode() if value != _FAR_TEXT.encode() else _FAR_TEXT.encode() + b"8")
     if kind in _SEQUENCES:
         return kind((_Stranger(),) * (len(value) + 1))
     if kind is dict:

@@ -521,3 +521,25 @@ def test_a_plain_comparison_that_raises_is_still_asked_through_the_check() -> No
     finally:
         equality_probe.reported = None
         equality_probe.settle()
+
+
+class _PrintableWildcard:
+    """Red team rt32's N2: equal to every non-empty printable text (the far text was "\\x00Qz7")."""
+
+    def __eq__(self, other):
+        return isinstance(other, str) and other.isprintable() and other != ""
+
+    __hash__ = None
+
+
+def test_a_value_equal_to_every_printable_text_is_asked_a_printable_one() -> None:
+    far = equality_probe.another("III")
+    assert far.isprintable() and "III" not in far and equality_probe.another(far) != far
+    seen = []
+    equality_probe.reported = seen.append
+    try:
+        assert not equality_probe.equal(_PrintableWildcard(), "III")
+        assert len(seen) == 1 and "_PrintableWildcard" in seen[0], seen
+    finally:
+        equality_probe.reported = None
+        equality_probe.settle()
