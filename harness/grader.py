@@ -434,7 +434,10 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                                                  "import stack", r"stack\(\)", "getframeinfo", "DEBUG_SAVEALL", "f_code", "f_lineno")},
                   # and processes told apart (stop 44: where the repository's own code does, the original
                   # test called alone in a fork tells nothing: audit_hook._FORK_WORDS, the same words)
-                  **{word: "forks" for word in ("getpid", "getppid", "register_at_fork")}}
+                  **{word: "forks" for word in ("getpid", "getppid", "register_at_fork")},
+                  # and ctypes (stop 45: importing it is refused to the patch's code where the
+                  # repository never names it; `ctypes.memmove` raises no audit event)
+                  "ctypes": "ctypes"}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 

@@ -333,3 +333,17 @@ def test_a_class_swap_inside_an_objects_own_getattr_does_not_recurse(tmp_path) -
     module = type(sys)("tested")
     module.__file__ = str(tmp_path / "tests" / "test_x.py")
     assert guard.protected_module(module) is True
+
+
+CTYPES_IMPORT = "import sys\nfor name in ('ctypes', '_ctypes'):\n    sys.modules.pop(name, None)\nimport ctypes\n"
+
+
+def test_ctypes_imported_by_the_patch_is_refused_where_the_repository_never_names_it(tmp_path: Path) -> None:
+    # red team rt32's M1 (stop 45): `ctypes.memmove` raises no audit event; the library rewrote a
+    # frozen table's rows in memory. (ctypes is loaded by this script's own preamble: dropped first.)
+    for name in ("a", "b", "c"):
+        (tmp_path / name).mkdir()
+    refused = run(tmp_path / "a", CTYPES_IMPORT, from_patch=True)
+    assert refused["outcome"] == "refused" and any("import ctypes" in str(f) for f in refused["findings"]), refused
+    assert run(tmp_path / "b", CTYPES_IMPORT, from_patch=False) == {"outcome": "allowed", "findings": []}
+    assert run(tmp_path / "c", CTYPES_IMPORT, from_patch=True, traces=("ctypes",)) == {"outcome": "allowed", "findings": []}
