@@ -364,7 +364,7 @@ def fixture_tables(trees):
     from the session pytest hands out) and pruned the rows the bug gets wrong in place, while the
     test's loop was reading it; a test module's tables were already frozen as its body ends."""
     trees = [tree for tree in trees if tree is not None]
-    names = set()
+    names, kept = set(), set()  # fixture names; those a fixture gives something other than a new display
     for tree in trees:
         for node in ast.walk(tree):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
@@ -372,6 +372,9 @@ def fixture_tables(trees):
                     name = _fixture_name(decorator, node.name)
                     if name is not None:
                         names.add(name)
+                        if not _hands_over_a_display(node):
+                            kept.add(name)
+    names -= kept
     if not names:
         return {}
     rows = dict.fromkeys(names, True)
@@ -556,6 +559,28 @@ def _tuple_display(node, rows):
     items = [ast.copy_location(ast.Tuple(elts=item.elts, ctx=ast.Load()), item) if rows and isinstance(item, ast.List) else item
              for item in node.elts]
     return ast.copy_location(ast.Tuple(elts=items, ctx=ast.Load()), node)
+
+
+def _hands_over_a_display(function):
+    """Whether every value a fixture function returns or yields (its own body's, not a nested
+    function's) is a list, dict or set display or comprehension made right there: held by nothing
+    else. Why (fpAJ FP-I, stop 45): the recorder fixture -- `calls = []`, a monkeypatched callable or a
+    mock's `side_effect` appending to it, `return calls` -- handed the tests a frozen copy taken at
+    set-up, and every honest `assert len(calls) == 1` failed."""
+    displays = (ast.List, ast.Dict, ast.Set, ast.ListComp, ast.DictComp, ast.SetComp)
+    found = False
+    stack = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        if isinstance(node, (ast.Return, ast.Yield, ast.YieldFrom)):
+            if not isinstance(node, ast.YieldFrom) and isinstance(node.value, displays):
+                found = True
+            elif node.value is not None:
+                return False
+        stack.extend(ast.iter_child_nodes(node))
+    return found
 
 
 def _fixture_name(decorator, default):

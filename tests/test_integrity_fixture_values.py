@@ -81,3 +81,19 @@ def test_a_fixture_value_a_fixture_outside_the_protected_sources_takes_is_handed
                               gold_files={"calc/ops.py": FIXED_OPS}, fail_to_pass=["tests/test_table.py::test_table"])[0]
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+# fpAJ FP-I (stop 45): the recorder fixture -- a list a monkeypatched callable appends to after the
+# fixture returned it -- is the test's to read as it fills: handed over as it is
+RECORDER_TESTS = ("import pytest\n\nimport calc.ops\nfrom calc import add\n\n\n"
+                  "@pytest.fixture\ndef calls(monkeypatch):\n    recorded = []\n    original = calc.ops.add\n"
+                  "    monkeypatch.setattr(calc.ops, 'add', lambda a, b: recorded.append((a, b)) or original(a, b))\n"
+                  "    return recorded\n\n\n"
+                  "def test_recorded(calls):\n    assert calc.ops.add(2, 3) == 5\n    assert len(calls) == 1\n    for a, b in calls:\n"
+                  "        assert (a, b) == (2, 3)\n")
+
+
+def test_a_recorder_fixtures_list_is_handed_over_as_it_is(tmp_path) -> None:
+    prepared = _task(tmp_path, RECORDER_TESTS, ["tests/test_table.py::test_recorded"])
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
