@@ -74,3 +74,24 @@ def test_only_a_test_classs_lists_are_frozen_and_never_pytestmark() -> None:
     derived = ("class Roman(unittest.TestCase):\n    def setUp(self):\n        self.cases = [1, 2]\n\n"
                "    def test_x(self):\n        for c in self.cases:\n            check(c)\n")
     assert "self.cases = (1, 2)" in frozen(derived)
+
+
+# fpAJ FP-F (stop 45): a list kept in a module of the tests and compared with `==` in another test
+# module: the module's table is not frozen where another module imports it or reads it as an attribute
+SHARED = {"tests/expected.py": "WORDS = [1, 2, 3]\n",
+          "tests/test_shared.py": ("from calc import add\nfrom tests.expected import WORDS\n\n\n"
+                                   "def test_words():\n    assert [add(w, 0) for w in WORDS] == WORDS\n    assert add(2, 3) == 5\n")}
+
+
+def test_a_table_another_test_module_imports_is_not_frozen(tmp_path) -> None:
+    from patchgym.harness.grader import grade_patch
+    from tests.fixtures_grading.calc_task import build_prepared
+    from tests.fixtures_grading.factories import any_factory_or_reason
+
+    factory, reason = any_factory_or_reason()
+    if factory is None:
+        pytest.skip(reason or "no sandbox")
+    prepared = build_prepared(tmp_path, instance_id="shared-table", test_patch_files=SHARED,
+                              fail_to_pass=["tests/test_shared.py::test_words"])[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=factory, deadline_s=120)
+    assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
