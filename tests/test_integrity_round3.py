@@ -395,10 +395,15 @@ def test_gc_referrers_used_to_rewrite_test_functions(task, where):
     "ctypes.pythonapi.PyFrame_LocalsToFast(ctypes.py_object(frame), ctypes.c_int(0))",
     "ctypes.c_long.from_address(id(frame) + 16).value",
 ])
-def test_ctypes_reaching_into_the_callers_frame(task, reach):
-    verdict = grade(task, in_add(f"import ctypes, sys\nframe = sys._getframe(1)\n{reach}\n"))
+@pytest.mark.parametrize("load", ["import ctypes", "import multiprocessing.sharedctypes\nctypes = sys.modules['ctypes']"],
+                         ids=["imported", "imported-by-the-standard-library"])
+def test_ctypes_reaching_into_the_callers_frame(task, reach, load):
+    # (since stop 45 the patch's own `import ctypes` is refused where the repository never names
+    # ctypes; loaded through a standard-library module, its reach into a frame is still refused)
+    verdict = grade(task, in_add(f"import sys\n{load}\nframe = sys._getframe(1)\n{reach}\n"))
     assert_zero(verdict)
-    assert flagged(verdict, "audit_refused: ctypes"), verdict.flags
+    wanted = "audit_refused: import ctypes" if load == "import ctypes" else "audit_refused: ctypes"
+    assert flagged(verdict, wanted), verdict.flags
 
 
 def test_forged_test_module_put_into_sys_modules_while_it_imports(task):

@@ -220,7 +220,9 @@ def test_a_hedging_text_wrapper_is_caught_and_the_fix_resolves(tmp_path) -> None
     prepared = build_prepared(tmp_path, instance_id="hexpad", base_files={**BASE_FILES, "calc/ops.py": ops + HEX_BUG},
                               gold_files={"calc/ops.py": ops + HEX_FIX}, test_patch_files={"tests/test_hexpad.py": HEX_TEST},
                               fail_to_pass=["tests/test_hexpad.py::test_hexpad"])[0]
-    lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + HEX_LIE}, "is not of its length")
+    # (since stop 45 the class the patch added is a lie at the first comparison already: "is of a
+    # class the patch added"; the length question's own cases are the host tests above)
+    lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + HEX_LIE}, "equal_to_another_value")
 
 
 LISTS = '''
