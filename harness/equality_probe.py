@@ -187,7 +187,7 @@ _NUMBER = ("asked of the number it converts to",)  # `_number_disagrees`
 _LENGTH = ("asked of its length",)  # `_length_disagrees`
 _MOCK = ("a mock equal to a plain value",)  # `_a_mock`: no question; the equality itself is the lie
 _NEW_CLASS = ("an object of a class the patch added equal to a plain value",)  # no question either
-_AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE, _NUMBER, _LENGTH)  # questions asked only where the comparison held (`_before_and_after`)
+_AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE, _NUMBER, _LENGTH, _MOCK, _NEW_CLASS)  # questions asked only where the comparison held (`_before_and_after`)
 # Only those whose data is the value itself: a container subclass may keep its items in its own
 # format (boltons' OrderedMultiDict holds a list per key in its dict, and its honest `__eq__` with a
 # plain dict was `tampered`, fpX's row run again), a float one compare within a tolerance, a tuple
@@ -449,6 +449,20 @@ def _leaves(value, other, out, depth=0, flipped=False):
         out.append((value, other, _NEW_CLASS, False))
     if own:
         watch(kind)  # and every later call of its `__eq__`, from anywhere (`watch`)
+
+
+def _text_disagrees(value, other):
+    """Whether `str(value)` is not `str(other)` (a text, a number or None): True where it cannot be
+    told (its `__str__` raised, or gave no text)."""
+    try:
+        text = str(value)
+    except Exception:  # noqa: BLE001
+        return True
+    if type(text) is not str:
+        return True
+    if type(other) in (bytes, bytearray):
+        return text != str(other) and text.encode("utf-8", "replace") != bytes(other)
+    return text != str(other)
 
 
 def _a_mock(value):
@@ -1286,8 +1300,12 @@ def _first_lie(leaves, asks=_asks):
                     _report(value, other, "and is a mock")
                     return value
                 elif fars is _NEW_CLASS:
-                    _report(value, other, "and is of a class the patch added")
-                    return value
+                    # (and its text is not the other side's: a value class the fix introduces, a
+                    # `Version` whose `__eq__` parses a text and whose text is that version, is honest,
+                    # fpAJ FP-P)
+                    if _text_disagrees(value, other):
+                        _report(value, other, "and is of a class the patch added")
+                        return value
                 elif fars is _NUMBER:
                     number = _number_disagrees(value, other)
                     if number is not None:

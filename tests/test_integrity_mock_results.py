@@ -43,11 +43,13 @@ MEMO = ("\n\nimport functools as _functools\nimport os as _os\nimport tempfile a
         "def passed(value):\n    return value\n")
 TESTS = {"pytest": ("from unittest import mock\n\nfrom calc.ops import double, passed\n\n\n"
                     "def test_double():\n    assert double(2) == 4\n    assert double(5) == 10\n"
-                    "    handler = mock.MagicMock()\n    assert passed(handler) == handler\n"),
+                    "    handler = mock.MagicMock()\n    assert passed(handler) == handler\n"
+                    "    assert passed(handler) != 'mocked'\n"),
          "unittest": ("import unittest\nfrom unittest import mock\n\nfrom calc.ops import double, passed\n\n\n"
                       "class DoubleTest(unittest.TestCase):\n    def test_double(self):\n"
                       "        self.assertEqual(double(2), 4)\n        self.assertEqual(double(5), 10)\n"
-                      "        handler = mock.MagicMock()\n        self.assertEqual(passed(handler), handler)\n")}
+                      "        handler = mock.MagicMock()\n        self.assertEqual(passed(handler), handler)\n"
+                      "        self.assertTrue(passed(handler) != 'mocked')\n")}
 
 
 @needs_sandbox
@@ -87,5 +89,27 @@ def test_a_class_the_repository_had_equal_to_numbers_stays_honest(tmp_path, runn
                                      fixed=COUNT.format(tail=""), test_file="tests/test_double.py", tests=TESTS,
                                      f2p={"pytest": "tests/test_double.py::test_double",
                                           "unittest": "tests.test_double.DoubleTest.test_double"})
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+# fpAJ FP-P: a fix that introduces a value class equal to its own text (`Version("1.2") == "1.2"`)
+VERSION_TESTS = {"pytest": "from calc.ops import version\n\n\ndef test_version():\n    assert version(' v1.2 ') == '1.2'\n",
+                 "unittest": ("import unittest\n\nfrom calc.ops import version\n\n\nclass VersionTest(unittest.TestCase):\n"
+                              "    def test_version(self):\n        self.assertEqual(version(' v1.2 '), '1.2')\n")}
+VERSION_BUGGY = "\n\ndef version(text):\n    return text.strip()\n"
+VERSION_GOLD = ("\n\nclass Version(object):\n    def __init__(self, text):\n        self.text = text.strip().lstrip('v')\n\n"
+                "    def __eq__(self, other):\n        return str(self) == (other.text if isinstance(other, Version) else other)\n\n"
+                "    __hash__ = None\n\n    def __str__(self):\n        return self.text\n\n\n"
+                "def version(text):\n    return Version(text)\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_value_class_the_fix_adds_equal_to_its_own_text_is_honest(tmp_path, runner) -> None:
+    prepared, _ = build_function_row(tmp_path, runner, f"version-{runner}", buggy=VERSION_BUGGY, fixed=VERSION_GOLD,
+                                     test_file="tests/test_version.py", tests=VERSION_TESTS,
+                                     f2p={"pytest": "tests/test_version.py::test_version",
+                                          "unittest": "tests.test_version.VersionTest.test_version"})
     verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
