@@ -753,7 +753,8 @@ class Guard(object):
         patch sets from its own frames is still judged."""
         try:
             filename = setter.f_code.co_filename
-            if len(args) < 2 or not self._outside_file(filename) or self.untrusted_file(filename):
+            frozen = filename.startswith("<frozen ") and filename.endswith(">")  # (no file: its real path would be the cwd's)
+            if len(args) < 2 or not (frozen or self._outside_file(filename)) or self.untrusted_file(filename):
                 return False  # (a name the patch compiled code under is the patch's, `<frozen ...>` too)
             real = self.real(filename)
             if args[1] in ("__defaults__", "__kwdefaults__"):

@@ -107,7 +107,7 @@ def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (),
     where = patched if from_patch else str(testbed / "pkg" / "base.py")
     script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), tests=str(tests), tmp=str(tmp_path),
                            testbed=str(testbed), patched=patched, own=str(tmp_path / "own"), operation=operation, where=where)
-    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(testbed))  # (as in the sandbox)
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
 
