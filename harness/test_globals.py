@@ -1341,7 +1341,8 @@ def _without_set_elsewhere(found, sources):
     elsewhere = _set_elsewhere(sources)
     read = _read_elsewhere(sources)
     return ([e for e in found[0] if (e[1] not in _DATA_KINDS or (e[2][0] if e[1] in ("classdata", "classbuilt") else e[0])
-                                     not in elsewhere) and not (e[1] == "freeze" and e[0] in read)], found[1], found[2])
+                                     not in elsewhere) and not (e[1] == "freeze" and (e[0] in read or "*" in read))],
+            found[1], found[2])
 
 
 _DATA_KINDS = ("data", "built", "classdata", "classbuilt", "rows")
@@ -1393,7 +1394,8 @@ def _read_elsewhere(sources):
     """The names the protected files and the modules under the test roots import from a module
     (`from tests.expected import WORDS`) or read as an attribute (`expected.WORDS`): a table they
     name so is read by code the freeze's judge of its own module's uses never saw (fpAJ FP-F, stop
-    45: `assert words() == WORDS` in another test module compared a list with the frozen tuple)."""
+    45: `assert words() == WORDS` in another test module compared a list with the frozen tuple).
+    Holds "*" where one imports a module's every name (`from tests.expected import *`)."""
     _set_elsewhere(sources)
     return _ELSEWHERE[id(sources)][2]
 

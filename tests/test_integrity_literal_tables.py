@@ -83,7 +83,8 @@ SHARED = {"tests/expected.py": "WORDS = [1, 2, 3]\n",
                                    "def test_words():\n    assert [add(w, 0) for w in WORDS] == WORDS\n    assert add(2, 3) == 5\n")}
 
 
-def test_a_table_another_test_module_imports_is_not_frozen(tmp_path) -> None:
+@pytest.mark.parametrize("importing", ["from tests.expected import WORDS", "from tests.expected import *"])
+def test_a_table_another_test_module_imports_is_not_frozen(tmp_path, importing) -> None:
     from patchgym.harness.grader import grade_patch
     from tests.fixtures_grading.calc_task import build_prepared
     from tests.fixtures_grading.factories import any_factory_or_reason
@@ -91,7 +92,8 @@ def test_a_table_another_test_module_imports_is_not_frozen(tmp_path) -> None:
     factory, reason = any_factory_or_reason()
     if factory is None:
         pytest.skip(reason or "no sandbox")
-    prepared = build_prepared(tmp_path, instance_id="shared-table", test_patch_files=SHARED,
+    files = {**SHARED, "tests/test_shared.py": SHARED["tests/test_shared.py"].replace("from tests.expected import WORDS", importing)}
+    prepared = build_prepared(tmp_path, instance_id="shared-table", test_patch_files=files,
                               fail_to_pass=["tests/test_shared.py::test_words"])[0]
     gold = grade_patch(prepared, prepared.task.patch, factory=factory, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
