@@ -966,7 +966,7 @@ def _code_of(function):
 
 
 _BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_referents", "gc.get_objects", "frames", "forks",
-                "ctypes")
+                "ctypes", "hypothesis.load_profile")
 # the words that show a file reaching for frames (grader._TRACING_WORDS maps the same to "frames")
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
@@ -1007,6 +1007,8 @@ def _tracing_in_base(own_dir):
             found.add("forks")
         if b"ctypes" in text:
             found.add("ctypes")
+        if b"load_profile" in text:
+            found.add("hypothesis.load_profile")
         if b"setstatprofile" in text:
             found.add("sys.setprofile")
     return frozenset(found)

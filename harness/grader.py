@@ -437,7 +437,10 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   **{word: "forks" for word in ("getpid", "getppid", "register_at_fork")},
                   # and ctypes (stop 45: importing it is refused to the patch's code where the
                   # repository never names it; `ctypes.memmove` raises no audit event)
-                  "ctypes": "ctypes"}
+                  "ctypes": "ctypes",
+                  # and a hypothesis profile the repository's own code loads (stop 45, fpAJ FP-R: a
+                  # library's testing helper that a conftest calls; test_globals.hypothesis_settings_changed)
+                  "load_profile": "hypothesis.load_profile"}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 

@@ -2990,7 +2990,8 @@ class Reporter:
                 before = module.settings.get_profile(named)
         except Exception:  # noqa: BLE001
             pass
-        if changed is not None and self._sources is not None and changed(before, self._sources):
+        at_base = "hypothesis.load_profile" in getattr(self._guard, "traced_in_base", ())
+        if changed is not None and self._sources is not None and changed(before, self._sources, at_base):
             if "hypothesis" not in self._framework_reported:
                 self._framework_reported.add("hypothesis")
                 self._violation("test_framework_settings_changed", "hypothesis.settings.default")

@@ -1588,14 +1588,14 @@ def hypothesis_settings():
         return None
 
 
-def hypothesis_settings_changed(before, sources):
+def hypothesis_settings_changed(before, sources, at_base=False):
     """Whether the settings hypothesis runs under are not those of `before` (`hypothesis_settings`
     when the tests began to load; None: hypothesis' own "default" profile), where no protected file
     loads a profile itself (`load_profile`). Why (red team rt30's D6, reward 1): the library
     registered and loaded a profile of one example at its import, and the property ran on
     hypothesis' simplest input, which the bug survives."""
     now = hypothesis_settings()
-    if now is None:
+    if now is None or at_base:  # (`at_base`: the repository's own files load a profile, fpAJ FP-R)
         return False
     module = sys.modules.get("hypothesis")
     try:

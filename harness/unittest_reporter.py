@@ -798,7 +798,8 @@ def main(argv):
         watch_classes()
     # code of the patch's put into modules it does not own, once every test module is imported (red team rt29)
     settings_changed = getattr(patchgym_test_globals, "hypothesis_settings_changed", None)
-    if settings_changed is not None and sources is not None and settings_changed(None, sources):  # (rt30's D6)
+    profiles_at_base = "hypothesis.load_profile" in getattr(getattr(provenance, "guard", None), "traced_in_base", ())
+    if settings_changed is not None and sources is not None and settings_changed(None, sources, profiles_at_base):  # (rt30's D6)
         channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
         settings_changed = None
     outside = set(patchgym_audit_hook.replaced_outside(guard)) if guard is not None else set()
@@ -810,7 +811,7 @@ def main(argv):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
     result = runner.run(suite)
-    if settings_changed is not None and settings_changed(None, sources):
+    if settings_changed is not None and settings_changed(None, sources, profiles_at_base):
         channel.emit("integrity", what="test_framework_settings_changed", detail="hypothesis.settings.default")
     # and once more at the end: code replaced once tests ran (red team rt30's D8)
     last = set(patchgym_audit_hook.replaced_outside(guard, again=True)) if guard is not None else set()

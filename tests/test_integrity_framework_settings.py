@@ -40,6 +40,8 @@ def test_a_hypothesis_profile_the_library_loads_is_changed_settings() -> None:
     try:
         assert test_globals.hypothesis_settings_changed(before, Sources())
         assert test_globals.hypothesis_settings_changed(None, Sources())  # against hypothesis' own default
+        # the repository's own files load a profile (a testing helper a conftest calls: fpAJ FP-R)
+        assert not test_globals.hypothesis_settings_changed(before, Sources(), at_base=True)
         Sources.sources["/t/conftest.py"] = b"settings.load_profile('ci')\n"  # the tests' own choice
         assert not test_globals.hypothesis_settings_changed(before, Sources())
     finally:
