@@ -1297,10 +1297,19 @@ def replaced_outside(guard, again=False):
     _CLASS_VERDICTS.clear()
     for name, module in list(sys.modules.items()):
         if type(module) is not _MODULE:
-            continue
+            # a module whose class is no longer the plain one: read as one, and its class judged (red
+            # team rt32's O18L, stop 45: `json`'s `__class__` set to a subclass of the patch's by a
+            # gc-fired chain of C callables, where the audit hook saw no frame of the patch's;
+            # `importlib.util._LazyModule` and a library's own module class are no code of it)
+            if not isinstance(module, _MODULE):
+                continue
+            where = _patch_class(guard, type(module))
+            if where is not None:
+                found.append(("sys.modules[{!r}].__class__".format(name), "sys.modules", name, where))
         # (its file as the reporter found it where it was loaded then: a `__file__` rebound later names no owner)
         at_load = guard.outside_at_load.get(name)
-        filename = at_load[1].get("__file__") if at_load is not None and at_load[0] is module else getattr(module, "__file__", None)
+        # (read past the module's class: a lazy module's or the patch's own `__getattribute__` runs nothing here)
+        filename = at_load[1].get("__file__") if at_load is not None and at_load[0] is module else (_module_dict(module) or {}).get("__file__")
         if not isinstance(filename, str):
             if name not in sys.builtin_module_names:
                 continue

@@ -187,3 +187,15 @@ def test_an_outside_objects_own_attribute_changed_in_place_is_found(tmp_path: Pa
     # values that are not the patch's code stand
     assert run(tmp_path, "import json, json.scanner\njson._default_decoder.scan_once = json.scanner.py_make_scanner(json._default_decoder)\n"
                "json._default_decoder.strict = False\n" + look([]), from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_an_outside_modules_class_of_the_patchs_is_found(tmp_path: Path) -> None:
+    # red team rt32's O18L: `json`'s `__class__` set to a module class of the patch's where the audit
+    # hook saw no frame of the patch's (a gc-fired chain of C callables: here the guard is off for the
+    # write, as it saw nothing); a standard-library module class (`importlib.util._LazyModule`) is
+    # none of the patch's
+    operation = ("import json, types\nclass Lax(types.ModuleType):\n    def lax(self):\n        return {}\n"
+                 "import importlib.util\nimport colorsys\n"
+                 "guard.active = False\njson.__class__ = Lax\ncolorsys.__class__ = importlib.util._LazyModule\nguard.active = True\n"
+                 + look(["sys.modules['json'].__class__"]))
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
