@@ -473,11 +473,16 @@ def _assigns_a_list(statement, attribute=False):
     return isinstance(statement.targets[0], ast.Attribute if attribute else ast.Name)
 
 
+def _list_bindings(body):
+    """[(statement, (name, list display))] of the statements of `body` that bind one plain name to a
+    list display."""
+    return [(statement, _plain_binding(statement)) for statement in body
+            if _assigns_a_list(statement) and _plain_binding(statement) is not None]  # (not a dunder)
+
+
 def _freeze_locals(function):
     """Freeze the list displays `function`'s own body binds once to a local name (`literal_freezer`)."""
-    candidates = [(statement, _plain_binding(statement)) for statement in function.body]
-    candidates = [(statement, binding) for statement, binding in candidates
-                  if binding is not None and isinstance(binding[1], ast.List) and isinstance(statement, ast.Assign)]
+    candidates = _list_bindings(function.body)
     if not candidates:
         return 0
     uses, dynamic, strings, _ = _name_uses(function)
@@ -510,7 +515,7 @@ def _freeze_attributes(function, attributes, strings):
     owner = arguments[0].arg
     frozen = 0
     for statement in function.body:
-        if not (isinstance(statement, ast.Assign) and len(statement.targets) == 1 and isinstance(statement.value, ast.List)):
+        if not _assigns_a_list(statement, attribute=True):
             continue
         target = statement.targets[0]
         if not (isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name) and target.value.id == owner):
@@ -532,9 +537,7 @@ def _freeze_class_tables(klass, attributes, strings):
     """Freeze the list displays a class body binds once to a name (`CASES = [...]`, read as
     `self.CASES`), where no protected module sets that attribute and every use of it, and of the
     name in the class's body, reads it the same frozen (`literal_freezer`)."""
-    candidates = [(statement, _plain_binding(statement)) for statement in klass.body]
-    candidates = [(statement, binding) for statement, binding in candidates
-                  if binding is not None and isinstance(binding[1], ast.List) and isinstance(statement, ast.Assign)]
+    candidates = _list_bindings(klass.body)
     if not candidates:
         return 0
     uses, dynamic, names, _ = _name_uses(klass)
