@@ -173,6 +173,19 @@ def class_of_base(cls, untrusted=None):
     return untrusted is None or not untrusted(real)
 
 
+def method_at_base(cls, name):
+    """Whether class `cls`, of a file the fix edited, had a def `name` of its own in that file's base
+    version (True or False); None where its file is not an edited one or it cannot be told."""
+    try:
+        real = real_path(sys.modules[cls.__module__].__file__)
+    except Exception:  # noqa: BLE001
+        return None
+    defs = definitions_of(real) if real in EDITED else None
+    if not defs or defs[0] is None:
+        return None
+    return "{}.{}".format(cls.__qualname__, name) in defs[0]
+
+
 # The edited files' base and patched bytes, and the testbed, read as the reporters import this module
 # (before any code of the repository runs: a file rewritten later changes nothing here). On the host:
 # none.
