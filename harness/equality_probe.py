@@ -413,13 +413,15 @@ def _leaves(value, other, out, depth=0, flipped=False):
             out.append((value, other, lambda: _unchanged_question(value), True))
             _held_leaves(value, out, depth)
             return
-    # An object of a class the patch added, equal to a number, a text or None: no class of the fix's
-    # answers for a builtin's value (asked last: the questions below name what else is wrong). Why
+    # An object of a class the patch added, equal to a text: no class of the fix's answers for a
+    # builtin's value (asked last: the questions below name what else is wrong). Why
     # (red team rt32's N5 and P1p, stop 45, reward 1): the result was an object whose `__eq__` held
     # for the strings the library's own parser maps to its input (or for the first expectation it
     # met), its text the bug's; every far value, bare object and copy asked after the comparison saw
     # an honest answer. (In a grading only: on the host no edited file's base is known.)
-    new_class = type(other) in _SCALARS and owner is not None and _edited.TESTBED is not None \
+    # (text only: a number class the fix adds or gives an `__eq__`, `Money(5) == 5` printed "$5.00",
+    # is honest; the numbers it converts to are asked by `_NUMBER`)
+    new_class = type(other) in _TEXTS and owner is not None and _edited.TESTBED is not None \
         and not isinstance(value, type(other)) and (
             _made_in_a_patchs_file(owner) and not _edited.class_of_base(owner, untrusted)
             # or an `__eq__` of the patch's a class the repository had did not have at base (rt32's
