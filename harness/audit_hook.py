@@ -1296,16 +1296,8 @@ def replaced_outside(guard, again=False):
     fresh = []  # (name, (module, its dict)) of the modules loaded since the last look
     _CLASS_VERDICTS.clear()
     for name, module in list(sys.modules.items()):
-        if type(module) is not _MODULE:
-            # a module whose class is no longer the plain one: read as one, and its class judged (red
-            # team rt32's O18L, stop 45: `json`'s `__class__` set to a subclass of the patch's by a
-            # gc-fired chain of C callables, where the audit hook saw no frame of the patch's;
-            # `importlib.util._LazyModule` and a library's own module class are no code of it)
-            if not isinstance(module, _MODULE):
-                continue
-            where = _patch_class(guard, type(module))
-            if where is not None:
-                found.append(("sys.modules[{!r}].__class__".format(name), "sys.modules", name, where))
+        if type(module) is not _MODULE and not isinstance(module, _MODULE):
+            continue
         # (its file as the reporter found it where it was loaded then: a `__file__` rebound later names no owner)
         at_load = guard.outside_at_load.get(name)
         # (read past the module's class: a lazy module's or the patch's own `__getattribute__` runs nothing here)
@@ -1324,6 +1316,15 @@ def replaced_outside(guard, again=False):
                 if at_load is not None:
                     found.append(("sys.modules[{!r}]".format(name), "sys.modules", name, guard.real(filename)))
                 continue
+        if type(module) is not _MODULE:
+            # an outside module whose class is no longer the plain one: read as one, and its class
+            # judged (red team rt32's O18L, stop 45: `json`'s `__class__` set to a subclass of the
+            # patch's by a gc-fired chain of C callables, where the audit hook saw no frame of the
+            # patch's; `importlib.util._LazyModule` and a library's own module class are no code of it,
+            # nor one the edited file's base version sets too: lazy_loader's `attach`, fpAJ FP-N2)
+            where = _patch_class(guard, type(module))
+            if where is not None and where not in _base_files_naming(guard.own_dir, guard.testbed, (b".__class__ =", b".__class__=")):
+                found.append(("sys.modules[{!r}].__class__".format(name), "sys.modules", name, where))
         namespace = _module_dict(module)
         if namespace is None:
             continue
