@@ -1445,8 +1445,11 @@ def replaced_outside(guard, again=False):
     # `sphinx/util/nodes.py` sets docutils' `nodes.Element.copy` at its import, and a fix of that file
     # is honest. Found by the text `Owner.name =` in the file's base version.
     bases = _base_texts(guard.own_dir, guard.testbed) if found else {}
+    # (or sets that very name on whatever it was handed, the same file's base version: nest_asyncio's
+    # `cls = loop.__class__; cls.run_forever = run_forever`, fpAJ FP-H, stop 45)
     found = [(label, owner, attribute, where) for label, owner, attribute, where in found
-             if not any("{}.{}{}".format(owner, attribute, spacing).encode() in bases.get(where, b"") for spacing in (" =", "="))]
+             if not any(prefix + ".{}{}".format(attribute, spacing).encode() in bases.get(where, b"")
+                        for prefix in (owner.encode(), b"") for spacing in (" =", "="))]
     # And one the repository's base made from another of its files, or through an alias: fpAH's
     # `_Encoder = json.JSONEncoder; _Encoder.default = default` in an unchanged module, installing a
     # function of the file the fix edits. Found by a base text (an unchanged file of the repository,

@@ -158,3 +158,16 @@ def test_a_parametrize_set_on_pytests_mark_object_is_replaced(tmp_path) -> None:
     assert any(f.startswith("tamper: replaced: pytest.mark.parametrize") for f in attacked.flags), attacked.flags
     gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and gold.status == "resolved", gold.model_dump_json(indent=1)
+
+
+# fpAJ FP-H (stop 45): nest_asyncio's `cls = loop.__class__; cls.run_forever = run_forever` -- a library
+# that sets a name on the class of an object it is handed, at base and in the fix: no `Owner.name =`
+# text names the owner
+HANDED_BASE = ("\n\nimport json as _json\n\n\ndef _encode(self, value):\n    return str(value)\n\n\n"
+               "def install(obj):\n    cls = obj.__class__\n    cls.default = _encode\n\n\ninstall(_json._default_encoder)\n")
+HANDED_FIXED = HANDED_BASE.replace("return str(value)", "return repr(value)")
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_name_the_base_version_sets_on_a_handed_objects_class_is_the_librarys_own(tmp_path, runner) -> None:
+    _assert_the_gold_resolves_unflagged(_task(tmp_path, runner, HANDED_BASE, HANDED_FIXED))
