@@ -948,10 +948,25 @@ def instance_shadows(test, testcase, untrusted):
     funcs = own.get("_type_equality_funcs")
     if type(funcs) is dict:
         for kind, value in list(funcs.items()):
-            if isinstance(value, str) or not _foreign(value, ours, untrusted):
+            if isinstance(value, str) or not _foreign(value, ours, untrusted) or _registered_by_the_tests(type(test), kind):
                 continue
             found.append(("_type_equality_funcs[{}]".format(getattr(kind, "__name__", "?")), value))
     return found
+
+
+def _registered_by_the_tests(cls, kind):
+    """Whether the source of the module that defines the test's class registers a comparator for a
+    type of `kind`'s name itself (`self.addTypeEqualityFunc(Money, money.assert_money_equal)`: the
+    library's own assertion helper, from the file the fix edits, is the test's choice there; fpAJ
+    FP-K, stop 45). A comparator for a type the tests never register (rt28's G1: `int`) is not."""
+    import re
+
+    name = getattr(kind, "__name__", None)
+    filename = _module_file(cls)
+    if not isinstance(name, str) or filename is None:
+        return False
+    pattern = re.compile(br"addTypeEqualityFunc\(\s*(?:[\w.]+\.)?" + re.escape(name.encode()) + br"\s*,")
+    return bool(pattern.search(_source_text(filename)))
 
 
 # The type-specific comparators unittest's `TestCase.__init__` registers (`assertEqual` looks them up by

@@ -194,3 +194,21 @@ def test_a_comparator_re_pointed_while_the_method_ran_and_put_back_is_seen_as_it
     before = test_globals.instance_state(case)
     case.assertEqual("I", "I")
     assert test_globals.instance_changed(case, before, unittest.TestCase) == []
+
+
+def test_a_comparator_the_tests_register_for_their_own_type_is_theirs(monkeypatch) -> None:
+    # fpAJ FP-K (stop 45): `self.addTypeEqualityFunc(Money, money.assert_money_equal)`, the library's own
+    # helper from the file the fix edits; one for a type the tests never register (rt28's G1: `int`) is not
+    class Money(object):
+        pass
+
+    def library_helper(first, second, msg=None):
+        pass
+
+    patchs = (lambda filename: filename == __file__)  # (this file stands for the fixed one)
+    case = _Case("test_nothing")
+    case.addTypeEqualityFunc(Money, library_helper)
+    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"self.addTypeEqualityFunc(Money, money.assert_money_equal)")
+    assert test_globals.instance_shadows(case, unittest.TestCase, patchs) == []
+    case.addTypeEqualityFunc(int, library_helper)
+    assert [name for name, _ in test_globals.instance_shadows(case, unittest.TestCase, patchs)] == ["_type_equality_funcs[int]"]
