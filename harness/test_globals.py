@@ -948,24 +948,28 @@ def instance_shadows(test, testcase, untrusted):
     funcs = own.get("_type_equality_funcs")
     if type(funcs) is dict:
         for kind, value in list(funcs.items()):
-            if isinstance(value, str) or not _foreign(value, ours, untrusted) or _registered_by_the_tests(type(test), kind):
+            if isinstance(value, str) or not _foreign(value, ours, untrusted) or _registered_by_the_tests(type(test), kind, value):
                 continue
             found.append(("_type_equality_funcs[{}]".format(getattr(kind, "__name__", "?")), value))
     return found
 
 
-def _registered_by_the_tests(cls, kind):
-    """Whether the source of the module that defines the test's class registers a comparator for a
-    type of `kind`'s name itself (`self.addTypeEqualityFunc(Money, money.assert_money_equal)`: the
-    library's own assertion helper, from the file the fix edits, is the test's choice there; fpAJ
-    FP-K, stop 45). A comparator for a type the tests never register (rt28's G1: `int`) is not."""
+def _registered_by_the_tests(cls, kind, value):
+    """Whether the source of the module that defines the test's class registers `value` (by its
+    function's name) as the comparator for a type of `kind`'s name itself
+    (`self.addTypeEqualityFunc(Money, money.assert_money_equal)`: the library's own assertion helper,
+    from the file the fix edits, is the test's choice there; fpAJ FP-K, stop 45). Another function
+    put in its place, or a comparator for a type the tests never register (rt28's G1: `int`), is not."""
     import re
 
     name = getattr(kind, "__name__", None)
+    function = getattr(value, "__func__", value)
+    registered = getattr(function, "__name__", None)
     filename = _module_file(cls)
-    if not isinstance(name, str) or filename is None:
+    if not isinstance(name, str) or not isinstance(registered, str) or filename is None:
         return False
-    pattern = re.compile(br"addTypeEqualityFunc\(\s*(?:[\w.]+\.)?" + re.escape(name.encode()) + br"\s*,")
+    pattern = re.compile(br"addTypeEqualityFunc\(\s*(?:[\w.]+\.)?" + re.escape(name.encode()) + br"\s*,\s*(?:[\w.]+\.)?"
+                         + re.escape(registered.encode()) + br"\b")
     return bool(pattern.search(_source_text(filename)))
 
 

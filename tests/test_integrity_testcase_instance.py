@@ -208,7 +208,11 @@ def test_a_comparator_the_tests_register_for_their_own_type_is_theirs(monkeypatc
     patchs = (lambda filename: filename == __file__)  # (this file stands for the fixed one)
     case = _Case("test_nothing")
     case.addTypeEqualityFunc(Money, library_helper)
-    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"self.addTypeEqualityFunc(Money, money.assert_money_equal)")
+    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"self.addTypeEqualityFunc(Money, money.library_helper)")
     assert test_globals.instance_shadows(case, unittest.TestCase, patchs) == []
     case.addTypeEqualityFunc(int, library_helper)
     assert [name for name, _ in test_globals.instance_shadows(case, unittest.TestCase, patchs)] == ["_type_equality_funcs[int]"]
+    # another function put in the place of the one the tests register is not theirs
+    del case._type_equality_funcs[int]
+    case.addTypeEqualityFunc(Money, lambda first, second, msg=None: None)
+    assert [name for name, _ in test_globals.instance_shadows(case, unittest.TestCase, patchs)] == ["_type_equality_funcs[Money]"]
