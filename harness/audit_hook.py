@@ -48,6 +48,9 @@ from stat import S_ISREG
 # What a test may ask library code to do, the patch's changed files included (Guard.asked_for_code).
 _ASKED_BY_A_TEST = frozenset({"sys.settrace", "sys.setprofile", "marshal.load", "marshal.loads", "object.__setattr__"})
 _RAW_MEMORY_MODULES = frozenset(("ctypes", "_ctypes"))  # (`Guard.raw_memory_import`)
+# what a test's line names where it asks for a frame itself (`Guard.laundered`)
+_WRITE_ASKS = (b"open", b"write", b"dump", b"save", b"Path", b"copy", b"move")  # (a test's line that writes names one)
+_FRAME_ASKS = {"sys._getframe": (b"_getframe", b"getframe", b"currentframe"), "sys._current_frames": (b"_current_frames",)}
 _WATCHED = frozenset({
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
@@ -266,6 +269,8 @@ class Guard(object):
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._classed_at_base = None  # ... whose base version sets an object's `__class__` (`classes_at_base`)
+        self._protected_lines = {}  # real path of a protected file -> its lines (`laundered`)
+        self._frame_attribute = ""  # the frame attribute an `object.__getattr__` event reads, for `frame_access`
         self._framed_at_base = None  # real paths of edited files whose base version reaches for frames (`frame_access`)
         self.inside_hook = set()  # thread idents the hook is running in (its own `sys._getframe` is its own)
         # callables asked at each import as it begins, until one answers True (`make_hook`): what the
@@ -369,6 +374,34 @@ class Guard(object):
                 self.emit(what, detail)
             except Exception:  # noqa: BLE001  the finding stays in `findings`
                 pass
+
+    def laundered(self, frame, words, through_stdlib=False):
+        """Whether an operation raised with `frame`, a protected file's (a test's), on top of the
+        stack was not asked for by the line that frame runs: its source names none of `words`. Why
+        (red team rt32's F3, F3b, F3c, G1, F4, stop 45, reward 1): a chain of C callables fired by a
+        weakref callback or a collector pass -- `partial(next, map(sys._getframe, (0,)))` -- runs
+        with whatever Python frame is running on top, a test's, and no frame of the patch's to see.
+        `through_stdlib`: the first frame above the standard library's is judged (a finalizer's chain
+        runs under `weakref.finalize.__call__`)."""
+        while through_stdlib and frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
+            frame = frame.f_back
+        if frame is None:
+            return False
+        real = self.real(frame.f_code.co_filename)
+        if real not in self.protected:
+            return False
+        lines = self._protected_lines.get(real)
+        if lines is None:
+            try:
+                with _OPEN(real, "rb") as handle:
+                    lines = self._protected_lines[real] = handle.read().splitlines()
+            except OSError:
+                lines = self._protected_lines[real] = []
+        number = frame.f_lineno
+        if not lines or not number or number > len(lines):
+            return False
+        line = lines[number - 1]
+        return not any(word and word in line for word in words)
 
     def raw_memory_import(self, name, caller):
         """ctypes imported by the patch's own code (its `import ctypes` statement, not a module it
@@ -534,6 +567,7 @@ class Guard(object):
                 try:
                     raising = getframe(1)
                     if raising.f_code not in harmless:
+                        guard._frame_attribute = args[1] if event == "object.__getattr__" else ""
                         guard.frame_access(event, raising)
                 finally:
                     inside.discard(ident)
@@ -564,6 +598,8 @@ class Guard(object):
                 culprit = guard.culprit(frame, True)
                 if culprit is not None:
                     guard.refuse("writing", culprit, _text(args[0]) or "")
+                if guard.laundered(frame, _WRITE_ASKS, True):  # (rt32's F4: a laundered `map(open, [path], ['w'])`)
+                    guard.refuse("writing (not by the line it ran under)", _text(args[0]) or "?")
                 return
             if event == "object.__setattr__":
                 if len(args) < 2 or not (args[1] == "__code__" and guard.foreign_code_swap(args[0], frame)
@@ -633,6 +669,8 @@ class Guard(object):
                     self.refuse(label, code.co_filename)
         if event.startswith(("gc.", "ctypes.")) and self.a_dependencys_own_use(event, caller):
             return
+        if event.startswith("gc.") and self.laundered(caller, (event.split(".", 1)[1].encode(),), True):
+            self.refuse(event + " (not by the line it ran under)", caller.f_code.co_filename)  # (rt32's G1)
         culprit = self.culprit(caller, event.startswith(("os.", "shutil.")))  # those reach here writing protected files
         if culprit is not None:
             # A gc walk a test's call reached is the test's only where the repository walks the
@@ -671,6 +709,11 @@ class Guard(object):
         filename = code.co_filename
         within = _stdlib_part(filename)
         if within is None and not self.pytests_traceback_code(filename):
+            if self.real(filename) in self.protected and filename not in self.recompiled:
+                # a test's own line: judged each time by what it names (`laundered`)
+                if self.laundered(raising, _FRAME_ASKS.get(event, ()) + (_text(self._frame_attribute).encode(),)):
+                    self.refuse(event + " (not by the line it ran under)", filename)
+                return
             if not self.untrusted_file(filename) and filename not in self.recompiled:
                 self.harmless_askers.add(code)  # (pytest's, the grader's, an installed package's: theirs, every time)
                 return

@@ -61,6 +61,8 @@ HONEST = [
     "py_compile.compile(TMP + '/data.txt', cfile=d + '/__pycache__/m.cpython-311.pyc', doraise=False)",
 ]
 
+PROTECTED_SOURCE = ("def test_function():\n    pass\n\n\ndef test_calls(f):\n    return f()\n\n\n"
+                    "def test_own_frame():\n    import sys\n    return sys._getframe(0)\n")
 SCRIPT = textwrap.dedent("""\
     import ctypes, gc, json, marshal, os, sys, threading, warnings
     sys.path.insert(0, {hook_dir!r})
@@ -70,8 +72,9 @@ SCRIPT = textwrap.dedent("""\
     def victim():
         pass
     protected = {{}}
-    exec(compile("def test_function():\\n    pass\\n\\n\\ndef test_calls(f):\\n    return f()\\n", TESTS + "/test_x.py", "exec"), protected)
+    exec(compile({protected_source!r}, TESTS + "/test_x.py", "exec"), protected)
     test_function, test_calls = protected["test_function"], protected["test_calls"]
+    test_own_frame = protected["test_own_frame"]
     namespace = dict(globals())
     code = compile({operation!r}, {where!r}, "exec")
     outcome = "allowed"
@@ -99,13 +102,14 @@ def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (),
     testbed = tmp_path / "testbed"
     tests = testbed / "tests"
     tests.mkdir(parents=True, exist_ok=True)
-    (tests / "test_x.py").write_text("def test_x():\n    pass\n")
+    # (the protected file as the script compiles it: a line of it is read where a test's frame asks)
+    (tests / "test_x.py").write_text(PROTECTED_SOURCE)
     (tests / "golden.txt").write_text("expected output\n")
     time.sleep(0.06)  # written before the run (the hook dates files by their inode's change time too)
     (tmp_path / "data.txt").write_text("x")
     patched = str(testbed / "pkg" / "core.py")
     where = patched if from_patch else str(testbed / "pkg" / "base.py")
-    script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), tests=str(tests), tmp=str(tmp_path),
+    script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), tests=str(tests), tmp=str(tmp_path), protected_source=PROTECTED_SOURCE,
                            testbed=str(testbed), patched=patched, own=str(tmp_path / "own"), operation=operation, where=where)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(testbed))  # (as in the sandbox)
     assert done.returncode == 0, done.stderr
@@ -365,3 +369,19 @@ def test_an_outside_modules_writes_to_its_own_objects_are_its_own(tmp_path: Path
     attack = "import json\ndef load(*args, **kwargs):\n    return {}\njson.load.__kwdefaults__ = {'cls': None, 'object_hook': load}\n"
     refused = run(tmp_path / "b", attack, from_patch=True)
     assert refused["outcome"] == "refused", refused
+
+
+
+def test_an_operation_a_tests_line_does_not_name_is_the_patchs(tmp_path: Path) -> None:
+    # red team rt32's F3c and F4 (stop 45): a chain of C callables the patch made, called under a
+    # test's frame (here the test calls it; in the attack a weakref callback or a gc pass fired it),
+    # asks for a frame or writes a test's file with no frame of the patch's on the stack
+    for name, chain in (("frame", "functools.partial(next, map(sys._getframe, (0,)))"),
+                        ("write", "functools.partial(next, map(open, [TESTS + '/golden.txt'], ['w']))")):
+        (tmp_path / name).mkdir()
+        refused = run(tmp_path / name, "import functools, sys\ncalled_by_the_test = " + chain + "\n", from_patch=True)
+        assert refused["outcome"] == "refused" and any("not by the line it ran under" in str(f) for f in refused["findings"]), (
+            name, refused)
+    # a test's own line that names the frame it asks for is its own
+    (tmp_path / "own").mkdir()
+    assert run(tmp_path / "own", "frame = test_own_frame()\n", from_patch=True) == {"outcome": "allowed", "findings": []}
