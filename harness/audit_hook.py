@@ -49,7 +49,10 @@ from stat import S_ISREG
 _ASKED_BY_A_TEST = frozenset({"sys.settrace", "sys.setprofile", "marshal.load", "marshal.loads", "object.__setattr__"})
 _RAW_MEMORY_MODULES = frozenset(("ctypes", "_ctypes"))  # (`Guard.raw_memory_import`)
 # what a test's line names where it asks for a frame itself (`Guard.laundered`)
-_WRITE_ASKS = (b"open", b"write", b"dump", b"save", b"Path", b"copy", b"move")  # (a test's line that writes names one)
+# (a test's line that writes names one: `open`, `json.dump`, `np.save`, `shutil.copy`, `Path(...).write_text`,
+# `logging.FileHandler`, `tempfile.mkstemp`, `os.truncate`...)
+_WRITE_ASKS = (b"open", b"write", b"dump", b"save", b"Path", b"copy", b"move", b"File", b"log", b"Handler", b"temp",
+               b"mk", b"truncat", b"touch", b"creat", b"store", b"flush", b"close")
 _FRAME_ASKS = {"sys._getframe": (b"_getframe", b"getframe", b"currentframe"), "sys._current_frames": (b"_current_frames",)}
 _WATCHED = frozenset({
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
