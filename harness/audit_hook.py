@@ -48,11 +48,11 @@ from stat import S_ISREG
 # What a test may ask library code to do, the patch's changed files included (Guard.asked_for_code).
 _ASKED_BY_A_TEST = frozenset({"sys.settrace", "sys.setprofile", "marshal.load", "marshal.loads", "object.__setattr__"})
 _RAW_MEMORY_MODULES = frozenset(("ctypes", "_ctypes"))  # (`Guard.raw_memory_import`)
-# what a test's line names where it asks for a frame itself (`Guard.laundered`)
-# (a test's line that writes names one: `open`, `json.dump`, `np.save`, `shutil.copy`, `Path(...).write_text`,
-# `logging.FileHandler`, `tempfile.mkstemp`, `os.truncate`...)
+# What a test's own line names where it writes a file itself (`Guard.laundered`): `open`, `json.dump`,
+# `np.save`, `shutil.copy`, `Path(...).write_text`, `logging.FileHandler`, `tempfile.mkstemp`, `os.truncate`...
 _WRITE_ASKS = (b"open", b"write", b"dump", b"save", b"Path", b"copy", b"move", b"File", b"log", b"Handler", b"temp",
                b"mk", b"truncat", b"touch", b"creat", b"store", b"flush", b"close")
+# ... and where it asks for a frame itself
 _FRAME_ASKS = {"sys._getframe": (b"_getframe", b"getframe", b"currentframe"), "sys._current_frames": (b"_current_frames",)}
 _WATCHED = frozenset({
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
@@ -273,7 +273,6 @@ class Guard(object):
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._classed_at_base = None  # ... whose base version sets an object's `__class__` (`classes_at_base`)
         self._protected_lines = {}  # real path of a protected file -> its lines (`laundered`)
-        self._frame_attribute = ""  # the frame attribute an `object.__getattr__` event reads, for `frame_access`
         self._framed_at_base = None  # real paths of edited files whose base version reaches for frames (`frame_access`)
         self.inside_hook = set()  # thread idents the hook is running in (its own `sys._getframe` is its own)
         # callables asked at each import as it begins, until one answers True (`make_hook`): what the
@@ -570,8 +569,7 @@ class Guard(object):
                 try:
                     raising = getframe(1)
                     if raising.f_code not in harmless:
-                        guard._frame_attribute = args[1] if event == "object.__getattr__" else ""
-                        guard.frame_access(event, raising)
+                        guard.frame_access(event, raising, args[1] if event == "object.__getattr__" else "")
                 finally:
                     inside.discard(ident)
                 return
@@ -690,14 +688,15 @@ class Guard(object):
                 return
             self.refuse(event, culprit)
 
-    def frame_access(self, event, raising):
+    def frame_access(self, event, raising, attribute=""):
         """A frame handed to code is refused to the patch's code, unless the code is in a file the fix
         edits whose base version reaches for frames itself (names `_getframe`, `currentframe`,
         `f_back`, `tb_frame`, ...: `_frames_at_base`). Before stop 44 the rule was off in every
         repository whose files at base name such a word anywhere (`frames` in `traced_in_base`:
         pytest, attrs and sympy do, roman does not), and there red team rt30's frame walks (the put-back
         variants D7 and D15) still got reward 1 from a file that never walked frames.
-        `raising` is the frame whose code asked. The standard library's modules that keep the frames
+        `raising` is the frame whose code asked (`attribute`: the frame attribute an
+        `object.__getattr__` event reads, else ""). The standard library's modules that keep the frames
         they read to themselves (`_FRAME_KEEPERS`: logging's `findCaller`, `namedtuple`, `enum`,
         `typing`, `warnings`, traceback's formatting, asyncio's debug records) ask for themselves;
         for any other standard-library code (`inspect`, `weakref.finalize`, `string.Formatter`, a
@@ -714,7 +713,7 @@ class Guard(object):
         if within is None and not self.pytests_traceback_code(filename):
             if self.real(filename) in self.protected and filename not in self.recompiled:
                 # a test's own line: judged each time by what it names (`laundered`)
-                if self.laundered(raising, _FRAME_ASKS.get(event, ()) + (_text(self._frame_attribute).encode(),)):
+                if self.laundered(raising, _FRAME_ASKS.get(event, ()) + (attribute.encode(),)):
                     self.refuse(event + " (not by the line it ran under)", filename)
                 return
             if not self.untrusted_file(filename) and filename not in self.recompiled:
@@ -811,7 +810,7 @@ class Guard(object):
                 if args[2] is _MODULE:
                     return True  # (a module put back to the plain module class: `_LazyModule` once loaded)
                 name = vars(args[2]).get("__module__") or ""
-                if filename.startswith("<frozen ") and filename.endswith(">"):  # (importlib.util is frozen on 3.11+)
+                if frozen:  # (importlib.util is frozen on 3.11+)
                     return name == filename[len("<frozen "):-1]
                 module = sys.modules.get(name)
                 made_in = getattr(module, "__file__", None) if type(module) is _MODULE else None
@@ -827,9 +826,13 @@ class Guard(object):
         real = self.real(culprit)
         if self.real(caller.f_code.co_filename) != real:
             return False
+        return real in self.class_setters_at_base()
+
+    def class_setters_at_base(self):
+        """The real paths of the edited files whose base version sets an object's `__class__`."""
         if self._classed_at_base is None:
             self._classed_at_base = _base_files_naming(self.own_dir, self.testbed, (b".__class__ =", b".__class__="))
-        return real in self._classed_at_base
+        return self._classed_at_base
 
     def hooks_at_base(self, caller, culprit):
         """Whether an audit hook is added by the edited file's own line, and the file's base version
@@ -1369,7 +1372,7 @@ def replaced_outside(guard, again=False):
             # patch's; `importlib.util._LazyModule` and a library's own module class are no code of it,
             # nor one the edited file's base version sets too: lazy_loader's `attach`, fpAJ FP-N2)
             where = _patch_class(guard, type(module))
-            if where is not None and where not in _base_files_naming(guard.own_dir, guard.testbed, (b".__class__ =", b".__class__=")):
+            if where is not None and where not in guard.class_setters_at_base():
                 found.append(("sys.modules[{!r}].__class__".format(name), "sys.modules", name, where))
         namespace = _module_dict(module)
         if namespace is None:

@@ -186,7 +186,7 @@ _SIZE = ("asked of its size",)  # `_size_disagrees`
 _NUMBER = ("asked of the number it converts to",)  # `_number_disagrees`
 _LENGTH = ("asked of its length",)  # `_length_disagrees`
 _MOCK = ("a mock equal to a plain value",)  # `_a_mock`: no question; the equality itself is the lie
-_NEW_CLASS = ("an object of a class the patch added equal to a plain value",)  # no question either
+_NEW_CLASS = ("an object of a class the patch added equal to a text",)  # `_text_disagrees` the only question
 _AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE, _NUMBER, _LENGTH, _MOCK, _NEW_CLASS)  # questions asked only where the comparison held (`_before_and_after`)
 # Only those whose data is the value itself: a container subclass may keep its items in its own
 # format (boltons' OrderedMultiDict holds a list per key in its dict, and its honest `__eq__` with a
@@ -459,8 +459,8 @@ def _leaves(value, other, out, depth=0, flipped=False):
 
 
 def _text_disagrees(value, other):
-    """Whether `str(value)` is not `str(other)` (a text, a number or None): True where it cannot be
-    told (its `__str__` raised, or gave no text)."""
+    """Whether `str(value)` is not the text `other` (bytes: nor its UTF-8 encoding): True where it
+    cannot be told (its `__str__` raised, or gave no text)."""
     try:
         text = str(value)
     except Exception:  # noqa: BLE001

@@ -2975,7 +2975,7 @@ class Reporter:
         cache_replaced = getattr(self._test_globals, "strategy_cache_replaced", None)
         if cache_replaced is not None and cache_replaced() and "hypothesis cache" not in self._framework_reported:
             self._framework_reported.add("hypothesis cache")
-            self._violation("library_code_replaced", "hypothesis.strategies._internal.utils._STRATEGY_CACHE")
+            self._violation("library_code_replaced", self._test_globals.STRATEGY_CACHE)
         changed = getattr(self._test_globals, "hypothesis_settings_changed", None)
         before = self._hypothesis_before
         # the profile the run's own options name (`--hypothesis-profile`, `--hypothesis-verbosity`,

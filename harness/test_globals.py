@@ -476,8 +476,12 @@ def _assigns_a_list(statement, attribute=False):
 def _list_bindings(body):
     """[(statement, (name, list display))] of the statements of `body` that bind one plain name to a
     list display."""
-    return [(statement, _plain_binding(statement)) for statement in body
-            if _assigns_a_list(statement) and _plain_binding(statement) is not None]  # (not a dunder)
+    found = []
+    for statement in body:
+        binding = _plain_binding(statement) if _assigns_a_list(statement) else None
+        if binding is not None:  # (not a dunder)
+            found.append((statement, binding))
+    return found
 
 
 def _freeze_locals(function):
@@ -1525,6 +1529,7 @@ def runner_check(sources, untrusted, test_roots):
 
 # --- The test frameworks' own settings (stop 43) -----------------------------------------------
 _STRATEGY_MODULE = "hypothesis.strategies._internal.utils"
+STRATEGY_CACHE = _STRATEGY_MODULE + "._STRATEGY_CACHE"  # the label of its replacement (`strategy_cache_replaced`)
 
 
 class NoStrategyCache(object):

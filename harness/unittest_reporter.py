@@ -806,7 +806,7 @@ def main(argv):
     outside.update(outside_looks)
     cache_replaced = getattr(patchgym_test_globals, "strategy_cache_replaced", None)
     if cache_replaced is not None and cache_replaced():
-        outside.add("hypothesis.strategies._internal.utils._STRATEGY_CACHE")
+        outside.add(patchgym_test_globals.STRATEGY_CACHE)
     for label in sorted(outside):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     runner = runner_class(stream=log_stream, verbosity=2, resultclass=result_class)
@@ -816,7 +816,7 @@ def main(argv):
     # and once more at the end: code replaced once tests ran (red team rt30's D8)
     last = set(patchgym_audit_hook.replaced_outside(guard, again=True)) if guard is not None else set()
     if cache_replaced is not None and cache_replaced():
-        last.add("hypothesis.strategies._internal.utils._STRATEGY_CACHE")
+        last.add(patchgym_test_globals.STRATEGY_CACHE)
     for label in sorted(last - outside - set(outside_looks)):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     for name in _shadowed(result):
