@@ -52,6 +52,8 @@ _RAW_MEMORY_MODULES = frozenset(("ctypes", "_ctypes"))  # (`Guard.raw_memory_imp
 # `np.save`, `shutil.copy`, `Path(...).write_text`, `logging.FileHandler`, `tempfile.mkstemp`, `os.truncate`...
 _WRITE_ASKS = (b"open", b"write", b"dump", b"save", b"Path", b"copy", b"move", b"File", b"log", b"Handler", b"temp",
                b"mk", b"truncat", b"touch", b"creat", b"store", b"flush", b"close")
+# What the line that starts a thread names (`Guard.names_its_call`): `t.start()`, `_start_new_thread(...)`
+_START_ASKS = (b"start",)
 # ... and where it asks for a frame itself
 _FRAME_ASKS = {"sys._getframe": (b"_getframe", b"getframe", b"currentframe"), "sys._current_frames": (b"_current_frames",)}
 _WATCHED = frozenset({
@@ -256,9 +258,10 @@ class Guard(object):
         self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
         self.test_threads = {}  # id -> threading.Thread a test started (`called_by_a_test`)
         self.patch_threads = {}  # id -> threading.Thread started with the patch's code on the stack (`_note_test_threads`)
-        # real paths of files opened for writing with the patch's code on the stack: a descriptor to one
-        # keeps no original from its fork (`first_calls.holds_open_files`; a file held open from the
-        # library's import had kept every original from it, stop 42)
+        # real paths of files opened for writing with the patch's code on the stack, or by no line that
+        # names `open` (`names_its_call`: rt32's P1f opened one from a finalizer's C chain): a descriptor
+        # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
+        # the library's import had kept every original from it, stop 42)
         self.patch_files = set()
         self.test_doctests = frozenset()  # names of the graded doctests (`called_by_a_test`), set by the pytest reporter
         self.outside_at_load = outside_names()  # the modules loaded before the repository's code, and their names
@@ -272,7 +275,7 @@ class Guard(object):
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._classed_at_base = None  # ... whose base version sets an object's `__class__` (`classes_at_base`)
-        self._protected_lines = {}  # real path of a protected file -> its lines (`laundered`)
+        self._protected_lines = {}  # real path of a file -> its lines (`_source_lines`)
         self._framed_at_base = None  # real paths of edited files whose base version reaches for frames (`frame_access`)
         self.inside_hook = set()  # thread idents the hook is running in (its own `sys._getframe` is its own)
         # callables asked at each import as it begins, until one answers True (`make_hook`): what the
@@ -392,18 +395,54 @@ class Guard(object):
         real = self.real(frame.f_code.co_filename)
         if real not in self.protected:
             return False
-        lines = self._protected_lines.get(real)
-        if lines is None:
-            try:
-                with _OPEN(real, "rb") as handle:
-                    lines = self._protected_lines[real] = handle.read().splitlines()
-            except OSError:
-                lines = self._protected_lines[real] = []
+        lines = self._source_lines(real)
         number = frame.f_lineno
         if not lines or not number or number > len(lines):
             return False
         line = lines[number - 1]
         return not any(word and word in line for word in words)
+
+    def names_its_call(self, frame, words):
+        """Whether the source of the call `frame` is making (every line of its current instruction's
+        span, or its current line) names one of `words` (bytes): where it does not, what was called
+        ran from C code on that frame's stack (a weakref callback's or a finalizer's chain of C
+        callables, `map(Thread.start, ...)`), and nobody's line asked for it. Why (red team rt32's
+        X1, reward 1): a thread started and an xfail mark added so were taken for the library's and
+        for the test's. Code with no source to read (`<string>`, frozen) names nothing."""
+        if frame is None:
+            return False
+        filename = frame.f_code.co_filename
+        lines = self._source_lines(self.real(filename)) if not filename.startswith("<") else None
+        if not lines:
+            return False
+        first = last = frame.f_lineno
+        span, wanted = None, frame.f_lasti // 2
+        try:
+            for index, position in enumerate(frame.f_code.co_positions()):
+                if index == wanted:
+                    span = position
+                    break
+        except AttributeError:  # (before 3.11: the current line)
+            pass
+        if span is not None and span[0] and span[1]:
+            first, last = span[0], span[1]
+        if not first or first > len(lines):
+            return False
+        text = b"\n".join(lines[first - 1:min(last or first, first + 40)])
+        return any(word in text for word in words)
+
+    def _source_lines(self, real):
+        """The lines of the file at `real`, read once (`laundered`, `names_its_call`)."""
+        lines = self._protected_lines.get(real)
+        if lines is None:
+            try:
+                with _OPEN(real, "rb") as handle:
+                    lines = handle.read().splitlines()
+            except OSError:
+                lines = []
+            if len(self._protected_lines) < 5000:
+                self._protected_lines[real] = lines
+        return lines
 
     def raw_memory_import(self, name, caller):
         """ctypes imported by the patch's own code (its `import ctypes` statement, not a module it
@@ -593,7 +632,7 @@ class Guard(object):
                     guard.note_writer(args[0], frame)
                 if not guard.protected_target(args[0]):
                     path = _text(args[0])
-                    if path and _started_by_the_patch(guard, frame):
+                    if path and (_started_by_the_patch(guard, frame) or not guard.names_its_call(frame, (b"open",))):
                         guard.patch_files.add(os.path.realpath(path))
                     return
                 culprit = guard.culprit(frame, True)
@@ -1964,7 +2003,9 @@ def _note_test_threads(guard):
     says so before 3.12. Code of the patch that replaces `Thread.start` only loses its threads' standing.
     And each one started with the patch's code on the stack (`Guard.patch_threads`): such a thread does
     not keep a test's original from its fork (`first_calls.alone_tells`; red team rt28's M2 and V2, an
-    idle thread started at import so that a lie telling the fork by its pid met no fork, reward 1)."""
+    idle thread started at import so that a lie telling the fork by its pid met no fork, reward 1).
+    So is one that no line naming `start` started (`Guard.names_its_call`): red team rt32's X1 started
+    its idle thread from a finalizer's chain of C callables, with no frame of the patch's to see."""
     import threading
 
     start = threading.Thread.start
@@ -1975,10 +2016,11 @@ def _note_test_threads(guard):
             code = caller.f_code
             # started by the test's own line (not by the patch's code a test called: such a thread
             # outlives the call, and its walks stay refused)
-            if (guard.active and code.co_name != "<module>" and guard.real(code.co_filename) in guard.protected
+            named = guard.names_its_call(caller, _START_ASKS)
+            if (named and guard.active and code.co_name != "<module>" and guard.real(code.co_filename) in guard.protected
                     and not guard.untrusted_file(code.co_filename) and guard.called_by_a_test(caller)):
                 guard.test_threads[id(thread)] = thread
-            elif _started_by_the_patch(guard, caller):
+            elif not named or _started_by_the_patch(guard, caller):
                 guard.patch_threads[id(thread)] = thread
         except ValueError:
             pass
@@ -1991,7 +2033,8 @@ def _note_test_threads(guard):
 
 def _note_raw_threads(guard, threading):
     """Record, by its ident, each thread started through `_thread` itself with the patch's code on the
-    stack (`Guard.patch_threads`, under `("ident", n)`, gone when the thread's function returns): a raw
+    stack or by a line that does not name `start` (`Guard.patch_threads`, under `("ident", n)`, gone
+    when the thread's function returns): a raw
     thread that once calls `threading.current_thread()` is listed by `threading.enumerate()` as a dummy,
     and kept every original from its fork as a thread of the patch's started by `Thread.start` had
     (red team rt28, stop 41's open note; `first_calls.alone_tells`). `threading`'s own reference is
@@ -2002,7 +2045,8 @@ def _note_raw_threads(guard, threading):
 
     def start_new_thread(function, args, kwargs=None):
         try:
-            by_the_patch = _started_by_the_patch(guard, sys._getframe(1))
+            caller = sys._getframe(1)
+            by_the_patch = _started_by_the_patch(guard, caller) or not guard.names_its_call(caller, _START_ASKS)
         except ValueError:
             by_the_patch = False
         if not by_the_patch:

@@ -153,6 +153,9 @@ _MISSING = object()
 # Code objects not compiled from a file that are not the patch's doing: the import system's own
 # frames, and the wrappers the `decorator` package generates.
 _TRUSTED_PSEUDO_FILES = ("<frozen ", "<decorator-gen-")
+# What the line that adds a mark to a node names (`_watch_add_marker`): pytest's `applymarker` runs
+# `self.node.add_marker(marker)`
+_MARK_ASKS = (b"add_marker", b"applymarker")
 
 
 def _stack_filenames(frame):
@@ -898,10 +901,16 @@ class Reporter:
                 return os.path.relpath(os.path.realpath(filename), self._testbed)
         return None
 
+    def _names_its_call(self, frame, words):
+        """`Guard.names_its_call` (with no audit hook, every call is taken as named)."""
+        return self._guard is None or self._guard.names_its_call(frame, words)
+
     def _watch_add_marker(self):
         """Wrap Node.add_marker to remember the marks added by code that is not the patch's (a test
         calling `request.applymarker(pytest.mark.xfail)` is; library code finding the running item
-        through the call stack or the garbage collector is not)."""
+        through the call stack or the garbage collector is not). Nor is a mark no line naming
+        `add_marker` added: red team rt32's X1 (reward 1) added its xfail from a finalizer's chain of C
+        callables, `map(item.add_marker, [mark])`, with only pytest's and the test's frames on the stack."""
         try:
             from _pytest.nodes import Node
         except ImportError:
@@ -912,7 +921,8 @@ class Reporter:
         def add_marker(node, marker, *args, **kwargs):
             before = list(node.own_markers)
             result = original(node, marker, *args, **kwargs)
-            if reporter._untrusted_source(_stack_filenames(_getframe(1))) is None:
+            caller = _getframe(1)
+            if reporter._untrusted_source(_stack_filenames(caller)) is None and reporter._names_its_call(caller, _MARK_ASKS):
                 reporter._trusted_marks.extend(m for m in node.own_markers if not any(m is b for b in before))
             return result
 
