@@ -426,7 +426,10 @@ def alone_tells(own=(), theirs=(), processes_told_apart=False):
     the patch's code started (`theirs`, the audit hook's `patch_threads`) do not count: an idle one
     started at import had kept every original from its fork (red team rt28, reward 1). Nor do files
     the patch's code opened for writing (`theirs` holds their real paths too): one held open from the
-    library's import had kept every original from its fork the same way (stop 42)."""
+    library's import had kept every original from its fork the same way (stop 42). Nor do threads
+    started, or files opened, by a line that does not name the call (`Guard.names_its_call`: a
+    finalizer's chain of C callables started red team rt32's X1 thread with no frame of the
+    patch's on the stack, stop 46)."""
     import sys
     if processes_told_apart:
         return False
