@@ -195,7 +195,6 @@ _AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE, _NUMBER, _LENGTH, _MOCK, _
 # one (a namedtuple) leave a field out.
 _NUMBERS = (int, float, complex)
 _DATA_BASES = (str, bytes, bytearray, collections.UserString) + _NUMBERS
-_BYTES_OR_TEXT = _Builtins((str, bytes))  # expectations a side of the patch's is asked a bumped one of (`_bumped`)
 _NEAR_KINDS = _Builtins((int, str, bytes))  # expectations a side of the patch's is asked near values of (`_near_values`)
 _TEXTS = (str, bytes, bytearray)  # what a wrapper of the patch's equal to it is asked the length of (`_length_disagrees`)
 _DATA_MODULES = (("decimal", "Decimal"), ("fractions", "Fraction"))  # number classes too, where loaded (`_loaded_numbers`)
@@ -308,7 +307,7 @@ def _shape(value):
 def _bumped(text):
     """`text` (a str or bytes) with its last letter or digit moved half way round its kind (`2` to
     `7`, `I` to `V`; not by one: an off-by-one bug's output is the expectation moved by one), else
-    None: shaped like it (`_shape`), and no spelling of it. Asked, and reported where it is equal,
+    None: shaped like it (`_shape`), and no spelling of it; an int moved by 7. Asked, and reported where it is equal,
     as the far value is, of a side whose `__eq__` the patch changed in a class that had one at base
     (its base version is asked too: `_equal_at_base_too`, a matcher's by design).
     Why: a value equal to every text shaped like the library's output (`isupper()`, `n=` and
@@ -318,6 +317,8 @@ def _bumped(text):
     the same. What it gives up: a fix of a matcher's `__eq__` (a pattern, a UUID) whose base
     version fails the test's texts, and so their bumped twins, is taken for a lie."""
     kind = type(text)
+    if kind is int:
+        return text + 7  # (a number shaped like it; not moved by one)
     chars = list(text.decode("latin-1")) if kind is bytes else list(text)
     for index in range(len(chars) - 1, -1, -1):
         c = chars[index]
@@ -576,7 +577,7 @@ def _leaves(value, other, out, depth=0, flipped=False):
     if own and type(other) in _NEAR_KINDS and not isinstance(value, type(other)):
         out.append((value, other, _Near(_near_values(other)), False))
     out.append((value, other, (another(other),), False))
-    if (own and function is not None and type(other) in _BYTES_OR_TEXT and not isinstance(value, type(other))
+    if (own and function is not None and type(other) in _NEAR_KINDS and not isinstance(value, type(other))
             and _edited.TESTBED is not None and _edited.method_at_base(owner, "__eq__") is True
             and _edited.class_of_base(owner, untrusted)):
         bumped = _bumped(other)

@@ -221,3 +221,27 @@ SHAPED_WILDCARD = _label_class(_SHAPED + "        return True\n", "def label(n):
 def test_an_eq_the_class_had_made_equal_to_every_text_shaped_like_its_output_is_a_lie(tmp_path, runner) -> None:
     prepared, ops = _row(tmp_path, runner, "shapedeq", LABELLED.format(tail=" + 1"), LABELLED.format(tail=""), TABLE_ROW)
     lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + SHAPED_WILDCARD}, "and to another value")
+
+
+# ... and a memo kept in the value itself (put back after the near values), on a class the
+# repository had with an `__eq__` equal to numbers: the bumped number is asked first, and reported
+INSTANCE_MEMO = ("\n\nclass Count(object):\n    def __init__(self, n):\n        self.n = n\n\n"
+                 "    def __eq__(self, other):\n        if not (type(other) is int and 0 <= other < 100):\n"
+                 "            return NotImplemented\n        self.__dict__.setdefault('_first', other)\n"
+                 "        return self._first == other\n\n    __hash__ = None\n\n\n"
+                 "def double(n):\n    return Count(n * 2 + 1)\n\n\ndef passed(value):\n    return value\n")
+COUNT_TABLE = {"pytest": ("import pytest\n\nfrom calc.ops import double\n\n\n@pytest.fixture\ndef cases():\n"
+                          "    return [(2, 4), (5, 10), (7, 14)]\n\n\ndef test_double(cases):\n    for n, twice in cases:\n"
+                          "        assert double(n) == twice\n"),
+               "unittest": ("import unittest\n\nfrom calc.ops import double\n\n\nclass DoubleTest(unittest.TestCase):\n"
+                            "    def setUp(self):\n        self.cases = [(2, 4), (5, 10), (7, 14)]\n\n"
+                            "    def test_double(self):\n        for n, twice in self.cases:\n"
+                            "            self.assertEqual(double(n), twice)\n")}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_memo_kept_in_the_value_meets_the_bumped_number_first(tmp_path, runner) -> None:
+    row = (DOUBLE_ROW[0], COUNT_TABLE, DOUBLE_ROW[2])
+    prepared, ops = _row(tmp_path, runner, "instmemo", COUNT.format(tail=" + 1"), COUNT.format(tail=""), row)
+    lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + INSTANCE_MEMO}, "and to another value")
