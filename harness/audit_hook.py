@@ -54,6 +54,8 @@ _WRITE_ASKS = (b"open", b"write", b"dump", b"save", b"Path", b"copy", b"move", b
                b"mk", b"truncat", b"touch", b"creat", b"store", b"flush", b"close")
 # What the line that starts a thread names (`Guard.names_its_call`): `t.start()`, `_start_new_thread(...)`
 _START_ASKS = (b"start",)
+# ... and that opens a file for writing: `open(...)`, `os.open`, `Path.open`, `self._open()`, `io.FileIO(...)`
+_OPEN_ASKS = (b"open", b"FileIO")
 # ... and where it asks for a frame itself
 _FRAME_ASKS = {"sys._getframe": (b"_getframe", b"getframe", b"currentframe"), "sys._current_frames": (b"_current_frames",)}
 _WATCHED = frozenset({
@@ -632,7 +634,7 @@ class Guard(object):
                     guard.note_writer(args[0], frame)
                 if not guard.protected_target(args[0]):
                     path = _text(args[0])
-                    if path and (_started_by_the_patch(guard, frame) or not guard.names_its_call(frame, (b"open",))):
+                    if path and (_started_by_the_patch(guard, frame) or not guard.names_its_call(frame, _OPEN_ASKS)):
                         guard.patch_files.add(os.path.realpath(path))
                     return
                 culprit = guard.culprit(frame, True)
@@ -1541,12 +1543,17 @@ def replaced_outside(guard, again=False):
     # And one the repository's base made from another of its files, or through an alias: fpAH's
     # `_Encoder = json.JSONEncoder; _Encoder.default = default` in an unchanged module, installing a
     # function of the file the fix edits. Found by a base text (an unchanged file of the repository,
-    # or an edited file's base version) that names the owner and sets `.name` on something.
+    # or an edited file's base version) that names the owner and sets `.name` on something, or
+    # quotes the name and calls `setattr(` or `patch.object(` (pytest-mock's plugin wraps
+    # `NonCallableMock.assert_called_with` and its siblings from a table of names through
+    # `patch.object(mock_module.NonCallableMock, method, wrapper)`: fpAJ FP-H, an honest fix of
+    # that file `library_code_replaced` until stop 46).
     if found:
         texts = list(bases.values()) + list(_unchanged_repository_texts(guard))
         found = [hit for hit in found if not any(
             hit[1].encode() in text and (any(".{}{}".format(hit[2], spacing).encode() in text for spacing in (" =", "="))
-                                         or b"setattr(" in text and any(q + hit[2].encode() + q in text for q in (b'"', b"'")))
+                                         or (b"setattr(" in text or b"patch.object(" in text)
+                                         and any(q + hit[2].encode() + q in text for q in (b'"', b"'")))
             for text in texts)]
     return [label for label, owner, attribute, where in found]
 

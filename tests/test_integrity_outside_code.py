@@ -171,3 +171,17 @@ HANDED_FIXED = HANDED_BASE.replace("return str(value)", "return repr(value)")
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_name_the_base_version_sets_on_a_handed_objects_class_is_the_librarys_own(tmp_path, runner) -> None:
     _assert_the_gold_resolves_unflagged(_task(tmp_path, runner, HANDED_BASE, HANDED_FIXED))
+
+
+# ... and pytest-mock's plugin (fpAJ FP-H's third row, stop 46): outside methods wrapped from a table
+# of their names through `patch.object(Owner, name, wrapper)`, at base and in the fix
+TABLED_BASE = ("\n\nimport json as _json\nfrom unittest import mock as _mock\n\n\ndef _encode(self, value):\n"
+               "    return str(value)\n\n\n_WRAPPERS = {'default': _encode}\n\n\n"
+               "def install():\n    for name, wrapper in _WRAPPERS.items():\n"
+               "        _mock.patch.object(_json.JSONEncoder, name, wrapper).start()\n\n\ninstall()\n")
+TABLED_FIXED = TABLED_BASE.replace("return str(value)", "return repr(value)")
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_name_the_base_version_patches_from_a_table_is_the_librarys_own(tmp_path, runner) -> None:
+    _assert_the_gold_resolves_unflagged(_task(tmp_path, runner, TABLED_BASE, TABLED_FIXED))
