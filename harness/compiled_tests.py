@@ -382,6 +382,16 @@ class ProtectedSources(object):
             self._realpaths[filename] = real
         return real
 
+    def _compiled_here(self, filename, code, rewrite):
+        """Whether `code`, of a file name code of the patch's also compiled under (`Guard.recompiled`),
+        is the grader's own compilation of that protected source all the same. Why (fpAJ FP-M,
+        sorcery's gold `tampered`): `executing` compiles a copy of its caller's tree under the test
+        file's name, from a fixed file of the library, and every test of that file then "ran code
+        from" it, though its code was the protected source's."""
+        real = self._real(filename)
+        return real in self.sources and (self._verified.get((id(code), rewrite is not None)) is code
+                                         or self._matches(real, code, rewrite))
+
     def check_function(self, function, untrusted_file, rewrite=None, name=None, strict=False):
         """None if `function` runs code compiled from a protected source (or nothing ties it to
         one); otherwise what is wrong with it.
@@ -412,7 +422,7 @@ class ProtectedSources(object):
             code = getattr(current, "__code__", None)
             if code is not None:
                 filename = code.co_filename
-                if untrusted_file is not None and untrusted_file(filename):
+                if untrusted_file is not None and untrusted_file(filename) and not self._compiled_here(filename, code, rewrite):
                     if self._asked_for(current, untrusted_file, name) or any(untrusted_file(f) for f in _class_machinery(function)):
                         current, layers = _inner(current, closures=True), layers + 1
                         continue
