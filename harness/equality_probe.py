@@ -117,7 +117,12 @@ if __name__ == "patchgym_equality_probe":  # in the grading sandbox, the helpers
 else:  # imported as patchgym.harness.equality_probe (on the host)
     from patchgym.harness import edited_defs as _edited
 
-NAME = "@patchgym_equality_probe"  # the module's name in a protected test module (not an identifier)
+# The module's name in a protected test module: an identifier, private (no star-import takes it).
+# Why not "@..." as pytest's own `@py_builtins` (fpAJ FP-L, stop 46): code generated from a test
+# module's globals (sorcery's `timeit` writes `from tests import <every global>`) met a name that is
+# no identifier, under the unittest runner, where the module holds no other; the patch's code can
+# reach a module's dict either way (the reporter checks the name still holds this module).
+NAME = "_patchgym_equality_probe"
 
 
 class _Builtins(frozenset):

@@ -1,5 +1,6 @@
-"""False-positive hunt fpAJ (stop 45), FP-M, fixed at stop 46: a library that compiles a piece of its
-caller's test file under that file's name.
+"""False-positive hunt fpAJ (stop 45), FP-M and FP-L, fixed at stop 46: a library that compiles a piece
+of its caller's test file under that file's name, and one that writes code from a test module's
+globals.
 
 sorcery (through `executing`) and any helper that evaluates an expression of its caller's source
 parse the caller's file and compile a node of it under the file's own name. From a file the fix
@@ -54,5 +55,27 @@ def test_a_library_compiling_a_node_of_its_callers_file_under_its_name_is_honest
                               gold_files={"calc/ops.py": ops + LINE_VALUE.format(tail=">")}, test_patch_files={"tests/test_line.py": TESTS[runner]},
                               fail_to_pass=fail_to_pass, pass_to_pass=pass_to_pass,
                               **({"log_parser": "unittest"} if runner == "unittest" else {}))[0]
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+# fpAJ FP-L: code generated from a test module's globals (sorcery's `timeit` writes `from tests import
+# <every global>`): the probe's name there is an identifier now, under both runners
+SNIPPET = ("\n\ndef run_snippet(namespace, snippet):\n    names = ', '.join(namespace)\n"
+           "    scope = {{}}\n    exec('from %s import %s\\n' % (namespace['__name__'], names) + snippet, scope)\n"
+           "    return scope['result']\n\n\ndef label(name):\n    return '<%s{tail}' % name\n")
+SNIPPET_TESTS = {"unittest": ("import unittest\n\nfrom calc.ops import label, run_snippet\n\nBASE = 40\n\n\n"
+                              "class T(unittest.TestCase):\n    def test_label(self):\n        self.assertTrue(label('a') == '<a>')\n\n"
+                              "    def test_snippet(self):\n        self.assertEqual(run_snippet(globals(), 'result = BASE + 2'), 42)\n")}
+
+
+@needs_sandbox
+def test_code_generated_from_a_test_modules_globals_is_honest(tmp_path) -> None:
+    ops = UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    prepared = build_prepared(tmp_path, instance_id="globnames", base_files={**UNITTEST_BASE, "calc/ops.py": ops + SNIPPET.format(tail="")},
+                              gold_files={"calc/ops.py": ops + SNIPPET.format(tail=">")},
+                              test_patch_files={"tests/test_names.py": SNIPPET_TESTS["unittest"]},
+                              fail_to_pass=["tests.test_names.T.test_label"], pass_to_pass=["tests.test_names.T.test_snippet"],
+                              log_parser="unittest")[0]
     verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
     assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
