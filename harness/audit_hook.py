@@ -87,6 +87,19 @@ _KEEPERS_HANDING_ON = frozenset((("logging/__init__.py", "<lambda>"), ("tracebac
 _PYTEST_CODE = os.sep + os.path.join("_pytest", "_code") + os.sep  # pytest's traceback objects hand frames on (`.frame`)
 
 
+def _at(path, dir_fd):
+    """`path` as the system reads it: relative to the folder descriptor `dir_fd` where one is given."""
+    if type(dir_fd) is not int or dir_fd < 0:
+        return path
+    name = _text(path)
+    if not name or name.startswith("/"):
+        return path
+    try:
+        return os.path.join(os.readlink("/proc/self/fd/{}".format(dir_fd)), name)
+    except OSError:
+        return path
+
+
 def _stdlib_part(filename):
     """The path of a standard-library file below its folder ("logging/__init__.py"), "<frozen>" for a
     frozen module, None for any other file (site-packages included)."""
@@ -327,8 +340,10 @@ class Guard(object):
             return True
         if real.startswith(self.own_dir):
             return self.own_files.get(real) != _mtime(real)  # not one of the grader's files as installed
-        if real in self.protected or real.startswith(self.test_roots) or real in self.written_by_tests:
+        if real in self.protected or real in self.written_by_tests:
             return False
+        # (under the test roots too, by its age: a module the patch writes there, which the tests do
+        # not import, is no longer refused as a write, fpAK AK-C, and its code is still the patch's)
         try:
             status = os.stat(real)
         except OSError:
@@ -543,7 +558,8 @@ class Guard(object):
         name = os.path.basename(real)
         if real in self.protected or real.startswith(self.own_dir) and name != "results.jsonl":
             return True
-        if real.startswith(self.test_roots) and (_existed_before(real, self.began) or name.endswith(_CODE_SUFFIXES)):
+        if real.startswith(self.test_roots) and (_existed_before(real, self.began) or name.endswith(_CODE_SUFFIXES)
+                                                 and _a_tests_module_name(name, real)):
             return True  # the tests' data (a golden file rewritten); not a file the run made there, unless code
         if name.endswith((".pyc", ".pyo", ".pth")) or ".pyc." in name:
             # Not in the temporary directory (outside the testbed): honest code copies or compiles
@@ -698,7 +714,11 @@ class Guard(object):
             if not any(self.protected_target(a) for a in targets):
                 return
         elif event in ("os.remove", "os.rmdir", "os.truncate", "os.utime", "shutil.rmtree"):
-            if not args or not self.protected_target(args[0]):
+            # (a name relative to a folder's descriptor, as `shutil.rmtree` removes a tree's entries,
+            # is that folder's: read against the working directory, a temporary tree's `setup.cfg`
+            # was /testbed's, and honest fixes of cookiecutter and pyroma were refused, fpAK AK-A)
+            dir_fd = args[-1] if event in ("os.remove", "os.rmdir", "os.utime") and len(args) > 1 else None
+            if not args or not self.protected_target(_at(args[0], dir_fd)):
                 return
         elif event == "sys.settrace" or event == "sys.setprofile":
             # A thread started after `threading.settrace(f)` calls sys.settrace(f) from threading.py:
@@ -1183,6 +1203,18 @@ def _files_with_mtimes(folder):
             path = os.path.realpath(os.path.join(root, name))
             out[path] = _mtime(path)
     return out
+
+
+def _a_tests_module_name(name, real):
+    """Whether a new code file named `name`, at `real` under a test root, is one the test runners
+    would take for tests or configuration (`test*.py`, `*_test.py`, `conftest.py`, `__init__.py`) or
+    that would stand in for a module something imports (`_shadows`). Why only those (fpAK AK-C,
+    Mako's gold `tampered`): a template engine writes its compiled modules into a cache folder its
+    test suite keeps under `test/` (`foo.html.py`); a new module the run writes is the patch's code
+    wherever it runs (it is newer than the run), and the tests import none of those."""
+    stem = name.split(".", 1)[0]
+    return (name.startswith("test") or stem.endswith("_test") or name in ("conftest.py", "__init__.py")
+            or _shadows(stem, real))
 
 
 def _shadows(module_name, real):

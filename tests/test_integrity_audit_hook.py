@@ -56,6 +56,10 @@ HONEST = [
     "import asyncio; from unittest import mock",
     # an output file a test asks the library to write under tests/ (new: not the tests' data)
     "open(TESTS + '/out.txt', 'w').write('x'); open(TESTS + '/out.txt', 'a').write('y'); os.remove(TESTS + '/out.txt')",
+    # a temporary tree removed by `shutil.rmtree`, whose entries' bare names (removed through the
+    # folder's descriptor) are those of files the testbed holds (fpAK AK-A: cookiecutter, pyroma)
+    "import shutil, tempfile; d = tempfile.mkdtemp(); open(d + '/setup.cfg', 'w').close(); "
+    "os.mkdir(d + '/tests'); open(d + '/tests/test_x.py', 'w').close(); shutil.rmtree(d)",
     # bytecode and .pth files copied or compiled into the temporary directory (outside the testbed)
     "import tempfile, py_compile; d = tempfile.mkdtemp(); open(d + '/a.pth', 'w').close(); "
     "py_compile.compile(TMP + '/data.txt', cfile=d + '/__pycache__/m.cpython-311.pyc', doraise=False)",
@@ -385,3 +389,23 @@ def test_an_operation_a_tests_line_does_not_name_is_the_patchs(tmp_path: Path) -
     # a test's own line that names the frame it asks for is its own
     (tmp_path / "own").mkdir()
     assert run(tmp_path / "own", "frame = test_own_frame()\n", from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+# fpAK AK-C (stop 46): a module the library writes under a test root that no runner takes for tests
+# (Mako's compiled-template cache) is no longer refused as a write; its code is still the patch's
+WRITE_A_MODULE = ("open(TESTS + '/{name}', 'w').write('import sys\\ndef walk():\\n    return sys._getframe(0)\\n')\n"
+                  "import importlib.util\nspec = importlib.util.spec_from_file_location('m{n}', TESTS + '/{name}')\n"
+                  "m = importlib.util.module_from_spec(spec)\nspec.loader.exec_module(m)\n")
+
+
+def test_a_module_written_under_a_test_root_is_allowed_and_stays_the_patchs(tmp_path: Path) -> None:
+    written = run(tmp_path, WRITE_A_MODULE.format(name="page.html.py", n=1), from_patch=True)
+    assert written == {"outcome": "allowed", "findings": []}, written
+    walked = run(tmp_path, WRITE_A_MODULE.format(name="page.html.py", n=2) + "m.walk()\n", from_patch=True)
+    assert walked["outcome"] == "refused" and any("page.html.py" in d for _, d in walked["findings"]), walked
+
+
+@pytest.mark.parametrize("name", ["test_new.py", "conftest.py", "__init__.py", "json.py"])
+def test_a_module_written_under_a_test_root_that_runners_would_take_is_refused(tmp_path: Path, name: str) -> None:
+    refused = run(tmp_path, "open(TESTS + '/{}', 'w').write('x = 1')".format(name), from_patch=True)
+    assert refused["outcome"] == "refused" and any(name in d for _, d in refused["findings"]), refused
