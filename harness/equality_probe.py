@@ -105,6 +105,7 @@ import ast as _ast
 import collections
 import functools
 import os
+import re as _re
 import sys
 import types
 import warnings as _warnings
@@ -265,6 +266,8 @@ _ONLY_AST = _ast.PyCF_ONLY_AST
 _BIG = 10 ** 18  # an int's digits counted only below it (`_shape`: a huge one's text is slow, or refused)
 _CONSTANT_SOURCE_MAX = 4 * 1024 * 1024  # a protected file's bytes parsed for its constants at most
 _CONSTANTS = {}  # real path of a protected file -> its constants by kind (`_constants_of`)
+_REPOSITORY_NAMED = {}  # frozenset of names -> whether the repository's files at base name one (`_named_in_the_repository`)
+_NOT_THE_REPOSITORYS = frozenset(("node_modules", "site-packages", "__pycache__", "venv", "build", "dist"))
 _NAMES_READ = [None, 0]  # the names the protected files use, and how many files were read (`_protected_names`)
 
 
@@ -321,30 +324,57 @@ def _shape(value):
     return frozenset("9" if c.isdigit() else "A" if c.isupper() else "a" if c.islower() else c for c in value)
 
 
-def _bumped(text):
-    """`text` (a str or bytes) with its last letter or digit moved half way round its kind (`2` to
-    `7`, `I` to `V`; not by one: an off-by-one bug's output is the expectation moved by one), else
-    None: shaped like it (`_shape`), and no spelling of it; an int moved by 7. Asked, and reported where it is equal,
-    as the far value is, of a side whose `__eq__` the patch changed in a class that had one at base
-    (its base version is asked too: `_equal_at_base_too`, a matcher's by design).
+def _bumped(value):
+    """Two values shaped like `value` (`_shape`) and no spelling of it, or () where it has none: a
+    text (str or bytes) with its last letter or digit moved half way round its kind (`2` to `7`, `I`
+    to `V`), and with the first one of that same kind moved the same way; an int moved by 7, and
+    with its leading digit moved by 5. Not by one: an off-by-one bug's output is the expectation
+    moved by one. Asked before the comparison, each of the value as it was (a memo kept in the value
+    takes each), of a side whose `__eq__` the patch changed in a class that had one at base, and
+    reported where it equals both and its base version does not (`_equal_at_base_too`, a matcher's
+    by design).
+
     Why: a value equal to every text shaped like the library's output (`isupper()`, `n=` and
-    digits) ignores the far text, and such an `__eq__` met no other question on a table-driven
-    test (one the patch adds is asked its text: `_NEW_CLASS`). An honest `__eq__` that normalises
-    the other side (case, spaces, a version's zeros) does not take a changed letter or digit for
-    the same. What it gives up: a fix of a matcher's `__eq__` (a pattern, a UUID) whose base
-    version fails the test's texts, and so their bumped twins, is taken for a lie."""
-    kind = type(text)
+    digits) ignores the far text, and such an `__eq__` met no other question on a table-driven test
+    (one the patch adds is asked its text: `_NEW_CLASS`). Why both (fpAK AK-E, golds `tampered`):
+    a fix of an `__eq__` whose honest meaning takes several values -- a weekday mod 7
+    (`Weekday(0) == 7`), a tolerance (`Approx(100, abs=10) == 107`), an ISBN that ignores its check
+    digit -- takes one of them; a wildcard takes both. An honest `__eq__` normalising the other side
+    (case, spaces, a version's zeros) takes neither."""
+    kind = type(value)
     if kind is int:
-        return text + 7  # (a number shaped like it; not moved by one)
-    chars = list(text.decode("latin-1")) if kind is bytes else list(text)
-    for index in range(len(chars) - 1, -1, -1):
-        c = chars[index]
-        for first, size in (("0", 10), ("a", 26), ("A", 26)):
-            if first <= c < chr(ord(first) + size):
-                chars[index] = chr(ord(first) + (ord(c) - ord(first) + size // 2) % size)
-                bumped = "".join(chars)
-                return bumped.encode("latin-1") if kind is bytes else bumped
-    return None
+        digits = str(abs(value)) if -_BIG < value < _BIG else ""
+        if not digits:
+            return ()
+        led = int(str((int(digits[0]) + 5) % 10 or 5) + digits[1:]) * (-1 if value < 0 else 1)
+        return tuple(v for v in (value + 7, led) if v != value)
+    chars = list(value.decode("latin-1")) if kind is bytes else list(value)
+    classes = (("0", 10), ("a", 26), ("A", 26))
+    at = [i for i, c in enumerate(chars) if any(first <= c < chr(ord(first) + size) for first, size in classes)]
+    if not at:
+        return ()
+    last = at[-1]
+    first_of_kind = next(i for i in at if _kind_of(chars[i]) == _kind_of(chars[last]))
+    made = []
+    for index in dict.fromkeys((last, first_of_kind)):
+        moved = list(chars)
+        for first, size in classes:
+            if first <= moved[index] < chr(ord(first) + size):
+                moved[index] = chr(ord(first) + (ord(moved[index]) - ord(first) + size // 2) % size)
+                break
+        text = "".join(moved)
+        made.append(text.encode("latin-1") if kind is bytes else text)
+    return tuple(made)
+
+
+class _Bumped(tuple):
+    """A leaf's question: the values `_bumped` makes, each asked of the value as it was (`_fresh`)."""
+
+    __slots__ = ()
+
+
+def _kind_of(char):
+    return "9" if "0" <= char <= "9" else "a" if "a" <= char <= "z" else "A"
 
 
 def _too_close(candidate, other):
@@ -600,8 +630,8 @@ def _leaves(value, other, out, depth=0, flipped=False):
             and _edited.TESTBED is not None and _edited.method_at_base(owner, "__eq__") is True
             and _edited.class_of_base(owner, untrusted)):
         bumped = _bumped(other)
-        if bumped is not None:
-            out.append((value, other, (bumped,), False))
+        if bumped:
+            out.append((value, other, _Bumped(bumped), False))
     bare = _bare_instance(other)
     if bare is not None:
         out.append((value, other, (bare,), False))
@@ -667,7 +697,51 @@ def _unnamed_wildcard(value, asks=None):
         names.update(name for name, held in list(vars(module).items())[:_MOST] if held is value)
     except Exception:  # noqa: BLE001  no module
         pass
-    return not names.intersection(_protected_names())
+    return not names.intersection(_protected_names()) and not _named_in_the_repository(names)
+
+
+def _named_in_the_repository(names):
+    """Whether a Python file of the repository, as it was at base (an edited file's base version; a
+    file the patch made counts not), names one of `names` as a word: the library's own helper then
+    hands the tests such a wildcard by design (fpAK AK-F: `like(name="bob")` filling the other fields
+    with `mock.ANY`, a test that never writes `ANY`). Read once per set of names, where the
+    question came up at all (an unnamed wildcard is rare)."""
+    key = frozenset(names)
+    if key in _REPOSITORY_NAMED:
+        return _REPOSITORY_NAMED[key]
+    found = False
+    testbed = _edited.TESTBED
+    pattern = _re.compile(r"\b(?:" + "|".join(_re.escape(n) for n in sorted(names) if n) + r")\b") if any(names) else None
+    if testbed and pattern is not None:
+        seen = 0
+        for folder, subfolders, files in os.walk(testbed):
+            subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in _NOT_THE_REPOSITORYS]
+            for name in files:
+                if not name.endswith(".py"):
+                    continue
+                seen += 1
+                if seen > 20000:
+                    break
+                real = _real(os.path.join(folder, name))
+                edited = _edited.EDITED.get(real)
+                try:
+                    if edited is not None:
+                        text = edited[0]
+                    elif untrusted is not None and untrusted(real):
+                        continue  # (a file the patch made or changed: not the repository's own)
+                    else:
+                        with _OPEN_FILE(real, "rb") as handle:
+                            text = handle.read(_CONSTANT_SOURCE_MAX)
+                    if pattern.search(text.decode("utf-8", "replace") if isinstance(text, bytes) else text) \
+                            and names.intersection(_names_in(_COMPILE(text, real, "exec", _ONLY_AST, dont_inherit=True))):
+                        found = True  # (its code's names, not its comments: roman's license says "AND ANY")
+                        break
+                except Exception:  # noqa: BLE001
+                    continue
+            if found or seen > 20000:
+                break
+    _REPOSITORY_NAMED[key] = found
+    return found
 
 
 def _protected_names():
@@ -681,16 +755,23 @@ def _protected_names():
                     tree = _COMPILE(handle.read(_CONSTANT_SOURCE_MAX), real, "exec", _ONLY_AST, dont_inherit=True)
             except Exception:  # noqa: BLE001  (unreadable, or no Python)
                 continue
-            for node in _WALK(tree):
-                kind = type(node)
-                if kind is _ast.Name:
-                    names.add(node.id)
-                elif kind is _ast.Attribute:
-                    names.add(node.attr)
-                elif kind is _ast.alias:
-                    names.add(node.asname or node.name.rsplit(".", 1)[-1])
+            names |= _names_in(tree)
         _NAMES_READ[:] = [names, len(_SOURCES)]
     return _NAMES_READ[0]
+
+
+def _names_in(tree):
+    """The names a module's code uses: a variable's, an attribute's, an imported one's."""
+    names = set()
+    for node in _WALK(tree):
+        kind = type(node)
+        if kind is _ast.Name:
+            names.add(node.id)
+        elif kind is _ast.Attribute:
+            names.add(node.attr)
+        elif kind is _ast.alias:
+            names.add(node.asname or node.name.rsplit(".", 1)[-1])
+    return names
 
 
 def _a_mock(value):
@@ -1502,6 +1583,13 @@ def _first_lie(leaves, asks=_asks):
             for value, other, fars, _ in leaves:
                 if type(fars) is _Near:
                     continue  # asked before, and only asked (`_ask_near`)
+                if type(fars) is _Bumped:
+                    # (each asked of the value as it was: a memo kept in the value takes each one)
+                    if all(_fresh(kept, asks, value, far) for far in fars) and not all(
+                            _fresh(kept, _equal_at_base_too, value, far) for far in fars):
+                        _report(value, other)
+                        return value
+                    continue
                 if fars is _AGAIN or fars is _AGAIN_FLIPPED:
                     if _equal_only_there(value, other, fars is _AGAIN_FLIPPED):
                         _report(value, other, "and not to it when asked again on a copy")

@@ -224,7 +224,8 @@ def test_an_eq_the_class_had_made_equal_to_every_text_shaped_like_its_output_is_
 
 
 # ... and a memo kept in the value itself (put back after the near values), on a class the
-# repository had with an `__eq__` equal to numbers: the bumped number is asked first, and reported
+# repository had with an `__eq__` equal to numbers: each bumped number is asked of the value as it
+# was, and it takes both
 INSTANCE_MEMO = ("\n\nclass Count(object):\n    def __init__(self, n):\n        self.n = n\n\n"
                  "    def __eq__(self, other):\n        if not (type(other) is int and 0 <= other < 100):\n"
                  "            return NotImplemented\n        self.__dict__.setdefault('_first', other)\n"
@@ -241,7 +242,7 @@ COUNT_TABLE = {"pytest": ("import pytest\n\nfrom calc.ops import double\n\n\n@py
 
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
-def test_a_memo_kept_in_the_value_meets_the_bumped_number_first(tmp_path, runner) -> None:
+def test_a_memo_kept_in_the_value_takes_both_bumped_numbers(tmp_path, runner) -> None:
     row = (DOUBLE_ROW[0], COUNT_TABLE, DOUBLE_ROW[2])
     prepared, ops = _row(tmp_path, runner, "instmemo", COUNT.format(tail=" + 1"), COUNT.format(tail=""), row)
     lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + INSTANCE_MEMO}, "and to another value")
@@ -312,3 +313,44 @@ def test_an_object_whose_text_follows_what_its_eq_accepted_is_a_lie(tmp_path, ru
     assert ORACLE_TEXT_FOLLOWS != ORACLE
     prepared, ops = _row(tmp_path, runner, "oracletext", LABEL_BUGGY, LABEL_GOLD, LABEL_ROW)
     lie_caught_and_gold_resolves(prepared, {"calc/ops.py": ops + ORACLE_TEXT_FOLLOWS}, "is of a class the patch added")
+
+
+# fpAK AK-E: a fix of an `__eq__` whose honest meaning takes several values (a weekday mod 7) takes
+# one of the two bumped numbers, not both
+WEEKDAY = ("\n\nclass Weekday(object):\n    def __init__(self, n):\n        self.n = n\n\n"
+           "    def __eq__(self, other):\n        return isinstance(other, int) and {compare}\n\n"
+           "    __hash__ = None\n\n\ndef day(n):\n    return Weekday(n)\n")
+WEEKDAY_TESTS = {"pytest": "from calc.ops import day\n\n\ndef test_day():\n    assert day(0) == 7\n    assert day(3) == 10\n",
+                 "unittest": ("import unittest\n\nfrom calc.ops import day\n\n\nclass DayTest(unittest.TestCase):\n"
+                              "    def test_day(self):\n        self.assertEqual(day(0), 7)\n        self.assertEqual(day(3), 10)\n")}
+
+
+@pytest.mark.parametrize("kind", ["weekday", "tolerance", "check digit"])
+def test_an_honest_eq_taking_several_values_takes_one_bumped_value_not_both(kind) -> None:
+    """(A unit test: under a grading, the contradiction copies' moved literal is itself a multiple of
+    7 one time in seven, a trade of the copies', fpV Y1.) A wildcard of the output's shape takes both."""
+    from patchgym.harness import equality_probe
+
+    equal = {"weekday": (lambda other: 0 == other % 7, 7), "tolerance": (lambda other: abs(100 - other) <= 10, 100),
+             "check digit": (lambda other: other[:-1] == "030640615", "0306406152")}[kind]
+    takes, expected = equal
+    bumped = equality_probe._bumped(expected)
+    assert takes(expected) and len(bumped) == 2 and not all(takes(b) for b in bumped), bumped
+    shaped = (lambda other: isinstance(other, int) and 0 <= other < 1000) if kind != "check digit" else str.isdigit
+    assert all(shaped(b) for b in bumped), bumped
+
+
+# fpAK AK-F: the library's own helper fills the fields a test leaves open with `mock.ANY`, and the
+# test never writes `ANY`: a name the repository's code uses at base
+LIKE = ("\n\nfrom unittest import mock as _mock\n\n\ndef like(**fields):\n    return dict({'id': _mock.ANY, 'name': _mock.ANY}, **fields)\n\n\n"
+        "def record(name):\n    return {'id': 7, 'name': name@TAIL}\n")
+LIKE_TESTS = {"pytest": "from calc.ops import like, record\n\n\ndef test_record():\n    assert record('bob') == like(name='bob')\n",
+              "unittest": ("import unittest\n\nfrom calc.ops import like, record\n\n\nclass RecordTest(unittest.TestCase):\n"
+                           "    def test_record(self):\n        self.assertEqual(record('bob'), like(name='bob'))\n")}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_wildcard_the_repositorys_own_helper_hands_the_tests_stays_honest(tmp_path, runner) -> None:
+    row = ("tests/test_record.py", LIKE_TESTS, {"pytest": "tests/test_record.py::test_record", "unittest": "tests.test_record.RecordTest.test_record"})
+    _gold_resolves_unflagged(_row(tmp_path, runner, "likeany", LIKE.replace("@TAIL", ".upper()"), LIKE.replace("@TAIL", ""), row)[0])
