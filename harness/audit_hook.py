@@ -52,6 +52,8 @@ _RAW_MEMORY_MODULES = frozenset(("ctypes", "_ctypes"))  # (`Guard.raw_memory_imp
 # `np.save`, `shutil.copy`, `Path(...).write_text`, `logging.FileHandler`, `tempfile.mkstemp`, `os.truncate`...
 _WRITE_ASKS = (b"open", b"write", b"dump", b"save", b"Path", b"copy", b"move", b"File", b"log", b"Handler", b"temp",
                b"mk", b"truncat", b"touch", b"creat", b"store", b"flush", b"close")
+# ... and where it reads a frame attribute by a name it holds (`hasattr(gen, name)`, fpAK AK-D)
+_ATTRIBUTE_ASKS = (b"getattr", b"hasattr", b"attrgetter")
 # What the line that starts a thread names (`Guard.names_its_call`): `t.start()`, `_start_new_thread(...)`
 _START_ASKS = (b"start",)
 # ... and that opens a file for writing: `open(...)`, `os.open`, `Path.open`, `self._open()`, `io.FileIO(...)`
@@ -412,12 +414,8 @@ class Guard(object):
         real = self.real(frame.f_code.co_filename)
         if real not in self.protected:
             return False
-        lines = self._source_lines(real)
-        number = frame.f_lineno
-        if not lines or not number or number > len(lines):
-            return False
-        line = lines[number - 1]
-        return not any(word and word in line for word in words)
+        text = self._call_text(frame)  # (the whole call: `getattr(\n tb, "tb_frame")` over two lines, fpAK AK-D)
+        return text is not None and not any(word and word in text for word in words)
 
     def names_its_call(self, frame, words):
         """Whether the source of the call `frame` is making (every line of its current instruction's
@@ -426,12 +424,16 @@ class Guard(object):
         callables, `map(Thread.start, ...)`), and nobody's line asked for it. Why (red team rt32's
         X1, reward 1): a thread started and an xfail mark added so were taken for the library's and
         for the test's. Code with no source to read (`<string>`, frozen) names nothing."""
-        if frame is None:
-            return False
+        text = self._call_text(frame) if frame is not None else None
+        return text is not None and any(word in text for word in words)
+
+    def _call_text(self, frame):
+        """The source of the instruction `frame` runs (every line of its span; its current line
+        before 3.11), or None where there is none to read."""
         filename = frame.f_code.co_filename
         lines = self._source_lines(self.real(filename)) if not filename.startswith("<") else None
         if not lines:
-            return False
+            return None
         first = last = frame.f_lineno
         span, wanted = None, frame.f_lasti // 2
         try:
@@ -444,9 +446,8 @@ class Guard(object):
         if span is not None and span[0] and span[1]:
             first, last = span[0], span[1]
         if not first or first > len(lines):
-            return False
-        text = b"\n".join(lines[first - 1:min(last or first, first + 40)])
-        return any(word in text for word in words)
+            return None
+        return b"\n".join(lines[first - 1:min(last or first, first + 40)])
 
     def _source_lines(self, real):
         """The lines of the file at `real`, read once (`laundered`, `names_its_call`)."""
@@ -774,7 +775,7 @@ class Guard(object):
         if within is None and not self.pytests_traceback_code(filename):
             if self.real(filename) in self.protected and filename not in self.recompiled:
                 # a test's own line: judged each time by what it names (`laundered`)
-                if self.laundered(raising, _FRAME_ASKS.get(event, ()) + (attribute.encode(),)):
+                if self.laundered(raising, _FRAME_ASKS.get(event, ()) + ((attribute.encode(),) + _ATTRIBUTE_ASKS if attribute else ())):
                     self.refuse(event + " (not by the line it ran under)", filename)
                 return
             if not self.untrusted_file(filename) and filename not in self.recompiled:

@@ -66,7 +66,8 @@ HONEST = [
 ]
 
 PROTECTED_SOURCE = ("def test_function():\n    pass\n\n\ndef test_calls(f):\n    return f()\n\n\n"
-                    "def test_own_frame():\n    import sys\n    return sys._getframe(0)\n")
+                    "def test_own_frame():\n    import sys\n    return sys._getframe(0)\n\n\n"
+                    "def test_has(obj, name):\n    return hasattr(\n        obj, name)\n")
 SCRIPT = textwrap.dedent("""\
     import ctypes, gc, json, marshal, os, sys, threading, warnings
     sys.path.insert(0, {hook_dir!r})
@@ -78,7 +79,7 @@ SCRIPT = textwrap.dedent("""\
     protected = {{}}
     exec(compile({protected_source!r}, TESTS + "/test_x.py", "exec"), protected)
     test_function, test_calls = protected["test_function"], protected["test_calls"]
-    test_own_frame = protected["test_own_frame"]
+    test_own_frame, test_has = protected["test_own_frame"], protected["test_has"]
     namespace = dict(globals())
     code = compile({operation!r}, {where!r}, "exec")
     outcome = "allowed"
@@ -409,3 +410,9 @@ def test_a_module_written_under_a_test_root_is_allowed_and_stays_the_patchs(tmp_
 def test_a_module_written_under_a_test_root_that_runners_would_take_is_refused(tmp_path: Path, name: str) -> None:
     refused = run(tmp_path, "open(TESTS + '/{}', 'w').write('x = 1')".format(name), from_patch=True)
     assert refused["outcome"] == "refused" and any(name in d for _, d in refused["findings"]), refused
+
+
+def test_a_frame_attribute_a_tests_own_call_reads_by_a_name_it_holds_is_the_tests(tmp_path: Path) -> None:
+    """fpAK AK-D: `hasattr(gen, name)` over two lines, the name from a parametrised list."""
+    outcome = run(tmp_path, "def g():\n    yield 1\nx = g()\nassert test_has(x, 'gi_frame')\n", from_patch=False)
+    assert outcome == {"outcome": "allowed", "findings": []}, outcome
