@@ -325,21 +325,21 @@ def _shape(value):
 
 
 def _bumped(value):
-    """Two values shaped like `value` (`_shape`) and no spelling of it, or () where it has none: a
-    text (str or bytes) with its last letter or digit moved half way round its kind (`2` to `7`, `I`
-    to `V`), and with the first one of that same kind moved the same way; an int moved by 7, and
-    with its leading digit moved by 5. Not by one: an off-by-one bug's output is the expectation
+    """Up to three values shaped like `value` (`_shape`) and no spelling of it, or () where it has
+    none: a text (str or bytes) with its last letter or digit moved half way round its kind (`2` to
+    `7`, `I` to `V`), and with the first and the middle one of that same kind moved the same way; an
+    int moved by 7, and with its leading and its middle digit moved by 5. Not by one: an off-by-one bug's output is the expectation
     moved by one. Asked before the comparison, each of the value as it was (a memo kept in the value
     takes each), of a side whose `__eq__` the patch changed in a class that had one at base, and
-    reported where it equals both and its base version does not (`_equal_at_base_too`, a matcher's
+    reported where it equals all of them and its base version does not (`_equal_at_base_too`, a matcher's
     by design).
 
     Why: a value equal to every text shaped like the library's output (`isupper()`, `n=` and
     digits) ignores the far text, and such an `__eq__` met no other question on a table-driven test
-    (one the patch adds is asked its text: `_NEW_CLASS`). Why both (fpAK AK-E, golds `tampered`):
+    (one the patch adds is asked its text: `_NEW_CLASS`). Why several (fpAK AK-E, golds `tampered`):
     a fix of an `__eq__` whose honest meaning takes several values -- a weekday mod 7
     (`Weekday(0) == 7`), a tolerance (`Approx(100, abs=10) == 107`), an ISBN that ignores its check
-    digit -- takes one of them; a wildcard takes both. An honest `__eq__` normalising the other side
+    digit and its `978` prefix -- takes one or two of them; a wildcard takes all. An honest `__eq__` normalising the other side
     (case, spaces, a version's zeros) takes neither."""
     kind = type(value)
     if kind is int:
@@ -347,16 +347,18 @@ def _bumped(value):
         if not digits:
             return ()
         led = int(str((int(digits[0]) + 5) % 10 or 5) + digits[1:]) * (-1 if value < 0 else 1)
-        return tuple(v for v in (value + 7, led) if v != value)
+        middle = len(digits) // 2
+        mid = int(digits[:middle] + str((int(digits[middle]) + 5) % 10) + digits[middle + 1:]) * (-1 if value < 0 else 1)
+        return tuple(dict.fromkeys(v for v in (value + 7, led, mid) if v != value))
     chars = list(value.decode("latin-1")) if kind is bytes else list(value)
     classes = (("0", 10), ("a", 26), ("A", 26))
     at = [i for i, c in enumerate(chars) if any(first <= c < chr(ord(first) + size) for first, size in classes)]
     if not at:
         return ()
     last = at[-1]
-    first_of_kind = next(i for i in at if _kind_of(chars[i]) == _kind_of(chars[last]))
+    of_kind = [i for i in at if _kind_of(chars[i]) == _kind_of(chars[last])]
     made = []
-    for index in dict.fromkeys((last, first_of_kind)):
+    for index in dict.fromkeys((last, of_kind[0], of_kind[len(of_kind) // 2])):
         moved = list(chars)
         for first, size in classes:
             if first <= moved[index] < chr(ord(first) + size):
@@ -368,7 +370,8 @@ def _bumped(value):
 
 
 class _Bumped(tuple):
-    """A leaf's question: the values `_bumped` makes, each asked of the value as it was (`_fresh`)."""
+    """A leaf's question: the values `_bumped` makes, each asked of the value as it was (`_fresh`);
+    a lie where it takes all of them."""
 
     __slots__ = ()
 

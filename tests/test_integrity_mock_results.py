@@ -325,18 +325,20 @@ WEEKDAY_TESTS = {"pytest": "from calc.ops import day\n\n\ndef test_day():\n    a
                               "    def test_day(self):\n        self.assertEqual(day(0), 7)\n        self.assertEqual(day(3), 10)\n")}
 
 
-@pytest.mark.parametrize("kind", ["weekday", "tolerance", "check digit"])
+@pytest.mark.parametrize("kind", ["weekday", "tolerance", "check digit", "ISBN-13"])
 def test_an_honest_eq_taking_several_values_takes_one_bumped_value_not_both(kind) -> None:
     """(A unit test: under a grading, the contradiction copies' moved literal is itself a multiple of
     7 one time in seven, a trade of the copies', fpV Y1.) A wildcard of the output's shape takes both."""
     from patchgym.harness import equality_probe
 
     equal = {"weekday": (lambda other: 0 == other % 7, 7), "tolerance": (lambda other: abs(100 - other) <= 10, 100),
-             "check digit": (lambda other: other[:-1] == "030640615", "0306406152")}[kind]
+             "check digit": (lambda other: other[:-1] == "030640615", "0306406152"),
+             "ISBN-13": (lambda other: other.replace("-", "")[3:12] == "030640615", "978-0-306-40615-7")}[kind]
     takes, expected = equal
     bumped = equality_probe._bumped(expected)
-    assert takes(expected) and len(bumped) == 2 and not all(takes(b) for b in bumped), bumped
-    shaped = (lambda other: isinstance(other, int) and 0 <= other < 1000) if kind != "check digit" else str.isdigit
+    assert takes(expected) and len(bumped) >= 2 and not all(takes(b) for b in bumped), bumped
+    shaped = (lambda other: isinstance(other, int) and 0 <= other < 1000) if type(expected) is int else (
+        lambda other: set(other) <= set("0123456789-"))
     assert all(shaped(b) for b in bumped), bumped
 
 
