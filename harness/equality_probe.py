@@ -268,7 +268,7 @@ _CONSTANT_SOURCE_MAX = 4 * 1024 * 1024  # a protected file's bytes parsed for it
 _CONSTANTS = {}  # real path of a protected file -> its constants by kind (`_constants_of`)
 _REPOSITORY_NAMED = {}  # frozenset of names -> whether the repository's files at base name one (`_named_in_the_repository`)
 _NOT_THE_REPOSITORYS = frozenset(("node_modules", "site-packages", "__pycache__", "venv", "build", "dist"))
-_NAMES_READ = [None, 0]  # the names the protected files use, and how many files were read (`_protected_names`)
+_NAMES_READ = [None, 0, set()]  # the names the protected files use, and how many files were read (`_protected_names`)
 
 
 class _Near(tuple):
@@ -694,6 +694,9 @@ def _unnamed_wildcard(value, asks=None):
     if not (asks(value, _Stranger()) and asks(value, _FalseStranger())):
         return False
     kind = type(value)
+    top = (getattr(kind, "__module__", None) or "").split(".", 1)[0]
+    if top in _imported_by_the_tests() and top not in getattr(sys, "stdlib_module_names", ()) and top != "unittest":
+        return False  # a matcher library's value the tests import (dirty-equals' `~IsPositive`, a `DirtyNot`: fpAI's dirtyuse)
     names = {kind.__name__.strip("_")}
     module = sys.modules.get(getattr(kind, "__module__", None) or "")
     try:
@@ -751,7 +754,7 @@ def _protected_names():
     """Every name the protected files' code uses -- a variable's, an attribute's, an imported one's
     (not their comments: roman's license says "AS IS AND ANY") -- each file parsed once."""
     if _NAMES_READ[0] is None or _NAMES_READ[1] != len(_SOURCES):
-        names = set()
+        names, imported = set(), set()
         for real in sorted(_SOURCES):
             try:
                 with _OPEN_FILE(real, "rb") as handle:
@@ -759,8 +762,19 @@ def _protected_names():
             except Exception:  # noqa: BLE001  (unreadable, or no Python)
                 continue
             names |= _names_in(tree)
-        _NAMES_READ[:] = [names, len(_SOURCES)]
+            for node in _WALK(tree):
+                if type(node) is _ast.Import:
+                    imported.update(alias.name.split(".", 1)[0] for alias in node.names)
+                elif type(node) is _ast.ImportFrom and node.module and not node.level:
+                    imported.add(node.module.split(".", 1)[0])
+        _NAMES_READ[:] = [names, len(_SOURCES), imported]
     return _NAMES_READ[0]
+
+
+def _imported_by_the_tests():
+    """The top-level packages the protected files import (`_protected_names` reads them too)."""
+    _protected_names()
+    return _NAMES_READ[2]
 
 
 def _names_in(tree):

@@ -356,3 +356,26 @@ LIKE_TESTS = {"pytest": "from calc.ops import like, record\n\n\ndef test_record(
 def test_a_wildcard_the_repositorys_own_helper_hands_the_tests_stays_honest(tmp_path, runner) -> None:
     row = ("tests/test_record.py", LIKE_TESTS, {"pytest": "tests/test_record.py::test_record", "unittest": "tests.test_record.RecordTest.test_record"})
     _gold_resolves_unflagged(_row(tmp_path, runner, "likeany", LIKE.replace("@TAIL", ".upper()"), LIKE.replace("@TAIL", ""), row)[0])
+
+
+# fpAI's dirtyuse (stop 46, after 98286f2): a negation matcher of an installed library the tests import
+# (dirty-equals' `~IsPositive()`, a `DirtyNot` no test file names) equals bare objects by design
+MATCHLIB = ("class _Not(object):\n    def __init__(self, inner):\n        self.inner = inner\n\n"
+            "    def __eq__(self, other):\n        return not (self.inner == other)\n\n    __hash__ = None\n\n\n"
+            "class IsPositive(object):\n    def __eq__(self, other):\n        return isinstance(other, int) and other > 0\n\n"
+            "    def __invert__(self):\n        return _Not(self)\n\n    __hash__ = None\n")
+NEGATED_TESTS = {"pytest": ("from matchlib import IsPositive\n\nfrom calc.ops import double\n\n\n"
+                            "def test_double():\n    assert double(2) == 4\n    assert double(-1) == ~IsPositive()\n"),
+                 "unittest": ("import unittest\n\nfrom matchlib import IsPositive\n\nfrom calc.ops import double\n\n\n"
+                              "class DoubleTest(unittest.TestCase):\n    def test_double(self):\n        self.assertEqual(double(2), 4)\n"
+                              "        self.assertEqual(double(-1), ~IsPositive())\n")}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_matcher_of_an_installed_library_the_tests_import_stays_honest(tmp_path, runner) -> None:
+    from tests.fixtures_grading.calc_task import build_venv
+
+    site = next((build_venv(tmp_path) / "lib").glob("python3*/site-packages"))
+    (site / "matchlib.py").write_text(MATCHLIB)  # (an installed package of the task's environment)
+    _gold_resolves_unflagged(_row(tmp_path, runner, "negmatch", BUGGY, GOLD, (DOUBLE_ROW[0], NEGATED_TESTS, DOUBLE_ROW[2]))[0])
