@@ -399,15 +399,20 @@ class Guard(object):
             except Exception:  # noqa: BLE001  the finding stays in `findings`
                 pass
 
-    def laundered(self, frame, words, through_stdlib=False):
+    def laundered(self, frame, words, through_stdlib=False, through_names=False):
         """Whether an operation raised with `frame`, a protected file's (a test's), on top of the
         stack was not asked for by the line that frame runs: its source names none of `words`. Why
         (red team rt32's F3, F3b, F3c, G1, F4, stop 45, reward 1): a chain of C callables fired by a
         weakref callback or a collector pass -- `partial(next, map(sys._getframe, (0,)))` -- runs
         with whatever Python frame is running on top, a test's, and no frame of the patch's to see.
         `through_stdlib`: the first frame above the standard library's is judged (a finalizer's chain
-        runs under `weakref.finalize.__call__`)."""
+        runs under `weakref.finalize.__call__`); `through_names`: a line naming the standard-library
+        module it called asked too (a file opened `r+`, read and written, by `mailbox.mbox(DATA)`)."""
+        through = []  # the standard library's modules the call went through
         while through_stdlib and frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
+            part = _stdlib_part(frame.f_code.co_filename)
+            if part != "<frozen>":
+                through.append(part.rsplit("/", 1)[-1].split(".", 1)[0].encode())
             frame = frame.f_back
         if frame is None:
             return False
@@ -415,6 +420,10 @@ class Guard(object):
         if real not in self.protected:
             return False
         text = self._call_text(frame)  # (the whole call: `getattr(\n tb, "tb_frame")` over two lines, fpAK AK-D)
+        # (or the module of the standard library it called: the test's own `mailbox.mbox(DATA)`
+        # opens its data file `rb+`, fpAK AK-D; a finalizer's chain runs under `weakref`)
+        if through_names:
+            words = tuple(words) + tuple(name for name in through[-1:] if name not in (b"weakref", b"__init__"))
         return text is not None and not any(word and word in text for word in words)
 
     def names_its_call(self, frame, words):
@@ -657,7 +666,8 @@ class Guard(object):
                 culprit = guard.culprit(frame, True)
                 if culprit is not None:
                     guard.refuse("writing", culprit, _text(args[0]) or "")
-                if guard.laundered(frame, _WRITE_ASKS, True):  # (rt32's F4: a laundered `map(open, [path], ['w'])`)
+                updating = isinstance(mode, str) and "+" in mode and not any(c in mode for c in "wax")
+                if guard.laundered(frame, _WRITE_ASKS, True, updating):  # (rt32's F4: a laundered `map(open, [path], ['w'])`)
                     guard.refuse("writing (not by the line it ran under)", _text(args[0]) or "?")
                 return
             if event == "object.__setattr__":

@@ -67,7 +67,8 @@ HONEST = [
 
 PROTECTED_SOURCE = ("def test_function():\n    pass\n\n\ndef test_calls(f):\n    return f()\n\n\n"
                     "def test_own_frame():\n    import sys\n    return sys._getframe(0)\n\n\n"
-                    "def test_has(obj, name):\n    return hasattr(\n        obj, name)\n")
+                    "def test_has(obj, name):\n    return hasattr(\n        obj, name)\n\n\n"
+                    "def test_mbox(path):\n    import mailbox\n    return len(mailbox.mbox(path))\n")
 SCRIPT = textwrap.dedent("""\
     import ctypes, gc, json, marshal, os, sys, threading, warnings
     sys.path.insert(0, {hook_dir!r})
@@ -79,7 +80,7 @@ SCRIPT = textwrap.dedent("""\
     protected = {{}}
     exec(compile({protected_source!r}, TESTS + "/test_x.py", "exec"), protected)
     test_function, test_calls = protected["test_function"], protected["test_calls"]
-    test_own_frame, test_has = protected["test_own_frame"], protected["test_has"]
+    test_own_frame, test_has, test_mbox = protected["test_own_frame"], protected["test_has"], protected["test_mbox"]
     namespace = dict(globals())
     code = compile({operation!r}, {where!r}, "exec")
     outcome = "allowed"
@@ -415,4 +416,10 @@ def test_a_module_written_under_a_test_root_that_runners_would_take_is_refused(t
 def test_a_frame_attribute_a_tests_own_call_reads_by_a_name_it_holds_is_the_tests(tmp_path: Path) -> None:
     """fpAK AK-D: `hasattr(gen, name)` over two lines, the name from a parametrised list."""
     outcome = run(tmp_path, "def g():\n    yield 1\nx = g()\nassert test_has(x, 'gi_frame')\n", from_patch=False)
+    assert outcome == {"outcome": "allowed", "findings": []}, outcome
+
+
+def test_a_data_file_a_tests_own_call_opens_read_write_through_the_standard_library_is_the_tests(tmp_path: Path) -> None:
+    """fpAK AK-B, in part: the test's own `mailbox.mbox(DATA)` opens its data file `rb+`."""
+    outcome = run(tmp_path, "test_mbox(TESTS + '/golden.txt')\n", from_patch=False)
     assert outcome == {"outcome": "allowed", "findings": []}, outcome
