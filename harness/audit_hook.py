@@ -14,12 +14,21 @@ walks (except where a test called the code that walks: `Guard.called_by_a_test`)
 interpreter's memory (`from_address`, `string_at`, `PyObj_FromPtr`, `dlsym` of `Py*` names);
 `marshal.loads` outside the import system; writes (`open`, `os.rename`/`remove`/`link`/`truncate`,
 `shutil.copyfile`, ...) to the protected test files, files under the test roots that existed before
-the run and new code files there, bytecode, `*.pth`, `conftest.py`/`sitecustomize.py`, and new
-modules (`*.py`, `*.so`) outside the temporary directory.
+the run and new code files there that a runner would take (`test*.py`, `conftest.py`, ...), bytecode,
+`*.pth`, `conftest.py`/`sitecustomize.py`, and new modules (`*.py`, `*.so`) outside the temporary
+directory that would stand in for an imported one (a name relative to a folder's descriptor, as
+`shutil.rmtree` removes, is read at that folder).
+
+Laundering (stops 45-46, red team rt32): a chain of C callables fired by a finalizer or a reference
+drop runs under whatever Python frame is on top, with no frame of the patch's to see. Where that
+frame is a test's and the span of its current instruction names none of the operation's words, a
+frame read, a gc walk or a write is refused (`Guard.laundered`); and a thread started, a file
+opened for writing or a mark added by a line that does not name the call is the patch's
+(`Guard.names_its_call`).
 
 "The patch's code on the stack" is decided from the frames' `co_filename` (cached per name): a
 file the patch changed, a file created or rewritten since the reporter started (outside the
-reporter's own folder), or a name that code of the patch compiled or constructed (`compile`,
+reporter's own folder; under the test roots too), or a name that code of the patch compiled or constructed (`compile`,
 `exec`, `code.__new__` events with such code on the stack taint the file name they give, so
 `exec(compile(src, "/usr/lib/python3/x.py", "exec"))` does not launder code; the grader's own
 compilation of the protected files, called from its own folder, taints nothing). Unchanged library

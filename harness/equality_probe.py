@@ -88,11 +88,23 @@ wrappers hedging between the buggy and the right answer, stop 41), as a `list` s
 items of its own list, and a `dict` subclass holds in its own dict the plain values of the dict it
 equals (`_an_item_held_otherwise`).
 
+Asked first (stop 46, red teams rt32 and rt33): a side whose `__eq__` is the patch's meets one to
+three constants of the test's own file, shaped like the expectation (`_near_values`, `_ask_near`):
+a first-answer memo kept in the library's state takes one of them for its answer and fails the
+test's own; where the patch changed an `__eq__` the class had at base, up to three bumped values of
+the expectation, each asked of the value as it was (`_bumped`): a wildcard of values shaped like the
+output, or a memo kept in the value, takes all. An `__eq__` that is no plain function, of a class a
+`class` statement of the patch's made, is the patch's whatever its `__module__` says
+(`_a_patchs_descriptor`). An outside value equal to everything that no test file (nor the
+repository's code, nor a package the tests import) names is a lie (`_unnamed_wildcard`: `mock.ANY`
+returned by the library). An added class's text is read before the comparison (`_TextBefore`).
+
 What it does not catch: a value that lies only to the first expectation it meets (a memo; the
 original's own fork and the copies' forks are for that) where the comparison is a function's (the
-watch asks after the answer); a mark of "made in a test" kept in the object's own state (a copy
-keeps it); a lying value whose `__eq__` is not the patch's (`unittest.mock.ANY` returned by the
-library, or a class deriving its `__eq__` from it); a class the patch makes only after the tests are
+watch asks after the answer), or that keeps its memo in the value and ignores values not shaped
+like its output on a class the patch added; a mark of "made in a test" kept in the object's own
+state (a copy keeps it); a lying value whose `__eq__` is not the patch's and that is not equal to
+everything (a class deriving its `__eq__` from `mock.ANY`'s); a class the patch makes only after the tests are
 collected whose objects no comparison of a test file meets (a class made per call, compared only by
 a library); a lie told by `__len__`, `__repr__` or `__str__` (rt24's shortuuid; holding a `str`
 subclass's `len`, `in`, iteration and truth to its data `tampered` honest golds whose unchanged
