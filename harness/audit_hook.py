@@ -301,7 +301,7 @@ class Guard(object):
         self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._classed_at_base = None  # ... whose base version sets an object's `__class__` (`classes_at_base`)
-        self._protected_lines = {}  # real path of a file -> its lines (`_source_lines`)
+        self._file_lines = {}  # real path of a file -> its lines (`_source_lines`)
         self._framed_at_base = None  # real paths of edited files whose base version reaches for frames (`frame_access`)
         self.inside_hook = set()  # thread idents the hook is running in (its own `sys._getframe` is its own)
         # callables asked at each import as it begins, until one answers True (`make_hook`): what the
@@ -417,11 +417,10 @@ class Guard(object):
         `through_stdlib`: the first frame above the standard library's is judged (a finalizer's chain
         runs under `weakref.finalize.__call__`); `through_names`: a line naming the standard-library
         module it called asked too (a file opened `r+`, read and written, by `mailbox.mbox(DATA)`)."""
-        through = []  # the standard library's modules the call went through
+        called = None  # the standard library's module the test's line called (the outermost one passed)
         while through_stdlib and frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
             part = _stdlib_part(frame.f_code.co_filename)
-            if part != "<frozen>":
-                through.append(part.rsplit("/", 1)[-1].split(".", 1)[0].encode())
+            called = part if part != "<frozen>" else called
             frame = frame.f_back
         if frame is None:
             return False
@@ -431,8 +430,9 @@ class Guard(object):
         text = self._call_text(frame)  # (the whole call: `getattr(\n tb, "tb_frame")` over two lines, fpAK AK-D)
         # (or the module of the standard library it called: the test's own `mailbox.mbox(DATA)`
         # opens its data file `rb+`, fpAK AK-D; a finalizer's chain runs under `weakref`)
-        if through_names:
-            words = tuple(words) + tuple(name for name in through[-1:] if name not in (b"weakref", b"__init__"))
+        module = called.rsplit("/", 1)[-1].split(".", 1)[0].encode() if through_names and called is not None else None
+        if module not in (None, b"weakref", b"__init__"):
+            words = tuple(words) + (module,)
         return text is not None and not any(word and word in text for word in words)
 
     def names_its_call(self, frame, words):
@@ -469,15 +469,15 @@ class Guard(object):
 
     def _source_lines(self, real):
         """The lines of the file at `real`, read once (`laundered`, `names_its_call`)."""
-        lines = self._protected_lines.get(real)
+        lines = self._file_lines.get(real)
         if lines is None:
             try:
                 with _OPEN(real, "rb") as handle:
                     lines = handle.read().splitlines()
             except OSError:
                 lines = []
-            if len(self._protected_lines) < 5000:
-                self._protected_lines[real] = lines
+            if len(self._file_lines) < 5000:
+                self._file_lines[real] = lines
         return lines
 
     def raw_memory_import(self, name, caller):

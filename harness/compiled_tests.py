@@ -383,14 +383,18 @@ class ProtectedSources(object):
         return real
 
     def _compiled_here(self, filename, code, rewrite):
-        """Whether `code`, of a file name code of the patch's also compiled under (`Guard.recompiled`),
-        is the grader's own compilation of that protected source all the same. Why (fpAJ FP-M,
+        """Whether `code` is the grader's own compilation of the protected source it claims (kept in
+        `_verified` once found), even where code of the patch's also compiled under that file's name
+        (`Guard.recompiled`). Why the second (fpAJ FP-M,
         sorcery's gold `tampered`): `executing` compiles a copy of its caller's tree under the test
         file's name, from a fixed file of the library, and every test of that file then "ran code
         from" it, though its code was the protected source's."""
         real = self._real(filename)
-        return real in self.sources and (self._verified.get((id(code), rewrite is not None)) is code
-                                         or self._matches(real, code, rewrite))
+        key = (id(code), rewrite is not None)
+        if real not in self.sources or not (self._verified.get(key) is code or self._matches(real, code, rewrite)):
+            return False
+        self._verified[key] = code
+        return True
 
     def check_function(self, function, untrusted_file, rewrite=None, name=None, strict=False):
         """None if `function` runs code compiled from a protected source (or nothing ties it to
@@ -429,8 +433,7 @@ class ProtectedSources(object):
                     return "runs code from {}".format(filename)
                 real = self._real(filename)
                 if real in self.sources:
-                    if self._verified.get((id(code), rewrite is not None)) is code or self._matches(real, code, rewrite):
-                        self._verified[(id(code), rewrite is not None)] = code
+                    if self._compiled_here(filename, code, rewrite):
                         if (layers and not code.co_flags & _ASYNC and self._declared_decorators(real, code, name) is False
                                 and not _class_machinery(function)):
                             return "{} is wrapped by code its protected source does not ask for".format(code.co_name)

@@ -214,7 +214,6 @@ class _TextBefore(tuple):
     __slots__ = ()
 
 
-_NEW_CLASS = _TextBefore  # (the mark's kind: `_before_and_after`)
 _WILDCARD = ("an outside value equal to everything, which no test file names",)  # `_unnamed_wildcard`
 _AFTER_MARKS = (_AGAIN, _AGAIN_FLIPPED, _DATA, _SIZE, _NUMBER, _LENGTH, _MOCK, _WILDCARD)  # questions asked only where the comparison held (`_before_and_after`)
 # Only those whose data is the value itself: a container subclass may keep its items in its own
@@ -280,7 +279,7 @@ _CONSTANT_SOURCE_MAX = 4 * 1024 * 1024  # a protected file's bytes parsed for it
 _CONSTANTS = {}  # real path of a protected file -> its constants by kind (`_constants_of`)
 _REPOSITORY_NAMED = {}  # frozenset of names -> whether the repository's files at base name one (`_named_in_the_repository`)
 _NOT_THE_REPOSITORYS = frozenset(("node_modules", "site-packages", "__pycache__", "venv", "build", "dist"))
-_NAMES_READ = [None, 0, set()]  # the names the protected files use, and how many files were read (`_protected_names`)
+_PROTECTED_CODE = [None, None]  # the protected files last read, and their names and imports (`_protected_code`)
 
 
 class _Near(tuple):
@@ -348,7 +347,7 @@ def _bumped(value):
 
     Why: a value equal to every text shaped like the library's output (`isupper()`, `n=` and
     digits) ignores the far text, and such an `__eq__` met no other question on a table-driven test
-    (one the patch adds is asked its text: `_NEW_CLASS`). Why several (fpAK AK-E, golds `tampered`):
+    (one the patch adds is asked its text: `_TextBefore`). Why several (fpAK AK-E, golds `tampered`):
     a fix of an `__eq__` whose honest meaning takes several values -- a weekday mod 7
     (`Weekday(0) == 7`), a tolerance (`Approx(100, abs=10) == 107`), an ISBN that ignores its check
     digit and its `978` prefix -- takes one or two of them; a wildcard takes all. An honest `__eq__` normalising the other side
@@ -363,19 +362,15 @@ def _bumped(value):
         mid = int(digits[:middle] + str((int(digits[middle]) + 5) % 10) + digits[middle + 1:]) * (-1 if value < 0 else 1)
         return tuple(dict.fromkeys(v for v in (value + 7, led, mid) if v != value))
     chars = list(value.decode("latin-1")) if kind is bytes else list(value)
-    classes = (("0", 10), ("a", 26), ("A", 26))
-    at = [i for i, c in enumerate(chars) if any(first <= c < chr(ord(first) + size) for first, size in classes)]
+    at = [i for i, c in enumerate(chars) if _kind_of(c) is not None]
     if not at:
         return ()
-    last = at[-1]
-    of_kind = [i for i in at if _kind_of(chars[i]) == _kind_of(chars[last])]
+    of_kind = [i for i in at if _kind_of(chars[i]) == _kind_of(chars[at[-1]])]
     made = []
-    for index in dict.fromkeys((last, of_kind[0], of_kind[len(of_kind) // 2])):
+    for index in dict.fromkeys((at[-1], of_kind[0], of_kind[len(of_kind) // 2])):
+        first, size = _kind_of(chars[index])
         moved = list(chars)
-        for first, size in classes:
-            if first <= moved[index] < chr(ord(first) + size):
-                moved[index] = chr(ord(first) + (ord(moved[index]) - ord(first) + size // 2) % size)
-                break
+        moved[index] = chr(ord(first) + (ord(moved[index]) - ord(first) + size // 2) % size)
         text = "".join(moved)
         made.append(text.encode("latin-1") if kind is bytes else text)
     return tuple(made)
@@ -389,7 +384,11 @@ class _Bumped(tuple):
 
 
 def _kind_of(char):
-    return "9" if "0" <= char <= "9" else "a" if "a" <= char <= "z" else "A"
+    """(first, count) of the run of ASCII digits or letters `char` is one of, else None."""
+    for first, size in (("0", 10), ("a", 26), ("A", 26)):
+        if first <= char < chr(ord(first) + size):
+            return first, size
+    return None
 
 
 def _too_close(candidate, other):
@@ -420,6 +419,20 @@ def _constants_near():
     return []
 
 
+def _syntax_tree(real, source=None):
+    """The module tree of the file at `real` (of `source`, its text, where given), parsed with the
+    functions found at import; None where it is too large, unreadable or no Python."""
+    try:
+        if source is None:
+            with _OPEN_FILE(real, "rb") as handle:
+                source = handle.read(_CONSTANT_SOURCE_MAX + 1)
+        if len(source) > _CONSTANT_SOURCE_MAX:
+            return None
+        return _COMPILE(source, real, "exec", _ONLY_AST, dont_inherit=True)
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _constants_of(real):
     """[(kind, value)]: the distinct ints, texts and bytes the protected file at `real` holds as
     constants (its source parsed once, with the functions found at import)."""
@@ -427,22 +440,16 @@ def _constants_of(real):
     if held is not None:
         return held
     held = _CONSTANTS[real] = []
+    tree = _syntax_tree(real)
     seen = set()
-    try:
-        with _OPEN_FILE(real, "rb") as handle:
-            source = handle.read(_CONSTANT_SOURCE_MAX + 1)
-        if len(source) > _CONSTANT_SOURCE_MAX:
-            return held
-        for node in _WALK(_COMPILE(source, real, "exec", _ONLY_AST, dont_inherit=True)):
-            if type(node) is _AST_CONSTANT and type(node.value) in _NEAR_KINDS and (type(node.value) is int or len(node.value) <= 1000):
-                key = (type(node.value), node.value)
-                if key not in seen:
-                    seen.add(key)
-                    held.append(key)
-                    if len(held) >= 20000:
-                        break
-    except Exception:  # noqa: BLE001  (a file that does not parse: no constants)
-        pass
+    for node in _WALK(tree) if tree is not None else ():
+        if type(node) is _AST_CONSTANT and type(node.value) in _NEAR_KINDS and (type(node.value) is int or len(node.value) <= 1000):
+            key = (type(node.value), node.value)
+            if key not in seen:
+                seen.add(key)
+                held.append(key)
+                if len(held) >= 20000:
+                    break
     return held
 
 
@@ -638,11 +645,11 @@ def _leaves(value, other, out, depth=0, flipped=False):
             and _edited.method_at_base(owner, "__eq__") is not True and _edited.class_of_base(owner, untrusted))
     # C code a class of a file the patch changed holds as its `__eq__` is the patch's too (rt27)
     own = function is not None and not called or function is None and method is not None and _made_in_a_patchs_file(owner)
-    if own and type(other) in _NEAR_KINDS and not isinstance(value, type(other)):
+    near = own and type(other) in _NEAR_KINDS and not isinstance(value, type(other))
+    if near:
         out.append((value, other, _Near(_near_values(other)), False))
     out.append((value, other, (another(other),), False))
-    if (own and function is not None and type(other) in _NEAR_KINDS and not isinstance(value, type(other))
-            and _edited.TESTBED is not None and _edited.method_at_base(owner, "__eq__") is True
+    if (near and function is not None and _edited.TESTBED is not None and _edited.method_at_base(owner, "__eq__") is True
             and _edited.class_of_base(owner, untrusted)):
         bumped = _bumped(other)
         if bumped:
@@ -707,7 +714,7 @@ def _unnamed_wildcard(value, asks=None):
         return False
     kind = type(value)
     top = (getattr(kind, "__module__", None) or "").split(".", 1)[0]
-    if top in _imported_by_the_tests() and top not in getattr(sys, "stdlib_module_names", ()) and top != "unittest":
+    if top in _protected_code()[1] and top not in getattr(sys, "stdlib_module_names", ()) and top != "unittest":
         return False  # a matcher library's value the tests import (dirty-equals' `~IsPositive`, a `DirtyNot`: fpAI's dirtyuse)
     names = {kind.__name__.strip("_")}
     module = sys.modules.get(getattr(kind, "__module__", None) or "")
@@ -715,84 +722,74 @@ def _unnamed_wildcard(value, asks=None):
         names.update(name for name, held in list(vars(module).items())[:_MOST] if held is value)
     except Exception:  # noqa: BLE001  no module
         pass
-    return not names.intersection(_protected_names()) and not _named_in_the_repository(names)
+    return not names.intersection(_protected_code()[0]) and not _named_in_the_repository(names)
 
 
 def _named_in_the_repository(names):
     """Whether a Python file of the repository, as it was at base (an edited file's base version; a
-    file the patch made counts not), names one of `names` as a word: the library's own helper then
+    file the patch made counts not), uses one of `names` in its code: the library's own helper then
     hands the tests such a wildcard by design (fpAK AK-F: `like(name="bob")` filling the other fields
     with `mock.ANY`, a test that never writes `ANY`). Read once per set of names, where the
-    question came up at all (an unnamed wildcard is rare)."""
-    key = frozenset(names)
-    if key in _REPOSITORY_NAMED:
-        return _REPOSITORY_NAMED[key]
-    found = False
+    question came up at all (an unnamed wildcard is rare); a file's text is searched before it is
+    parsed."""
+    key = frozenset(n for n in names if n)
+    if key not in _REPOSITORY_NAMED:
+        pattern = _re.compile(r"\b(?:" + "|".join(_re.escape(n) for n in sorted(key)) + r")\b") if key else None
+        _REPOSITORY_NAMED[key] = pattern is not None and any(
+            pattern.search(text.decode("utf-8", "replace")) and key.intersection(_names_in(_syntax_tree(real, text)))
+            for real, text in _repository_sources_at_base())
+    return _REPOSITORY_NAMED[key]
+
+
+def _repository_sources_at_base():
+    """(real path, bytes) of the repository's Python files as they were at base, up to 20,000: an
+    edited file's base version, an unchanged file as it is, none the patch made or changed."""
     testbed = _edited.TESTBED
-    pattern = _re.compile(r"\b(?:" + "|".join(_re.escape(n) for n in sorted(names) if n) + r")\b") if any(names) else None
-    if testbed and pattern is not None:
-        seen = 0
-        for folder, subfolders, files in os.walk(testbed):
-            subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in _NOT_THE_REPOSITORYS]
-            for name in files:
-                if not name.endswith(".py"):
-                    continue
-                seen += 1
-                if seen > 20000:
-                    break
-                real = _real(os.path.join(folder, name))
-                edited = _edited.EDITED.get(real)
+    if not testbed:
+        return
+    seen = 0
+    for folder, subfolders, files in os.walk(testbed):
+        subfolders[:] = [d for d in subfolders if not d.startswith(".") and d not in _NOT_THE_REPOSITORYS]
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            seen += 1
+            if seen > 20000:
+                return
+            real = _real(os.path.join(folder, name))
+            edited = _edited.EDITED.get(real)
+            if edited is not None:
+                yield real, edited[0]
+            elif untrusted is None or not untrusted(real):
                 try:
-                    if edited is not None:
-                        text = edited[0]
-                    elif untrusted is not None and untrusted(real):
-                        continue  # (a file the patch made or changed: not the repository's own)
-                    else:
-                        with _OPEN_FILE(real, "rb") as handle:
-                            text = handle.read(_CONSTANT_SOURCE_MAX)
-                    if pattern.search(text.decode("utf-8", "replace") if isinstance(text, bytes) else text) \
-                            and names.intersection(_names_in(_COMPILE(text, real, "exec", _ONLY_AST, dont_inherit=True))):
-                        found = True  # (its code's names, not its comments: roman's license says "AND ANY")
-                        break
-                except Exception:  # noqa: BLE001
+                    with _OPEN_FILE(real, "rb") as handle:
+                        yield real, handle.read(_CONSTANT_SOURCE_MAX)
+                except OSError:
                     continue
-            if found or seen > 20000:
-                break
-    _REPOSITORY_NAMED[key] = found
-    return found
 
 
-def _protected_names():
-    """Every name the protected files' code uses -- a variable's, an attribute's, an imported one's
-    (not their comments: roman's license says "AS IS AND ANY") -- each file parsed once."""
-    if _NAMES_READ[0] is None or _NAMES_READ[1] != len(_SOURCES):
+def _protected_code():
+    """(every name the protected files' code uses -- a variable's, an attribute's, an imported one's,
+    not their comments: roman's license says "AS IS AND ANY" --, the top-level packages they
+    import), each file parsed once, for the protected files as `protect` last set them."""
+    if _PROTECTED_CODE[0] is not _SOURCES:
         names, imported = set(), set()
         for real in sorted(_SOURCES):
-            try:
-                with _OPEN_FILE(real, "rb") as handle:
-                    tree = _COMPILE(handle.read(_CONSTANT_SOURCE_MAX), real, "exec", _ONLY_AST, dont_inherit=True)
-            except Exception:  # noqa: BLE001  (unreadable, or no Python)
-                continue
+            tree = _syntax_tree(real)
             names |= _names_in(tree)
-            for node in _WALK(tree):
+            for node in _WALK(tree) if tree is not None else ():
                 if type(node) is _ast.Import:
                     imported.update(alias.name.split(".", 1)[0] for alias in node.names)
                 elif type(node) is _ast.ImportFrom and node.module and not node.level:
                     imported.add(node.module.split(".", 1)[0])
-        _NAMES_READ[:] = [names, len(_SOURCES), imported]
-    return _NAMES_READ[0]
-
-
-def _imported_by_the_tests():
-    """The top-level packages the protected files import (`_protected_names` reads them too)."""
-    _protected_names()
-    return _NAMES_READ[2]
+        _PROTECTED_CODE[:] = [_SOURCES, (names, imported)]
+    return _PROTECTED_CODE[1]
 
 
 def _names_in(tree):
-    """The names a module's code uses: a variable's, an attribute's, an imported one's."""
+    """The names a module's code uses: a variable's, an attribute's, an imported one's (none of no tree)."""
     names = set()
-    for node in _WALK(tree):
+    for node in _WALK(tree) if tree is not None else ():
         kind = type(node)
         if kind is _ast.Name:
             names.add(node.id)

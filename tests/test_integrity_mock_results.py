@@ -10,7 +10,7 @@ A mock of unittest.mock's equal to a number, a text or None in a graded test's c
 now (`equality_probe._a_mock`, the `_MOCK` question): its `__eq__` was set up to say so. A mock a
 test hands the library and compares with itself is no such comparison. So is an object equal to a
 text whose class the patch added, or whose `__eq__` the patch gave a class the repository had, and
-whose own text is not that text (`_NEW_CLASS`: rt32's N5, an `__eq__` asking the library's own
+whose own text is not that text (the added-class question, `_TextBefore`: rt32's N5, an `__eq__` asking the library's own
 inverse, P1p, the memo in a class of the patch's, P2z, the memo as an exception class's `__eq__`); a
 class the repository had with its own `__eq__`, and a value class the fix adds equal to its own
 text, stay honest.
