@@ -164,6 +164,7 @@ _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py",
 _CODE_SUFFIXES = (".py", ".so", ".pyd")
 _IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
 _OPEN = open  # taken before any code of the repository runs
+_HOOK_FILE = (lambda: None).__code__.co_filename  # this module's code (its own reads: `Guard.reading_the_tests`)
 # Standard library modules whose native callables call Python code they hold (`Guard._native_and_trusted`).
 _WRAPPING_MODULES = frozenset(("builtins", "functools", "operator", "weakref", "ctypes", "types", "itertools", "abc",
                                "thread", "threading", "asyncio", "contextvars", "collections", "typing"))
@@ -608,6 +609,9 @@ class Guard(object):
         viewing = {}  # thread ident -> the address of the buffer view `from_buffer` is making there
 
         after_imports = guard.after_imports
+        # the protected test modules' names (`reading_the_tests`): none where the repository reads source
+        test_names = frozenset(os.path.basename(p) for p in guard.protected if p.endswith(".py")) \
+            if "source" not in guard.traced_in_base else frozenset()
 
         def hook(event, args):
             if event not in watched or not guard.active:
@@ -664,6 +668,8 @@ class Guard(object):
                 writing = ("w" in mode or "a" in mode or "x" in mode or "+" in mode) if isinstance(mode, str) else (
                     mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
                 if not writing:
+                    if test_names and isinstance(args[0], (str, bytes)) and _text(args[0]).rpartition("/")[2] in test_names:
+                        guard.reading_the_tests(_text(args[0]), frame)
                     return
                 if isinstance(args[0], (str, bytes)) and _text(args[0]).endswith(".py"):
                     guard.note_writer(args[0], frame)
@@ -844,6 +850,55 @@ class Guard(object):
         if self._framed_at_base is None:
             self._framed_at_base = _base_files_naming(self.own_dir, self.testbed, _FRAME_WORDS)
         return self.real(filename) in self._framed_at_base
+
+    def reading_the_tests(self, path, frame):
+        """A protected test module opened for reading with the patch's code on the stack (the first
+        such frame met walking out, before a test's own frame, the test machinery's or the grader's)
+        is refused, in a repository whose files at base never read Python source (`_SOURCE_WORDS`:
+        `linecache`, `getsource`, `tokenize`, `extract_stack`, executing's, ...; the hook's table of
+        names is empty elsewhere). Why (red team rt33's L1c, reward 1 on both runners): a library
+        found its caller's file and line (`traceback.extract_stack`; a warning's `stacklevel`, a log
+        record's or `faulthandler`'s dump do as well) and returned the literal the test's line
+        expects, and to the contradiction copies planted after the originals, which it told apart
+        on disk by their repeating an earlier function's body, the bug's answer. Every way of
+        learning the expectation from the file ends in a read of it; this refuses the read, however
+        the caller was found. A name relative to a folder's descriptor (`os.open(name, dir_fd=)`,
+        whose event does not carry the folder) is a test module's where no such file is at the
+        working directory. Not refused: a traceback of an exception that passed through a test's
+        function, formatted by the library (`logging.exception` of a callback's error), where that
+        file holds no code the patch compiled under its name; a warning displayed with its line (a
+        deprecation whose `stacklevel` points at the test). What it gives up: an honest fix that is
+        the repository's first reader of source (`inspect.getsource` of a test's function) is
+        refused; a library that hands a test file to a reader the test asked it to (a linter's
+        test linting `__file__`) in such a repository is too."""
+        real = self.real(path) if path.startswith("/") else os.path.realpath(path)
+        if real not in self.protected:
+            if path.startswith("/") or os.path.exists(real):
+                return
+        exempt = False
+        while frame is not None:
+            code = frame.f_code
+            filename = code.co_filename
+            asker = self.patchs_frame(frame)
+            if asker is not None:
+                if not exempt:
+                    self.refuse("reading the tests' source", asker, os.path.relpath(real, self.testbed))
+                return
+            if filename == _HOOK_FILE:
+                return  # the hook's own (a file compiled under a test module's name compared with it)
+            within = _stdlib_part(filename)
+            if within == "traceback.py" and (code.co_name in ("extract_tb", "format_tb", "print_tb") or code.co_name == "__init__"
+                                              and type(frame.f_locals.get("self")).__name__ == "TracebackException"):
+                exempt = real not in self.recompiled and path not in self.recompiled and real not in self.tainted
+            elif within == "warnings.py" and code.co_name == "_showwarnmsg_impl":
+                exempt = True
+            elif within is None:
+                real_file = self.real(filename)
+                if real_file in self.protected or real_file.startswith(self.machinery) or real_file.startswith(self.own_dir):
+                    return  # a test's own read, pytest's, the grader's
+            elif within.startswith(("unittest/", "doctest.py")):
+                return  # the runner's (a failure's traceback, a doctest's line)
+            frame = frame.f_back
 
     def patchs_frame(self, frame):
         """The frame's file where its code is the patch's (`culprit`'s test for one frame: a file the
@@ -1096,7 +1151,7 @@ def _code_of(function):
 
 
 _BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_referents", "gc.get_objects", "frames", "forks",
-                "ctypes", "hypothesis.load_profile")
+                "ctypes", "hypothesis.load_profile", "source")
 # the words that show a file reaching for frames (grader._TRACING_WORDS maps the same to "frames")
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
@@ -1107,6 +1162,10 @@ _PROFILER_WORDS = (("sys.setprofile", re.compile(rb"cProfile|from profile import
                    ("sys.settrace", re.compile(rb"trace\.Trace|from trace import|import trace(?:$|[ ,])", 8)))
 # the words that show a file telling processes apart (grader._TRACING_WORDS maps the same to "forks")
 _FORK_WORDS = (b"getpid", b"getppid", b"register_at_fork")
+# the words that show a file reading Python source, its callers' included (grader._TRACING_WORDS maps
+# the same to "source": `Guard.reading_the_tests`)
+_SOURCE_WORDS = (b"linecache", b"getsource", b"findsource", b"tokenize", b"extract_stack", b"format_stack", b"print_stack",
+                 b"StackSummary", b"import executing", b"from executing", b"asttokens", b"stack_data")
 
 
 def _tracing_in_base(own_dir):
@@ -1135,6 +1194,8 @@ def _tracing_in_base(own_dir):
             found.add("frames")
         if any(word in text for word in _FORK_WORDS):
             found.add("forks")
+        if any(word in text for word in _SOURCE_WORDS):
+            found.add("source")
         if b"ctypes" in text:
             found.add("ctypes")
         if b"load_profile" in text:

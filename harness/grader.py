@@ -440,7 +440,12 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   "ctypes": "ctypes",
                   # and a hypothesis profile the repository's own code loads (stop 45, fpAJ FP-R: a
                   # library's testing helper that a conftest calls; test_globals.hypothesis_settings_changed)
-                  "load_profile": "hypothesis.load_profile"}
+                  "load_profile": "hypothesis.load_profile",
+                  # and Python source read (stop 47: a protected test module is read by the patch's code only
+                  # where the repository reads source; audit_hook._SOURCE_WORDS, the same words)
+                  **{word: "source" for word in ("linecache", "getsource", "findsource", "tokenize", "extract_stack", "format_stack",
+                                                 "print_stack", "StackSummary", "import executing", "from executing", "asttokens",
+                                                 "stack_data")}}
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 

@@ -46,7 +46,7 @@ HONEST = [
     "t = threading.Thread(target=len, args=((),)); t.start(); t.join()",
     "exec(compile('x = 1', '<generated>', 'exec'), {})",
     "open(TMP + '/out.txt', 'w').write('x')",
-    "open(TESTS + '/test_x.py').read()",
+    # a test's module read by the library where the repository reads source at base is below
     "import zlib, json, warnings, logging, weakref, dataclasses; zlib.crc32(b'x'); warnings.warn('w')",
     "ctypes.create_string_buffer(4)",
     # the capsule functions, which dill looks up at its import (a fix of dill's own module was refused)
@@ -423,3 +423,53 @@ def test_a_data_file_a_tests_own_call_opens_read_write_through_the_standard_libr
     """fpAK AK-B, in part: the test's own `mailbox.mbox(DATA)` opens its data file `rb+`."""
     outcome = run(tmp_path, "test_mbox(TESTS + '/golden.txt')\n", from_patch=False)
     assert outcome == {"outcome": "allowed", "findings": []}, outcome
+
+
+# A protected test module read by the patch's code (stop 47, red team rt33's L1c: the library read its
+# caller's line from disk and answered the literal it expects): every way of finding the line ends in
+# a read of the file.
+READS = {
+    "open": "open(TESTS + '/test_x.py').read()",
+    "linecache": "import linecache; linecache.getline(TESTS + '/test_x.py', 1)",
+    "a folder's descriptor": "fd = os.open(TESTS, os.O_RDONLY); os.close(os.open('test_x.py', os.O_RDONLY, dir_fd=fd))",
+    "the caller's stack": "def called_by_the_test():\n    import traceback\n    return traceback.extract_stack()\n",
+    "a warning's stacklevel": ("def called_by_the_test():\n    import linecache\n    with warnings.catch_warnings(record=True) as w:\n"
+                               "        warnings.simplefilter('always')\n        warnings.warn('x', stacklevel=2)\n"
+                               "    return linecache.getline(w[0].filename, w[0].lineno)\n"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(READS))
+def test_a_test_module_read_by_the_patch_is_refused_where_the_repository_reads_no_source(tmp_path: Path, how: str) -> None:
+    refused = run(tmp_path, READS[how], from_patch=True)
+    assert refused["outcome"] == "refused", refused
+    assert any("reading the tests' source" in detail and "pkg/core.py" in detail and "test_x.py" in detail
+               for _, detail in refused["findings"]), refused
+    assert run(tmp_path, READS[how], from_patch=False) == {"outcome": "allowed", "findings": []}
+    # where the repository's files at base read source (`linecache`, `getsource`, executing's, ...)
+    assert run(tmp_path, READS[how], from_patch=True, traces=("source",)) == {"outcome": "allowed", "findings": []}
+
+
+@pytest.mark.parametrize("operation", [
+    # the traceback of a test function's error, formatted by the library (a callback's error logged)
+    "import traceback\ntry:\n    test_has(1, 2)\nexcept TypeError:\n    text = traceback.format_exc()\nassert 'hasattr(' in text, text\n",
+    "import logging, io\nlog = logging.getLogger('x'); log.propagate = False; out = io.StringIO()\n"
+    "log.addHandler(logging.StreamHandler(out))\ntry:\n    test_has(1, 2)\nexcept TypeError:\n    log.exception('callback failed')\n"
+    "assert 'hasattr(' in out.getvalue(), out.getvalue()\n",
+    # a deprecation warning pointing at the test's line, displayed with that line
+    "def called_by_the_test():\n    with warnings.catch_warnings():\n        warnings.simplefilter('always')\n"
+    "        warnings.warn('old', DeprecationWarning, stacklevel=2)\n",
+    # another file of a test module's name
+    "open(TMP + '/test_x.py', 'w').write('x'); open(TMP + '/test_x.py').read()",
+])
+def test_a_test_modules_lines_shown_for_an_error_or_a_warning_are_not_refused(tmp_path: Path, operation: str) -> None:
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_traceback_through_code_the_patch_compiled_under_a_test_modules_name_is_refused(tmp_path: Path) -> None:
+    """The traceback exemption holds only for the test's own code: a frame the patch made under the
+    test file's name would point the traceback at any line of it."""
+    operation = ("import traceback\nns = {}\nexec(compile('\\n' * 3 + 'def f():\\n    raise KeyError', TESTS + '/test_x.py', 'exec'), ns)\n"
+                 "try:\n    ns['f']()\nexcept KeyError:\n    traceback.format_exc()\n")
+    refused = run(tmp_path, operation, from_patch=True)
+    assert any("reading the tests' source" in detail for _, detail in refused["findings"]), refused
