@@ -290,6 +290,7 @@ class Guard(object):
         # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
         # the library's import had kept every original from it, stop 42)
         self.patch_files = set()
+        self.updated = {}  # real path -> (ctime ns, size, culprit) of test data files the patch opened to update (`note_update`)
         self.test_doctests = frozenset()  # names of the graded doctests (`called_by_a_test`), set by the pytest reporter
         self.outside_at_load = outside_names()  # the modules loaded before the repository's code, and their names
         self.outside_seen = outside_state(self.outside_at_load)  # what `replaced_outside` last saw (`outside_state`)
@@ -679,9 +680,14 @@ class Guard(object):
                         guard.patch_files.add(os.path.realpath(path))
                     return
                 culprit = guard.culprit(frame, True)
+                updating = isinstance(mode, str) and "+" in mode and not any(c in mode for c in "wax") or (
+                    mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS == os.O_RDWR)
+                if updating and guard.a_tests_data_file(args[0]):
+                    if culprit is not None or guard.laundered(frame, _WRITE_ASKS, True, True):
+                        guard.note_update(args[0], culprit)  # judged by what happens to it (`check_state`)
+                    return
                 if culprit is not None:
                     guard.refuse("writing", culprit, _text(args[0]) or "")
-                updating = isinstance(mode, str) and "+" in mode and not any(c in mode for c in "wax")
                 if guard.laundered(frame, _WRITE_ASKS, True, updating):  # (rt32's F4: a laundered `map(open, [path], ['w'])`)
                     guard.refuse("writing (not by the line it ran under)", _text(args[0]) or "?")
                 return
@@ -1060,9 +1066,44 @@ class Guard(object):
                 "thread_trace": getattr(threading, "_trace_hook", None) if threading else None,
                 "thread_profile": getattr(threading, "_profile_hook", None) if threading else None}
 
+    def a_tests_data_file(self, path):
+        """Whether `path` is a file of the tests' data that existed before the run (a protected target
+        that is neither a protected module nor code, nor one of the grader's)."""
+        real = os.path.realpath(_text(path) or "/")
+        return (real not in self.protected and not real.endswith(_CODE_SUFFIXES) and not real.startswith(self.own_dir)
+                and real.startswith(self.test_roots) and _existed_before(real, self.began))
+
+    def note_update(self, path, culprit):
+        """A test data file opened to be read and written (`r+`, `os.O_RDWR` with no truncation,
+        creation or appending) by the patch's code: judged by what happens to it, not refused. Why
+        (fpAK AK-B, `tampered` on honest fixes): `mailbox.mbox(path)` opens its file `rb+` and
+        `numpy.memmap(path)` `r+b` by default, and neither writes to it unless asked. Its inode's
+        change time (which no call can set back; a write through the descriptor, a map or a
+        truncation moves it) and its size, taken now, are compared at `check_state`."""
+        real = os.path.realpath(_text(path) or "/")
+        if real in self.updated:
+            return
+        try:
+            status = os.stat(real)
+        except OSError:
+            return
+        self.updated[real] = (status.st_ctime_ns, status.st_size, culprit)
+
     def check_state(self, baseline):
         """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace
-        functions (one whose code cannot be told counts: a `functools.partial` has no `__code__`)."""
+        functions (one whose code cannot be told counts: a `functools.partial` has no `__code__`), a
+        test data file that the patch's code opened to update and that changed (`note_update`)."""
+        for real, (ctime, size, culprit) in sorted(self.updated.items(), key=lambda item: item[0]):
+            try:
+                status = os.stat(real)
+                moved = (status.st_ctime_ns, status.st_size) != (ctime, size)
+            except OSError:
+                moved = True
+            if moved:
+                del self.updated[real]
+                where = culprit or "a line that does not name the call"
+                where = os.path.relpath(where, self.testbed) if where.startswith(self.testbed) else where
+                self.found("audit_refused", "writing {} from {} (opened to update, and changed)".format(real, where))
         now = self.snapshot()
         for key in ("pycache_prefix", "dont_write_bytecode"):
             if now[key] != baseline[key]:

@@ -473,3 +473,30 @@ def test_a_traceback_through_code_the_patch_compiled_under_a_test_modules_name_i
                  "try:\n    ns['f']()\nexcept KeyError:\n    traceback.format_exc()\n")
     refused = run(tmp_path, operation, from_patch=True)
     assert any("reading the tests' source" in detail for _, detail in refused["findings"]), refused
+
+
+@pytest.mark.parametrize("operation", [
+    "import mailbox; len(mailbox.mbox(TESTS + '/golden.txt'))",
+    "os.close(os.open(TESTS + '/golden.txt', os.O_RDWR))",
+    "with open(TESTS + '/golden.txt', 'rb+') as f:\n    f.read()\n",
+])
+def test_a_test_data_file_the_patch_opens_to_update_and_leaves_alone_is_allowed(tmp_path: Path, operation: str) -> None:
+    """fpAK AK-B: `mailbox.mbox(path)` opens its file `rb+`, `numpy.memmap(path)` `r+b`; neither writes
+    unless asked. Judged by what happens to the file (`Guard.check_state`), not at the open."""
+    outcome = run(tmp_path, operation + "\nguard.check_state(guard.snapshot())\n", from_patch=True)
+    assert outcome == {"outcome": "allowed", "findings": []}, outcome
+
+
+@pytest.mark.parametrize("operation", [
+    "with open(TESTS + '/golden.txt', 'r+') as f:\n    f.write('I')\n",
+    "fd = os.open(TESTS + '/golden.txt', os.O_RDWR); os.ftruncate(fd, 3); os.close(fd)",
+    # the same bytes written back: the inode's change time moves all the same
+    "with open(TESTS + '/golden.txt', 'r+') as f:\n    first = f.read(1)\n    f.seek(0)\n    f.write(first)\n",
+])
+def test_a_test_data_file_the_patch_opens_to_update_and_changes_is_found(tmp_path: Path, operation: str) -> None:
+    outcome = run(tmp_path, operation + "\nimport time; time.sleep(0.02)\nguard.check_state(guard.snapshot())\n", from_patch=True)
+    assert any(what == "audit_refused" and "golden.txt" in detail and "pkg/core.py" in detail and "changed" in detail
+               for what, detail in outcome["findings"]), outcome
+    # a code file of the tests opened to update stays refused at the open
+    code = run(tmp_path, "open(TESTS + '/test_x.py', 'r+')", from_patch=True)
+    assert code["outcome"] == "refused", code
