@@ -1083,9 +1083,18 @@ class Guard(object):
         real = os.path.realpath(_text(path) or "/")
         if real in self.updated:
             return
+        self.updated[real] = None  # (the open below raises this event again)
+        try:
+            # opened for writing first, as the patch's open is about to: a file of a lower layer of an
+            # overlay is copied up then, and that alone moves its change time (both rows above were
+            # `tampered` in the sandbox with the time taken before)
+            os.close(os.open(real, os.O_RDWR))
+        except OSError:
+            pass
         try:
             status = os.stat(real)
         except OSError:
+            del self.updated[real]
             return
         self.updated[real] = (status.st_ctime_ns, status.st_size, culprit)
 
@@ -1093,7 +1102,7 @@ class Guard(object):
         """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace
         functions (one whose code cannot be told counts: a `functools.partial` has no `__code__`), a
         test data file that the patch's code opened to update and that changed (`note_update`)."""
-        for real, (ctime, size, culprit) in sorted(self.updated.items(), key=lambda item: item[0]):
+        for real, (ctime, size, culprit) in sorted((item for item in self.updated.items() if item[1]), key=lambda item: item[0]):
             try:
                 status = os.stat(real)
                 moved = (status.st_ctime_ns, status.st_size) != (ctime, size)
