@@ -94,7 +94,13 @@ _FRAME_ATTRS = frozenset({"tb_frame", "gi_frame", "cr_frame", "ag_frame"})
 _FRAME_KEEPERS = frozenset(("asyncore.py", "collections/__init__.py", "dis.py", "doctest.py", "enum.py", "gettext.py",
                             "subprocess.py", "typing.py", "warnings.py", "logging/__init__.py", "traceback.py"))
 _KEEPERS_HANDING_ON = frozenset((("logging/__init__.py", "<lambda>"), ("traceback.py", "walk_stack"), ("traceback.py", "walk_tb"),
-                                 ("traceback.py", "_walk_tb_with_full_positions")))
+                                 ("traceback.py", "_walk_tb_with_full_positions"),
+                                 # the caller's stack as text: each frame's file, line and function name
+                                 # (stop 47: red team rt33's T3 and P3 told a test's call, and the grader's
+                                 # questions, apart by them, with no file read)
+                                 ("traceback.py", "extract_stack"), ("traceback.py", "format_stack"),
+                                 ("traceback.py", "print_stack")))
+_STACK_TEXT = frozenset(("extract_stack", "format_stack", "print_stack"))  # (traceback's, `Guard.frame_access`)
 _PYTEST_CODE = os.sep + os.path.join("_pytest", "_code") + os.sep  # pytest's traceback objects hand frames on (`.frame`)
 
 
@@ -821,9 +827,15 @@ class Guard(object):
                     return
                 # (a walk up the stack capturing locals hands the callers' locals on as text; a
                 # traceback's walk reaches only the frames below where it was caught: fpAH FP16)
+                # (`walk_stack` asks for a frame only where it was given none: the stack of whoever
+                # called traceback's summary, handed on as text whatever traceback's code drives it)
                 if caller is not None and caller.f_code.co_filename == filename and not (
-                        code.co_name == "walk_stack" and _capturing_locals(caller)):
+                        code.co_name == "walk_stack" and (event == "sys._getframe" or _capturing_locals(caller))):
                     return  # the module's own use of its walker (traceback's `extract_tb` of `walk_tb`)
+                if code.co_name in _STACK_TEXT and caller is not None:
+                    part = _stdlib_part(caller.f_code.co_filename)
+                    if part is not None and part != "traceback.py" and _keeps_frames(part, caller.f_code.co_name):
+                        return  # a keeper's own record of its caller's stack (asyncio's task in debug mode)
             asker = raising.f_back
             while asker is not None and (_stdlib_part(asker.f_code.co_filename) is not None
                                          or self.pytests_traceback_code(asker.f_code.co_filename)):

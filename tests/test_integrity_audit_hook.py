@@ -432,7 +432,10 @@ READS = {
     "open": "open(TESTS + '/test_x.py').read()",
     "linecache": "import linecache; linecache.getline(TESTS + '/test_x.py', 1)",
     "a folder's descriptor": "fd = os.open(TESTS, os.O_RDONLY); os.close(os.open('test_x.py', os.O_RDONLY, dir_fd=fd))",
-    "the caller's stack": "def called_by_the_test():\n    import traceback\n    return traceback.extract_stack()\n",
+    # (traceback's own summary of the stack is a frame walk: test_integrity_frames.py)
+    "a log record's stack": ("def called_by_the_test():\n    import logging, io\n    log = logging.getLogger('z')\n"
+                             "    log.propagate = False\n    out = io.StringIO()\n    log.addHandler(logging.StreamHandler(out))\n"
+                             "    log.warning('here', stack_info=True)\n    return out.getvalue()\n"),
     "a warning's stacklevel": ("def called_by_the_test():\n    import linecache\n    with warnings.catch_warnings(record=True) as w:\n"
                                "        warnings.simplefilter('always')\n        warnings.warn('x', stacklevel=2)\n"
                                "    return linecache.getline(w[0].filename, w[0].lineno)\n"),

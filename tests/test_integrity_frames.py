@@ -55,6 +55,13 @@ FRAME_WALKS = {
     "StackSummary through walk_stack": ("import traceback\ndef a():\n"
                                         "    return traceback.StackSummary.extract(traceback.walk_stack(None), capture_locals=True)\n"
                                         "def b():\n    return a()\ndef c():\n    return b()\nc()\n"),
+    # the stack as text (stop 47: rt33's T3 and P3 told the test's call from the grader's by names)
+    "traceback.extract_stack": "import traceback\ntraceback.extract_stack()\n",
+    "traceback.format_stack": "import traceback\ntraceback.format_stack()\n",
+    "traceback.print_stack": "import io, traceback\ntraceback.print_stack(file=io.StringIO())\n",
+    "StackSummary, names only": ("import traceback\ndef a():\n"
+                                 "    return traceback.StackSummary.extract(traceback.walk_stack(None), lookup_lines=False)\n"
+                                 "def b():\n    return a()\ndef c():\n    return b()\nc()\n"),
 }
 # a signal handler is handed the interrupted frame, with no audit event: the patch's gets None, and
 # `getsignal` still answers the handler it gave (fpAH FP15)
@@ -66,11 +73,13 @@ STDLIB_USES = [
     "import logging\nlogging.getLogger('x').warning('from the library')\n",
     "import collections, enum, typing\ncollections.namedtuple('P', 'a b')\nenum.Enum('E', 'A B')\ntyping.TypeVar('T')\n",
     "import traceback\ntry:\n    raise ValueError\nexcept ValueError:\n    traceback.format_exc()\n",
-    "import traceback\ntraceback.extract_stack()\n",
     "import warnings\nwarnings.warn('w', stacklevel=2)\n",
     "import asyncio\nasync def f():\n    return 1\nloop = asyncio.new_event_loop()\nloop.set_debug(True)\n"
     "loop.run_until_complete(f())\nloop.close()\n",
     "import traceback\ntry:\n    raise ValueError\nexcept ValueError as e:\n    traceback.extract_tb(e.__traceback__)\n",
+    # a log record with its stack (logging hands `print_stack` the frame it found itself)
+    "import logging, io\nlog = logging.getLogger('y'); log.propagate = False; log.addHandler(logging.StreamHandler(io.StringIO()))\n"
+    "log.warning('from the library', stack_info=True)\n",
     "import inspect\ndef g():\n    yield 1\nx = g()\ninspect.getgeneratorstate(x)\n",
     # fpAI FP-C: what hands on a dict or text, not a frame
     "import inspect\ndef g():\n    v = 1\n    yield v\nx = g()\nnext(x)\ninspect.getgeneratorlocals(x)\n",
