@@ -296,6 +296,7 @@ class Guard(object):
         # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
         # the library's import had kept every original from it, stop 42)
         self.patch_files = set()
+        self._hands_itself_on = {}  # real path of a protected module -> whether it names `__file__` (`hands_itself_on`)
         self.updated = {}  # real path -> (ctime ns, size, culprit) of test data files the patch opened to update (`note_update`)
         self.test_doctests = frozenset()  # names of the graded doctests (`called_by_a_test`), set by the pytest reporter
         self.outside_at_load = outside_names()  # the modules loaded before the repository's code, and their names
@@ -885,21 +886,25 @@ class Guard(object):
         working directory. Not refused: a traceback of an exception that passed through a test's
         function, formatted by the library (`logging.exception` of a callback's error), where that
         file holds no code the patch compiled under its name; a warning displayed with its line (a
-        deprecation whose `stacklevel` points at the test). What it gives up: an honest fix that is
-        the repository's first reader of source (`inspect.getsource` of a test's function) is
-        refused; a library that hands a test file to a reader the test asked it to (a linter's
-        test linting `__file__`) in such a repository is too."""
+        deprecation whose `stacklevel` points at the test). Nor a file whose base
+        version reaches for frames (`frames_at_base`: varname's, lazy_loader's and pympler's
+        `inspect.stack()`: such a library reads its caller's source by its frame), nor a test module
+        that names `__file__` (`hands_itself_on`). What it gives up: an honest fix that is the
+        repository's first reader of source (`inspect.getsource` of a test's function) is refused;
+        so is a library handed a test module's path that the module does not build from `__file__`."""
         real = self.real(path) if path.startswith("/") else os.path.realpath(path)
         if real not in self.protected:
             if path.startswith("/") or os.path.exists(real):
                 return
+        elif self.hands_itself_on(real):
+            return
         exempt = False
         while frame is not None:
             code = frame.f_code
             filename = code.co_filename
             asker = self.patchs_frame(frame)
             if asker is not None:
-                if not exempt:
+                if not exempt and not self.frames_at_base(asker, code):
                     self.refuse("reading the tests' source", asker, os.path.relpath(real, self.testbed))
                 return
             if filename == _HOOK_FILE:
@@ -917,6 +922,21 @@ class Guard(object):
             elif within.startswith(("unittest/", "doctest.py")):
                 return  # the runner's (a failure's traceback, a doctest's line)
             frame = frame.f_back
+
+    def hands_itself_on(self, real):
+        """Whether the protected test module's source names `__file__`: its tests may hand their own
+        file to the library (flask's `app.config.from_pyfile(__file__)`: a false-positive sweep of
+        stop 47 found both such tests refused)."""
+        named = self._hands_itself_on.get(real)
+        if named is None:
+            self._hands_itself_on[real] = False  # (the read below raises this event again)
+            try:
+                with _OPEN(real, "rb") as handle:
+                    named = b"__file__" in handle.read()
+            except OSError:
+                named = False
+            self._hands_itself_on[real] = named
+        return named
 
     def patchs_frame(self, frame):
         """The frame's file where its code is the patch's (`culprit`'s test for one frame: a file the
@@ -1227,7 +1247,9 @@ _FORK_WORDS = (b"getpid", b"getppid", b"register_at_fork")
 # the words that show a file reading Python source, its callers' included (grader._TRACING_WORDS maps
 # the same to "source": `Guard.reading_the_tests`)
 _SOURCE_WORDS = (b"linecache", b"getsource", b"findsource", b"tokenize", b"extract_stack", b"format_stack", b"print_stack",
-                 b"StackSummary", b"import executing", b"from executing", b"asttokens", b"stack_data")
+                 b"StackSummary", b"import executing", b"from executing", b"asttokens", b"stack_data",
+                 # inspect's frame records read each frame's lines
+                 b"getouterframes", b"getinnerframes", b"getframeinfo", b"inspect.stack", b"inspect.trace", b"import stack")
 
 
 def _tracing_in_base(own_dir):

@@ -446,6 +446,8 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   **{word: "source" for word in ("linecache", "getsource", "findsource", "tokenize", "extract_stack", "format_stack",
                                                  "print_stack", "StackSummary", "import executing", "from executing", "asttokens",
                                                  "stack_data")}}
+# frame words that are source reads too (inspect's frame records read each frame's lines)
+_ALSO_SOURCE = ("getouterframes", "getinnerframes", "getframeinfo", "inspect.stack", "inspect.trace", "import stack")
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}
 
 
@@ -459,7 +461,9 @@ def repository_traces(repo: str, commit: str, test_files: tuple[str, ...]) -> li
         done = subprocess.run(["git", "-C", repo, "grep", "-I", "-o", "-h", "-E", pattern, commit, "--", ".", *excluded],
                               capture_output=True, text=True, errors="replace")
         found = set(done.stdout.splitlines()) if done.returncode in (0, 1) else set()  # (each match, as found)
-        _traces_seen[key] = sorted({event for word, event in _TRACING_WORDS.items()
-                                    if any(re.fullmatch(word, match) for match in found)})
+        events = {event for word, event in _TRACING_WORDS.items() if any(re.fullmatch(word, match) for match in found)}
+        if any(re.fullmatch(word, match) for word in _ALSO_SOURCE for match in found):
+            events.add("source")
+        _traces_seen[key] = sorted(events)
     return _traces_seen[key]
 

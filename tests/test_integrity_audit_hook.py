@@ -451,6 +451,21 @@ def test_a_test_module_read_by_the_patch_is_refused_where_the_repository_reads_n
     assert run(tmp_path, READS[how], from_patch=False) == {"outcome": "allowed", "findings": []}
     # where the repository's files at base read source (`linecache`, `getsource`, executing's, ...)
     assert run(tmp_path, READS[how], from_patch=True, traces=("source",)) == {"outcome": "allowed", "findings": []}
+    # where the edited file reached for frames at base (a library reading its caller's source by its
+    # frame: varname, lazy_loader's and pympler's `inspect.stack()`, a false-positive sweep of stop 47)
+    assert run(tmp_path, READS[how], from_patch=True, traces=("frames",), base="import sys\nsys._getframe\n") == {
+        "outcome": "allowed", "findings": []}
+
+
+def test_a_test_module_that_names_its_own_file_may_be_read(tmp_path: Path) -> None:
+    """flask's tests hand their own module to `app.config.from_pyfile(__file__)` (stop 47's sweep)."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("def test_a():\n    load(__file__)\n")
+    (tests / "test_b.py").write_text("def test_b():\n    load('tests/test_b.py')\n")
+    guard = audit_hook.Guard(str(tmp_path), set(), {str(tests / "test_a.py"), str(tests / "test_b.py")}, [str(tests)], str(tmp_path / "own"))
+    assert guard.hands_itself_on(str(tests / "test_a.py"))
+    assert not guard.hands_itself_on(str(tests / "test_b.py"))
 
 
 @pytest.mark.parametrize("operation", [

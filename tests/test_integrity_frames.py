@@ -130,6 +130,7 @@ def test_the_repositorys_frame_words_are_found_at_base(tmp_path: Path) -> None:
     subprocess.run([*git, "commit", "-qm", "base"], check=True)
     base = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
     assert "frames" not in repository_traces(str(repo), base, ("tests/test_a.py",))
+    assert "source" not in repository_traces(str(repo), base, ("tests/test_a.py",))
     for walk in ("import inspect\n\ndef f():\n    return inspect.currentframe().f_back\n",
                  # fpAH's FP13: `stack` imported by name, no other frame word
                  "from inspect import stack\n\ndef f():\n    return stack()[2].function\n"):
@@ -137,6 +138,8 @@ def test_the_repositorys_frame_words_are_found_at_base(tmp_path: Path) -> None:
         subprocess.run([*git, "commit", "-qam", "walks"], check=True)
         walking = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True).stdout.strip()
         assert "frames" in repository_traces(str(repo), walking, ("tests/test_a.py",)), walk
+        # inspect's frame records read the frames' lines: source read too (stop 47)
+        assert ("source" in repository_traces(str(repo), walking, ("tests/test_a.py",))) == ("stack()" in walk), walk
 
 
 # The calc task: the graded test loops over a local list; the bug (`a - b`) gets (0, 0, 0) right only.
