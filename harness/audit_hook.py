@@ -19,6 +19,12 @@ the run and new code files there that a runner would take (`test*.py`, `conftest
 directory that would stand in for an imported one (a name relative to a folder's descriptor, as
 `shutil.rmtree` removes, is read at that folder).
 
+Reads of the tests' source (stop 47, red team rt33's L1c): a protected test module opened for
+reading with the patch's code on the stack is refused where the repository reads no source at base
+(`Guard.reading_the_tests`), whatever told the library which line to read; traceback's summaries
+of the caller's stack are frame walks (`_KEEPERS_HANDING_ON`). A test data file opened to update
+(`r+`) is judged by whether it changed (`Guard.note_update`, `check_state`), not refused at the open.
+
 Laundering (stops 45-46, red team rt32): a chain of C callables fired by a finalizer or a reference
 drop runs under whatever Python frame is on top, with no frame of the patch's to see. Where that
 frame is a test's and the span of its current instruction names none of the operation's words, a
