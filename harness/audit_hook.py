@@ -913,7 +913,7 @@ class Guard(object):
                 if not exempt and not self.frames_at_base(asker, code):
                     self.refuse("reading the tests' source", asker, os.path.relpath(real, self.testbed))
                 return
-            if filename == _HOOK_FILE:
+            if filename == _HOOK_FILE and code.co_name in ("_the_files_own_source", "hands_itself_on", "_source_lines"):
                 return  # the hook's own (a file compiled under a test module's name compared with it)
             within = _stdlib_part(filename)
             if within == "traceback.py" and (code.co_name in ("extract_tb", "format_tb", "print_tb") or code.co_name == "__init__"
@@ -1455,7 +1455,42 @@ def install(testbed, patched, protected, test_roots, own_dir):
     _note_test_threads(guard)
     _no_saved_garbage_for_the_patch(guard)
     _no_frames_to_signal_handlers(guard)
+    _no_test_sources_kept_in_linecache(guard)
     return guard
+
+
+def _no_test_sources_kept_in_linecache(guard):
+    """The protected test modules' lines are read afresh at each `linecache.getlines` and never kept
+    in `linecache.cache`: every reader of them opens the file, where `Guard.reading_the_tests` judges
+    who asked. Why: pytest reads a test file's lines to show a failure (the canaries fail in every
+    graded module), and the cache then handed the library any line of it, its caller's expected
+    literal among them, with no file opened (a thread of the patch's can watch the cache). Only
+    `getlines` is replaced (`getline`, traceback's and inspect's readers call it by its module name);
+    a reader of `updatecache` or of `lazycache`'s loader opens the file itself."""
+    try:
+        import linecache
+        import tokenize
+    except ImportError:
+        return
+    original = linecache.getlines
+    protected = frozenset(path for path in guard.protected if path.endswith(".py"))
+    names = frozenset(os.path.basename(path) for path in protected)
+    if not names:
+        return
+
+    def getlines(filename, module_globals=None):
+        if isinstance(filename, str) and filename.rpartition("/")[2] in names and guard.real(filename) in protected:
+            linecache.cache.pop(filename, None)
+            try:
+                with tokenize.open(filename) as handle:
+                    return handle.readlines()
+            except (OSError, UnicodeDecodeError, SyntaxError):
+                return []
+        return original(filename, module_globals)
+
+    getlines.__wrapped__ = original
+    getlines.__doc__ = original.__doc__
+    linecache.getlines = getlines
 
 
 def _no_frames_to_signal_handlers(guard):

@@ -518,3 +518,14 @@ def test_a_test_data_file_the_patch_opens_to_update_and_changes_is_found(tmp_pat
     # a code file of the tests opened to update stays refused at the open
     code = run(tmp_path, "open(TESTS + '/test_x.py', 'r+')", from_patch=True)
     assert code["outcome"] == "refused", code
+
+
+def test_a_test_modules_lines_are_never_kept_in_linecache(tmp_path: Path) -> None:
+    """pytest reads a failing test's lines through `linecache` (the canaries fail in every graded
+    module); kept there, they were the library's to read with no file opened."""
+    fill = "import linecache\nlines = linecache.getlines(TESTS + '/test_x.py')\nassert 'def test_function' in ''.join(lines)\n"
+    check = "assert TESTS + '/test_x.py' not in linecache.cache, sorted(linecache.cache)\n"
+    assert run(tmp_path, fill + check, from_patch=False) == {"outcome": "allowed", "findings": []}
+    # read through `getline` by the patch's code: the file is opened, and refused
+    refused = run(tmp_path, "import linecache\nlinecache.getline(TESTS + '/test_x.py', 1)\n" + check, from_patch=True)
+    assert any("reading the tests' source" in detail for _, detail in refused["findings"]), refused
