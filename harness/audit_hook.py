@@ -21,7 +21,8 @@ directory that would stand in for an imported one (a name relative to a folder's
 
 Reads of the tests' source (stop 47, red team rt33's L1c): a protected test module opened for
 reading with the patch's code on the stack is refused where the repository reads no source at base
-(`Guard.reading_the_tests`), whatever told the library which line to read; traceback's summaries
+(`Guard.reading_the_tests`), whatever told the library which line to read, and their lines are
+never kept in `linecache` (`_no_test_sources_kept_in_linecache`); traceback's summaries
 of the caller's stack are frame walks (`_KEEPERS_HANDING_ON`). A test data file opened to update
 (`r+`) is judged by whether it changed (`Guard.note_update`, `check_state`), not refused at the open.
 
