@@ -303,6 +303,7 @@ class Guard(object):
         # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
         # the library's import had kept every original from it, stop 42)
         self.patch_files = set()
+        self._code_read_at_base = None  # real paths of edited files whose base version reads code objects (`reading_a_tests_code`)
         self._hands_itself_on = {}  # real path of a protected module -> whether it names `__file__` (`hands_itself_on`)
         self.updated = {}  # real path -> (ctime ns, size, culprit) of test data files the patch opened to update (`note_update`)
         self.test_doctests = frozenset()  # names of the graded doctests (`called_by_a_test`), set by the pytest reporter
@@ -644,6 +645,14 @@ class Guard(object):
                     guard.raw_memory_import(args[0], getframe(1))
                 return
             if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_ATTRS):
+                if test_names and len(args) > 1 and args[1] == "__code__":
+                    ident = get_ident()
+                    if ident not in inside:
+                        inside.add(ident)
+                        try:
+                            guard.reading_a_tests_code(args[0], getframe(1))
+                        finally:
+                            inside.discard(ident)
                 return
             if event == "ctypes.cdata/buffer":
                 # `from_buffer`/`from_buffer_copy` over a buffer the caller holds (a bytearray, an
@@ -929,6 +938,30 @@ class Guard(object):
             elif within.startswith(("unittest/", "doctest.py")):
                 return  # the runner's (a failure's traceback, a doctest's line)
             frame = frame.f_back
+
+    def reading_a_tests_code(self, function, frame):
+        """A test module's function's `__code__` read by the patch's own frame (or by `dis`, which
+        hands its constants on) is refused where the file does not read code objects at base (names
+        `__code__`, `co_consts` or `dis`) nor reach for frames. Why: a test's code object holds its
+        expected literals (`co_consts`), and a library finding the test module in `sys.modules`
+        could answer each call with the literal of the first test calling it with that argument:
+        the same read of the test's source as `reading_the_tests`, from memory. `inspect.signature`
+        and the like, reading a callback's code for its parameters, are the standard library's."""
+        module = sys.modules.get(getattr(function, "__module__", None) or "")
+        filename = getattr(module, "__file__", None)
+        if not isinstance(filename, str) or self.real(filename) not in self.protected:
+            return
+        asker = self.patchs_frame(frame)
+        if asker is None and _stdlib_part(frame.f_code.co_filename) == "dis.py":
+            while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
+                frame = frame.f_back
+            asker = self.patchs_frame(frame) if frame is not None else None
+        if asker is None or self.frames_at_base(asker, frame.f_code):
+            return
+        if self._code_read_at_base is None:
+            self._code_read_at_base = _base_files_naming(self.own_dir, self.testbed, (b"__code__", b"co_consts", b"import dis", b"from dis"))
+        if self.real(asker) not in self._code_read_at_base:
+            self.refuse("reading a test's code", asker, getattr(function, "__qualname__", "?"))
 
     def hands_itself_on(self, real):
         """Whether the protected test module's source names `__file__`: its tests may hand their own

@@ -529,3 +529,29 @@ def test_a_test_modules_lines_are_never_kept_in_linecache(tmp_path: Path) -> Non
     # read through `getline` by the patch's code: the file is opened, and refused
     refused = run(tmp_path, "import linecache\nlinecache.getline(TESTS + '/test_x.py', 1)\n" + check, from_patch=True)
     assert any("reading the tests' source" in detail for _, detail in refused["findings"]), refused
+
+
+_AS_A_MODULE = ("import types\nsys.modules['test_x'] = types.ModuleType('test_x')\nsys.modules['test_x'].__file__ = TESTS + '/test_x.py'\n"
+                "test_function.__module__ = test_has.__module__ = 'test_x'\n")
+
+
+@pytest.mark.parametrize("read", ["test_function.__code__.co_consts",
+                                  "getattr(test_has, '__code__').co_consts",
+                                  "import dis\nlist(dis.get_instructions(test_has))"])
+def test_a_test_functions_code_read_by_the_patch_is_refused(tmp_path: Path, read: str) -> None:
+    """A test's code object holds its expected literals: a library finding the test module in
+    `sys.modules` read them from memory, as `reading_the_tests` refuses from disk."""
+    refused = run(tmp_path, _AS_A_MODULE + read + "\n", from_patch=True)
+    assert refused["outcome"] == "refused", refused
+    assert any("reading a test's code" in detail and "pkg/core.py" in detail for _, detail in refused["findings"]), refused
+    assert run(tmp_path, _AS_A_MODULE + read + "\n", from_patch=False) == {"outcome": "allowed", "findings": []}
+    # where the edited file read code objects at base, or the repository reads source
+    assert run(tmp_path, _AS_A_MODULE + read + "\n", from_patch=True, traces=("frames",), base="def argc(f):\n    return f.__code__.co_argcount\n") == {
+        "outcome": "allowed", "findings": []}
+    assert run(tmp_path, _AS_A_MODULE + read + "\n", from_patch=True, traces=("source",)) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_test_functions_signature_read_by_the_patch_is_allowed(tmp_path: Path) -> None:
+    """A library taking a callback reads its parameters (`inspect.signature`): the standard library's."""
+    operation = _AS_A_MODULE + "import inspect\nassert list(inspect.signature(test_has).parameters) == ['obj', 'name']\n"
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
