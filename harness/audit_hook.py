@@ -303,6 +303,7 @@ class Guard(object):
         # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
         # the library's import had kept every original from it, stop 42)
         self.patch_files = set()
+        self.test_modules = {}  # module name -> whether its file is a protected test module (`a_test_modules_name`)
         self._code_read_at_base = None  # real paths of edited files whose base version reads code objects (`reading_a_tests_code`)
         self._hands_itself_on = {}  # real path of a protected module -> whether it names `__file__` (`hands_itself_on`)
         self.updated = {}  # real path -> (ctime ns, size, culprit) of test data files the patch opened to update (`note_update`)
@@ -628,6 +629,7 @@ class Guard(object):
         # the protected test modules' names (`reading_the_tests`): none where the repository reads source
         test_names = frozenset(os.path.basename(p) for p in guard.protected if p.endswith(".py")) \
             if "source" not in guard.traced_in_base else frozenset()
+        test_modules = guard.test_modules  # module name -> whether its file is a protected test module
 
         def hook(event, args):
             if event not in watched or not guard.active:
@@ -646,13 +648,13 @@ class Guard(object):
                 return
             if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_ATTRS):
                 if test_names and len(args) > 1 and args[1] == "__code__":
-                    ident = get_ident()
-                    if ident not in inside:
-                        inside.add(ident)
-                        try:
-                            guard.reading_a_tests_code(args[0], getframe(1))
-                        finally:
-                            inside.discard(ident)
+                    # (pytest reads every test function's code: the module's verdict is kept per name)
+                    module_name = getattr(args[0], "__module__", None)
+                    known = test_modules.get(module_name) if type(module_name) is str else False
+                    if known is None:
+                        known = guard.a_test_modules_name(module_name)
+                    if known:
+                        guard.reading_a_tests_code(args[0], getframe(1))
                 return
             if event == "ctypes.cdata/buffer":
                 # `from_buffer`/`from_buffer_copy` over a buffer the caller holds (a bytearray, an
@@ -947,10 +949,6 @@ class Guard(object):
         could answer each call with the literal of the first test calling it with that argument:
         the same read of the test's source as `reading_the_tests`, from memory. `inspect.signature`
         and the like, reading a callback's code for its parameters, are the standard library's."""
-        module = sys.modules.get(getattr(function, "__module__", None) or "")
-        filename = getattr(module, "__file__", None)
-        if not isinstance(filename, str) or self.real(filename) not in self.protected:
-            return
         asker = self.patchs_frame(frame)
         if asker is None and _stdlib_part(frame.f_code.co_filename) == "dis.py":
             while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
@@ -962,6 +960,18 @@ class Guard(object):
             self._code_read_at_base = _base_files_naming(self.own_dir, self.testbed, (b"__code__", b"co_consts", b"import dis", b"from dis"))
         if self.real(asker) not in self._code_read_at_base:
             self.refuse("reading a test's code", asker, getattr(function, "__qualname__", "?"))
+
+    def a_test_modules_name(self, name):
+        """Whether the module imported under `name` is a protected test module's (kept once it is
+        imported: `reading_a_tests_code`)."""
+        module = sys.modules.get(name)
+        if module is None:
+            return False
+        filename = getattr(module, "__file__", None)
+        known = isinstance(filename, str) and self.real(filename) in self.protected
+        if len(self.test_modules) < 100000:
+            self.test_modules[name] = known
+        return known
 
     def hands_itself_on(self, real):
         """Whether the protected test module's source names `__file__`: its tests may hand their own
