@@ -922,11 +922,14 @@ class Guard(object):
             filename = code.co_filename
             asker = self.patchs_frame(frame)
             if asker is not None:
-                if not exempt and not self.frames_at_base(asker, code):
+                if not exempt and not self.frames_at_base(asker, code) and not self.handed_on_by_a_test(frame):
                     self.refuse("reading the tests' source", asker, os.path.relpath(real, self.testbed))
                 return
-            if filename == _HOOK_FILE and code.co_name in ("_the_files_own_source", "hands_itself_on", "_source_lines"):
-                return  # the hook's own (a file compiled under a test module's name compared with it)
+            if filename == _HOOK_FILE:
+                if code.co_name in ("_the_files_own_source", "hands_itself_on", "_source_lines"):
+                    return  # the hook's own (a file compiled under a test module's name compared with it)
+                frame = frame.f_back  # its `linecache.getlines` reads for whoever called it (fpAL)
+                continue
             within = _stdlib_part(filename)
             if within == "traceback.py" and (code.co_name in ("extract_tb", "format_tb", "print_tb") or code.co_name == "__init__"
                                               and type(frame.f_locals.get("self")).__name__ == "TracebackException"):
@@ -949,6 +952,9 @@ class Guard(object):
         could answer each call with the literal of the first test calling it with that argument:
         the same read of the test's source as `reading_the_tests`, from memory. `inspect.signature`
         and the like, reading a callback's code for its parameters, are the standard library's."""
+        qualname = getattr(function, "__qualname__", None)
+        if not isinstance(qualname, str) or "<locals>" in qualname or "<lambda>" in qualname:
+            return  # a callback the test made and handed over (fpAL's AL-G: its arity read): its own constants only
         asker = self.patchs_frame(frame)
         if asker is None and _stdlib_part(frame.f_code.co_filename) == "dis.py":
             while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
@@ -972,6 +978,17 @@ class Guard(object):
         if len(self.test_modules) < 100000:
             self.test_modules[name] = known
         return known
+
+    def handed_on_by_a_test(self, frame):
+        """Whether a test module further out on the stack names `__file__`: it may have handed the
+        library a path built from it (fpAL's AL-C2: a test zipping its own tests folder, whose other
+        modules were then read)."""
+        while frame is not None:
+            real = self.real(frame.f_code.co_filename)
+            if real in self.protected and self.hands_itself_on(real):
+                return True
+            frame = frame.f_back
+        return False
 
     def hands_itself_on(self, real):
         """Whether the protected test module's source names `__file__`: its tests may hand their own
@@ -1299,7 +1316,8 @@ _FORK_WORDS = (b"getpid", b"getppid", b"register_at_fork")
 _SOURCE_WORDS = (b"linecache", b"getsource", b"findsource", b"tokenize", b"extract_stack", b"format_stack", b"print_stack",
                  b"StackSummary", b"import executing", b"from executing", b"asttokens", b"stack_data",
                  # inspect's frame records read each frame's lines
-                 b"getouterframes", b"getinnerframes", b"getframeinfo", b"inspect.stack", b"inspect.trace", b"import stack")
+                 b"getouterframes", b"getinnerframes", b"getframeinfo", b"inspect.stack", b"inspect.trace", b"import stack",
+                 b"stack_info")  # (a log record's stack: fpAL's AL-F)
 
 
 def _tracing_in_base(own_dir):

@@ -445,7 +445,7 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   # where the repository reads source; audit_hook._SOURCE_WORDS, the same words)
                   **{word: "source" for word in ("linecache", "getsource", "findsource", "tokenize", "extract_stack", "format_stack",
                                                  "print_stack", "StackSummary", "import executing", "from executing", "asttokens",
-                                                 "stack_data")}}
+                                                 "stack_data", "stack_info")}}
 # frame words that are source reads too (inspect's frame records read each frame's lines)
 _ALSO_SOURCE = ("getouterframes", "getinnerframes", "getframeinfo", "inspect.stack", "inspect.trace", "import stack")
 _traces_seen: dict[tuple[str, str, tuple[str, ...]], list[str]] = {}

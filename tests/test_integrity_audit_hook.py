@@ -94,9 +94,16 @@ SCRIPT = textwrap.dedent("""\
     """)
 
 
-def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (), base: str | None = None) -> dict:
+def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (), base: str | None = None,
+        installed: bool = False) -> dict:
     """`traces`: the events the repository's files at base raise (the startup config's, grader.repository_traces);
-    `base`: the base version of the patched file `pkg/core.py` (the startup config's `base_copies`)."""
+    `base`: the base version of the patched file `pkg/core.py` (the startup config's `base_copies`);
+    `installed`: the hook runs from the grader's own folder, as in the sandbox (its frames are the grader's)."""
+    hook_dir = Path(audit_hook.__file__).parent
+    if installed:
+        (tmp_path / "own").mkdir(exist_ok=True)
+        (tmp_path / "own" / "audit_hook.py").write_text(Path(audit_hook.__file__).read_text())
+        hook_dir = tmp_path / "own"
     if traces or base is not None:
         (tmp_path / "own").mkdir(exist_ok=True)
         startup = {"traces": list(traces)}
@@ -115,7 +122,7 @@ def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (),
     (tmp_path / "data.txt").write_text("x")
     patched = str(testbed / "pkg" / "core.py")
     where = patched if from_patch else str(testbed / "pkg" / "base.py")
-    script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), tests=str(tests), tmp=str(tmp_path), protected_source=PROTECTED_SOURCE,
+    script = SCRIPT.format(hook_dir=str(hook_dir), tests=str(tests), tmp=str(tmp_path), protected_source=PROTECTED_SOURCE,
                            testbed=str(testbed), patched=patched, own=str(tmp_path / "own"), operation=operation, where=where)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(testbed))  # (as in the sandbox)
     assert done.returncode == 0, done.stderr
@@ -442,9 +449,12 @@ READS = {
 }
 
 
+@pytest.mark.parametrize("installed", [False, True])
 @pytest.mark.parametrize("how", sorted(READS))
-def test_a_test_module_read_by_the_patch_is_refused_where_the_repository_reads_no_source(tmp_path: Path, how: str) -> None:
-    refused = run(tmp_path, READS[how], from_patch=True)
+def test_a_test_module_read_by_the_patch_is_refused_where_the_repository_reads_no_source(tmp_path: Path, how: str, installed: bool) -> None:
+    # (`installed`: the hook in the grader's folder, as in the sandbox; its `linecache.getlines` is the
+    # grader's frame, and the walk must go on through it: fpAL found every linecache read let through)
+    refused = run(tmp_path, READS[how], from_patch=True, installed=installed)
     assert refused["outcome"] == "refused", refused
     assert any("reading the tests' source" in detail and "pkg/core.py" in detail and "test_x.py" in detail
                for _, detail in refused["findings"]), refused
@@ -527,8 +537,9 @@ def test_a_test_modules_lines_are_never_kept_in_linecache(tmp_path: Path) -> Non
     check = "assert TESTS + '/test_x.py' not in linecache.cache, sorted(linecache.cache)\n"
     assert run(tmp_path, fill + check, from_patch=False) == {"outcome": "allowed", "findings": []}
     # read through `getline` by the patch's code: the file is opened, and refused
-    refused = run(tmp_path, "import linecache\nlinecache.getline(TESTS + '/test_x.py', 1)\n" + check, from_patch=True)
-    assert any("reading the tests' source" in detail for _, detail in refused["findings"]), refused
+    for installed in (False, True):
+        refused = run(tmp_path, "import linecache\nlinecache.getline(TESTS + '/test_x.py', 1)\n" + check, from_patch=True, installed=installed)
+        assert any("reading the tests' source" in detail for _, detail in refused["findings"]), refused
 
 
 _AS_A_MODULE = ("import types\nsys.modules['test_x'] = types.ModuleType('test_x')\nsys.modules['test_x'].__file__ = TESTS + '/test_x.py'\n"
@@ -555,3 +566,47 @@ def test_a_test_functions_signature_read_by_the_patch_is_allowed(tmp_path: Path)
     """A library taking a callback reads its parameters (`inspect.signature`): the standard library's."""
     operation = _AS_A_MODULE + "import inspect\nassert list(inspect.signature(test_has).parameters) == ['obj', 'name']\n"
     assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_callbacks_code_the_test_made_is_the_librarys_to_read(tmp_path: Path) -> None:
+    """fpAL's AL-G: a fix checking a callback's arity (`cb.__code__.co_argcount`), the callback a
+    lambda or a nested function of the test's: its code holds its own constants, not the test's."""
+    operation = _AS_A_MODULE + ("ns = {'__name__': 'test_x'}\nexec(compile('def test_y():\\n    def cb(a, b):\\n        return a\\n"
+                                "    return cb, (lambda a: a)', TESTS + '/test_x.py', 'exec'), ns)\n"
+                                "cb, lam = ns['test_y']()\nassert cb.__code__.co_argcount == 2 and lam.__code__.co_argcount == 1\n")
+    assert run(tmp_path, operation, from_patch=True) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_path_a_test_built_from_its_own_file_may_be_read_whole(tmp_path: Path) -> None:
+    """fpAL's AL-C2: a test hands the library its own folder (`os.path.dirname(__file__)`), and the
+    library reads every file there: allowed where a test module on the stack names `__file__`."""
+    tests = tmp_path / "tests"
+    tests.mkdir()
+    (tests / "test_a.py").write_text("import os\n\ndef test_a(read):\n    return read(os.path.dirname(__file__))\n")
+    (tests / "test_b.py").write_text("def test_b():\n    pass\n")
+    script = textwrap.dedent(f"""\
+        import json, os, sys
+        sys.path.insert(0, {str(Path(audit_hook.__file__).parent)!r})
+        import audit_hook
+        tests = {str(tests)!r}
+        guard = audit_hook.Guard({str(tmp_path)!r}, {{{str(tmp_path / 'lib.py')!r}}}, {{tests + '/test_a.py', tests + '/test_b.py'}}, [tests], {str(tmp_path / 'own')!r})
+        sys.addaudithook(guard.make_hook())
+        test_ns, lib_ns = {{'__file__': tests + '/test_a.py'}}, {{}}
+        exec(compile(open(tests + '/test_a.py').read(), tests + '/test_a.py', 'exec'), test_ns)
+        exec(compile("import os\\ndef read(folder):\\n    return [open(os.path.join(folder, n)).read() for n in sorted(os.listdir(folder))]\\n",
+                     {str(tmp_path / 'lib.py')!r}, 'exec'), lib_ns)
+        outcomes = []
+        for call in (lambda: test_ns['test_a'](lib_ns['read']),
+                     lambda: lib_ns['read'](tests)):  # the library's own walk to the folder, no test on the stack
+            try:
+                call()
+                outcomes.append("allowed")
+            except audit_hook.GradingRefusal:
+                outcomes.append("refused")
+        print(json.dumps({{"outcome": outcomes, "findings": guard.findings}}))
+        """)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    # the test's own call was allowed; the library's read with no test naming `__file__` on the stack was not
+    assert outcome["outcome"] == ["allowed", "refused"] and len(outcome["findings"]) == 1, outcome
