@@ -307,3 +307,19 @@ INSTANCE_TESTS = ("import unittest\n\nfrom calc import add\n\n\ndef same_number(
 def test_a_testcase_method_or_comparator_put_on_the_running_test_is_tampered(tmp_path, runner, how) -> None:
     _attack_caught_and_gold_resolves(tmp_path, runner, INSTANCE_TESTS, SHADOWING.replace("{how}", HOWS[how]),
                                      "test_instance_shadowed")
+
+
+# fpAL's AL-A (ConfigArgParse): a test module runs another suite's source in its own namespace, and
+# that suite's `TestCase` (with a `setUp`) takes the module's name `TestCase` at import. Not the
+# patch's doing: gold resolves on both runners, and rt28's shadowing stays caught (above).
+EXEC_SUITE_TESTS = ("import unittest\n\nfrom calc import add\n\n\nclass TestCase(unittest.TestCase):\n"
+                    "    def helper(self):\n        return 5\n\n\nclass AddTest(TestCase):\n"
+                    "    def test_add(self):\n        self.assertEqual(add(2, 3), self.helper())\n\n\n"
+                    "SUITE = 'import unittest\\n\\n\\nclass TestCase(unittest.TestCase):\\n    def setUp(self):\\n        self.ready = True\\n'\n"
+                    "exec(compile(SUITE, '<shared suite>', 'exec'), globals())\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_suite_run_in_the_test_modules_namespace_is_not_a_shadow(tmp_path, runner) -> None:
+    _attack_caught_and_gold_resolves(tmp_path, runner, EXEC_SUITE_TESTS, SHADOW, "test_module_name_rebound")
