@@ -2506,11 +2506,16 @@ def _dead(value):
     `assertEqual(listify(proxy), [proxy])` of transitions was ERROR, both runners)."""
     if type(value) not in _PROXIES:
         return False
+    # By the proxy's own C `repr`, which names the type of what it points at, and None's address for a
+    # dead one: not by `value.__class__`, which is the object's own code (red team rt34's P12, reward 1
+    # on all 36 roman tasks: a live object whose `__class__` property raised ReferenceError passed
+    # for dead, and the probe asked it nothing).
     try:
-        value.__class__
-    except ReferenceError:
-        return True
-    return False
+        text = type(value).__repr__(value)
+    except Exception:  # noqa: BLE001
+        return False
+    address = hex(id(None))
+    return text.endswith(" NoneType at {}>".format(address)) or text.endswith(" 'NoneType' at {}>".format(address))
 
 
 def _leaves_of(first, second):

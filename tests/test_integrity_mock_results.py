@@ -379,3 +379,32 @@ def test_a_matcher_of_an_installed_library_the_tests_import_stays_honest(tmp_pat
     site = next((build_venv(tmp_path) / "lib").glob("python3*/site-packages"))
     (site / "matchlib.py").write_text(MATCHLIB)  # (an installed package of the task's environment)
     _gold_resolves_unflagged(_row(tmp_path, runner, "negmatch", BUGGY, GOLD, (DOUBLE_ROW[0], NEGATED_TESTS, DOUBLE_ROW[2]))[0])
+
+
+def test_a_live_proxy_whose_object_says_it_is_gone_is_not_dead() -> None:
+    """Red team rt34's P12 (reward 1 on all 36 roman tasks): a live object whose `__class__`
+    property raised ReferenceError, behind a `weakref.proxy`, passed for a dead proxy, and the probe
+    asked it nothing. A dead proxy is told by the proxy's own `repr`."""
+    import weakref
+
+    from patchgym.harness import equality_probe
+
+    class Liar:
+        @property
+        def __class__(self):
+            raise ReferenceError("gone")
+
+    class NoneType:  # a class of that name: its proxy is alive
+        pass
+
+    liar, named = Liar(), NoneType()
+    assert not equality_probe._dead(weakref.proxy(liar))
+    assert not equality_probe._dead(weakref.proxy(named))
+
+    class Plain:
+        pass
+
+    gone = Plain()
+    proxy = weakref.proxy(gone)
+    del gone
+    assert equality_probe._dead(proxy)
