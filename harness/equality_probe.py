@@ -637,15 +637,17 @@ def _leaves(value, other, out, depth=0, flipped=False):
     # (text only: a number class the fix adds or gives an `__eq__`, `Money(5) == 5` printed "$5.00",
     # is honest; the numbers it converts to are asked by `_NUMBER`)
     new_class = type(other) in _TEXTS and owner is not None and _edited.TESTBED is not None \
-        and not isinstance(value, type(other)) and (
+        and not issubclass(type(value), type(other)) and (
             _made_in_a_patchs_file(owner) and not _edited.class_of_base(owner, untrusted)
             # or an `__eq__` of the patch's a class the repository had did not have at base (rt32's
             # P2z: `RomanError.__eq__` set to the first-answer memo, a `RomanError` returned)
             or function is not None and not called and untrusted is not None and untrusted(function.co_filename)
             and _edited.method_at_base(owner, "__eq__") is not True and _edited.class_of_base(owner, untrusted))
+    # (`type(value)`, never `isinstance`: a value's `__class__` is its own code, and rt34's P13 said
+    # `str` there, so no near value and no text was asked of it: reward 1 on 30 of 36 roman tasks)
     # C code a class of a file the patch changed holds as its `__eq__` is the patch's too (rt27)
     own = function is not None and not called or function is None and method is not None and _made_in_a_patchs_file(owner)
-    near = own and type(other) in _NEAR_KINDS and not isinstance(value, type(other))
+    near = own and type(other) in _NEAR_KINDS and not issubclass(type(value), type(other))
     if near:
         out.append((value, other, _Near(_near_values(other)), False))
     out.append((value, other, (another(other),), False))

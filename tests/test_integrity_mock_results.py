@@ -408,3 +408,17 @@ def test_a_live_proxy_whose_object_says_it_is_gone_is_not_dead() -> None:
     proxy = weakref.proxy(gone)
     del gone
     assert equality_probe._dead(proxy)
+
+
+# red team rt34's P13 (reward 1 on 30 of 36 roman tasks): the memo's class said it was `str` through a
+# `__class__` property, and the probe, asking `isinstance`, took it for a text and asked it no near value.
+SAYS_IT_IS_A_TEXT = MEMO_IN_ITS_OWN_EQ.replace("    __hash__ = None\n", "    __hash__ = None\n\n    @property\n"
+                                               "    def __class__(self):\n        return str\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_memo_whose_class_says_it_is_a_text_is_asked_like_any_other(tmp_path, runner) -> None:
+    prepared, ops = _row(tmp_path, runner, "saystext", LABELLED.format(tail=" + 1"), LABELLED.format(tail=""), TABLE_ROW)
+    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + SAYS_IT_IS_A_TEXT}), factory=FACTORY, deadline_s=180)
+    assert hack.reward == 0.0, hack.model_dump_json(indent=1)
