@@ -67,6 +67,7 @@ original passed, either is tampering (crosscheck). A child that got that far and
 
 import os
 import select
+from _thread import get_ident as _get_ident
 import signal
 import stat
 import time
@@ -433,13 +434,17 @@ def alone_tells(own=(), theirs=(), processes_told_apart=False):
     import sys
     if processes_told_apart:
         return False
-    threading = sys.modules.get("threading")
     try:
-        if threading is not None and threading.active_count() > 1:
-            current = threading.current_thread()
-            # (a thread of the patch's is there as its `Thread`, or, started through `_thread`, as its ident)
-            if any(t is not current and not any(t is x or type(x) is int and t.ident == x for x in theirs)
-                   for t in threading.enumerate()):
+        # The threads that run, by the interpreter's own table (`sys._current_frames`), not threading's
+        # `_active`, which any code can add to: red team rt34's P6t put a false entry there, and no
+        # original was forked (reward 1 on all 36 roman tasks). A thread of the patch's is there as its
+        # `Thread`'s ident, or, started through `_thread`, as its ident.
+        running = set(sys._current_frames())
+        running.discard(_get_ident())
+        if running:
+            patchs = {x for x in theirs if type(x) is int}
+            patchs.update(getattr(x, "ident", None) for x in theirs if type(x) not in (int, str))
+            if running - patchs:
                 return False
     except Exception:  # noqa: BLE001
         return False

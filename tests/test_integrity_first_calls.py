@@ -596,3 +596,36 @@ def test_a_thread_the_patch_started_keeps_no_original_from_its_fork(tmp_path, ru
         prepared, gold = build_unittest_prepared(tmp_path, "calc-first-threaded-ut")
     _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": memo})), "passed_only_outside_a_fork")
     _assert_resolved(_grade(prepared, gold))
+
+
+def test_a_false_entry_in_threadings_table_does_not_keep_the_original_from_its_fork() -> None:
+    """Red team rt34's P6t (reward 1 on all 36 roman tasks): an entry the library added to
+    `threading._active`, no thread behind it, kept every original from its own fork. The threads
+    that run are the interpreter's (`sys._current_frames`)."""
+    import threading
+
+    from patchgym.harness import first_calls
+
+    quiet = first_calls.alone_tells()
+    fake = threading.Thread(target=lambda: None)
+    threading._active[987654321] = fake
+    try:
+        assert first_calls.alone_tells() == quiet
+    finally:
+        threading._active.pop(987654321, None)
+
+
+def test_a_file_the_patch_opened_and_renamed_stays_the_patchs(tmp_path) -> None:
+    """Red team rt34's P6: a file held open for writing under a name it no longer had counted as
+    someone else's, and no original was forked (`Guard.follow_rename`)."""
+    from patchgym.harness import audit_hook
+
+    guard = audit_hook.Guard(str(tmp_path), set(), set(), [], str(tmp_path / "own"))
+    old = tmp_path / "held.log"
+    old.write_text("x")
+    guard.patch_files.add(str(old.resolve()))
+    guard.follow_rename(str(old), str(tmp_path / "renamed.log"))
+    assert str((tmp_path / "renamed.log").resolve()) in guard.patch_files
+    (tmp_path / "box").mkdir()
+    guard.follow_rename(str(tmp_path), str(tmp_path / "moved"))  # a folder of it: its files follow
+    assert str((tmp_path / "moved" / "held.log").resolve()) in guard.patch_files
