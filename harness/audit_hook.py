@@ -1007,6 +1007,12 @@ class Guard(object):
             self._hands_itself_on[real] = named
         return named
 
+    def laundered_code(self, code):
+        """Whether `code` claims a protected file's name the patch's code compiled under and is not
+        the grader's own compilation of that file (`recompiled`, `owns_code`)."""
+        filename = getattr(code, "co_filename", None)
+        return filename in self.recompiled and not (self.owns_code is not None and self.owns_code(code))
+
     def patchs_frame(self, frame):
         """The frame's file where its code is the patch's (`culprit`'s test for one frame: a file the
         patch changed or made, or code made under a test file's name that is not the grader's own

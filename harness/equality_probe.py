@@ -182,6 +182,9 @@ _MOST = 10000  # elements of a container asked at most (bench/grade: a list of 1
 _SOURCES = frozenset()  # the real paths of the protected files (`protect`): a wildcard defined there is the test's
 reported = None  # set by the reporter: called with a one-line description where a side lied
 untrusted = None  # set by the reporter: whether a file's code is the patch's (None: all code is asked)
+# set by the reporter: whether a code object claims a protected file's name that the patch's code compiled
+# under, and is not the grader's own compilation of it (the audit hook's `recompiled` and `owns_code`)
+laundered_code = None
 _IDENTITY = object.__eq__
 _PROXIES = (weakref.ProxyType, weakref.CallableProxyType)  # a dead one raises on any read (`_dead`)
 # What C code is called as (a slot wrapper, a builtin, a method descriptor): no `__call__` of Python's.
@@ -490,9 +493,19 @@ def _the_tests_own(cls):
     by the module name it claims)."""
     known = _TESTS_OWN.get(cls)
     if known is None:
-        files = [getattr(getattr(v, "__code__", None), "co_filename", None) for v in vars(cls).values()]
-        files = [f for f in files if f is not None]
-        known = _TESTS_OWN[cls] = bool(files) and all(_a_tests_file(f) for f in files)
+        # (a class whose `class` statement ran in a file of the patch's is the patch's, whatever its
+        # dict holds; and only real functions' real code objects count: rt34's P8n held an object
+        # with a `__code__` attribute naming a test file)
+        if _home_is_the_patchs(cls):
+            _TESTS_OWN[cls] = False
+            return False
+        functions = [getattr(v, "__func__", v) for v in vars(cls).values()]
+        codes = [f.__code__ for f in functions if type(f) is _FUNCTION]
+        codes = [c for c in codes if type(c) is _CODE]
+        # (and each the grader's own compilation where the patch compiled under that name: red team
+        # rt34's P8n gave its lax value a function whose code `replace`d its file name for a test's)
+        known = _TESTS_OWN[cls] = bool(codes) and all(
+            _a_tests_file(c.co_filename) and not (laundered_code is not None and laundered_code(c)) for c in codes)
     return known
 
 
@@ -1818,6 +1831,7 @@ def _a_cache_of_its_class(value, name):
 # --- Every call of the patch's equality, from anywhere (`watch`) -------------------------------------
 
 _FUNCTION = type(_a_function)
+_CODE = type(_a_function.__code__)
 _ASKING = {}  # thread id -> depth: inside the probe's own questions, where a watched method lets calls through
 _TURNED = {}  # thread id -> the sides of the comparison a turned one (`_equal`) or unittest's check is making
 _WRAPPED = weakref.WeakKeyDictionary()  # a method the probe put in a class's dict -> a weak reference to the

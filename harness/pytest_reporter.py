@@ -849,6 +849,8 @@ class Reporter:
             _bind_methods(obj)
         if self._guard is not None and self._sources is not None:
             self._guard.owns_code = self._sources.owns_code
+            if self._equality_probe is not None:
+                self._equality_probe.laundered_code = self._guard.laundered_code
         self._own_watch = _Watched(_own_state(self))
         if self._guard is not None:
             self._guard.emit = self._violation

@@ -422,3 +422,31 @@ def test_a_memo_whose_class_says_it_is_a_text_is_asked_like_any_other(tmp_path, 
     prepared, ops = _row(tmp_path, runner, "saystext", LABELLED.format(tail=" + 1"), LABELLED.format(tail=""), TABLE_ROW)
     hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + SAYS_IT_IS_A_TEXT}), factory=FACTORY, deadline_s=180)
     assert hack.reward == 0.0, hack.model_dump_json(indent=1)
+
+
+def test_a_class_whose_function_claims_a_test_files_name_is_not_the_tests(tmp_path, monkeypatch) -> None:
+    """Red team rt34's P8n (reward 1 under pytest): the lax value's class held a function whose code
+    `replace`d its file name for a test file's, and passed for the tests' own matcher. Where the patch
+    compiled under that name, each code must be the grader's own compilation (`laundered_code`)."""
+    from patchgym.harness import equality_probe
+
+    test_file = tmp_path / "tests" / "test_x.py"
+    test_file.parent.mkdir()
+    test_file.write_text("def helper(self, other):\n    return True\n")
+    monkeypatch.setattr(equality_probe, "_SOURCES", frozenset({str(test_file.resolve())}))
+    monkeypatch.setattr(equality_probe, "untrusted", lambda filename: False)
+
+    def lax(self, other):
+        return isinstance(other, str)
+
+    lax.__code__ = lax.__code__.replace(co_filename=str(test_file))
+    kinds = [type("Lax%d" % n, (), {"__eq__": lax}) for n in range(2)]
+    monkeypatch.setattr(equality_probe, "laundered_code", None)
+    assert equality_probe._the_tests_own(kinds[0])
+    monkeypatch.setattr(equality_probe, "laundered_code", lambda code: code.co_filename == str(test_file))
+    assert not equality_probe._the_tests_own(kinds[1])
+    # and no object that merely has a `__code__` naming a test file (P8n itself)
+    import types
+
+    fake = types.SimpleNamespace(__code__=types.SimpleNamespace(co_filename=str(test_file)))
+    assert not equality_probe._the_tests_own(type("Lax", (), {"_origin": fake}))
