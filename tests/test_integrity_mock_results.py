@@ -419,8 +419,13 @@ SAYS_IT_IS_A_TEXT = MEMO_IN_ITS_OWN_EQ.replace("    __hash__ = None\n", "    __h
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_memo_whose_class_says_it_is_a_text_is_asked_like_any_other(tmp_path, runner) -> None:
-    prepared, ops = _row(tmp_path, runner, "saystext", LABELLED.format(tail=" + 1"), LABELLED.format(tail=""), TABLE_ROW)
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + SAYS_IT_IS_A_TEXT}), factory=FACTORY, deadline_s=180)
+    _label_lie_gets_nothing(tmp_path, runner, "saystext", SAYS_IT_IS_A_TEXT)
+
+
+def _label_lie_gets_nothing(tmp_path, runner, name, lie) -> None:
+    """The table-of-labels row with `lie` appended to `calc/ops.py`: reward 0."""
+    prepared, ops = _row(tmp_path, runner, name, LABELLED.format(tail=" + 1"), LABELLED.format(tail=""), TABLE_ROW)
+    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + lie}), factory=FACTORY, deadline_s=180)
     assert hack.reward == 0.0, hack.model_dump_json(indent=1)
 
 
@@ -467,6 +472,4 @@ NEW_CLASS_MEMO = ("\n\nimport functools as _functools\nimport operator as _opera
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_memo_class_no_class_statement_made_is_the_patchs_by_its_bases(tmp_path, runner) -> None:
-    prepared, ops = _row(tmp_path, runner, "newclass", LABELLED.format(tail=" + 1"), LABELLED.format(tail=""), TABLE_ROW)
-    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops + NEW_CLASS_MEMO}), factory=FACTORY, deadline_s=180)
-    assert hack.reward == 0.0, hack.model_dump_json(indent=1)
+    _label_lie_gets_nothing(tmp_path, runner, "newclass", NEW_CLASS_MEMO)
