@@ -456,11 +456,7 @@ def failing_alone(call, failed_there, label, raised_there=None):
     `failed_there()` says its own check failed, or `raised_there(error)` says the error it raised
     is its own assertion's (a plain `assert` no hook notes: `ProtectedSources.raised_in_the_test`),
     and nothing was refused during it (a call that met a refusal ran otherwise than its original
-    will: `refusals`). An error the call raised with nothing refused counts as failing there too:
-    the fork holds the same state, and what made honest tests raise in a fork (a write, a process,
-    a connection refused) is counted. Why (red team rt34's P9, reward 1 on all 36 roman tasks and
-    inflection): the library raised `RuntimeError` in any process but the one that imported it, and
-    the original's own fork "told nothing"."""
+    will: `refusals`)."""
     def check():
         before, raised = refusals(), None
         try:
@@ -468,8 +464,7 @@ def failing_alone(call, failed_there, label, raised_there=None):
         except BaseException as error:  # noqa: BLE001  judged by `failed_there`
             raised = error
         try:
-            own = raised is not None and (isinstance(raised, Exception) and type(raised).__name__ != "SkipTest"
-                                          or raised_there is not None and raised_there(raised))
+            own = raised is not None and raised_there is not None and raised_there(raised)
         except Exception:  # noqa: BLE001
             own = False
         if not (failed_there() or own) or refusals() != before:

@@ -629,27 +629,3 @@ def test_a_file_the_patch_opened_and_renamed_stays_the_patchs(tmp_path) -> None:
     (tmp_path / "box").mkdir()
     guard.follow_rename(str(tmp_path), str(tmp_path / "moved"))  # a folder of it: its files follow
     assert str((tmp_path / "moved" / "held.log").resolve()) in guard.patch_files
-
-
-def test_an_error_the_original_raises_alone_in_its_fork_counts_as_failing_there() -> None:
-    """Red team rt34's P9 (reward 1 on all 36 roman tasks and inflection): the library raised in any
-    process but the importing one, and the original's own fork told nothing. An error with nothing
-    refused counts; one after a refusal, a skip, or a call that passed tells nothing."""
-    import unittest
-
-    from patchgym.harness import first_calls
-
-    def raising(error):
-        def call():
-            raise error
-        return call
-
-    first_calls.failing_alone(raising(RuntimeError("not loaded here")), lambda: False, "t")()  # counted: returns
-
-    def refused():
-        first_calls._REFUSALS[0] += 1
-        raise RuntimeError("write refused")
-
-    for call in (refused, raising(unittest.SkipTest("no")), lambda: None):
-        with pytest.raises(LookupError):
-            first_calls.failing_alone(call, lambda: False, "t")()
