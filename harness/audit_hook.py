@@ -975,7 +975,10 @@ class Guard(object):
         module = sys.modules.get(name)
         if module is None:
             return False
-        filename = getattr(module, "__file__", None)
+        try:  # (its dict, not its attribute: a lazy module's `__getattribute__` loads it, and may raise)
+            filename = object.__getattribute__(module, "__dict__").get("__file__")
+        except Exception:  # noqa: BLE001  a module of no dict: no test module
+            filename = None
         known = isinstance(filename, str) and self.real(filename) in self.protected
         if len(self.test_modules) < 100000:
             self.test_modules[name] = known
