@@ -275,6 +275,8 @@ class Guard(object):
         self.testbed = os.path.realpath(testbed)
         self.patched = set(patched)
         self.protected = set(protected)
+        # the protected modules' file names (a quick "no" before a path is resolved: `reading_the_tests`)
+        self.test_module_names = frozenset(os.path.basename(p) for p in self.protected if p.endswith(".py"))
         self.test_roots = tuple(os.path.realpath(r).rstrip("/") + "/" for r in test_roots)
         self.own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
         # The grader's own files as installed: only these are its code (its folder is under /tmp,
@@ -627,8 +629,7 @@ class Guard(object):
 
         after_imports = guard.after_imports
         # the protected test modules' names (`reading_the_tests`): none where the repository reads source
-        test_names = frozenset(os.path.basename(p) for p in guard.protected if p.endswith(".py")) \
-            if "source" not in guard.traced_in_base else frozenset()
+        test_names = guard.test_module_names if "source" not in guard.traced_in_base else frozenset()
         test_modules = guard.test_modules  # module name -> whether its file is a protected test module
 
         def hook(event, args):
@@ -928,7 +929,7 @@ class Guard(object):
                     self.refuse("reading the tests' source", asker, os.path.relpath(real, self.testbed))
                 return
             if filename == _HOOK_FILE:
-                if code.co_name in ("_the_files_own_source", "hands_itself_on", "_source_lines"):
+                if code.co_name in ("_the_files_own_source", "_source_lines"):
                     return  # the hook's own (a file compiled under a test module's name compared with it)
                 frame = frame.f_back  # its `linecache.getlines` reads for whoever called it (fpAL)
                 continue
@@ -1002,12 +1003,7 @@ class Guard(object):
         named = self._hands_itself_on.get(real)
         if named is None:
             self._hands_itself_on[real] = False  # (the read below raises this event again)
-            try:
-                with _OPEN(real, "rb") as handle:
-                    named = b"__file__" in handle.read()
-            except OSError:
-                named = False
-            self._hands_itself_on[real] = named
+            named = self._hands_itself_on[real] = any(b"__file__" in line for line in self._source_lines(real))
         return named
 
     def laundered_code(self, code):
@@ -1560,13 +1556,12 @@ def _no_test_sources_kept_in_linecache(guard):
     except ImportError:
         return
     original = linecache.getlines
-    protected = frozenset(path for path in guard.protected if path.endswith(".py"))
-    names = frozenset(os.path.basename(path) for path in protected)
+    names = guard.test_module_names
     if not names:
         return
 
     def getlines(filename, module_globals=None):
-        if isinstance(filename, str) and filename.rpartition("/")[2] in names and guard.real(filename) in protected:
+        if isinstance(filename, str) and filename.rpartition("/")[2] in names and guard.real(filename) in guard.protected:
             linecache.cache.pop(filename, None)
             try:
                 with tokenize.open(filename) as handle:
