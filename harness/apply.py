@@ -68,6 +68,16 @@ def tree_script(marker: str, base: str, *, patch_path: str | None, restore: list
         lines.append(f"if {tries}; then echo '{marker} test_patch ok'; else echo '{marker} test_patch failed'; fi")
     if candidates:
         lines.append("for f in " + " ".join(q(c) for c in candidates) + f"; do [ -e \"$f\" ] && echo '{marker} present '\"$f\"; done")
+    # The grader's scratch files go before any test runs: the test patch left at a path the sandbox
+    # shows is the hidden tests in plain text (stop 48: a library that globbed for it and read its
+    # expected values got reward 1 on both runners, no test file opened).
+    scratch = [p for p in (patch_path, test_patch_path) if p]
+    if patch_path:
+        snapshot = posixpath.dirname(patch_path) + "/tree"
+        scratch += [snapshot + ".before", snapshot + ".after"]
+    if scratch:
+        folders = sorted({posixpath.dirname(p) for p in scratch})
+        lines.append("rm -f -- " + " ".join(q(p) for p in scratch) + "; rmdir -- " + " ".join(q(f) for f in folders) + " 2>/dev/null")
     lines.append("true")
     return "\n".join(lines)
 
