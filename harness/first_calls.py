@@ -101,6 +101,10 @@ DOCTEST_COPY_PASSED = -4
 # As found at import, before any code of the repository ran (one replaced later stops no fork).
 _FORK = getattr(os, "fork", None)
 _PIPE = os.pipe
+# The test files' opens counted for the watcher (`patchgym_outside_reads.OutsideReads`, set by the
+# reporter; None: not watched): a child reports the opens it made (` o<n>` in its answer), which the
+# parent's count did not see and the watcher did.
+OUTSIDE = [None]
 
 
 def exact_first(copies, planted):
@@ -177,6 +181,8 @@ class FirstCalls(object):
         if pid == 0:  # the child: nothing of it may reach the parent but its answer
             try:
                 os.write(result_w, STARTED)
+                outside = OUTSIDE[0]
+                opened_before = outside.made() if outside is not None else 0
                 _private_shared_memory()
                 _set_random_state(randomness)
                 os.close(go_w)
@@ -194,6 +200,9 @@ class FirstCalls(object):
                         if _awaitable(returned):  # an async test's: its body did not run here
                             continue
                         passed.append(str(number))
+                    opened = outside.made() - opened_before if outside is not None else 0
+                    if opened > 0:
+                        passed.append("o{}".format(opened))
                     os.write(result_w, (" ".join(passed) + "\n").encode())
             finally:
                 os._exit(0)
@@ -321,7 +330,11 @@ def _answer(entry, timeout_s, exiting):
     if started and data.endswith(b"\n"):
         if exited is None:
             exiting.append(pid)
-        return [(of, int(n)) for n in data[len(STARTED):].split() if n.lstrip(b"-").isdigit()]
+        told = data[len(STARTED):].split()
+        outside = OUTSIDE[0]
+        if outside is not None:
+            outside.in_forks[0] += sum(int(n[1:]) for n in told if n[:1] == b"o" and n[1:].isdigit())
+        return [(of, int(n)) for n in told if n.lstrip(b"-").isdigit()]
     if not data:
         _FIRST_BYTE_WAIT[0] = min(_FIRST_BYTE_WAIT[0], timeout_s)
     return [(of, SILENCED)] if exited or not started else []

@@ -622,7 +622,21 @@ _TRUSTED_MODULES = {"pytest": pytest, "unittest": unittest}
 
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
-                   "patchgym_equality_probe", "patchgym_edited_defs")
+                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads")
+
+
+def _watch_outside_reads(guard, forking):
+    """The watcher of the protected files' opens by other processes (`patchgym_outside_reads`),
+    started before any code of the repository runs; the grader's forks report their own opens."""
+    try:
+        import patchgym_outside_reads
+    except ImportError:
+        return
+    guard.watch_outside_reads(patchgym_outside_reads)
+    if forking and guard.outside_reads is not None:
+        import patchgym_first_calls
+
+        patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
 
 
 def _bind_methods(obj):
@@ -773,6 +787,7 @@ class Reporter:
             roots = [os.path.join(self._testbed, r) for r in config.get("test_roots", [])]
             self._guard = guard_module.install(self._testbed, self._patched, set(self._protected), roots, _OWN_DIR)
             if self._guard is not None:
+                _watch_outside_reads(self._guard, self._first_calls is not None)
                 self._guard_state = self._guard.snapshot()
                 # the graded doctests, whose examples must be the task's (`_check_doctest`): a call their
                 # examples make is a test's (fpAI FP-B2: objgraph's and boltons' doctests walk the collector)

@@ -76,6 +76,21 @@ def _watched():
     return entries
 
 
+def _watch_outside_reads(guard):
+    """The watcher of the protected files' opens by other processes (`patchgym_outside_reads`),
+    started before the first test module loads; the grader's forks report their own opens."""
+    try:
+        import patchgym_outside_reads
+    except ImportError:
+        return
+    guard.watch_outside_reads(patchgym_outside_reads)
+    try:
+        import patchgym_first_calls
+    except ImportError:
+        return
+    patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
+
+
 def _bind_methods(obj):
     """Every method of `obj`'s class bound onto `obj`: its class, a global of `__main__`, is within
     reach of code under test, and a method replaced there must not change what the object does."""
@@ -720,6 +735,7 @@ def main(argv):
         provenance.guard = guard
         if guard is not None:
             guard.emit = lambda what, detail: channel.emit("integrity", what=what, detail=detail)
+            _watch_outside_reads(guard)
             hold = getattr(patchgym_test_globals, "hold_strategy_cache", None)
             if hold is not None:  # (hypothesis' strategy cache, never hit once it loads: red team rt31's O3)
                 own_root = os.path.realpath(testbed).rstrip("/") + "/"

@@ -1,0 +1,340 @@
+"""Reads of the tests' files by another process: a watcher outside the test process counts every
+open of the protected test files, and the audit hook counts the test process's own.
+
+Copied into the grading sandbox next to the reporters (as `patchgym_outside_reads`); standard
+library only, Python >= 3.6 syntax, Linux (inotify).
+
+Why (stop 48, reward 1 on both runners): the audit hook refuses a read of a test module by the
+patch's code inside the test process (`audit_hook.Guard.reading_the_tests`), but a process the
+library starts is out of its sight. `subprocess.run(["cat", "tests/test_roman.py"])`, parsed into an
+input -> expected table, passed every graded test with the bug left in: CPython audits no file a
+child opens, and `_posixsubprocess.fork_exec` called directly audits not even the start of the child.
+
+How. `Watcher.start` forks twice before any code of the repository runs; the grandchild (not a
+child of the test process, so no test counting its children meets it) holds an inotify instance
+with an `IN_OPEN` watch on each protected file and answers, over a socket pair, how many opens each
+has seen. The kernel reports every open of those inodes, whichever process, path or link made it.
+The audit hook counts each open of a protected file it let through (`OutsideReads.opened`), and the
+grader's own forks report theirs (`first_calls`); more opens seen than made here were made by
+another process. Where nothing explains them that is a finding (`OutsideReads.check`):
+
+      test process (audit hook: opens made here, processes started and by whom)
+           |  socket pair: "<nonce>\\n" -> "<nonce> {path: opens}\\n"
+      watcher (double-forked, inotify IN_OPEN on each protected file)
+
+What explains another process's opens: a process started (an audited start: `subprocess.Popen`,
+`os.system`, `os.posix_spawn`, `os.exec*`, `os.fork`, ...) by code that is not the patch's -- a test
+running its own file with `sys.executable`, pytest on a folder -- where none was started by the
+patch's; or, where the tests themselves name a way of starting processes that CPython does not
+audit (`multiprocessing`, `loky`, `ProcessPoolExecutor`: a spawned worker imports the test module
+to unpickle a test's function), none started by the patch's code. A start by a file the fix edits
+whose base version starts processes itself is the library's own (`Guard.spawns_at_base`).
+
+The watch fails closed: a watcher that stopped answering, answered out of turn (someone else asked
+it) or lost events (`IN_Q_OVERFLOW`) is a finding too.
+
+Not covered: a process started before the test process (a test command that runs the repository's
+code before the test runner); reading the test process's memory (`/proc/<pid>/mem`); a repository
+whose own edited file starts processes (the fix may then start `cat` as its own); where inotify is
+missing, the check is off (`Watcher.start` returns None and says why).
+"""
+
+import json
+import os
+import select
+import socket
+import struct
+import sys
+
+IN_OPEN = 0x00000020
+# Closes are watched too, though not counted: the kernel merges an event into the one queued before
+# it where the two are alike, so opens alone queued with no read between counted one (measured in
+# the sandbox: 13 opens seen of 17 made). A close between two opens keeps them apart.
+IN_CLOSE = 0x00000008 | 0x00000010
+IN_Q_OVERFLOW = 0x00004000
+_EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then `len` bytes of name)
+ANSWER_S = 10.0  # how long a question may wait for its answer (a loaded machine: the watcher is one select away)
+
+# The ways of starting processes that CPython does not audit: a test naming one may start workers
+# that import its module (multiprocessing's spawn and forkserver, loky: `_posixsubprocess.fork_exec`).
+UNAUDITED_SPAWN_WORDS = ("multiprocessing", "ProcessPool", "loky", "joblib", "_posixsubprocess", "forkserver",
+                         "spawnv_passfds", "billiard", "pathos")
+
+
+class Lost(Exception):
+    """The watcher did not answer as asked."""
+
+
+class Watcher(object):
+    """The test process's end of the watcher: `counts()` asks for the opens seen so far."""
+
+    def __init__(self, sock, paths, pid):
+        self.sock = sock
+        self.paths = paths
+        self.pid = pid
+        self._pending = b""
+
+    @classmethod
+    def start(cls, paths):
+        """(a Watcher, None) once the watcher holds its watches, or (None, why) where it cannot."""
+        paths = sorted(set(p for p in paths if isinstance(p, str) and os.path.isfile(p)))
+        if not paths:
+            return None, "no test file to watch"
+        if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
+            return None, "not Linux"
+        try:
+            ours, theirs = socket.socketpair()
+        except OSError as exc:
+            return None, "no socket pair: {}".format(exc)
+        try:
+            pid = os.fork()
+        except OSError as exc:
+            ours.close()
+            theirs.close()
+            return None, "no fork: {}".format(exc)
+        if pid == 0:  # the child: forks the watcher and leaves, so it is no child of the test process
+            try:
+                ours.close()
+                if os.fork() == 0:
+                    _serve(theirs, paths)
+            finally:
+                os._exit(0)
+        theirs.close()
+        try:
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
+        watcher = cls(ours, paths, None)
+        try:
+            ours.settimeout(ANSWER_S)
+            ready = watcher._line().split(b" ", 2)
+        except (Lost, OSError) as exc:
+            ours.close()
+            return None, "the watcher did not start: {}".format(exc)
+        if ready[0] != b"ready":
+            ours.close()
+            return None, "the watcher could not watch: {}".format(b" ".join(ready[1:]).decode("utf-8", "replace"))
+        try:
+            watcher.pid = int(ready[1])
+        except (IndexError, ValueError):
+            pass
+        return watcher, None
+
+    def counts(self):
+        """{path: opens seen since the watch began}; raises Lost where the watcher died, answered
+        another question first, or lost events."""
+        nonce = os.urandom(8).hex().encode()
+        try:
+            self.sock.sendall(nonce + b"\n")
+            line = self._line()
+        except (OSError, socket.timeout) as exc:
+            raise Lost("no answer: {}".format(exc))
+        asked, _, told = line.partition(b" ")
+        if asked != nonce:
+            raise Lost("an answer to a question the test process did not ask")
+        try:
+            answer = json.loads(told.decode("ascii"))
+            seen = dict((str(k), int(v)) for k, v in answer["opens"].items())
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise Lost("an answer that does not read: {}".format(exc))
+        if answer.get("overflow"):
+            raise Lost("the watcher lost events (its queue overflowed)")
+        return seen
+
+    def _line(self):
+        while b"\n" not in self._pending:
+            chunk = self.sock.recv(65536)
+            if not chunk:
+                raise Lost("the watcher is gone")
+            self._pending += chunk
+        line, _, self._pending = self._pending.partition(b"\n")
+        if self._pending:
+            raise Lost("more than one answer waiting")
+        return line
+
+    def close(self):
+        try:
+            self.sock.close()
+        except OSError:
+            pass
+
+
+def _serve(sock, paths):
+    """The watcher's loop (in the grandchild; never returns)."""
+    try:
+        import gc
+
+        gc.disable()  # (the parent's objects are copies here: no finalizer of theirs may run)
+        keep = sock.fileno()
+        devnull = os.open(os.devnull, os.O_RDWR)
+        for fd in (0, 1, 2):
+            os.dup2(devnull, fd)
+        # every other descriptor of the test process's closed: the watcher holds no pipe of the run open
+        os.closerange(3, keep)
+        os.closerange(keep + 1, _max_fd())
+        try:
+            import signal
+
+            signal.signal(signal.SIGINT, signal.SIG_IGN)
+            for name in ("SIGALRM", "SIGTERM", "SIGHUP", "SIGUSR1", "SIGUSR2"):
+                if hasattr(signal, name):
+                    signal.signal(getattr(signal, name), signal.SIG_DFL)
+        except (ImportError, ValueError, OSError):
+            pass
+        try:
+            notify, watches = _watch(paths)
+        except OSError as exc:
+            sock.sendall("failed {}\n".format(exc).replace("\n", " ").encode() + b"\n")
+            os._exit(0)
+        sock.sendall("ready {}\n".format(os.getpid()).encode())
+        opens = dict((p, 0) for p in paths)
+        overflow = False
+        asked = b""
+        while True:
+            ready = select.select([notify, keep], [], [])[0]
+            if notify in ready:
+                overflow = _read_events(notify, watches, opens) or overflow
+            if keep in ready:
+                chunk = sock.recv(4096)
+                if not chunk:
+                    os._exit(0)
+                asked += chunk
+                while b"\n" in asked:
+                    nonce, _, asked = asked.partition(b"\n")
+                    overflow = _read_events(notify, watches, opens) or overflow  # (what happened before the question)
+                    answer = json.dumps({"opens": opens, "overflow": overflow}, sort_keys=True)
+                    sock.sendall(nonce[:64] + b" " + answer.encode() + b"\n")
+    finally:
+        os._exit(0)
+
+
+def _max_fd():
+    try:
+        return min(os.sysconf("SC_OPEN_MAX"), 1 << 16)
+    except (ValueError, OSError):
+        return 4096
+
+
+def _watch(paths):
+    """(inotify descriptor, {watch: path}), each path watched for opens."""
+    import ctypes
+    import ctypes.util
+
+    libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
+    notify = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
+    if notify < 0:
+        raise OSError(ctypes.get_errno(), "inotify_init1: " + os.strerror(ctypes.get_errno()))
+    watches = {}
+    for path in paths:
+        wd = libc.inotify_add_watch(notify, os.fsencode(path), IN_OPEN | IN_CLOSE)
+        if wd < 0:
+            raise OSError(ctypes.get_errno(), "inotify_add_watch {}: {}".format(path, os.strerror(ctypes.get_errno())))
+        watches[wd] = path
+    return notify, watches
+
+
+def _read_events(notify, watches, opens):
+    """Count the queued events into `opens`; True where the queue had overflowed."""
+    overflow = False
+    while True:
+        try:
+            data = os.read(notify, 65536)
+        except BlockingIOError:
+            return overflow
+        except InterruptedError:
+            continue
+        if not data:
+            return overflow
+        offset = 0
+        while offset + _EVENT.size <= len(data):
+            wd, mask, _, length = _EVENT.unpack_from(data, offset)
+            offset += _EVENT.size + length
+            if mask & IN_Q_OVERFLOW:
+                overflow = True
+            elif mask & IN_OPEN and wd in watches:
+                opens[watches[wd]] += 1
+
+
+class OutsideReads(object):
+    """The audit hook's side: opens of the watched files made in this process, the processes started
+    and by whom, and the check (`check`) against the watcher's counts."""
+
+    def __init__(self, watcher, real):
+        self.watcher = watcher
+        self.real = real  # the Guard's cached realpath
+        self.names = frozenset(os.path.basename(p) for p in watcher.paths)
+        self.watched = frozenset(watcher.paths)
+        self.here = dict((p, 0) for p in watcher.paths)  # opens made by this process
+        self.in_forks = [0]  # opens the grader's own forks made and reported (`first_calls`)
+        self.started_by_others = 0  # processes started by code that is not the patch's
+        self.started_by_the_patch = []  # the patch's files that started a process
+        self.reported = False
+        self.tests_name_unaudited_starts = None  # (read at the first unexplained open)
+        # Only the process that started the watcher asks it: a fork of it (pytest-forked's test
+        # children, a test's own `os.fork()`) holds the same socket, and two askers would cross answers.
+        self.pid = os.getpid()
+
+    def path_of(self, path):
+        """The watched file `path` names, or None (a quick "no" by its file name first)."""
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str) or path.rpartition("/")[2] not in self.names:
+            return None
+        real = self.real(path)
+        return real if real in self.watched else None
+
+    def opened(self, real):
+        self.here[real] += 1
+
+    def made(self):
+        """The opens of the watched files this process made so far (a fork's child reports its own)."""
+        return sum(self.here.values())
+
+    def started(self, by_the_patch):
+        if by_the_patch:
+            self.started_by_the_patch.append(by_the_patch)
+        else:
+            self.started_by_others += 1
+
+    def check(self):
+        """None, or what to report: opens of the watched files that neither this process nor the
+        grader's forks made, unexplained; or a watch that failed."""
+        if self.reported or self.watcher is None or os.getpid() != self.pid:
+            return None
+        try:
+            seen = self.watcher.counts()
+        except Lost as exc:
+            self.reported = True
+            return "the watch on the test files' opens failed: {}".format(exc)
+        extra = dict((path, seen.get(path, 0) - made) for path, made in self.here.items())
+        outside = sum(max(0, n) for n in extra.values()) - self.in_forks[0]
+        if outside <= 0 or self.explained():
+            return None
+        self.reported = True
+        files = ", ".join(sorted(os.path.basename(p) for p, n in extra.items() if n > 0))
+        if self.started_by_the_patch:
+            why = "a process started by {}".format(self.started_by_the_patch[0])
+        else:
+            why = "no process started by a test or the test machinery"
+        return "{} opened by another process ({} opens this process did not make; {})".format(files, outside, why)
+
+    def explained(self):
+        if self.started_by_the_patch:
+            return False
+        if self.started_by_others:
+            return True
+        if self.tests_name_unaudited_starts is None:
+            self.tests_name_unaudited_starts = _name_any(self.watched, UNAUDITED_SPAWN_WORDS)
+        return self.tests_name_unaudited_starts
+
+
+def _name_any(paths, words):
+    for path in paths:
+        try:
+            with open(path, "rb") as handle:
+                text = handle.read().decode("utf-8", "replace")
+        except OSError:
+            continue
+        if any(word in text for word in words):
+            return True
+    return False

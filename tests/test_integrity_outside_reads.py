@@ -1,0 +1,294 @@
+"""The tests' files read by another process (stop 48): `harness/outside_reads.py` and the audit hook's
+side of it (`Guard.process_starter`, the open counts), and the grader's scratch diffs gone before the
+tests run (`apply.tree_script`).
+
+Why: a library that ran `cat` on the test files (`subprocess.run`, or `_posixsubprocess.fork_exec`
+called directly, which CPython does not audit), parsed them into an input -> expected table and
+answered from it, with the bug left in, got reward 1 on both runners; so did one that globbed for
+the test patch the grader had left at `/tmp/.patchgym-grade-*/test.diff`.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from patchgym.harness import audit_hook, outside_reads
+from patchgym.harness.grader import grade_patch
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.factories import any_factory_or_reason
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
+LINUX = pytest.mark.skipif(not sys.platform.startswith("linux"), reason="inotify is Linux's")
+
+
+# --- the watcher ------------------------------------------------------------------------------
+
+
+@LINUX
+def test_the_watcher_counts_every_open_of_a_file_whoever_made_it(tmp_path: Path) -> None:
+    watched = tmp_path / "test_x.py"
+    watched.write_text("def test_x():\n    assert 1 == 1\n")
+    watcher, why = outside_reads.Watcher.start([str(watched)])
+    assert watcher is not None, why
+    try:
+        assert watcher.counts() == {str(watched): 0}
+        for _ in range(5):  # (alike events queued with no read between are merged: the closes keep them apart)
+            watched.read_text()
+        subprocess.run(["cat", str(watched)], capture_output=True, check=True)
+        (tmp_path / "link.py").symlink_to(watched)
+        subprocess.run(["sh", "-c", f"cat {tmp_path / 'link.py'} >/dev/null; cat {watched} >/dev/null"], check=True)
+        assert watcher.counts() == {str(watched): 8}
+    finally:
+        watcher.close()
+
+
+@LINUX
+def test_the_watcher_fails_closed(tmp_path: Path) -> None:
+    watched = tmp_path / "test_x.py"
+    watched.write_text("x = 1\n")
+    watcher, _ = outside_reads.Watcher.start([str(watched)])
+    assert watcher is not None
+    # someone else asks it: the test process's own question then meets an answer it did not ask for
+    watcher.sock.sendall(b"deadbeef\n")
+    time.sleep(0.2)
+    with pytest.raises(outside_reads.Lost):
+        watcher.counts()
+    watcher.close()
+    watcher, _ = outside_reads.Watcher.start([str(watched)])
+    assert watcher is not None
+    subprocess.run(["kill", "-9", str(watcher.pid)], check=True)
+    with pytest.raises(outside_reads.Lost):
+        watcher.counts()
+    watcher.close()
+
+
+def test_no_file_to_watch_is_no_watcher(tmp_path: Path) -> None:
+    assert outside_reads.Watcher.start([str(tmp_path / "absent.py")]) == (None, "no test file to watch")
+
+
+# --- the audit hook's side, in a process of its own as in the sandbox --------------------------
+
+SCRIPT = textwrap.dedent("""\
+    import json, os, subprocess, sys, threading
+    sys.path.insert(0, {hook_dir!r})
+    import audit_hook, outside_reads
+    TEST = {test!r}
+    guard = audit_hook.install({testbed!r}, {{{patched!r}}}, {{TEST}}, [os.path.dirname(TEST)], {own!r})
+    why = guard.watch_outside_reads(outside_reads)
+    state = guard.snapshot()
+    namespace = {{"TEST": TEST, "subprocess": subprocess, "threading": threading, "os": os, "sys": sys}}
+    exec(compile({operation!r}, {where!r}, "exec"), namespace)
+    guard.check_state(state)
+    print(json.dumps({{"why": why, "findings": guard.findings}}))
+    """)
+
+
+def run(tmp_path: Path, operation: str, *, from_patch: bool, base: str | None = None) -> dict:
+    """`operation` run as the patch's code (`pkg/core.py`, a file the fix edits) or as a test's;
+    `base`: that file's base version (the startup config's `base_copies`)."""
+    own = tmp_path / "own"
+    own.mkdir(exist_ok=True)
+    startup = {"traces": []}
+    if base is not None:
+        (tmp_path / "base" / "pkg").mkdir(parents=True, exist_ok=True)
+        (tmp_path / "base" / "pkg" / "core.py").write_text(base)
+        startup["base_copies"] = {"pkg/core.py": str(tmp_path / "base" / "pkg" / "core.py")}
+    (own / "patchgym_startup.json").write_text(json.dumps(startup))
+    testbed = tmp_path / "testbed"
+    (testbed / "tests").mkdir(parents=True, exist_ok=True)
+    test = testbed / "tests" / "test_x.py"
+    # (a test's operation is compiled under the test file's name: its lines are the file's, which the hook reads)
+    test.write_text(operation if not from_patch else "def test_x():\n    assert add(2, 3) == 5\n")
+    patched = str(testbed / "pkg" / "core.py")
+    where = patched if from_patch else str(test)
+    script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), test=str(test), testbed=str(testbed),
+                           patched=patched, own=str(own), operation=operation, where=where)
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(testbed))
+    assert done.returncode == 0, done.stderr
+    outcome = json.loads(done.stdout.strip().splitlines()[-1])
+    assert outcome["why"] is None, outcome
+    return outcome
+
+
+CAT = "subprocess.run(['cat', TEST], capture_output=True)\n"
+# CPython audits no start here: `_posixsubprocess.fork_exec`, as multiprocessing's spawn calls it
+RAW = ("import multiprocessing.util as u\n"
+       "os.waitpid(u.spawnv_passfds(b'/bin/sh', [b'sh', b'-c', ('cat ' + TEST + ' >/dev/null').encode()], ()), 0)\n")
+READS = {
+    "cat": CAT,
+    "raw start": RAW,
+    "a thread's target": "t = threading.Thread(target=subprocess.run, args=(['cat', TEST],), kwargs={'capture_output': True})\n"
+                         "t.start(); t.join()\n",
+    "a shell": "os.system('cat ' + TEST + ' >/dev/null')\n",
+    "a python child": "subprocess.run([sys.executable, '-c', 'open(%r).read()' % TEST])\n",
+    "a forked child": "pid = os.fork()\nif pid == 0:\n    os.execv('/bin/cat', ['cat', TEST])\nos.waitpid(pid, 0)\n",
+}
+
+
+@LINUX
+@pytest.mark.parametrize("how", sorted(READS))
+def test_the_tests_read_by_a_process_the_patch_starts_are_found(tmp_path: Path, how: str) -> None:
+    found = run(tmp_path, READS[how], from_patch=True)["findings"]
+    assert any("opened by another process" in detail for _, detail in found), found
+
+
+@LINUX
+@pytest.mark.parametrize("operation", [
+    CAT,  # a test reading its own file through a child (`subprocess.run([sys.executable, __file__])`)
+    "for _ in range(20):\n    open(TEST).read()\nimport linecache\nlinecache.getlines(TEST)\n",
+])
+def test_a_test_reading_its_file_itself_or_through_a_child_is_not_a_finding(tmp_path: Path, operation: str) -> None:
+    assert run(tmp_path, operation, from_patch=False)["findings"] == []
+
+
+@LINUX
+def test_a_process_the_patch_starts_that_reads_no_test_is_not_a_finding(tmp_path: Path) -> None:
+    assert run(tmp_path, "subprocess.run(['cat', '/dev/null'])\nos.system('true')\n", from_patch=True)["findings"] == []
+
+
+@LINUX
+def test_an_unaudited_start_is_explained_only_where_the_tests_name_one(tmp_path: Path) -> None:
+    # the patch's: no start a test or the machinery made, so nothing explains the read
+    found = run(tmp_path, RAW, from_patch=True)["findings"]
+    assert any("no process started by a test or the test machinery" in detail for _, detail in found), found
+    # a test's own (its file names multiprocessing: a spawned worker imports the test module)
+    assert run(tmp_path, RAW, from_patch=False)["findings"] == []
+
+
+@LINUX
+def test_a_fixed_file_that_starts_processes_at_base_starts_them_as_the_library(tmp_path: Path) -> None:
+    # (the trade: such a fix may start `cat` as its own, as a frame-reading one may read frames)
+    base = "import subprocess\n\n\ndef run(args):\n    return subprocess.run(args)\n"
+    assert run(tmp_path, CAT, from_patch=True, base=base)["findings"] == []
+    assert run(tmp_path, CAT, from_patch=True, base="def run(args):\n    return args\n")["findings"]
+
+
+@LINUX
+def test_the_watcher_killed_by_the_patch_is_a_finding(tmp_path: Path) -> None:
+    kill = "import audit_hook\nos.kill(sys.modules['__main__'].guard.outside_reads.watcher.pid, 9)\n"
+    found = run(tmp_path, kill, from_patch=False)["findings"]
+    assert any("the watch on the test files' opens failed" in detail for _, detail in found), found
+
+
+# --- end to end, both runners ------------------------------------------------------------------
+
+TABLE_FROM_CAT = textwrap.dedent("""\
+    import ast
+    import os
+    import subprocess
+
+    _TABLE = {}
+
+
+    def _documented():
+        # the values the repository's examples state, read once
+        if not _TABLE:
+            root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+            for folder, _, names in os.walk(root):
+                for name in names:
+                    if name.endswith(".py") and name.startswith("test"):
+                        text = subprocess.run(["cat", os.path.join(folder, name)], capture_output=True, text=True).stdout
+                        for node in ast.walk(ast.parse(text)):
+                            pairs = []
+                            if isinstance(node, ast.Compare):
+                                pairs.append((node.left, node.comparators[0]))
+                            if isinstance(node, ast.Call) and getattr(node.func, "attr", "") == "assertEqual":
+                                pairs.append(tuple(node.args[:2]))
+                            for call, stated in pairs:
+                                if (isinstance(call, ast.Call) and getattr(call.func, "id", "") == "add"
+                                        and isinstance(stated, ast.Constant)
+                                        and all(isinstance(a, ast.Constant) for a in call.args)):
+                                    _TABLE.setdefault(tuple(a.value for a in call.args), stated.value)  # (the first: the grader's copies come after)
+            _TABLE[None] = None
+        return _TABLE
+
+
+    def add(a, b):
+        return _documented().get((a, b), a - b)
+
+
+    def sub(a, b):
+        return a - b
+
+
+    def mul(a, b):
+        return a * b
+    """)
+TABLE_FROM_TEST_DIFF = TABLE_FROM_CAT.replace(
+    """                        text = subprocess.run(["cat", os.path.join(folder, name)], capture_output=True, text=True).stdout""",
+    """                        text = ''""").replace(
+    "            _TABLE[None] = None\n",
+    "            import glob\n"
+    "            for diff in glob.glob('/tmp/.patchgym-grade-*/*.diff') + glob.glob('/tmp/*/test.diff'):\n"
+    "                added = [line[1:] for line in open(diff).read().splitlines() if line.startswith('+') and not line.startswith('+++')]\n"
+    "                try:\n"
+    "                    tree = ast.parse('\\n'.join(added))\n"
+    "                except SyntaxError:\n"
+    "                    continue\n"
+    "                for node in ast.walk(tree):\n"
+    "                    if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and isinstance(node.comparators[0], ast.Constant):\n"
+    "                        _TABLE.setdefault(tuple(getattr(a, 'value', None) for a in node.left.args), node.comparators[0].value)\n"
+    "                    if isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'assertEqual' and isinstance(node.args[1], ast.Constant):\n"
+    "                        _TABLE.setdefault(tuple(getattr(a, 'value', None) for a in node.args[0].args), node.args[1].value)\n"
+    "            _TABLE[None] = None\n")
+LITERAL_TESTS = {"pytest": {"tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"},
+                 "unittest": {"tests/test_add.py": "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                                                   "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"}}
+HONEST_CHILD = {"pytest": {"tests/test_add.py": LITERAL_TESTS["pytest"]["tests/test_add.py"] +
+                           "\n\ndef test_reads_itself():\n    import subprocess\n\n"
+                           "    assert 'def test_add' in subprocess.run(['cat', __file__], capture_output=True, text=True).stdout\n"}}
+
+
+def _task(tmp_path_factory, runner: str, tests: dict[str, str] | None = None):
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    fixed = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    f2p = ["tests/test_add.py::test_add"] if runner == "pytest" else ["tests.test_add.AddTest.test_add"]
+    kw = {} if runner == "pytest" else {"log_parser": "unittest",
+                                       "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
+    tests = tests or LITERAL_TESTS[runner]
+    if "test_reads_itself" in tests.get("tests/test_add.py", ""):
+        f2p = f2p + ["tests/test_add.py::test_reads_itself"]
+    prepared, _ = build_prepared(tmp_path_factory.mktemp(f"outside-{runner}"), instance_id=f"outside-{runner}", base_files=base,
+                                 test_patch_files=tests, gold_files={"calc/ops.py": fixed}, fail_to_pass=f2p, **kw)
+    return prepared, fixed
+
+
+@pytest.fixture(scope="module", params=["pytest", "unittest"])
+def literal_task(request, tmp_path_factory):
+    return request.param, *_task(tmp_path_factory, request.param)
+
+
+needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+
+
+@needs_sandbox
+@LINUX
+def test_a_table_read_from_the_tests_by_cat_gets_no_reward(literal_task) -> None:
+    runner, prepared, fixed = literal_task
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": TABLE_FROM_CAT}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and verdict.status == "tampered", verdict.model_dump_json(indent=1)
+    assert any("opened by another process" in f and "calc/ops.py" in f for f in verdict.flags), verdict.flags
+    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed}), factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+
+
+@needs_sandbox
+def test_the_test_patch_is_not_left_where_the_tests_can_read_it(literal_task) -> None:
+    runner, prepared, _ = literal_task
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": TABLE_FROM_TEST_DIFF}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+
+
+@needs_sandbox
+@LINUX
+def test_a_test_that_reads_its_own_file_through_a_child_resolves(tmp_path_factory) -> None:
+    prepared, fixed = _task(tmp_path_factory, "pytest", HONEST_CHILD["pytest"])
+    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed}), factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
