@@ -935,6 +935,7 @@ class Guard(object):
         watcher, why = module.Watcher.start(sorted(self.protected))
         if watcher is not None:
             self.outside_reads = module.OutsideReads(watcher, self.real)
+            module.keep_memory_to_itself()  # (its memory holds the tests' sources too)
         return why
 
     def process_starter(self, frame):

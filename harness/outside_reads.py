@@ -33,10 +33,15 @@ whose base version starts processes itself is the library's own (`Guard.spawns_a
 The watch fails closed: a watcher that stopped answering, answered out of turn (someone else asked
 it) or lost events (`IN_Q_OVERFLOW`) is a finding too.
 
+And the test process's memory, where the grader holds the tests' sources: once the watch holds it
+is made non-dumpable (`keep_memory_to_itself`), so no other process reads `/proc/<pid>/mem`.
+
 Not covered: a process started before the test process (a test command that runs the repository's
-code before the test runner); reading the test process's memory (`/proc/<pid>/mem`); a repository
-whose own edited file starts processes (the fix may then start `cat` as its own); where inotify is
-missing, the check is off (`Watcher.start` returns None and says why).
+code before the test runner); a repository whose own edited file starts processes (the fix may then
+start `cat` as its own); a raw start of the patch's (`_posixsubprocess.fork_exec`, no audit event)
+in a run where a test also started a process, which explains every outside open after it; code
+written against patchgym (an `open` audit event raised by hand is counted as an open); where inotify
+is missing, the check is off (`Watcher.start` returns None and says why).
 """
 
 import json
@@ -253,6 +258,37 @@ def _read_events(notify, watches, opens):
                 overflow = True
             elif mask & IN_OPEN and wd in watches:
                 opens[watches[wd]] += 1
+
+
+def keep_memory_to_itself():
+    """Make the test process non-dumpable (`prctl(PR_SET_DUMPABLE, 0)`): no other process of the
+    sandbox's user may then read its memory (`/proc/<pid>/mem`, `process_vm_readv`) or attach to it,
+    a child of its own included. Why (stop 48, reward 1 on both runners): once the files were
+    watched, a child the library started read the test sources the grader holds in the test
+    process's memory through `/proc/<parent>/mem`, and answered from them. None, or why not.
+    Through `_ctypes` alone, taken out of `sys.modules` again: `import ctypes` by the patch's code
+    stays an import the audit hook sees (`Guard.raw_memory_import`)."""
+    if not sys.platform.startswith("linux"):
+        return "not Linux"
+    had = "_ctypes" in sys.modules
+    try:
+        import _ctypes
+
+        class _Int(_ctypes._SimpleCData):
+            _type_ = "i"
+
+        class _Call(_ctypes.CFuncPtr):
+            _flags_ = _ctypes.FUNCFLAG_CDECL
+            _restype_ = _Int
+
+        prctl = _Call(_ctypes.dlsym(_ctypes.dlopen(None, os.RTLD_NOW), "prctl"))
+        done = prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
+    except Exception as exc:  # noqa: BLE001  (an interpreter without ctypes: as before)
+        return "no prctl: {}".format(exc)
+    finally:
+        if not had:
+            sys.modules.pop("_ctypes", None)
+    return None if done == 0 else "prctl(PR_SET_DUMPABLE) failed"
 
 
 class OutsideReads(object):
