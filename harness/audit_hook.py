@@ -695,6 +695,9 @@ class Guard(object):
                             after_imports.remove(call)
                 if args and args[0] in _RAW_MEMORY_MODULES and "ctypes" not in guard.traced_in_base:
                     guard.raw_memory_import(args[0], getframe(1))
+                elif args and args[0] == "_posixsubprocess" and guard.outside_reads is not None:
+                    # (imported again: taken out of `sys.modules` for a `fork_exec` that is not the watched one)
+                    guard.raw_memory_import(args[0], getframe(1))
                 return
             if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_ATTRS):
                 if test_names and len(args) > 1 and args[1] == "__code__":
@@ -937,6 +940,7 @@ class Guard(object):
         if watcher is not None:
             self.outside_reads = module.OutsideReads(watcher, self.real)
             module.keep_memory_to_itself()  # (its memory holds the tests' sources too)
+            _note_raw_starts(self)
         return why
 
     def process_starter(self, frame):
@@ -2402,6 +2406,34 @@ def _started_by_the_patch(guard, frame):
             return True
         frame = frame.f_back
     return False
+
+
+def _note_raw_starts(guard):
+    """Each call of `_posixsubprocess.fork_exec`, which starts a process with no audit event
+    (multiprocessing's spawn and forkserver, loky, a library calling it directly), is a start
+    `Guard.process_starter` attributes, as the audited ones are. Why (stop 48): a read of the tests by
+    such a child had no start to pin it on, so the only rule left was to let the tests' own naming of
+    multiprocessing explain it, which let the patch's raw start through wherever they did. Taking the
+    module out of `sys.modules` for a fresh `fork_exec` is an import the hook refuses to the patch."""
+    try:
+        import _posixsubprocess
+    except ImportError:
+        return
+    raw = _posixsubprocess.fork_exec
+
+    def fork_exec(*args, **kwargs):
+        outside = guard.outside_reads
+        if outside is not None:
+            try:
+                starter = guard.process_starter(sys._getframe(1))
+            except ValueError:
+                starter = None
+            if starter != "grader":
+                outside.started(starter)
+        return raw(*args, **kwargs)
+
+    fork_exec.__name__, fork_exec.__qualname__, fork_exec.__doc__ = raw.__name__, raw.__name__, raw.__doc__
+    _posixsubprocess.fork_exec = fork_exec
 
 
 def _note_test_threads(guard):

@@ -22,13 +22,13 @@ another process. Where nothing explains them that is a finding (`OutsideReads.ch
            |  socket pair: "<nonce>\\n" -> "<nonce> {path: opens}\\n"
       watcher (double-forked, inotify IN_OPEN on each protected file)
 
-What explains another process's opens: a process started (an audited start: `subprocess.Popen`,
-`os.system`, `os.posix_spawn`, `os.exec*`, `os.fork`, ...) by code that is not the patch's -- a test
-running its own file with `sys.executable`, pytest on a folder -- where none was started by the
-patch's; or, where the tests themselves name a way of starting processes that CPython does not
-audit (`multiprocessing`, `loky`, `ProcessPoolExecutor`: a spawned worker imports the test module
-to unpickle a test's function), none started by the patch's code. A start by a file the fix edits
-whose base version starts processes itself is the library's own (`Guard.spawns_at_base`).
+What explains another process's opens: a process started by code that is not the patch's -- a test
+running its own file with `sys.executable`, pytest on a folder, a test's multiprocessing pool whose
+spawned workers import the test module -- where none was started by the patch's. The starts are
+CPython's audited ones (`subprocess.Popen`, `os.system`, `os.posix_spawn`, `os.exec*`, `os.fork`,
+...) and every call of `_posixsubprocess.fork_exec`, which audits nothing (multiprocessing's spawn
+and forkserver, loky) and which the audit hook wraps. A start by a file the fix edits whose base
+version starts processes itself is the library's own (`Guard.process_starter`).
 
 The watch fails closed: a watcher that stopped answering, answered out of turn (someone else asked
 it) or lost events (`IN_Q_OVERFLOW`) is a finding too.
@@ -38,8 +38,9 @@ is made non-dumpable (`keep_memory_to_itself`), so no other process reads `/proc
 
 Not covered: a process started before the test process (a test command that runs the repository's
 code before the test runner); a repository whose own edited file starts processes (the fix may then
-start `cat` as its own); a raw start of the patch's (`_posixsubprocess.fork_exec`, no audit event)
-in a run where a test also started a process, which explains every outside open after it; code
+start `cat` as its own); a start of the patch's that the hook cannot see (a `fork_exec` reached
+without the module, `_imp` loading it afresh) in a run where a test also started a process, which
+explains every outside open after it; code
 written against patchgym (an `open` audit event raised by hand is counted as an open); where inotify
 is missing, the check is off (`Watcher.start` returns None and says why).
 """
@@ -59,12 +60,6 @@ IN_CLOSE = 0x00000008 | 0x00000010
 IN_Q_OVERFLOW = 0x00004000
 _EVENT = struct.Struct("iIII")  # struct inotify_event: wd, mask, cookie, len (then `len` bytes of name)
 ANSWER_S = 10.0  # how long a question may wait for its answer (a loaded machine: the watcher is one select away)
-
-# The ways of starting processes that CPython does not audit: a test naming one may start workers
-# that import its module (multiprocessing's spawn and forkserver, loky: `_posixsubprocess.fork_exec`).
-UNAUDITED_SPAWN_WORDS = ("multiprocessing", "ProcessPool", "loky", "joblib", "_posixsubprocess", "forkserver",
-                         "spawnv_passfds", "billiard", "pathos")
-
 
 class Lost(Exception):
     """The watcher did not answer as asked."""
@@ -305,7 +300,6 @@ class OutsideReads(object):
         self.started_by_others = 0  # processes started by code that is not the patch's
         self.started_by_the_patch = []  # the patch's files that started a process
         self.reported = False
-        self.tests_name_unaudited_starts = None  # (read at the first unexplained open)
         # Only the process that started the watcher asks it: a fork of it (pytest-forked's test
         # children, a test's own `os.fork()`) holds the same socket, and two askers would cross answers.
         self.pid = os.getpid()
@@ -355,22 +349,4 @@ class OutsideReads(object):
         return "{} opened by another process ({} opens this process did not make; {})".format(files, outside, why)
 
     def explained(self):
-        if self.started_by_the_patch:
-            return False
-        if self.started_by_others:
-            return True
-        if self.tests_name_unaudited_starts is None:
-            self.tests_name_unaudited_starts = _name_any(self.watched, UNAUDITED_SPAWN_WORDS)
-        return self.tests_name_unaudited_starts
-
-
-def _name_any(paths, words):
-    for path in paths:
-        try:
-            with open(path, "rb") as handle:
-                text = handle.read().decode("utf-8", "replace")
-        except OSError:
-            continue
-        if any(word in text for word in words):
-            return True
-    return False
+        return not self.started_by_the_patch and self.started_by_others > 0
