@@ -295,7 +295,9 @@ class OutsideReads(object):
         self.real = real  # the Guard's cached realpath
         self.names = frozenset(os.path.basename(p) for p in watcher.paths)
         self.watched = frozenset(watcher.paths)
-        self.here = dict((p, 0) for p in watcher.paths)  # opens made by this process
+        # the opens made by this process, one entry each (`list.append` is one step of C: a `+= 1`
+        # could lose a count between two threads, and a lost count here reads as another process's open)
+        self.here = dict((p, []) for p in watcher.paths)
         self.in_forks = [0]  # opens the grader's own forks made and reported (`first_calls`)
         self.started_by_others = 0  # processes started by code that is not the patch's
         self.started_by_the_patch = []  # the patch's files that started a process
@@ -314,11 +316,11 @@ class OutsideReads(object):
         return real if real in self.watched else None
 
     def opened(self, real):
-        self.here[real] += 1
+        self.here[real].append(None)
 
     def made(self):
         """The opens of the watched files this process made so far (a fork's child reports its own)."""
-        return sum(self.here.values())
+        return sum(len(made) for made in self.here.values())
 
     def started(self, by_the_patch):
         if by_the_patch:
@@ -336,7 +338,7 @@ class OutsideReads(object):
         except Lost as exc:
             self.reported = True
             return "the watch on the test files' opens failed: {}".format(exc)
-        extra = dict((path, seen.get(path, 0) - made) for path, made in self.here.items())
+        extra = dict((path, seen.get(path, 0) - len(made)) for path, made in self.here.items())
         outside = sum(max(0, n) for n in extra.values()) - self.in_forks[0]
         if outside <= 0 or self.explained():
             return None

@@ -150,6 +150,10 @@ def test_the_tests_read_by_a_process_the_patch_starts_are_found(tmp_path: Path, 
 @pytest.mark.parametrize("operation", [
     CAT,  # a test reading its own file through a child (`subprocess.run([sys.executable, __file__])`)
     "for _ in range(20):\n    open(TEST).read()\nimport linecache\nlinecache.getlines(TEST)\n",
+    # from eight threads at once (the hook's count must lose none: a lost one reads as another process's)
+    "def reads():\n    for _ in range(300):\n        open(TEST).close()\n"
+    "threads = [threading.Thread(target=reads) for _ in range(8)]\n"
+    "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n",
 ])
 def test_a_test_reading_its_file_itself_or_through_a_child_is_not_a_finding(tmp_path: Path, operation: str) -> None:
     assert run(tmp_path, operation, from_patch=False)["findings"] == []
