@@ -1261,7 +1261,7 @@ class Reporter:
             for name in _changed_code(self._codes):
                 self._violation("code_replaced", name)
         if self._guard is not None and not during_test:
-            self._guard.check_state(self._guard_state)
+            self._guard.check_state(self._guard_state, final=thorough)
 
     def check_namespace(self, thorough=False):
         """Builtins, TestCase's methods and pytest's public names, as snapshotted. Between tests a
