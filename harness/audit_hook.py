@@ -2410,6 +2410,83 @@ def _started_by_the_patch(guard, frame):
     return False
 
 
+def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
+    """In a Python process the test process started (a test running the library's command line, a
+    spawned pool's worker): the patch's code may not open a test file (where the repository reads
+    no source at base) nor start a process (where the file starting it does not at base). Why (stop
+    48): the watcher of the tests' files (`patchgym_outside_reads`) takes every open by a process a
+    test started for that test's; a fixed library that, run in such a child, read the tests there
+    (or had `cat` read them) would have been taken for it. No finding is reported from here (a
+    child has no channel of its own): what is refused raises, and the library's call fails.
+    `patch_files`: the real paths of the files the patch changed or created."""
+    if not hasattr(sys, "addaudithook") or not test_files:
+        return None
+    testbed = os.path.realpath(testbed)
+    tests = frozenset(os.path.realpath(os.path.join(testbed, path)) for path in test_files)
+    names = frozenset(os.path.basename(path) for path in tests)
+    patch = frozenset(patch_files)
+    reading = "source" not in traces
+    starting = []  # the edited files whose base version starts processes (read at the first start of the patch's)
+    reals = {}
+
+    def culprit(frame):
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            real = reals.get(filename)
+            if real is None:
+                real = reals[filename] = os.path.realpath(filename) if not filename.startswith("<") else filename
+            if real in patch:
+                return real
+            frame = frame.f_back
+        return None
+
+    def refuse(what, who):
+        where = os.path.relpath(who, testbed) if who.startswith(testbed) else who
+        raise GradingRefusal("patchgym grading: {} is not allowed from {}".format(what, where))
+
+    def starting_a_process(frame):
+        who = culprit(frame)
+        if who is None:
+            return
+        if not starting:
+            starting.append(_base_files_naming(own_dir, testbed, tuple(word.encode() for word in _SPAWN_WORDS)))
+        if who not in starting[0]:
+            refuse("starting a process (in a process a test started)", who)
+
+    def hook(event, args):
+        if event == "open":
+            if not reading or not args or isinstance(args[0], int):
+                return
+            path = _text(args[0])
+            if path and path.rpartition("/")[2] in names and os.path.realpath(path) in tests:
+                try:
+                    who = culprit(sys._getframe(1))
+                except ValueError:  # (the interpreter opening a script it was given: no Python frame)
+                    return
+                if who is not None:
+                    refuse("reading the tests (in a process a test started)", who)
+        elif event in _PROCESS_STARTS:
+            try:
+                starting_a_process(sys._getframe(1))
+            except ValueError:
+                return
+
+    sys.addaudithook(hook)
+    try:
+        import _posixsubprocess
+    except ImportError:
+        return hook
+    raw = _posixsubprocess.fork_exec
+
+    def fork_exec(*args, **kwargs):
+        starting_a_process(sys._getframe(1))
+        return raw(*args, **kwargs)
+
+    fork_exec.__name__, fork_exec.__qualname__, fork_exec.__doc__ = raw.__name__, raw.__name__, raw.__doc__
+    _posixsubprocess.fork_exec = fork_exec
+    return hook
+
+
 def _note_raw_starts(guard):
     """Each call of `_posixsubprocess.fork_exec`, which starts a process with no audit event
     (multiprocessing's spawn and forkserver, loky, a library calling it directly), is a start

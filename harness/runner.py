@@ -258,7 +258,9 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         for path, content in sandbox_modules(channel.workdir, "unittest" if unittest_runner else "pytest"):
             sandbox.write_file(path, content)
         startup = {"testbed": TESTBED, "patched_files": patched_files, "runner": "unittest" if unittest_runner else "pytest",
-                   "reporter": PLUGIN_CORE, "created_files": created_files}
+                   "reporter": PLUGIN_CORE, "created_files": created_files,
+                   # (what the patch's code may not read in a process a test starts: startup_guard._guard_a_descendant)
+                   "test_files": list(task.test_files())}
         if base_sources is not None:
             # The base versions of the Python files the fix edited, outside the grader's folder: what
             # imports them before the grader loads (pytest's own dependencies) gets these

@@ -289,6 +289,24 @@ def _of_the_patch(spec, startup):
     return os.path.realpath(origin) in _real_paths(os.path.realpath(startup["testbed"]), startup.get("patched_files", []))
 
 
+def _guard_a_descendant(startup):
+    """In a process the test process started (the marker is the reporting process's alone): the
+    patch's code may not read the tests nor start processes there (`patchgym_audit_hook.guard_a_descendant`)."""
+    if startup is None or _REPORTING or sys.version_info < (3, 8) or not startup.get("test_files"):
+        return
+    try:
+        from patchgym_audit_hook import guard_a_descendant
+
+        testbed = os.path.realpath(startup["testbed"])
+        patch = _real_paths(testbed, list(startup.get("patched_files") or []) + list(startup.get("created_files") or []))
+        guard_a_descendant(testbed, patch, startup["test_files"], _HERE, startup.get("traces") or [])
+    except Exception:  # noqa: BLE001  (as before: no guard in the child)
+        pass
+
+
+# (read before `_install`: the pytest reporter it loads takes the marker away)
+_REPORTING = os.environ.get(_MARKER_ENV) == "1"
 _startup = _read_startup()
 _install(_startup)
+_guard_a_descendant(_startup)
 _run_the_environments_own(_startup)
