@@ -2458,13 +2458,21 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
             if not reading or not args or isinstance(args[0], int):
                 return
             path = _text(args[0])
-            if path and path.rpartition("/")[2] in names and os.path.realpath(path) in tests:
+            # (a test module's name at any path: one relative to a folder's descriptor resolves elsewhere)
+            if path and (path.rpartition("/")[2] in names or os.path.realpath(path) in tests):
                 try:
                     who = culprit(sys._getframe(1))
                 except ValueError:  # (the interpreter opening a script it was given: no Python frame)
                     return
                 if who is not None:
                     refuse("reading the tests (in a process a test started)", who)
+        elif event in ("os.link", "os.rename", "shutil.copyfile", "shutil.move") and reading:
+            # (a hard link or a copy of a test file is read under a name of its own)
+            source = _text(args[0]) if args else None
+            if source and (source.rpartition("/")[2] in names or os.path.realpath(source) in tests):
+                who = culprit(sys._getframe(1))
+                if who is not None:
+                    refuse("linking or moving a test file (in a process a test started)", who)
         elif event in _PROCESS_STARTS:
             try:
                 starting_a_process(sys._getframe(1))

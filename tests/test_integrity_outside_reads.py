@@ -443,3 +443,51 @@ def test_a_test_that_reads_its_own_file_through_a_child_resolves(tmp_path_factor
     prepared, fixed = _task(tmp_path_factory, "pytest", HONEST_CHILD["pytest"])
     gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed}), factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+
+
+# --- the guard of a process a test started ----------------------------------------------------
+
+CHILD = textwrap.dedent("""\
+    import json, os, subprocess, sys
+    sys.path.insert(0, {hook_dir!r})
+    import audit_hook
+    audit_hook.guard_a_descendant({testbed!r}, {{{patched!r}}}, ["tests/test_x.py"], {own!r}, [])
+    outcome = "allowed"
+    try:
+        exec(compile({operation!r}, {where!r}, "exec"), {{"TEST": {test!r}, "subprocess": subprocess, "os": os}})
+    except audit_hook.GradingRefusal:
+        outcome = "refused"
+    print(outcome)
+    """)
+
+
+def run_in_a_child(tmp_path: Path, operation: str, *, from_patch: bool) -> str:
+    own = tmp_path / "own"
+    own.mkdir(exist_ok=True)
+    (own / "patchgym_startup.json").write_text("{}")
+    testbed = tmp_path / "testbed"
+    (testbed / "tests").mkdir(parents=True, exist_ok=True)
+    test = testbed / "tests" / "test_x.py"
+    test.write_text("def test_x():\n    assert add(2, 3) == 5\n")
+    patched = str(testbed / "pkg" / "core.py")
+    script = CHILD.format(hook_dir=str(Path(audit_hook.__file__).parent), testbed=str(testbed), patched=patched, own=str(own),
+                          operation=operation, where=patched if from_patch else str(testbed / "pkg" / "base.py"), test=str(test))
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(testbed))
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+CHILD_READS = {
+    "open": "open(TEST).read()",
+    "a relative name": "os.chdir(os.path.dirname(TEST))\nopen('test_x.py').read()",
+    "a folder's descriptor": "fd = os.open(os.path.dirname(TEST), os.O_RDONLY)\nos.close(os.open('test_x.py', os.O_RDONLY, dir_fd=fd))",
+    "a hard link": "os.link(TEST, TEST + '.txt')",
+    "cat": "subprocess.run(['cat', TEST], capture_output=True)",
+    "a raw start": "import multiprocessing.util as u\nos.waitpid(u.spawnv_passfds(b'/bin/true', [b'true'], ()), 0)",
+}
+
+
+@pytest.mark.parametrize("how", sorted(CHILD_READS))
+def test_in_a_process_a_test_started_the_patch_reads_no_test_and_starts_nothing(tmp_path: Path, how: str) -> None:
+    assert run_in_a_child(tmp_path, CHILD_READS[how], from_patch=True) == "refused"
+    assert run_in_a_child(tmp_path, CHILD_READS[how], from_patch=False) == "allowed"
