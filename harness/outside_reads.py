@@ -12,7 +12,7 @@ child opens, and `_posixsubprocess.fork_exec` called directly audits not even th
 
 How. `Watcher.start` forks twice before any code of the repository runs; the grandchild (not a
 child of the test process, so no test counting its children meets it) holds an inotify instance
-with an `IN_OPEN` watch on each protected file and answers, over a socket pair, how many opens each
+with an `IN_OPEN` (and close) watch on each protected file and answers, over a socket pair, how many opens each
 has seen. The kernel reports every open of those inodes, whichever process, path or link made it.
 The audit hook counts each open of a protected file it let through (`OutsideReads.opened`), and the
 grader's own forks report theirs (`first_calls`); more opens seen than made here were made by
@@ -20,7 +20,7 @@ another process. Where nothing explains them that is a finding (`OutsideReads.ch
 
       test process (audit hook: opens made here, processes started and by whom)
            |  socket pair: "<nonce>\\n" -> "<nonce> {path: opens}\\n"
-      watcher (double-forked, inotify IN_OPEN on each protected file)
+      watcher (double-forked, inotify IN_OPEN | IN_CLOSE on each protected file)
 
 What explains another process's opens: a process started by code that is not the patch's -- a test
 running its own file with `sys.executable`, pytest on a folder, a test's multiprocessing pool whose
@@ -36,13 +36,16 @@ it) or lost events (`IN_Q_OVERFLOW`) is a finding too.
 And the test process's memory, where the grader holds the tests' sources: once the watch holds it
 is made non-dumpable (`keep_memory_to_itself`), so no other process reads `/proc/<pid>/mem`.
 
+A Python process a test starts runs no reporter; the grader's `sitecustomize` guards it on its own
+(`audit_hook.guard_a_descendant`), since whatever it reads the test's start explains.
+
 Not covered: a process started before the test process (a test command that runs the repository's
 code before the test runner); a repository whose own edited file starts processes (the fix may then
 start `cat` as its own); a start of the patch's that the hook cannot see (a `fork_exec` reached
 without the module, `_imp` loading it afresh) in a run where a test also started a process, which
-explains every outside open after it; code
-written against patchgym (an `open` audit event raised by hand is counted as an open); where inotify
-is missing, the check is off (`Watcher.start` returns None and says why).
+explains every outside open after it; code written against patchgym (an `open` audit event raised
+by hand is counted as an open); where inotify is missing, the check is off (`Watcher.start` returns
+None and says why).
 """
 
 import json
