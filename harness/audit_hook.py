@@ -2459,7 +2459,7 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
                 return
             path = _text(args[0])
             # (a test module's name at any path: one relative to a folder's descriptor resolves elsewhere)
-            if path and (path.rpartition("/")[2] in names or os.path.realpath(path) in tests):
+            if path and (path.rpartition("/")[2] in names or "\0" not in path and os.path.realpath(path) in tests):
                 try:
                     who = culprit(sys._getframe(1))
                 except ValueError:  # (the interpreter opening a script it was given: no Python frame)
@@ -2469,7 +2469,7 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
         elif event in ("os.link", "os.rename", "shutil.copyfile", "shutil.move") and reading:
             # (a hard link or a copy of a test file is read under a name of its own)
             source = _text(args[0]) if args else None
-            if source and (source.rpartition("/")[2] in names or os.path.realpath(source) in tests):
+            if source and (source.rpartition("/")[2] in names or "\0" not in source and os.path.realpath(source) in tests):
                 who = culprit(sys._getframe(1))
                 if who is not None:
                     refuse("linking or moving a test file (in a process a test started)", who)

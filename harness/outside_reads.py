@@ -318,7 +318,10 @@ class OutsideReads(object):
             path = os.fsdecode(path)
         if not isinstance(path, str) or path.rpartition("/")[2] not in self.names:
             return None
-        real = self.real(path)
+        try:
+            real = self.real(path)
+        except (ValueError, OSError):  # (a name the open itself refuses: an embedded NUL)
+            return None
         return real if real in self.watched else None
 
     def opened(self, real):
