@@ -2440,6 +2440,16 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
             frame = frame.f_back
         return None
 
+    def named_a_test(path, reading):
+        """A test file (read or written), or, read, a test module's name that is no file where it
+        resolves (one relative to a folder's descriptor, `os.open(name, dir_fd=)`, is read elsewhere).
+        A file of that name that exists elsewhere, or is made there, is not: pytester writes
+        `test_<name>.py` for its inner runs."""
+        if path.rpartition("/")[2] not in names or "\0" in path:
+            return False
+        real = os.path.realpath(path)
+        return real in tests or reading and not os.path.exists(real)
+
     def refuse(what, who):
         where = os.path.relpath(who, testbed) if who.startswith(testbed) else who
         raise GradingRefusal("patchgym grading: {} is not allowed from {}".format(what, where))
@@ -2458,18 +2468,20 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
             if not reading or not args or isinstance(args[0], int):
                 return
             path = _text(args[0])
-            # (a test module's name at any path: one relative to a folder's descriptor resolves elsewhere)
-            if path and (path.rpartition("/")[2] in names or "\0" not in path and os.path.realpath(path) in tests):
+            mode, flags = (args[1], args[2]) if len(args) > 2 else ("r", 0)
+            writing = ("w" in mode or "a" in mode or "x" in mode or "+" in mode) if isinstance(mode, str) else (
+                mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
+            if path and named_a_test(path, not writing):
                 try:
                     who = culprit(sys._getframe(1))
                 except ValueError:  # (the interpreter opening a script it was given: no Python frame)
                     return
                 if who is not None:
-                    refuse("reading the tests (in a process a test started)", who)
+                    refuse("opening a test file (in a process a test started)", who)
         elif event in ("os.link", "os.rename", "shutil.copyfile", "shutil.move") and reading:
             # (a hard link or a copy of a test file is read under a name of its own)
             source = _text(args[0]) if args else None
-            if source and (source.rpartition("/")[2] in names or "\0" not in source and os.path.realpath(source) in tests):
+            if source and named_a_test(source, True):
                 who = culprit(sys._getframe(1))
                 if who is not None:
                     refuse("linking or moving a test file (in a process a test started)", who)

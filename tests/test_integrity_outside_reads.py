@@ -482,6 +482,7 @@ CHILD_READS = {
     "a relative name": "os.chdir(os.path.dirname(TEST))\nopen('test_x.py').read()",
     "a folder's descriptor": "fd = os.open(os.path.dirname(TEST), os.O_RDONLY)\nos.close(os.open('test_x.py', os.O_RDONLY, dir_fd=fd))",
     "a hard link": "os.link(TEST, TEST + '.txt')",
+    "writing it": "open(TEST, 'a').close()",
     "cat": "subprocess.run(['cat', TEST], capture_output=True)",
     "a raw start": "import multiprocessing.util as u\nos.waitpid(u.spawnv_passfds(b'/bin/true', [b'true'], ()), 0)",
 }
@@ -491,3 +492,9 @@ CHILD_READS = {
 def test_in_a_process_a_test_started_the_patch_reads_no_test_and_starts_nothing(tmp_path: Path, how: str) -> None:
     assert run_in_a_child(tmp_path, CHILD_READS[how], from_patch=True) == "refused"
     assert run_in_a_child(tmp_path, CHILD_READS[how], from_patch=False) == "allowed"
+
+
+def test_in_a_process_a_test_started_a_file_named_like_a_test_elsewhere_is_the_librarys(tmp_path: Path) -> None:
+    # pytester's inner runs write `test_<name>.py` under a temporary folder, read there by pytest's own code
+    elsewhere = "import tempfile\nd = tempfile.mkdtemp()\nopen(d + '/test_x.py', 'w').write('x = 1')\nopen(d + '/test_x.py').read()\n"
+    assert run_in_a_child(tmp_path, elsewhere, from_patch=True) == "allowed"
