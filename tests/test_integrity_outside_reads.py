@@ -84,7 +84,11 @@ SCRIPT = textwrap.dedent("""\
     why = guard.watch_outside_reads(outside_reads)
     state = guard.snapshot()
     namespace = {{"TEST": TEST, "subprocess": subprocess, "threading": threading, "os": os, "sys": sys}}
-    exec(compile({operation!r}, {where!r}, "exec"), namespace)
+    exec({setup!r}, namespace)
+    try:
+        exec(compile({operation!r}, {where!r}, "exec"), namespace)
+    except audit_hook.GradingRefusal:  # (the finding is kept)
+        pass
     if "held" in namespace:  # a test drops what the library handed it (a finalizer then runs under its frame)
         protected = {{}}
         exec(compile("def test_x(held):\\n    held.clear()\\n", TEST, "exec"), protected)
@@ -94,7 +98,7 @@ SCRIPT = textwrap.dedent("""\
     """)
 
 
-def run(tmp_path: Path, operation: str, *, from_patch: bool, base: str | None = None) -> dict:
+def run(tmp_path: Path, operation: str, *, from_patch: bool, base: str | None = None, keep_test_source: bool = False) -> dict:
     """`operation` run as the patch's code (`pkg/core.py`, a file the fix edits) or as a test's;
     `base`: that file's base version (the startup config's `base_copies`)."""
     own = tmp_path / "own"
@@ -109,11 +113,15 @@ def run(tmp_path: Path, operation: str, *, from_patch: bool, base: str | None = 
     (testbed / "tests").mkdir(parents=True, exist_ok=True)
     test = testbed / "tests" / "test_x.py"
     # (a test's operation is compiled under the test file's name: its lines are the file's, which the hook reads)
-    test.write_text(operation if not from_patch else "def test_x():\n    assert add(2, 3) == 5\n")
+    test.write_text(operation if not from_patch and not keep_test_source else "def test_x():\n    assert add(2, 3) == 5\n")
     patched = str(testbed / "pkg" / "core.py")
     where = patched if from_patch else str(test)
+    # (a test module loaded under its name, as a runner would, where a library could look it up)
+    setup = ("import types\nmodule = types.ModuleType('tests.test_x')\nmodule.__file__ = TEST\n"
+             "sys.modules['tests.test_x'] = module\nexec(compile(open(TEST).read(), TEST, 'exec'), module.__dict__)\n"
+             "test_x = module.test_x\n") if keep_test_source else ""
     script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), test=str(test), testbed=str(testbed),
-                           patched=patched, own=str(own), operation=operation, where=where)
+                           patched=patched, own=str(own), operation=operation, where=where, setup=setup)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(testbed))
     assert done.returncode == 0, done.stderr
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
@@ -498,3 +506,33 @@ def test_in_a_process_a_test_started_a_file_named_like_a_test_elsewhere_is_the_l
     # pytester's inner runs write `test_<name>.py` under a temporary folder, read there by pytest's own code
     elsewhere = "import tempfile\nd = tempfile.mkdtemp()\nopen(d + '/test_x.py', 'w').write('x = 1')\nopen(d + '/test_x.py').read()\n"
     assert run_in_a_child(tmp_path, elsewhere, from_patch=True) == "allowed"
+
+
+# --- a standard-library callable handed to a thread the patch started (red team rt35) -----------
+
+DELEGATED = {
+    "a test module read": "from concurrent.futures import ThreadPoolExecutor\nimport pathlib\n"
+                          "ThreadPoolExecutor(1).submit(pathlib.Path(TEST).read_text).result()\n",
+    "a test's code": "from concurrent.futures import ThreadPoolExecutor\nimport operator\n"
+                     "list(ThreadPoolExecutor(1).map(operator.attrgetter('__code__'), [test_x]))\n",
+    "a new audit hook": "from concurrent.futures import ThreadPoolExecutor\n"
+                        "ThreadPoolExecutor(1).submit(sys.addaudithook, lambda *a: None).result()\n",
+    "the threads' frames": "from concurrent.futures import ThreadPoolExecutor\n"
+                           "ThreadPoolExecutor(1).submit(sys._current_frames).result()\n",
+    "a gc walk": "from concurrent.futures import ThreadPoolExecutor\nimport gc\n"
+                 "ThreadPoolExecutor(1).submit(gc.get_referrers, test_x).result()\n",
+}
+
+
+@pytest.mark.parametrize("what", sorted(DELEGATED))
+def test_a_standard_library_callable_run_in_a_thread_the_patch_started_is_the_patchs(tmp_path: Path, what: str) -> None:
+    found = run_delegated(tmp_path, DELEGATED[what], from_patch=True)
+    assert any("a thread the patch's code started" in detail for _, detail in found), found
+    assert run_delegated(tmp_path, DELEGATED[what], from_patch=False) == []
+
+
+def run_delegated(tmp_path: Path, operation: str, *, from_patch: bool) -> list:
+    """`operation` in the audit hook's process, as in `run`, with a test module loaded under its
+    name (`test_x`, whose `__code__` a library could read for its constants)."""
+    outcome = run(tmp_path, operation, from_patch=from_patch, keep_test_source=True)
+    return [finding for finding in outcome["findings"] if "opened by another process" not in finding[1]]
