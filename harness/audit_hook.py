@@ -686,6 +686,8 @@ class Guard(object):
             if not writing:
                 if test_names and isinstance(args[0], (str, bytes)) and _text(args[0]).rpartition("/")[2] in test_names:
                     guard.reading_the_tests(_text(args[0]), frame)
+                elif isinstance(args[0], (str, bytes)) and _text(args[0]).endswith("/mem") and _text(args[0]).startswith("/proc/"):
+                    guard.reading_memory(_text(args[0]), frame)
                 return
             if isinstance(args[0], (str, bytes)) and _text(args[0]).endswith(".py"):
                 guard.note_writer(args[0], frame)
@@ -973,6 +975,18 @@ class Guard(object):
             module.keep_memory_to_itself()  # (its memory holds the tests' sources too)
             _note_raw_starts(self)
         return why
+
+    def reading_memory(self, path, frame):
+        """A process's memory file (`/proc/self/mem`, `/proc/<pid>/mem`, a thread's) opened by the
+        patch's code is refused: the test process's memory holds the tests' sources, their compiled
+        constants and the tables they loop over. Why (red team rt35's m25, stop 48, reward 1 on both
+        runners): the library scanned `/proc/self/maps`' regions through `/proc/self/mem` for the
+        test's lines; being non-dumpable keeps other processes out, not the process itself."""
+        culprit = self.culprit(frame)
+        if culprit is None and self.laundered(frame, _OPEN_ASKS, True):
+            culprit = "a line that does not name the open"
+        if culprit is not None:
+            self.refuse("reading a process's memory", culprit, path)
 
     def process_starter(self, frame):
         """Who starts the process whose start `frame` raised: "grader" (its own forks, the watcher of

@@ -229,6 +229,10 @@ def _watch(paths):
     notify = libc.inotify_init1(os.O_NONBLOCK | os.O_CLOEXEC)
     if notify < 0:
         raise OSError(ctypes.get_errno(), "inotify_init1: " + os.strerror(ctypes.get_errno()))
+    # Not dumpable either: this process is a copy of the test process, made after the reporter read the
+    # tests, and its memory holds their sources (red team rt35's m40 read them through
+    # `/proc/<watcher>/mem`, reward 1, once the test process itself was closed).
+    libc.prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE
     watches = {}
     for path in paths:
         wd = libc.inotify_add_watch(notify, os.fsencode(path), IN_OPEN | IN_CLOSE)

@@ -536,3 +536,51 @@ def run_delegated(tmp_path: Path, operation: str, *, from_patch: bool) -> list:
     name (`test_x`, whose `__code__` a library could read for its constants)."""
     outcome = run(tmp_path, operation, from_patch=from_patch, keep_test_source=True)
     return [finding for finding in outcome["findings"] if "opened by another process" not in finding[1]]
+
+
+MEMORY_READS = {
+    "its own": "open('/proc/self/mem', 'rb', 0).close()",
+    "by its pid": "open('/proc/%d/mem' % os.getpid(), 'rb', 0).close()",
+    "a worker's": "from concurrent.futures import ThreadPoolExecutor\nimport io\n"
+                  "ThreadPoolExecutor(1).submit(io.open, '/proc/self/mem', 'rb', 0).result().close()\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(MEMORY_READS))
+def test_the_test_processs_memory_is_not_read_by_the_patch(tmp_path: Path, how: str) -> None:
+    found = run(tmp_path, MEMORY_READS[how], from_patch=True)["findings"]
+    assert any("reading a process's memory" in detail for _, detail in found), found
+    assert run(tmp_path, MEMORY_READS[how], from_patch=False)["findings"] == []
+
+
+WATCHER_AS_NOBODY = textwrap.dedent("""\
+    import subprocess, sys
+    sys.path.insert(0, {folder!r})
+    import outside_reads
+    watcher, why = outside_reads.Watcher.start([{watched!r}])
+    read = subprocess.run([sys.executable, "-c", "open('/proc/%d/mem' % " + str(watcher.pid) + ", 'rb', 0).close()"],
+                          capture_output=True, text=True)
+    print("readable" if read.returncode == 0 else "refused: " + read.stderr.strip().splitlines()[-1])
+    """)
+
+
+@LINUX
+@pytest.mark.skipif(not Path("/usr/bin/setpriv").exists() or not Path("/usr/bin/python3").exists()
+                    or __import__("os").geteuid() != 0, reason="needs root, setpriv and /usr/bin/python3 to run as another user")
+def test_the_watcher_is_not_dumpable_either(tmp_path: Path) -> None:
+    # (its memory is a copy of the test process's, taken after the tests were read: red team rt35's m40)
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="patchgym-watcher-"))  # (pytest's own folders are root's alone)
+    try:
+        folder.chmod(0o755)
+        (folder / "outside_reads.py").write_text(Path(outside_reads.__file__).read_text())
+        watched = folder / "test_x.py"
+        watched.write_text("x = 1\n")
+        script = WATCHER_AS_NOBODY.format(folder=str(folder), watched=str(watched))
+        done = subprocess.run(["/usr/bin/setpriv", "--reuid=65534", "--regid=65534", "--clear-groups", "/usr/bin/python3", "-c", script],
+                              capture_output=True, text=True, timeout=60, cwd="/")
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    assert done.stdout.startswith("refused: PermissionError"), (done.stdout, done.stderr)
