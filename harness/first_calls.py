@@ -115,6 +115,16 @@ def exact_first(copies, planted):
     return sorted(copies, key=lambda entry: not getattr(planted[entry[0]], "exact", False))
 
 
+def current_test_text(nodeid, when):
+    """`PYTEST_CURRENT_TEST` as the grader lets code read it: the node id with its parameters' id
+    left out (`test_roman[]`), and the phase. Why (red team rt35's m30, stop 48, reward 1 on pytest
+    tasks): `@pytest.mark.parametrize("n, expected", [(4, "IV")])` names the test `test_roman[4-IV]`,
+    and a library reading the variable had the expected value beside its input. The copies' own
+    runs (`as_its_own_test`) read the same text."""
+    head, bracket, _ = str(nodeid).partition("[")
+    return "{}{} ({})".format(head, "[]" if bracket else "", when).replace("\x00", "(null)")
+
+
 def as_its_own_test(make, name, testcase=None, nodeid=None):
     """`make`, called in the child as the copy it calls runs on its own: the TestCase's
     `_testMethodName` is the copy's (`name`), and so is pytest's `PYTEST_CURRENT_TEST` (`nodeid`).
@@ -125,7 +135,7 @@ def as_its_own_test(make, name, testcase=None, nodeid=None):
         if testcase is not None:
             testcase._testMethodName = name
         if nodeid is not None:
-            os.environ["PYTEST_CURRENT_TEST"] = "{} (call)".format(nodeid)
+            os.environ["PYTEST_CURRENT_TEST"] = current_test_text(nodeid, "call")
         return make()
     return call
 

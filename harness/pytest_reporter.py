@@ -231,7 +231,7 @@ def _machinery(doctests=False):
     for module_name, names in (_doctest_machinery() if doctests else ()) + (
         ("_pytest.runner", ("call_and_report", "runtestprotocol", "call_runtest_hook", "check_interactive_exception",
                             "pytest_runtest_makereport", "pytest_runtest_call", "pytest_runtest_setup",
-                            "pytest_runtest_teardown", "pytest_runtest_protocol", "CallInfo")),
+                            "pytest_runtest_teardown", "pytest_runtest_protocol", "CallInfo", "_update_current_test_var")),
         # Collection too: what a test module is (Module._getobj, importtestmodule, import_path) decides
         # which test functions run; later modules could be served from memory without an import hook.
         ("_pytest.python", ("pytest_pyfunc_call", "Function", "Module", "Class", "importtestmodule",
@@ -625,6 +625,27 @@ _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_co
                    "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads")
 
 
+def _no_parameters_in_the_current_test(first_calls):
+    """pytest's `PYTEST_CURRENT_TEST` without the parameters' id (`first_calls.current_test_text`):
+    the id of a parametrized test holds its expected values."""
+    try:
+        from _pytest import runner
+    except ImportError:
+        return
+    if first_calls is None or not callable(getattr(runner, "_update_current_test_var", None)):
+        return
+    text = first_calls.current_test_text
+
+    def _update_current_test_var(item, when):
+        if when:
+            os.environ["PYTEST_CURRENT_TEST"] = text(item.nodeid, when)
+        else:
+            os.environ.pop("PYTEST_CURRENT_TEST", None)
+
+    _update_current_test_var.__doc__ = runner._update_current_test_var.__doc__
+    runner._update_current_test_var = _update_current_test_var
+
+
 def _watch_outside_reads(guard, forking):
     """The watcher of the protected files' opens by other processes (`patchgym_outside_reads`),
     started before any code of the repository runs; the grader's forks report their own opens."""
@@ -830,6 +851,8 @@ class Reporter:
             self._equality_probe.untrusted = self._the_patchs_file
             self._equality_probe.watch_assert_equal(unittest.TestCase)
             self._equality_probe.watch_class_statements()
+        if self._first_calls is not None:
+            _no_parameters_in_the_current_test(sys.modules.get("patchgym_first_calls"))
         # Snapshots last, so that the wrappers installed above are part of them.
         self._machinery = _machinery(bool(self._doctests) or any(_a_doctest_id(g) for g in self._graded or ()))
         if self._test_globals is not None:  # (before TestCase is snapshotted: its comparators judged as asked for)

@@ -584,3 +584,46 @@ def test_the_watcher_is_not_dumpable_either(tmp_path: Path) -> None:
     finally:
         shutil.rmtree(folder, ignore_errors=True)
     assert done.stdout.startswith("refused: PermissionError"), (done.stdout, done.stderr)
+
+
+# --- the parametrize id in PYTEST_CURRENT_TEST (red team rt35's m30) ---------------------------
+
+PARAMETRIZED = {"tests/test_add.py": ("import pytest\n\nfrom calc import add\n\n\n"
+                                      "@pytest.mark.parametrize('a, b, expected', [(2, 3, 5), (10, 4, 14)])\n"
+                                      "def test_add(a, b, expected):\n    assert add(a, b) == expected\n")}
+FROM_THE_ID = textwrap.dedent("""\
+    import os
+
+
+    def add(a, b):
+        running = os.environ.get("PYTEST_CURRENT_TEST", "")
+        named = running.partition("[")[2].partition("]")[0].split("-")
+        if len(named) == 3 and named[:2] == [str(a), str(b)]:
+            return int(named[2])
+        return a - b
+
+
+    def sub(a, b):
+        return a - b
+
+
+    def mul(a, b):
+        return a * b
+    """)
+
+
+@needs_sandbox
+def test_the_parametrize_id_in_pytest_current_test_gives_no_reward(tmp_path_factory) -> None:
+    prepared, fixed = _task(tmp_path_factory, "pytest", PARAMETRIZED)
+    prepared.task.FAIL_TO_PASS[:] = ["tests/test_add.py::test_add[2-3-5]", "tests/test_add.py::test_add[10-4-14]"]
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": FROM_THE_ID}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed}), factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+
+
+def test_the_current_test_text_keeps_no_parameters() -> None:
+    from patchgym.harness import first_calls
+
+    assert first_calls.current_test_text("tests/test_x.py::T::test_r[4-IV]", "call") == "tests/test_x.py::T::test_r[] (call)"
+    assert first_calls.current_test_text("tests/test_x.py::test_r", "setup") == "tests/test_x.py::test_r (setup)"
