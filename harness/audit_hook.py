@@ -26,6 +26,11 @@ never kept in `linecache` (`_no_test_sources_kept_in_linecache`); traceback's su
 of the caller's stack are frame walks (`_KEEPERS_HANDING_ON`). A test data file opened to update
 (`r+`) is judged by whether it changed (`Guard.note_update`, `check_state`), not refused at the open.
 
+A worker thread the patch's code started, whose stack holds nothing but the standard library's
+frames, is the patch's (`Guard.thread_delegated`, stop 48, red team rt35: a pool's worker handed
+`Path(test).read_text` had no frame of the patch's to find); and a trusted reader (pytest's, the
+grader's, unittest's, doctest's) reads for the patch where a frame of the patch's is further out.
+
 Reads of the tests by another process (stop 48): the opens of the protected files this process
 makes are counted (`patchgym_outside_reads.OutsideReads`, which a watcher outside the process holds
 the kernel's count against), and each process start is attributed (`Guard.process_starter`): what
@@ -446,11 +451,18 @@ class Guard(object):
         x05, x07, x08; stop 48, reward 1 on both runners): every rule that looks for the asker walks
         the current thread's stack, and a worker's holds no frame of the patch's. A worker running a
         function of the library's own has that frame on its stack, and is judged by it as before."""
+        running = False  # inside the thread's function (not threading's own start of it: the trace
+        # function `threading.settrace` asked for is set there, in every thread, for whoever asked)
         while frame is not None:
-            if _stdlib_part(frame.f_code.co_filename) is None and frame.f_code.co_filename != _HOOK_FILE:
+            filename = frame.f_code.co_filename
+            if filename == _HOOK_FILE:
+                running = running or frame.f_code.co_name == "run"  # (a raw thread's function, wrapped)
+            elif _stdlib_part(filename) is None:
                 return False
+            elif frame.f_code.co_name == "run" and _stdlib_part(filename) == "threading.py":
+                running = True
             frame = frame.f_back
-        return self.in_a_patch_thread()
+        return running and self.in_a_patch_thread()
 
     def taint(self, filename):
         filename = _text(filename)
@@ -1065,11 +1077,12 @@ class Guard(object):
             elif within == "warnings.py" and code.co_name == "_showwarnmsg_impl":
                 exempt = True
             elif within is None:
-                real_file = self.real(filename)
-                if real_file in self.protected or real_file.startswith(self.machinery) or real_file.startswith(self.own_dir):
-                    return  # a test's own read, pytest's, the grader's
-            elif within.startswith(("unittest/", "doctest.py")):
-                return  # the runner's (a failure's traceback, a doctest's line)
+                if self.real(filename) in self.protected:
+                    return  # a test's own read
+            # pytest's, the grader's, unittest's or doctest's reads are theirs only where no frame of the
+            # patch's is further out: a deputy called by the patch reads for it (red team rt35's m09-m15:
+            # pytest's `LocalPath.read_text`, the grader's own `ProtectedSources(paths)` and loader,
+            # `doctest._load_testfile`, `Mock(side_effect=io.open)`, reward 1 on both runners)
             frame = frame.f_back
         if not exempt and self.thread_delegated(start):
             self.refuse("reading the tests' source", _PATCH_THREAD, os.path.relpath(real, self.testbed))

@@ -627,3 +627,19 @@ def test_the_current_test_text_keeps_no_parameters() -> None:
 
     assert first_calls.current_test_text("tests/test_x.py::T::test_r[4-IV]", "call") == "tests/test_x.py::T::test_r[] (call)"
     assert first_calls.current_test_text("tests/test_x.py::test_r", "setup") == "tests/test_x.py::test_r (setup)"
+
+
+# --- a deputy the patch calls reads for it (red team rt35's m10, m11, m15) ---------------------
+
+DEPUTIES = {
+    "pytest's path object": "from _pytest._py.path import LocalPath\nLocalPath(TEST).read_text('utf-8')\n",
+    "a mock's side effect": "from unittest import mock\nimport io\nmock.Mock(side_effect=io.open)(TEST).read()\n",
+    "doctest's file loader": "import doctest\ndoctest._load_testfile(TEST, None, False, 'utf-8')\n",
+}
+
+
+@pytest.mark.parametrize("deputy", sorted(DEPUTIES))
+def test_a_reader_the_patch_calls_reads_the_tests_for_the_patch(tmp_path: Path, deputy: str) -> None:
+    found = run(tmp_path, DEPUTIES[deputy], from_patch=True)["findings"]
+    assert any("reading the tests' source" in detail and "pkg/core.py" in detail for _, detail in found), found
+    assert run(tmp_path, DEPUTIES[deputy], from_patch=False)["findings"] == []
