@@ -1103,6 +1103,18 @@ class Guard(object):
             while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
                 frame = frame.f_back
             asker = self.patchs_frame(frame) if frame is not None else None
+        if asker is None and frame is not None:
+            # (a deputy of mock's or pytest's reading it for the caller: red team rt35's m34, m35,
+            # `Mock(side_effect=attrgetter("__code__"))`, `_pytest._code.getrawcode(test)`; not
+            # `inspect`'s reading of a callback's parameters, which stays the standard library's)
+            deputy = frame
+            while deputy is not None and (_stdlib_part(deputy.f_code.co_filename) == "unittest/mock.py"
+                                          or "/_pytest/" in deputy.f_code.co_filename and not self.untrusted_file(deputy.f_code.co_filename)
+                                          or self.real(deputy.f_code.co_filename).startswith(self.machinery)):
+                deputy = deputy.f_back
+            if deputy is not None and deputy is not frame:
+                asker = self.patchs_frame(deputy)
+                frame = deputy if asker is not None else frame
         if asker is None and frame is not None and self.thread_delegated(frame):
             asker = _PATCH_THREAD
         if asker is None or asker != _PATCH_THREAD and self.frames_at_base(asker, frame.f_code):

@@ -643,3 +643,16 @@ def test_a_reader_the_patch_calls_reads_the_tests_for_the_patch(tmp_path: Path, 
     found = run(tmp_path, DEPUTIES[deputy], from_patch=True)["findings"]
     assert any("reading the tests' source" in detail and "pkg/core.py" in detail for _, detail in found), found
     assert run(tmp_path, DEPUTIES[deputy], from_patch=False)["findings"] == []
+
+
+CODE_DEPUTIES = {
+    "a mock's side effect": "from unittest import mock\nimport operator\nmock.Mock(side_effect=operator.attrgetter('__code__'))(test_x)\n",
+    "pytest's raw code": "from _pytest._code import getrawcode\ngetrawcode(test_x)\n",
+}
+
+
+@pytest.mark.parametrize("deputy", sorted(CODE_DEPUTIES))
+def test_a_deputy_the_patch_calls_reads_a_tests_code_for_the_patch(tmp_path: Path, deputy: str) -> None:
+    found = run_delegated(tmp_path, CODE_DEPUTIES[deputy], from_patch=True)
+    assert any("reading a test's code" in detail and "pkg/core.py" in detail for _, detail in found), found
+    assert run_delegated(tmp_path, CODE_DEPUTIES[deputy], from_patch=False) == []
