@@ -656,3 +656,18 @@ def test_a_deputy_the_patch_calls_reads_a_tests_code_for_the_patch(tmp_path: Pat
     found = run_delegated(tmp_path, CODE_DEPUTIES[deputy], from_patch=True)
     assert any("reading a test's code" in detail and "pkg/core.py" in detail for _, detail in found), found
     assert run_delegated(tmp_path, CODE_DEPUTIES[deputy], from_patch=False) == []
+
+
+# --- a warning shown with any line of a test file, to a sink the patch holds (rt35's m18) -------
+
+@pytest.mark.parametrize("how", ["a file handed over", "stderr replaced"])
+def test_a_warning_shown_to_the_patch_quotes_no_test_line(tmp_path: Path, how: str) -> None:
+    sink = "import io, warnings\nsink = io.StringIO()\n"
+    show = ("warnings.showwarning('w', UserWarning, TEST, 2, file=sink)\n" if how == "a file handed over" else
+            "sys.stderr, kept = sink, sys.stderr\ntry:\n    warnings.showwarning('w', UserWarning, TEST, 2)\n"
+            "finally:\n    sys.stderr = kept\n")
+    found = run(tmp_path, sink + show, from_patch=True)["findings"]
+    assert any("reading the tests' source" in detail for _, detail in found), found
+    # shown to the process's own stderr, as a deprecation with a `stacklevel` is: the line goes to nobody else
+    plain = run(tmp_path, "import warnings\nwarnings.showwarning('w', UserWarning, TEST, 2)\n", from_patch=True)["findings"]
+    assert plain == [], plain
