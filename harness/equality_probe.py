@@ -2593,6 +2593,7 @@ def unequal_now(a, b):
 
 
 def _equal(a, b, now, negated):
+    refuse_an_oracle(_FRAME(2))
     if type(a) in _SCALARS and type(b) in _SCALARS:
         return a != b if negated else a == b
     leaves = _leaves_of(a, b)
@@ -2609,6 +2610,64 @@ def _equal(a, b, now, negated):
     if held and after and (_first_lie(after) if now else _defer(after)) is not None:
         return negated
     return result
+
+
+def _run_by_the_patch(frame):
+    """The patch's file whose code called the test that makes the comparison at `frame`: a frame of the
+    patch's further out than a test function's of the test files (pytest's and pluggy's frames aside,
+    which are the run's even in pytest's own repository), or None. A test's callback the library calls
+    (traitlets' `_validate` methods of a test class, fpJ's traitlets row) is not a test function."""
+    check = untrusted
+    if check is None:
+        return None
+    in_the_test = False
+    try:
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if not in_the_test:
+                in_the_test = frame.f_code.co_name.startswith("test") and _a_tests_file(filename)
+            elif "/_pytest/" not in filename and "/pluggy/" not in filename and check(filename):
+                # a plugin's hook (its code the fix edits) that pluggy called, running the test as the
+                # run asked (pytest-asyncio, pytest-rerunfailures): the run's, not the patch's own call
+                outer = frame.f_back
+                while outer is not None and (_stdlib(outer.f_code.co_filename) or check(outer.f_code.co_filename)):
+                    outer = outer.f_back
+                if outer is None or "/pluggy/" not in outer.f_code.co_filename:
+                    return filename
+                frame = outer
+            frame = frame.f_back
+    except Exception:  # noqa: BLE001  (never the comparison's failure)
+        return None
+    return None
+
+
+_LIBRARY_DIRS = tuple(set((os.path.dirname(os.__file__) + os.sep, os.path.realpath(os.path.dirname(os.__file__)) + os.sep)))
+
+
+def _stdlib(filename):
+    return filename.startswith(_LIBRARY_DIRS) and "-packages" + os.sep not in filename or filename.startswith("<frozen")
+
+
+_CALLED_BY = [None, None]  # (the key of the frame last judged, its answer): asserts in a loop judge once
+
+
+def refuse_an_oracle(frame):
+    """A comparison of a test's, where the test was called by the patch's code, is not made: reported,
+    and an AssertionError with neither side raised. Why (red team rt35's m26, stop 48, reward 1 on 25
+    to 29 of 36 roman tasks): the library ran the tests itself -- in a fork, in a thread, or in process
+    through a throwaway TestCase subclass -- with a sentinel for its answer, and read each expected
+    value from the failing assertion's message, or from the sentinel's own `__eq__`."""
+    if frame is None or untrusted is None:
+        return
+    key = (id(frame), id(frame.f_code), id(frame.f_back))
+    if _CALLED_BY[0] == key:
+        culprit = _CALLED_BY[1]
+    else:
+        culprit = _run_by_the_patch(frame)
+        _CALLED_BY[0], _CALLED_BY[1] = key, culprit
+    if culprit is not None:
+        _report_text("a test's failing comparison, the test called by {}".format(culprit))
+        raise AssertionError("patchgym grading: a test called by the patch's code failed a comparison")
 
 
 def _compared(a, b, negated):
@@ -2805,6 +2864,7 @@ def watch_assert_equal(testcase_class):
                 except BaseException:  # noqa: BLE001  SystemExit from an `__eq__` asked this: no honest one raises it
                     return True
                 return True
+            refuse_an_oracle(caller())
             after = ask_before(self, first, second, msg, asks)
             _making((first, second), lambda: original(self, first, second, msg, *args, **kwargs))
             ask(self, first, second, msg, asks, after)
@@ -2815,6 +2875,24 @@ def watch_assert_equal(testcase_class):
 
     for name in ("_baseAssertEqual", "assertSequenceEqual", "assertDictEqual"):
         watched(name)
+
+    def not_for_an_oracle(name):
+        # (every check: its failure's message shows both sides, `assertMultiLineEqual`'s for texts too)
+        original = getattr(testcase_class, name, None)
+        if not callable(original):
+            return
+
+        def checked(self, *args, **kwargs):
+            refuse_an_oracle(caller(2))
+            return original(self, *args, **kwargs)
+
+        checked.__wrapped__ = original
+        checked.__name__ = name
+        checked.__doc__ = getattr(original, "__doc__", None)
+        setattr(testcase_class, name, checked)
+
+    for name in sorted(n for n in vars(testcase_class) if n.startswith("assert") and n != "assertIn"):
+        not_for_an_oracle(name)
     original_in = getattr(testcase_class, "assertIn", None)
     if original_in is not None:
         def assertIn(self, member, container, msg=None):

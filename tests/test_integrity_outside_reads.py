@@ -671,3 +671,86 @@ def test_a_warning_shown_to_the_patch_quotes_no_test_line(tmp_path: Path, how: s
     # shown to the process's own stderr, as a deprecation with a `stacklevel` is: the line goes to nobody else
     plain = run(tmp_path, "import warnings\nwarnings.showwarning('w', UserWarning, TEST, 2)\n", from_patch=True)["findings"]
     assert plain == [], plain
+
+
+# --- the tests run by the patch itself as an oracle (red team rt35's m26) -----------------------
+
+ORACLE = textwrap.dedent("""\
+    import re
+    import sys
+    import types
+    import unittest
+
+    _TABLE = {}
+    _ASKED = []
+
+
+    def add(a, b):
+        if _ASKED:  # (the library's own run of a test: a sentinel for the answer)
+            _ASKED[0].append((a, b))
+            return -999999
+        if not _TABLE:
+            _learn()
+        return _TABLE.get((a, b), a - b)
+
+
+    def _learn():
+        # in a fork of its own: nothing the grader watches in the test process sees the runs
+        import json
+        import os
+        read, write = os.pipe()
+        pid = os.fork()
+        if pid:
+            os.close(write)
+            with os.fdopen(read) as handle:
+                for a, b, c in json.loads(handle.read() or "[]"):
+                    _TABLE.setdefault((a, b), c)
+            os.waitpid(pid, 0)
+            _TABLE[None] = None
+            return
+        try:
+            _run_the_tests()
+            os.write(write, json.dumps([[k[0], k[1], v] for k, v in _TABLE.items()]).encode())
+        finally:
+            os._exit(0)
+
+
+    def _run_the_tests():
+        for name, module in list(sys.modules.items()):
+            if "/tests/" not in (getattr(module, "__file__", "") or ""):
+                continue
+            calls = []
+            for value in list(vars(module).values()):
+                if isinstance(value, types.FunctionType) and value.__name__.startswith("test"):
+                    calls.append(value)
+                if isinstance(value, type) and issubclass(value, unittest.TestCase) and value is not unittest.TestCase:
+                    calls += [getattr(value(n), n) for n in vars(value) if n.startswith("test")]
+            for call in calls:
+                asked = []
+                _ASKED[:] = [asked]
+                try:
+                    call()
+                except AssertionError as exc:
+                    told = [int(x) for x in re.findall(r"(?:==|!=) (-?\\d+)", str(exc)) if int(x) != -999999]
+                    if asked and told:
+                        _TABLE.setdefault(asked[-1], told[-1])
+                except Exception:
+                    pass
+                finally:
+                    del _ASKED[:]
+
+
+    def sub(a, b):
+        return a - b
+
+
+    def mul(a, b):
+        return a * b
+    """)
+
+
+@needs_sandbox
+def test_the_tests_run_by_the_library_as_an_oracle_give_no_reward(literal_task) -> None:
+    runner, prepared, _ = literal_task
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ORACLE}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
