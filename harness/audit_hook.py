@@ -1083,12 +1083,16 @@ class Guard(object):
                 message = frame.f_locals.get("msg")
                 exempt = getattr(message, "file", None) is None and sys.stderr is self.stderr_at_load
             elif within is None:
-                if self.real(filename) in self.protected:
-                    return  # a test's own read
-            # pytest's, the grader's, unittest's or doctest's reads are theirs only where no frame of the
-            # patch's is further out: a deputy called by the patch reads for it (red team rt35's m09-m15:
-            # pytest's `LocalPath.read_text`, the grader's own `ProtectedSources(paths)` and loader,
-            # `doctest._load_testfile`, `Mock(side_effect=io.open)`, reward 1 on both runners)
+                real_file = self.real(filename)
+                if real_file in self.protected or real_file.startswith(self.own_dir):
+                    # a test's own read; the grader's, which it makes for itself also where a method of
+                    # the patch's called its wrapper (fpI's dirty-equals row: the probe's reading of a
+                    # test's constants under a watched `__eq__`). Its objects that hold the tests' text
+                    # are open to the patch's code anyway (rt35's m01, m02, m04, m13: open)
+                    return
+            # pytest's, unittest's or doctest's reads are theirs only where no frame of the patch's is
+            # further out: a deputy called by the patch reads for it (red team rt35's m09-m15: pytest's
+            # `LocalPath.read_text`, `doctest._load_testfile`, `Mock(side_effect=io.open)`, reward 1)
             frame = frame.f_back
         if not exempt and self.thread_delegated(start):
             self.refuse("reading the tests' source", _PATCH_THREAD, os.path.relpath(real, self.testbed))

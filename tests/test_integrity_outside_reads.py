@@ -754,3 +754,13 @@ def test_the_tests_run_by_the_library_as_an_oracle_give_no_reward(literal_task) 
     runner, prepared, _ = literal_task
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ORACLE}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+
+
+def test_the_graders_own_read_under_a_method_of_the_patchs_is_the_graders(tmp_path: Path) -> None:
+    # (fpI's dirty-equals row: the equality probe read a test's constants inside a watched `__eq__` of
+    # the fix's; with the read rule walking past the grader's frames that was `tampered`)
+    (tmp_path / "own").mkdir(exist_ok=True)
+    (tmp_path / "own" / "patchgym_reader_of_constants.py").write_text("def constants(path):\n    return open(path).read()\n")
+    operation = (f"sys.path.insert(0, {str(tmp_path / 'own')!r})\nimport patchgym_reader_of_constants\n"
+                 "patchgym_reader_of_constants.constants(TEST)\n")
+    assert run(tmp_path, operation, from_patch=True)["findings"] == []
