@@ -2627,12 +2627,16 @@ def _run_by_the_patch(frame):
             if not in_the_test:
                 in_the_test = frame.f_code.co_name.startswith("test") and _a_tests_file(filename)
             elif "/_pytest/" not in filename and "/pluggy/" not in filename and check(filename):
-                # a plugin's hook (its code the fix edits) that pluggy called, running the test as the
-                # run asked (pytest-asyncio, pytest-rerunfailures): the run's, not the patch's own call
+                # The fix's code around the test, called by the run: a decorator's wrapper of the test
+                # (freezegun's `@freeze_time`, fpAH's freezegun row went tampered while this was built),
+                # or a plugin's hook that pluggy called (pytest-asyncio). Only where the frame beyond
+                # the fix's (and the standard library's) is another test's or the library's is the
+                # test the patch's own call.
                 outer = frame.f_back
-                while outer is not None and (_stdlib(outer.f_code.co_filename) or check(outer.f_code.co_filename)):
+                while outer is not None and (check(outer.f_code.co_filename) or _stdlib(outer.f_code.co_filename)
+                                             and not _a_runners(outer.f_code.co_filename)):
                     outer = outer.f_back
-                if outer is None or "/pluggy/" not in outer.f_code.co_filename:
+                if outer is None or not _a_runners(outer.f_code.co_filename):
                     return filename
                 frame = outer
             frame = frame.f_back
@@ -2648,7 +2652,13 @@ def _stdlib(filename):
     return filename.startswith(_LIBRARY_DIRS) and "-packages" + os.sep not in filename or filename.startswith("<frozen")
 
 
-_CALLED_BY = [None, None]  # (the key of the frame last judged, its answer): asserts in a loop judge once
+def _a_runners(filename):
+    """Whether code of the file runs tests for the run: pytest's, pluggy's, unittest's, the grader's."""
+    return ("/_pytest/" in filename or "/pluggy/" in filename or "/unittest/" in filename and _stdlib(filename)
+            or os.path.basename(filename).startswith("patchgym_"))
+
+
+_CALLED_BY = [None, None]  # (the code of the stack last judged, its answer): a test's asserts judge once
 
 
 def refuse_an_oracle(frame):
@@ -2659,7 +2669,13 @@ def refuse_an_oracle(frame):
     value from the failing assertion's message, or from the sentinel's own `__eq__`."""
     if frame is None or untrusted is None:
         return
-    key = (id(frame), id(frame.f_code), id(frame.f_back))
+    # (keyed by the code of the stack's first frames, not by frames' addresses, which a frame made
+    # later reuses: the library's own run of a test met the answer cached for the run's call of it)
+    key, outer = [], frame
+    while outer is not None and len(key) < 16:
+        key.append(outer.f_code)
+        outer = outer.f_back
+    key = tuple(key)
     if _CALLED_BY[0] == key:
         culprit = _CALLED_BY[1]
     else:

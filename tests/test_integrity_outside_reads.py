@@ -764,3 +764,20 @@ def test_the_graders_own_read_under_a_method_of_the_patchs_is_the_graders(tmp_pa
     operation = (f"sys.path.insert(0, {str(tmp_path / 'own')!r})\nimport patchgym_reader_of_constants\n"
                  "patchgym_reader_of_constants.constants(TEST)\n")
     assert run(tmp_path, operation, from_patch=True)["findings"] == []
+
+
+DECORATED = {"tests/test_add.py": ("from calc import add\nfrom calc.ops import checked\n\n\n"
+                                   "@checked\ndef test_add():\n    assert add(2, 3) == 5\n")}
+WITH_A_DECORATOR = ("import functools\n\n\ndef checked(test):\n    @functools.wraps(test)\n    def wrapper(*args, **kwargs):\n"
+                    "        return test(*args, **kwargs)\n    return wrapper\n\n\n")
+
+
+@needs_sandbox
+def test_a_decorator_of_the_fixs_around_a_test_is_not_an_oracle(tmp_path_factory) -> None:
+    # (freezegun's `@freeze_time` wraps the tests in the fixed file's code: fpAH's row went tampered)
+    base = {**BASE_FILES, "calc/ops.py": WITH_A_DECORATOR + BASE_FILES["calc/ops.py"]}
+    fixed = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    prepared, _ = build_prepared(tmp_path_factory.mktemp("decorated"), instance_id="decorated", base_files=base,
+                                 test_patch_files=DECORATED, gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests/test_add.py::test_add"])
+    gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed}), factory=FACTORY, deadline_s=120)
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
