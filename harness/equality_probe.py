@@ -2634,9 +2634,9 @@ def _run_by_the_patch(frame):
                 # test the patch's own call.
                 outer = frame.f_back
                 while outer is not None and (check(outer.f_code.co_filename) or _stdlib(outer.f_code.co_filename)
-                                             and not _a_runners(outer.f_code.co_filename)):
+                                             and not _a_runners(outer.f_code)):
                     outer = outer.f_back
-                if outer is None or not _a_runners(outer.f_code.co_filename):
+                if outer is None or not _a_runners(outer.f_code):
                     return filename
                 frame = outer
             frame = frame.f_back
@@ -2652,10 +2652,20 @@ def _stdlib(filename):
     return filename.startswith(_LIBRARY_DIRS) and "-packages" + os.sep not in filename or filename.startswith("<frozen")
 
 
-def _a_runners(filename):
-    """Whether code of the file runs tests for the run: pytest's, pluggy's, unittest's, the grader's."""
-    return ("/_pytest/" in filename or "/pluggy/" in filename or "/unittest/" in filename and _stdlib(filename)
-            or os.path.basename(filename).startswith("patchgym_"))
+_UNITTEST_RUNNING = frozenset(("run", "__call__", "debug", "_callTestMethod", "_callSetUp", "_callTearDown", "_callCleanup",
+                               "doCleanups", "_callAsyncTestMethod", "_callAsync", "_callMaybeAsync"))
+
+
+def _a_runners(code):
+    """Whether the code runs tests for the run: pytest's, pluggy's, the grader's, unittest's own running
+    of a test (not its checks: `assertRaises(E, library_function, ...)` calls the library from a test,
+    and a library that ran the tests from there was taken for a decorator: rt35's m26e on pt3)."""
+    filename = code.co_filename
+    if "/_pytest/" in filename or "/pluggy/" in filename or os.path.basename(filename).startswith("patchgym_"):
+        return True
+    if "/unittest/" in filename and _stdlib(filename):
+        return code.co_name in _UNITTEST_RUNNING or not filename.endswith("case.py")
+    return False
 
 
 _CALLED_BY = [None, None]  # (the code of the stack last judged, its answer): a test's asserts judge once

@@ -781,3 +781,31 @@ def test_a_decorator_of_the_fixs_around_a_test_is_not_an_oracle(tmp_path_factory
                                  test_patch_files=DECORATED, gold_files={"calc/ops.py": fixed}, fail_to_pass=["tests/test_add.py::test_add"])
     gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed}), factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+
+
+ORACLE_UNDER_ASSERT_RAISES = {
+    "test_nested.py": ("import unittest\nimport lib\n\n\nclass TestNested(unittest.TestCase):\n"
+                       "    def test_table(self):\n        if lib.INNER:\n            self.assertEqual(lib.f(1), 'I')\n\n"
+                       "    def test_errors(self):\n        self.assertRaises(ValueError, lib.f, 100000)\n"),
+    "lib.py": ("INNER = []\nTOLD = []\n\n\ndef f(n):\n    if INNER:\n        return 'x'\n    if n == 100000:\n"
+               "        import test_nested, unittest\n        INNER.append(1)\n        result = unittest.TestResult()\n"
+               "        test_nested.TestNested('test_table').run(result)\n        TOLD.extend(str(e) for _, e in result.failures)\n"
+               "        del INNER[:]\n        raise ValueError\n    return 'I'\n"),
+    "drive.py": ("import os, sys, unittest\nsys.path[:0] = [{harness!r}, {here!r}]\nimport equality_probe as probe\n"
+                 "probe.protect([os.path.join({here!r}, 'test_nested.py')])\n"
+                 "probe.untrusted = lambda name: os.path.realpath(name) == os.path.join({here!r}, 'lib.py')\n"
+                 "reports = []\nprobe.reported = reports.append\nprobe.watch_assert_equal(unittest.TestCase)\n"
+                 "import test_nested, lib\ntest_nested.TestNested('test_errors').run(unittest.TestResult())\n"
+                 "print(repr((reports, lib.TOLD)))\n"),
+}
+
+
+def test_a_library_running_a_test_from_under_assert_raises_is_no_decorator(tmp_path: Path) -> None:
+    # (rt35's m26e on pt3: `assertRaises(E, toRoman, n)` called the library from unittest's own code,
+    # and the library ran the tests from there; unittest's checks are not its running of a test)
+    for name, text in ORACLE_UNDER_ASSERT_RAISES.items():
+        (tmp_path / name).write_text(text.format(harness=str(Path(audit_hook.__file__).parent), here=str(tmp_path)))
+    done = subprocess.run([sys.executable, str(tmp_path / "drive.py")], capture_output=True, text=True, timeout=60)
+    reports, told = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307  (our own repr)
+    assert any("the test called by" in r for r in reports), (reports, told, done.stderr)
+    assert told and not any("'x' != 'I'" in t for t in told), told  # (the failure's message names neither side)
