@@ -1017,10 +1017,12 @@ class Guard(object):
             threading = sys.modules.get("threading")
             current = getattr(threading, "_active", {}).get(_get_ident()) if threading is not None else None
             if ("ident", _get_ident()) in self.patch_threads or (current is not None and self.patch_threads.get(id(current)) is current):
-                return "a thread the patch's code started"
-            if self.laundered(frame, _PROCESS_ASKS, True):
-                return "a line that does not name the start"
+                return None if "spawns" in self.traced_in_base else "a thread the patch's code started"
+            # (not judged by the line a test's frame runs: `platform.architecture()` starts `file`
+            # through the standard library, and no line names that: fpAM AM-2)
             return None
+        if "spawns" in self.traced_in_base:
+            return None  # (the repository starts processes itself: fpAM AM-1, a pool's fix in a file that names none)
         if self._started_at_base is None:
             words = tuple(w.encode() for w in _SPAWN_WORDS)
             self._started_at_base = _base_files_naming(self.own_dir, self.testbed, words)
@@ -1491,7 +1493,7 @@ def _code_of(function):
 
 
 _BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_referents", "gc.get_objects", "frames", "forks",
-                "ctypes", "hypothesis.load_profile", "source")
+                "ctypes", "hypothesis.load_profile", "source", "spawns")
 # the words that show a file reaching for frames (grader._TRACING_WORDS maps the same to "frames")
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
@@ -2540,6 +2542,8 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
         raise GradingRefusal("patchgym grading: {} is not allowed from {}".format(what, where))
 
     def starting_a_process(frame):
+        if "spawns" in traces:
+            return  # (the repository starts processes itself: a pool's worker of its own, fpAM AM-8)
         who = culprit(frame)
         if who is None:
             return
@@ -2558,9 +2562,12 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
                 mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
             if path and named_a_test(path, not writing):
                 try:
-                    who = culprit(sys._getframe(1))
+                    caller = sys._getframe(1)
                 except ValueError:  # (the interpreter opening a script it was given: no Python frame)
                     return
+                if not writing and caller.f_code.co_filename.startswith(_IMPORT_SYSTEM):
+                    return  # an import of the test module (a spawned worker unpickling a test's function: fpAM AM-8)
+                who = culprit(caller)
                 if who is not None:
                     refuse("opening a test file (in a process a test started)", who)
         elif event in ("os.link", "os.rename", "shutil.copyfile", "shutil.move") and reading:

@@ -2668,6 +2668,7 @@ def _a_runners(code):
     return False
 
 
+_THIS_FILE = _FRAME(0).f_code.co_filename
 _CALLED_BY = [None, None]  # (the code of the stack last judged, its answer): a test's asserts judge once
 
 
@@ -2835,7 +2836,8 @@ def watch_assert_equal(testcase_class):
         """The frame that called the check, past unittest's own (`assertEqual` -> `assertListEqual`)."""
         try:
             frame = _FRAME(depth)
-            while frame is not None and frame.f_code.co_filename == machinery:
+            # (past unittest's own frames, and this module's: `not_for_an_oracle` wraps every check)
+            while frame is not None and frame.f_code.co_filename in (machinery, _THIS_FILE):
                 frame = frame.f_back
             return frame
         except Exception:  # noqa: BLE001
@@ -2905,8 +2907,8 @@ def watch_assert_equal(testcase_class):
     def not_for_an_oracle(name):
         # (every check: its failure's message shows both sides, `assertMultiLineEqual`'s for texts too)
         original = getattr(testcase_class, name, None)
-        if not callable(original):
-            return
+        if not callable(original) or getattr(original, "__name__", name) != name:
+            return  # (a deprecated alias, `assertEquals`: it calls the method it names, checked there)
 
         def checked(self, *args, **kwargs):
             refuse_an_oracle(caller(2))

@@ -441,6 +441,10 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   # and a hypothesis profile the repository's own code loads (stop 45, fpAJ FP-R: a
                   # library's testing helper that a conftest calls; test_globals.hypothesis_settings_changed)
                   "load_profile": "hypothesis.load_profile",
+                  # and processes started (stop 48: where the repository's own code starts them, a start
+                  # from the patch's code is the library's; fpAM AM-1: aiomultiprocess, pebble)
+                  **{word: "spawns" for word in ("subprocess", "Popen", "multiprocessing", "ProcessPool", "posix_spawn",
+                                                 "os.system", "os.exec", "os.fork", "pexpect", "ptyprocess", "loky")},
                   # and Python source read (stop 47: a protected test module is read by the patch's code only
                   # where the repository reads source; audit_hook._SOURCE_WORDS, the same words)
                   **{word: "source" for word in ("linecache", "getsource", "findsource", "tokenize", "extract_stack", "format_stack",

@@ -929,7 +929,8 @@ def _shadows(cls, bound, owns_code, testcase):
         if not _testcase_name(testcase, name):
             continue
         theirs = vars(testcase).get(name, _MISSING)
-        if value is theirs or value in _stands_for(theirs):
+        # (or the grader's watch of that method: the equality probe wraps every check of TestCase's)
+        if value is theirs or value in _stands_for(theirs) or getattr(value, "__wrapped__", None) in _stands_for(theirs):
             continue
         function = value.__func__ if type(value).__name__ in ("method", "classmethod", "staticmethod") else value
         if type(function).__name__ == "function" and owns_code(function.__code__):
