@@ -1012,7 +1012,15 @@ class Guard(object):
         filename = frame.f_code.co_filename
         if self.real(filename).startswith(self.own_dir) and not self.untrusted_file(filename):
             return "grader"
-        culprit = self.culprit(frame, True)
+        # the code that asked for the start: the first frame past the standard library's. A test's own
+        # code starts it even where the fix's code called that code (a callback, a thread's target, a
+        # module a fixed file imports: fpAM AM-1's reproducers)
+        asker = frame
+        while asker is not None and _stdlib_part(asker.f_code.co_filename) is not None:
+            asker = asker.f_back
+        if asker is not None and self.real(asker.f_code.co_filename) in self.protected and not self.untrusted_file(asker.f_code.co_filename):
+            return None
+        culprit = self.culprit(frame)  # (an unchanged module's own start while a fixed file imports it is its own: AM-1's importtime)
         if culprit is None:
             threading = sys.modules.get("threading")
             current = getattr(threading, "_active", {}).get(_get_ident()) if threading is not None else None
@@ -2544,7 +2552,11 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
     def starting_a_process(frame):
         if "spawns" in traces:
             return  # (the repository starts processes itself: a pool's worker of its own, fpAM AM-8)
-        who = culprit(frame)
+        # the code that asked: the first frame past the standard library's (an unchanged module a fixed
+        # file imports, starting `ldconfig` through ctypes.util at its import, asks for itself: AM-1)
+        while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
+            frame = frame.f_back
+        who = culprit(frame) if frame is not None and culprit(frame) == reals.get(frame.f_code.co_filename) else None
         if who is None:
             return
         if not starting:
