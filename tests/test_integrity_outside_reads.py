@@ -243,22 +243,23 @@ TABLE_FROM_CAT = textwrap.dedent("""\
         return a * b
     """)
 TABLE_FROM_TEST_DIFF = TABLE_FROM_CAT.replace(
-    """                        text = subprocess.run(["cat", os.path.join(folder, name)], capture_output=True, text=True).stdout""",
-    """                        text = ''""").replace(
-    "            _TABLE[None] = None\n",
-    "            import glob\n"
-    "            for diff in glob.glob('/tmp/.patchgym-grade-*/*.diff') + glob.glob('/tmp/*/test.diff'):\n"
-    "                added = [line[1:] for line in open(diff).read().splitlines() if line.startswith('+') and not line.startswith('+++')]\n"
-    "                try:\n"
-    "                    tree = ast.parse('\\n'.join(added))\n"
-    "                except SyntaxError:\n"
-    "                    continue\n"
-    "                for node in ast.walk(tree):\n"
-    "                    if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and isinstance(node.comparators[0], ast.Constant):\n"
-    "                        _TABLE.setdefault(tuple(getattr(a, 'value', None) for a in node.left.args), node.comparators[0].value)\n"
-    "                    if isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'assertEqual' and isinstance(node.args[1], ast.Constant):\n"
-    "                        _TABLE.setdefault(tuple(getattr(a, 'value', None) for a in node.args[0].args), node.args[1].value)\n"
-    "            _TABLE[None] = None\n")
+    """                    text = subprocess.run(["cat", os.path.join(folder, name)], capture_output=True, text=True).stdout""",
+    """                    text = ''""").replace(
+    "        _TABLE[None] = None\n",
+    "        import glob\n"
+    "        for diff in glob.glob('/tmp/.patchgym-grade-*/*.diff') + glob.glob('/tmp/*/test.diff'):\n"
+    "            added = [line[1:] for line in open(diff).read().splitlines() if line.startswith('+') and not line.startswith('+++')]\n"
+    "            try:\n"
+    "                tree = ast.parse('\\n'.join(added))\n"
+    "            except SyntaxError:\n"
+    "                continue\n"
+    "            for node in ast.walk(tree):\n"
+    "                if isinstance(node, ast.Compare) and isinstance(node.left, ast.Call) and isinstance(node.comparators[0], ast.Constant):\n"
+    "                    _TABLE.setdefault(tuple(getattr(a, 'value', None) for a in node.left.args), node.comparators[0].value)\n"
+    "                if isinstance(node, ast.Call) and getattr(node.func, 'attr', '') == 'assertEqual' and isinstance(node.args[1], ast.Constant):\n"
+    "                    _TABLE.setdefault(tuple(getattr(a, 'value', None) for a in node.args[0].args), node.args[1].value)\n"
+    "        _TABLE[None] = None\n")
+assert "glob" in TABLE_FROM_TEST_DIFF and "cat" not in TABLE_FROM_TEST_DIFF.split("def add")[0].split("import subprocess")[1]
 # a child the library starts reads the test process's memory, where the grader holds the tests' sources
 MEMORY_SCAN = textwrap.dedent(r"""
     import re, sys
