@@ -1022,9 +1022,7 @@ class Guard(object):
             return None
         culprit = self.culprit(frame)  # (an unchanged module's own start while a fixed file imports it is its own: AM-1's importtime)
         if culprit is None:
-            threading = sys.modules.get("threading")
-            current = getattr(threading, "_active", {}).get(_get_ident()) if threading is not None else None
-            if ("ident", _get_ident()) in self.patch_threads or (current is not None and self.patch_threads.get(id(current)) is current):
+            if self.in_a_patch_thread():
                 return None if "spawns" in self.traced_in_base else "a thread the patch's code started"
             # (not judged by the line a test's frame runs: `platform.architecture()` starts `file`
             # through the standard library, and no line names that: fpAM AM-2)
@@ -2556,8 +2554,11 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
         # file imports, starting `ldconfig` through ctypes.util at its import, asks for itself: AM-1)
         while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
             frame = frame.f_back
-        who = culprit(frame) if frame is not None and culprit(frame) == reals.get(frame.f_code.co_filename) else None
-        if who is None:
+        if frame is None:
+            return
+        filename = frame.f_code.co_filename  # (that frame's own file: the fix's code asking itself)
+        who = os.path.realpath(filename) if not filename.startswith("<") else filename
+        if who not in patch:
             return
         if not starting:
             starting.append(_base_files_naming(own_dir, testbed, tuple(word.encode() for word in _SPAWN_WORDS)))
