@@ -520,6 +520,9 @@ DELEGATED = {
                            "ThreadPoolExecutor(1).submit(sys._current_frames).result()\n",
     "a gc walk": "from concurrent.futures import ThreadPoolExecutor\nimport gc\n"
                  "ThreadPoolExecutor(1).submit(gc.get_referrers, test_x).result()\n",
+    "ctypes through a standard-library module": "from concurrent.futures import ThreadPoolExecutor\nimport importlib\n"
+        "for name in ('ctypes', '_ctypes', 'multiprocessing.sharedctypes'):\n    sys.modules.pop(name, None)\n"
+        "ThreadPoolExecutor(1).submit(importlib.import_module, 'multiprocessing.sharedctypes').result()\n",
 }
 
 
