@@ -542,7 +542,9 @@ class Guard(object):
         return b"\n".join(lines[first - 1:min(last or first, first + 40)])
 
     def _source_lines(self, real):
-        """The lines of the file at `real`, read once (`laundered`, `names_its_call`)."""
+        """The lines of the file at `real`, read once (`laundered`, `names_its_call`); a test's file
+        (protected, or under the tests' folders) is read each time, never kept: what the hook holds
+        the code under test can walk to (red team rt35's m02 read the tests' lines here)."""
         lines = self._file_lines.get(real)
         if lines is None:
             try:
@@ -550,7 +552,7 @@ class Guard(object):
                     lines = handle.read().splitlines()
             except OSError:
                 lines = []
-            if len(self._file_lines) < 5000:
+            if len(self._file_lines) < 5000 and real not in self.protected and not real.startswith(self.test_roots):
                 self._file_lines[real] = lines
         return lines
 

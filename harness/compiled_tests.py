@@ -35,6 +35,9 @@ import gc
 import os
 import re
 import sys
+from threading import RLock as _RLock
+
+_getframe = sys._getframe
 
 _compile = builtins.compile
 _parse = ast.parse
@@ -251,10 +254,12 @@ def _is_mark(decorator):
     return isinstance(func, ast.Name) and func.id == "mark"
 
 
-class ProtectedSources(object):
-    class_machinery = staticmethod(class_machinery)
+class _Tables(object):
+    """What `ProtectedSources` knows of the protected files: their bytes, trees and compiled code.
+    Lives only in the frame of `_sealed`."""
 
-    def __init__(self, paths):
+    def __init__(self, paths, _strict=None):
+        asked_by_the_grader(_getframe(1), None, "the grader's compilation of the tests", _strict)
         self.sources = {}  # real path -> bytes (None: could not be read)
         for path in paths:
             try:
@@ -283,6 +288,20 @@ class ProtectedSources(object):
         # called with each protected module's tree before it is compiled (patchgym_test_globals'
         # `literal_freezer`: a test's list of cases it only reads becomes a tuple)
         self.transform = None
+
+    def text(self, path):
+        """The protected file's bytes as read at load (None: not protected, or unreadable)."""
+        return self.sources.get(path)
+
+    def _set(self, name, value):
+        if name not in ("transform", "after_body"):
+            raise AttributeError(name)
+        setattr(self, name, value)
+
+    def _get(self, name):
+        if name not in ("transform", "after_body"):
+            raise AttributeError(name)
+        return getattr(self, name)
 
     def _tree(self, path):
         if path not in self._trees:
@@ -752,6 +771,193 @@ class ProtectedSources(object):
         return any(word.lower() in text for word in words)
 
 
+_OWN_FOLDERS = tuple(set([os.path.dirname(os.path.realpath(__file__)) + os.sep, os.path.dirname(os.path.abspath(__file__)) + os.sep]))
+_IN_THE_SANDBOX = __name__ == "patchgym_compiled_tests"
+
+
+class _Refused(Exception):
+    """A call of the tables by code that is not the grader's (`_sealed`)."""
+
+
+def _sealed(tables):
+    """The generator whose frame alone holds `tables` (a `_Tables`): every call of a `ProtectedSources`
+    method is sent here and run here. Reaching the tables otherwise takes this frame (the
+    generator's `gi_frame`, a traceback's `tb_frame`, `sys._getframe`: audit events), or the
+    collector's walk (`gc.get_referents`, also audited): the audit hook refuses each to the patch's
+    code. Once sealed (`seal(refuse)`, by the reporter, with the audit hook's refusal), a call
+    whose asker -- the code that called the `ProtectedSources` method, or whoever sent here
+    directly -- is not a file of the grader's own folder is refused: `refuse(what, file)` notes it
+    and raises."""
+    refuse = untrusted = None
+    request = yield
+    while True:
+        name, args, kwargs = request
+        try:
+            if refuse is not None or name == "seal":
+                _judge(_getframe(1), refuse, untrusted, name)
+            if name == "seal":
+                if refuse is None:
+                    refuse, untrusted = args
+                result = (True, None)
+            elif name == "refuse":
+                if refuse is not None:
+                    refuse(*args)
+                raise _Refused(args[0])
+            else:
+                result = (True, getattr(tables, name)(*args, **kwargs))
+        except BaseException as error:  # noqa: BLE001  (handed to the caller: the vault lives on)
+            error.__traceback__ = error.__context__ = None
+            result = (False, error)
+        request = yield result
+
+
+_SEALED_CODE = _sealed.__code__
+
+
+def _judge(sender, refuse, untrusted, name):
+    """Refuse a call of the tables (`_sealed`) whose asker is not a file of the grader's own folder
+    (nor code the patch compiled under such a name: `untrusted`, the audit hook's judge).
+    `sender`: the frame that sent the call. The asker is the code that called the `ProtectedSources`
+    method, where the call came through one (`_send` called by a method of the class); else the
+    sender itself, or the caller of `_send` where `_send` was called directly."""
+    asker = sender
+    if sender is not None and sender.f_code is _SEND_CODE:
+        middle = sender.f_back
+        asker = middle.f_back if middle is not None and middle.f_code in _FACADE_CODES else middle
+    asker_file = asker.f_code.co_filename if asker is not None else "?"
+    if not _own_file(asker_file) or untrusted is not None and untrusted(asker_file):
+        if refuse is not None:
+            refuse("reading the grader's compilation of the tests ({})".format(name), asker_file)
+        raise _Refused(name)
+
+
+def _own_file(filename):
+    return filename.startswith(_OWN_FOLDERS) or os.path.realpath(filename).startswith(_OWN_FOLDERS)
+
+
+def asked_by_the_grader(caller, box, what, strict=None):
+    """Refuse a call of one of the grader's functions that hand out what it knows of the tests (their
+    text, constants or compiled code) whose direct caller is no file of the grader's own folder:
+    `box.refuse` notes it where it is a sealed box, and it raises. In the grading sandbox only
+    (`strict` None: whether this module runs there), not in the grader's own tests. Why (red team
+    rt35's m13, reward 1 on 27 roman tasks): a new `ProtectedSources(paths)` made by the library
+    read the test files for it, and the audit hook's read rule takes the grader's reads for its own."""
+    if not (_IN_THE_SANDBOX if strict is None else strict):
+        return
+    filename = caller.f_code.co_filename if caller is not None else "?"
+    if _own_file(filename):
+        return
+    if box is not None:
+        box.refuse(what, filename)
+    raise _Refused(what)
+
+
+def _forwarded(name):
+    def forward(self, *args, **kwargs):
+        return self._send(name, args, kwargs)
+
+    forward.__name__ = name
+    return forward
+
+
+class ProtectedSources(object):
+    """The grader's own compilation of the protected files (module docstring). The bytes, trees and
+    code objects it keeps are the tests' expectations, so they live in a sealed frame (`_sealed`),
+    not in any object the code under test can walk to. Why (red team rt35's m01, m02, m04, m13,
+    reward 1 on both runners): the library walked from `sys.meta_path`'s finder and from the grader's
+    modules in `sys.modules` through closures and instance dicts to this object's tables, and read
+    the test files' bytes and the constants of their compiled code, with no audited operation.
+    `sources`: the protected paths (a frozenset)."""
+
+    class_machinery = staticmethod(class_machinery)
+
+    def __init__(self, paths, _strict=None):
+        asked_by_the_grader(_getframe(1), None, "the grader's compilation of the tests", _strict)
+        tables = _Tables(paths, False)
+        self.sources = frozenset(tables.sources)
+        self._lock = _RLock()
+        self._vault = _sealed(tables)
+        next(self._vault)
+        del tables
+
+    def _send(self, name, args, kwargs):
+        with self._lock:
+            vault = self._vault
+            if vault.gi_running:
+                # called again from inside a call (the audit hook judging the compilation's own
+                # events): the tables are the running frame's, further out on this stack
+                frame = _getframe(1)
+                while frame is not None and frame.f_code is not _SEALED_CODE:
+                    frame = frame.f_back
+                if frame is None:
+                    raise RuntimeError("patchgym: the grader's tables are busy")
+                held = frame.f_locals
+                del frame
+                if held["refuse"] is not None:
+                    _judge(_getframe(0), held["refuse"], name)
+                return getattr(held["tables"], name)(*args, **kwargs)
+            done, result = vault.send((name, args, kwargs))
+        if not done:
+            raise result
+        return result
+
+    def seal(self, refuse, untrusted=None):
+        """From now on only the grader's own files may call (`untrusted(file)`: code the patch made
+        under such a name): `refuse(what, file)` for any other."""
+        return self._send("seal", (refuse, untrusted), {})
+
+    def refuse(self, what, culprit):
+        """`refuse(what, culprit)` as sealed (noted, and raised); raised only, before."""
+        return self._send("refuse", (what, culprit), {})
+
+    @property
+    def transform(self):
+        return self._send("_get", ("transform",), {})
+
+    @transform.setter
+    def transform(self, value):
+        self._send("_set", ("transform", value), {})
+
+    @property
+    def after_body(self):
+        return self._send("_get", ("after_body",), {})
+
+    @after_body.setter
+    def after_body(self, value):
+        self._send("_set", ("after_body", value), {})
+
+
+for _name in ("text", "_tree", "_real", "module_code_for_import", "expected_code", "owns_code", "check_function", "defines",
+              "decorated", "swallowed_through", "reaches_the_test", "in_an_inner_run", "raised_in_the_test", "fails_on_purpose",
+              "propagating_lines", "declares", "undeclared_site", "undeclared_stack_site", "raise_site_declares"):
+    setattr(ProtectedSources, _name, _forwarded(_name))
+
+
+class Sealed(object):
+    """A dict kept in a sealed frame as `ProtectedSources` keeps its tables (`_sealed`): `get(key)`
+    and `setdefault(key, value)` for the grader's own files only, once sealed. For the other copies
+    of the tests the grader keeps: the reporter's bytes of the protected files (compared at the
+    end), the equality probe's table of the test files' constants."""
+
+    _send = ProtectedSources._send
+    seal = ProtectedSources.seal
+    refuse = ProtectedSources.refuse
+    get = _forwarded("get")
+    setdefault = _forwarded("setdefault")
+
+    def __init__(self, mapping=(), _strict=None):
+        asked_by_the_grader(_getframe(1), None, "a sealed box of the grader's", _strict)
+        self._lock = _RLock()
+        self._vault = _sealed(dict(mapping))
+        next(self._vault)
+
+
+_SEND_CODE = ProtectedSources._send.__code__
+_FACADE_CODES = frozenset([_forwarded("x").__code__, ProtectedSources.seal.__code__] + [
+    getattr(vars(ProtectedSources)[p], a).__code__ for p in ("transform", "after_body") for a in ("fget", "fset")]
+    + [ProtectedSources.refuse.__code__])
+
+
 def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
     """Put a finder first on `sys.meta_path` that imports each protected file with the grader's own
     compilation of it through `rewrite` (`ProtectedSources.module_code_for_import`): for the unittest
@@ -782,7 +988,7 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
     stems = set()  # the last part of each served module's name: a quick "no" for every other import
     for path in sorted(sources.sources):
         if eager:
-            sources.module_code_for_import(path, sources.sources[path], rewrite)
+            sources.module_code_for_import(path, sources.text(path), rewrite)
         stem = os.path.splitext(os.path.basename(path))[0]
         stems.add(os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem)
     roots = tuple(roots)
@@ -794,6 +1000,7 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
 
     class _ProtectedLoader(SourceFileLoader):
         def get_code(self, fullname):
+            _imported_by_the_import_system(sources, _getframe(1), "get_code")
             path = self.get_filename(fullname)
             try:
                 real = os.path.realpath(path)
@@ -808,6 +1015,7 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
 
     class _HelperLoader(SourceFileLoader):
         def get_code(self, fullname):
+            _imported_by_the_import_system(sources, _getframe(1), "get_code")
             path = self.get_filename(fullname)
             try:
                 code = _compile_helper(path, self.get_data(path), rewrite)
@@ -840,6 +1048,20 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
     index = next((i + 1 for i, f in enumerate(sys.meta_path) if f is after), 0) if after is not None else 0
     sys.meta_path.insert(index, finder)
     return finder
+
+
+_IMPORT_SYSTEM_FILES = ("<frozen importlib.", os.path.join(os.path.dirname(os.__file__), "importlib") + os.sep)
+
+
+def _imported_by_the_import_system(sources, caller, what):
+    """A protected module's code handed only to the import system (or the grader): its loader's
+    `get_code` called by anyone else is refused. Why (red team rt35's m09, reward 1 on 12 unittest
+    tasks): `sys.modules[test].__spec__.loader.get_code(name)` gave the library the grader's
+    compilation of the test module, constants and all, with no file read of its own."""
+    filename = caller.f_code.co_filename if caller is not None else "?"
+    if filename.startswith(_IMPORT_SYSTEM_FILES) or _own_file(filename):
+        return
+    sources.refuse("a test module's code from its loader ({})".format(what), filename)
 
 
 def body_ran(sources, module):

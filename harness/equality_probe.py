@@ -279,7 +279,22 @@ _AST_CONSTANT = _ast.Constant
 _ONLY_AST = _ast.PyCF_ONLY_AST
 _BIG = 10 ** 18  # an int's digits counted only below it (`_shape`: a huge one's text is slow, or refused)
 _CONSTANT_SOURCE_MAX = 4 * 1024 * 1024  # a protected file's bytes parsed for its constants at most
-_CONSTANTS = {}  # real path of a protected file -> its constants by kind (`_constants_of`)
+try:  # real path of a protected file -> its constants by kind (`_constants_of`): every literal of the
+    # tests, so kept in a sealed frame, out of reach of the code under test (the reporter seals it)
+    from patchgym_compiled_tests import Sealed as _Sealed, asked_by_the_grader as _asked_by_the_grader
+
+    CONSTANTS = _Sealed()
+except ImportError:  # (imported as a module of the package: the grader's own tests)
+    CONSTANTS = {}
+    _asked_by_the_grader = None
+
+
+def _for_the_grader_only(what):
+    """This module's functions that read the tests' files or hand out their constants answer the
+    grader's own code only (`patchgym_compiled_tests.asked_by_the_grader`): called by the library
+    directly, each read the test files for it (rt35's deputies)."""
+    if _asked_by_the_grader is not None:
+        _asked_by_the_grader(_FRAME(2), CONSTANTS, what)
 _REPOSITORY_NAMED = {}  # frozenset of names -> whether the repository's files at base name one (`_named_in_the_repository`)
 _NOT_THE_REPOSITORYS = frozenset(("node_modules", "site-packages", "__pycache__", "venv", "build", "dist"))
 _PROTECTED_CODE = [None, None]  # the protected files last read, and their names and imports (`_protected_code`)
@@ -425,6 +440,7 @@ def _constants_near():
 def _syntax_tree(real, source=None):
     """The module tree of the file at `real` (of `source`, its text, where given), parsed with the
     functions found at import; None where it is too large, unreadable or no Python."""
+    _for_the_grader_only("a test file's tree (_syntax_tree)")
     try:
         if source is None:
             with _OPEN_FILE(real, "rb") as handle:
@@ -439,10 +455,11 @@ def _syntax_tree(real, source=None):
 def _constants_of(real):
     """[(kind, value)]: the distinct ints, texts and bytes the protected file at `real` holds as
     constants (its source parsed once, with the functions found at import)."""
-    held = _CONSTANTS.get(real)
+    _for_the_grader_only("a test file's constants (_constants_of)")
+    held = CONSTANTS.get(real)
     if held is not None:
         return held
-    held = _CONSTANTS[real] = []
+    held = CONSTANTS.setdefault(real, [])
     tree = _syntax_tree(real)
     seen = set()
     for node in _WALK(tree) if tree is not None else ():
@@ -759,6 +776,7 @@ def _named_in_the_repository(names):
 def _repository_sources_at_base():
     """(real path, bytes) of the repository's Python files as they were at base, up to 20,000: an
     edited file's base version, an unchanged file as it is, none the patch made or changed."""
+    _for_the_grader_only("the repository's files (_repository_sources_at_base)")
     testbed = _edited.TESTBED
     if not testbed:
         return
@@ -2681,10 +2699,12 @@ def refuse_an_oracle(frame):
     if frame is None or untrusted is None:
         return
     # (keyed by the code of the stack's first frames, not by frames' addresses, which a frame made
-    # later reuses: the library's own run of a test met the answer cached for the run's call of it)
+    # later reuses: the library's own run of a test met the answer cached for the run's call of it;
+    # by the codes' addresses, not the codes, which hold a test's constants where the code under test
+    # can walk to them: rt35's m02. Those codes are alive on this stack, so no other has their address)
     key, outer = [], frame
     while outer is not None and len(key) < 16:
-        key.append(outer.f_code)
+        key.append(id(outer.f_code))
         outer = outer.f_back
     key = tuple(key)
     if _CALLED_BY[0] == key:

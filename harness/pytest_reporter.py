@@ -451,6 +451,7 @@ _ALL, _MAP, _IS, _GETITEM = all, map, operator.is_, operator.getitem
 # `monkeypatch.delattr(sys, "_getframe")`, loguru's set to None), and the grader's checks that
 # looked it up then crashed pytest, failing an honest fix (a false-positive hunt).
 _getframe = sys._getframe
+_REWRITE_MODULE = os.path.join("_pytest", "assertion", "rewrite.py")  # (where pytest's importer calls `_rewrite_test`)
 # Taken at import, for reading the conftests' source (_conftest_asks): `ast.parse` looks `compile` up
 # in the builtins at each call, which the repository's code could have replaced by then.
 _COMPILE, _ONLY_AST = compile, ast.PyCF_ONLY_AST
@@ -712,7 +713,15 @@ class Reporter:
         # pytest's and pluggy's folders as imported (patchgym_audit_hook.machinery_dirs): never the patch's
         self._machinery_dirs = guard_module.machinery_dirs() if guard_module is not None else ()
         self._started = time.time()
-        self._protected = self._read_protected(config.get("protected_files", []))
+        contents = self._read_protected(config.get("protected_files", []))
+        self._protected = {path: data is not None for path, data in contents.items()}  # (whether it was readable)
+        try:  # their bytes, out of reach of the code under test (rt35's m02 read them here)
+            import patchgym_compiled_tests
+
+            self._kept_bytes = patchgym_compiled_tests.Sealed(contents)
+        except ImportError:
+            self._kept_bytes = contents
+        del contents
         self._sources = None  # patchgym_compiled_tests.ProtectedSources: the grader's own compilation
         self._rewrite = None
         self._config = None  # the session's pytest config (set when the reporter is registered)
@@ -723,7 +732,7 @@ class Reporter:
 
             self._unittest_alias = patchgym_compiled_tests.unittest_alias
             self._sources = patchgym_compiled_tests.ProtectedSources(
-                [p for p in self._protected if p.endswith(".py") and self._protected[p] is not None])
+                [p for p in self._protected if p.endswith(".py") and self._protected[p]])
         except ImportError:
             pass
         try:
@@ -809,6 +818,10 @@ class Reporter:
             self._guard = guard_module.install(self._testbed, self._patched, set(self._protected), roots, _OWN_DIR)
             if self._guard is not None:
                 _watch_outside_reads(self._guard, self._first_calls is not None)
+                # (only the grader's own files ask them from now on)
+                for sealed in (self._sources, self._kept_bytes, getattr(self._equality_probe, "CONSTANTS", None)):
+                    if getattr(sealed, "seal", None) is not None:
+                        sealed.seal(self._guard.refuse, self._guard.untrusted_file)
                 self._guard_state = self._guard.snapshot()
                 # the graded doctests, whose examples must be the task's (`_check_doctest`): a call their
                 # examples make is a test's (fpAI FP-B2: objgraph's and boltons' doctests walk the collector)
@@ -1158,6 +1171,11 @@ class Reporter:
         helper = getattr(sys.modules.get("patchgym_compiled_tests"), "_compile_helper", None)
 
         def _rewrite_test(fn, config, *args, **kwargs):
+            # (the grader's compilation goes to pytest's importer only: `_rewrite_test(path, config)`
+            # called by the library handed it a test module's code, constants and all; rt35's m12)
+            asker = _getframe(1).f_code.co_filename
+            if not asker.endswith(_REWRITE_MODULE) and not asker.startswith(_OWN_DIR + os.sep):
+                sources.refuse("a test module's code from pytest's rewriter (_rewrite_test)", asker)
             if not args and not kwargs and config is reporter._config and config is not None:
                 try:
                     name = str(fn)
@@ -1372,9 +1390,10 @@ class Reporter:
         return {path: _contents(path) for path in sorted(paths)}
 
     def check_protected(self, only=None):
-        for path, expected in self._protected.items():
+        for path in self._protected:
             if only is not None and path != only:
                 continue
+            expected = self._kept_bytes.get(path)
             if _contents(path) != expected:
                 self._violation("test_file_changed_during_run", os.path.relpath(path, self._testbed))
             for planted in _bytecode_of(path, self._started - 1):

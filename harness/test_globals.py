@@ -689,7 +689,6 @@ def _set_by_a_base(cls, attribute):
     return False
 
 
-_SOURCE_TEXTS = {}  # a module's file -> its bytes, read once (`_source_text`)
 
 
 def _module_file(cls):
@@ -700,16 +699,14 @@ def _module_file(cls):
 
 
 def _source_text(filename):
-    """The bytes of a module's source file, read once (b"" where it cannot be read)."""
-    text = _SOURCE_TEXTS.get(filename)
-    if text is None:
-        try:
-            with open(filename, "rb") as handle:
-                text = handle.read()
-        except OSError:
-            text = b""
-        _SOURCE_TEXTS[filename] = text
-    return text
+    """The bytes of a module's source file (b"" where it cannot be read), read each time: the files
+    asked about are the tests' modules, and a copy kept here is one the code under test can walk
+    to (red team rt35's m02 read the grader's kept copies)."""
+    try:
+        with open(filename, "rb") as handle:
+            return handle.read()
+    except OSError:
+        return b""
 
 
 def _plain_class(cls):
@@ -1401,7 +1398,7 @@ def _set_elsewhere(sources):
     key = id(sources)
     if key not in _ELSEWHERE:
         names = set()
-        texts = [data for data in sources.sources.values() if data is not None]
+        texts = [data for data in map(sources.text, sorted(sources.sources)) if data is not None]
         for root in _TEST_ROOTS:
             for folder, dirs, files in os.walk(root):
                 dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
@@ -1648,5 +1645,5 @@ def hypothesis_settings_changed(before, sources, at_base=False):
         return False
     if now is reference:
         return False
-    return not any(data is not None and b"load_profile" in data for data in sources.sources.values())
+    return not any(sources.declares(path, ("load_profile",)) for path in sources.sources)
 

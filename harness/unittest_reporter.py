@@ -736,6 +736,10 @@ def main(argv):
         if guard is not None:
             guard.emit = lambda what, detail: channel.emit("integrity", what=what, detail=detail)
             _watch_outside_reads(guard)
+            # (only the grader's own files ask them from now on)
+            for sealed in (sources, getattr(sys.modules.get("patchgym_equality_probe"), "CONSTANTS", None)):
+                if getattr(sealed, "seal", None) is not None:
+                    sealed.seal(guard.refuse, guard.untrusted_file)
             hold = getattr(patchgym_test_globals, "hold_strategy_cache", None)
             if hold is not None:  # (hypothesis' strategy cache, never hit once it loads: red team rt31's O3)
                 own_root = os.path.realpath(testbed).rstrip("/") + "/"

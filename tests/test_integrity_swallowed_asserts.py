@@ -74,7 +74,7 @@ def test_assertions_a_test_catches_itself_do_not_count(tmp_path) -> None:
     assert not [f for f in verdict.flags if not f.startswith("note")], verdict.flags
 
 
-def test_the_propagating_lines_of_a_test() -> None:
+def test_the_propagating_lines_of_a_test(tmp_path) -> None:
     """Asserts and call statements reached through if/for/while only; never inside try or with."""
     import ast
 
@@ -83,10 +83,11 @@ def test_the_propagating_lines_of_a_test() -> None:
     source = ("def test_x(self):\n    assert a\n    if b:\n        self.assertEqual(1, 1)\n    for i in c:\n"
               "        assert i\n    with d:\n        assert e\n    try:\n        assert f\n    except Exception:\n"
               "        pass\n    x = g()\n")
-    sources = ProtectedSources([])
-    sources.sources["/t.py"] = source.encode()
-    code = compile(ast.parse(source), "/t.py", "exec").co_consts[0]
-    assert sorted(sources.propagating_lines("/t.py", code)) == [2, 4, 6]
+    path = tmp_path / "t.py"
+    path.write_text(source)
+    sources = ProtectedSources([str(path)])
+    code = compile(ast.parse(source), str(path), "exec").co_consts[0]
+    assert sorted(sources.propagating_lines(str(path), code)) == [2, 4, 6]
 
 
 LENIENT = HONEST + ("\n\ndef lenient_equal(case, first, second):\n    try:\n        case.assertEqual(first, second)\n"
