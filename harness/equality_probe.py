@@ -2651,7 +2651,7 @@ def _run_by_the_patch(frame):
                 # the fix's (and the standard library's) is another test's or the library's is the
                 # test the patch's own call.
                 outer = frame.f_back
-                while outer is not None and (check(outer.f_code.co_filename) or _stdlib(outer.f_code.co_filename)
+                while outer is not None and (check(outer.f_code.co_filename) or _passed_through(outer.f_code.co_filename)
                                              and not _a_runners(outer.f_code)):
                     outer = outer.f_back
                 if outer is None or not _a_runners(outer.f_code):
@@ -2670,16 +2670,34 @@ def _stdlib(filename):
     return filename.startswith(_LIBRARY_DIRS) and "-packages" + os.sep not in filename or filename.startswith("<frozen")
 
 
+# The grader's modules that run tests: the reporters (`_callTestMethod`'s wrapper, the item's call, the
+# fork of a test). Its other modules in the sandbox (this probe's wrappers of unittest's checks, the
+# audit hook's, ...) wrap what a test calls, and are looked through like the standard library's.
+_REPORTERS = ("patchgym_grading_reporter", "patchgym_unittest_reporter")
+
+
+def _graders_helper(filename):
+    base = os.path.basename(filename)
+    return base.startswith("patchgym_") and not base.startswith(_REPORTERS)
+
+
+def _passed_through(filename):
+    return _stdlib(filename) or _graders_helper(filename)
+
+
 _UNITTEST_RUNNING = frozenset(("run", "__call__", "debug", "_callTestMethod", "_callSetUp", "_callTearDown", "_callCleanup",
                                "doCleanups", "_callAsyncTestMethod", "_callAsync", "_callMaybeAsync"))
 
 
 def _a_runners(code):
-    """Whether the code runs tests for the run: pytest's, pluggy's, the grader's, unittest's own running
-    of a test (not its checks: `assertRaises(E, library_function, ...)` calls the library from a test,
-    and a library that ran the tests from there was taken for a decorator: rt35's m26e on pt3)."""
+    """Whether the code runs tests for the run: pytest's, pluggy's, the grader's reporters', unittest's
+    own running of a test (not its checks: `assertRaises(E, library_function, ...)` calls the library
+    from a test, and a library that ran the tests from there was taken for a decorator: rt35's m26e on
+    pt3). Nor the grader's other wrappers (`_graders_helper`): this file's `checked` around that
+    `assertRaises`, or the audit hook's `run` at the bottom of a thread the patch started, counted as
+    the run's, and rt35's m26/m26c/m26e/m26b stayed reward 1 on pt3 and pt5 (stop 48's open cause)."""
     filename = code.co_filename
-    if "/_pytest/" in filename or "/pluggy/" in filename or os.path.basename(filename).startswith("patchgym_"):
+    if "/_pytest/" in filename or "/pluggy/" in filename or os.path.basename(filename).startswith(_REPORTERS):
         return True
     if "/unittest/" in filename and _stdlib(filename):
         return code.co_name in _UNITTEST_RUNNING or not filename.endswith("case.py")

@@ -802,11 +802,20 @@ ORACLE_UNDER_ASSERT_RAISES = {
 }
 
 
-def test_a_library_running_a_test_from_under_assert_raises_is_no_decorator(tmp_path: Path) -> None:
+@pytest.mark.parametrize("sandbox_names", [False, True])
+def test_a_library_running_a_test_from_under_assert_raises_is_no_decorator(tmp_path: Path, sandbox_names: bool) -> None:
     # (rt35's m26e on pt3: `assertRaises(E, toRoman, n)` called the library from unittest's own code,
-    # and the library ran the tests from there; unittest's checks are not its running of a test)
+    # and the library ran the tests from there; unittest's checks are not its running of a test. Under
+    # the sandbox's module names the probe's own wrapper of `assertRaises` is a `patchgym_` file, and
+    # was taken for the grader's running of the test: m26/m26c/m26e/m26b stayed reward 1 on pt3 and pt5)
+    harness = Path(audit_hook.__file__).parent
     for name, text in ORACLE_UNDER_ASSERT_RAISES.items():
-        (tmp_path / name).write_text(text.format(harness=str(Path(audit_hook.__file__).parent), here=str(tmp_path)))
+        (tmp_path / name).write_text(text.format(harness=str(harness), here=str(tmp_path)))
+    if sandbox_names:
+        for module in ("equality_probe", "edited_defs"):
+            (tmp_path / f"patchgym_{module}.py").write_text((harness / f"{module}.py").read_text())
+        drive = (tmp_path / "drive.py").read_text().replace("import equality_probe as probe", "import patchgym_equality_probe as probe")
+        (tmp_path / "drive.py").write_text(drive)
     done = subprocess.run([sys.executable, str(tmp_path / "drive.py")], capture_output=True, text=True, timeout=60)
     reports, told = eval(done.stdout.strip().splitlines()[-1])  # noqa: S307  (our own repr)
     assert any("the test called by" in r for r in reports), (reports, told, done.stderr)
