@@ -894,7 +894,7 @@ class ProtectedSources(object):
                 held = frame.f_locals
                 del frame
                 if held["refuse"] is not None:
-                    _judge(_getframe(0), held["refuse"], name)
+                    _judge(_getframe(0), held["refuse"], held["untrusted"], name)
                 return getattr(held["tables"], name)(*args, **kwargs)
             done, result = vault.send((name, args, kwargs))
         if not done:

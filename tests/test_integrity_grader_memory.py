@@ -80,15 +80,19 @@ WALK = textwrap.dedent("""\
 GRADER_SIDE = textwrap.dedent("""\
     import patchgym_compiled_tests
 
+    RAN = []
+
     def make(paths, refused):
         sources = patchgym_compiled_tests.ProtectedSources(paths)
         box = patchgym_compiled_tests.Sealed({path: open(path, "rb").read() for path in paths})
         for sealed in (sources, box):
             sealed.seal(lambda what, who: refused.append(what), None)
+        # (asked again from inside a call: the transform runs in the compilation the tables make)
+        sources.transform = lambda tree: RAN.append(sources._tree(paths[0]) is not None)
         return sources, box
 
     def ask(sources, box, path):
-        return sources.text(path), box.get(path), bool(sources.expected_code(path, "test_x", 1))
+        return sources.text(path), box.get(path), bool(sources.expected_code(path, "test_x", 1)), RAN == [True]
     """)
 
 # The patch's side: code compiled under a file outside the grader's folder.
@@ -140,7 +144,7 @@ def _run_sides(tmp_path: Path) -> dict:
 
 def test_the_grader_keeps_no_copy_of_the_tests_the_code_under_test_can_walk_to(tmp_path: Path) -> None:
     outcome = _run_sides(tmp_path)
-    assert outcome["grader_asks"] == [True, True, True], outcome  # the grader's own files are answered
+    assert outcome["grader_asks"] == [True, True, True, True], outcome  # the grader's own files are answered
     assert outcome["reachable"] == [], outcome  # (the walk finds only the file's name: never its bytes or code)
 
 
