@@ -545,6 +545,10 @@ class Guard(object):
         """The lines of the file at `real`, read once (`laundered`, `names_its_call`); a test's file
         (protected, or under the tests' folders) is read each time, never kept: what the hook holds
         the code under test can walk to (red team rt35's m02 read the tests' lines here)."""
+        caller = sys._getframe(1).f_code
+        if caller.co_filename != _HOOK_FILE or self.untrusted_file(caller.co_filename):
+            # (the hook's own, called from outside it: a deputy that read any file for the caller, rt36's g05)
+            self.refuse("reading a file through the grader's audit hook", caller.co_filename)
         lines = self._file_lines.get(real)
         if lines is None:
             try:
@@ -1091,7 +1095,7 @@ class Guard(object):
                 if not exempt and not self.frames_at_base(asker, code) and not self.handed_on_by_a_test(frame):
                     self.refuse("reading the tests' source", asker, os.path.relpath(real, self.testbed))
                 return
-            if filename == _HOOK_FILE:
+            if filename == _HOOK_FILE and not self.untrusted_file(filename):
                 if code.co_name in ("_the_files_own_source", "_source_lines"):
                     return  # the hook's own (a file compiled under a test module's name compared with it)
                 frame = frame.f_back  # its `linecache.getlines` reads for whoever called it (fpAL)

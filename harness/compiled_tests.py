@@ -258,8 +258,8 @@ class _Tables(object):
     """What `ProtectedSources` knows of the protected files: their bytes, trees and compiled code.
     Lives only in the frame of `_sealed`."""
 
-    def __init__(self, paths, _strict=None):
-        asked_by_the_grader(_getframe(1), None, "the grader's compilation of the tests", _strict)
+    def __init__(self, paths):
+        asked_by_the_grader(_getframe(1), None, "the grader's compilation of the tests")
         self.sources = {}  # real path -> bytes (None: could not be read)
         for path in paths:
             try:
@@ -289,9 +289,14 @@ class _Tables(object):
         # `literal_freezer`: a test's list of cases it only reads becomes a tuple)
         self.transform = None
 
-    def text(self, path):
-        """The protected file's bytes as read at load (None: not protected, or unreadable)."""
-        return self.sources.get(path)
+    def each_text(self, function):
+        """[function(bytes)] for each protected file read at load: the text stays here (test_globals'
+        names the tests' files set as attributes)."""
+        return [function(data) for data in self.sources.values() if data is not None]
+
+    def compile_for_import(self, path, rewrite):
+        """`module_code_for_import` of the kept bytes (`serve_for_import`'s compilation at load)."""
+        return self.module_code_for_import(path, self.sources.get(path), rewrite)
 
     def _set(self, name, value):
         if name not in ("transform", "after_body"):
@@ -779,22 +784,25 @@ class _Refused(Exception):
     """A call of the tables by code that is not the grader's (`_sealed`)."""
 
 
-def _sealed(tables):
+def _sealed(tables, strict, fixed):
     """The generator whose frame alone holds `tables` (a `_Tables`): every call of a `ProtectedSources`
     method is sent here and run here. Reaching the tables otherwise takes this frame (the
     generator's `gi_frame`, a traceback's `tb_frame`, `sys._getframe`: audit events), or the
     collector's walk (`gc.get_referents`, also audited): the audit hook refuses each to the patch's
-    code. Once sealed (`seal(refuse)`, by the reporter, with the audit hook's refusal), a call
-    whose asker -- the code that called the `ProtectedSources` method, or whoever sent here
-    directly -- is not a file of the grader's own folder is refused: `refuse(what, file)` notes it
-    and raises."""
+    code. In the sandbox (`strict`) every call is judged (`_judge`): one whose asker -- the code
+    that called the `ProtectedSources` method, or whoever sent here directly -- is not a file of the
+    grader's own folder, or is code the patch compiled under such a name (`untrusted`, once sealed)
+    is refused; `refuse(what, file)`, given by `seal`, notes it, and it raises. `fixed`: what the
+    judging uses (`_FIXED`), taken when the seal is made and held in this frame: a module global
+    the patch's code rebinds later changes nothing here (red team rt36's g02 swapped `_judge`)."""
+    judge, getframe, refused = fixed[0], fixed[1], fixed[2]
     refuse = untrusted = None
     request = yield
     while True:
         name, args, kwargs = request
         try:
-            if refuse is not None or name == "seal":
-                _judge(_getframe(1), refuse, untrusted, name)
+            if strict or refuse is not None or name == "seal":
+                judge(getframe(1), refuse, untrusted, name, fixed)
             if name == "seal":
                 if refuse is None:
                     refuse, untrusted = args
@@ -802,9 +810,23 @@ def _sealed(tables):
             elif name == "refuse":
                 if refuse is not None:
                     refuse(*args)
-                raise _Refused(args[0])
-            else:
+                raise refused(args[0])
+            elif name == "imported_by":
+                # (the loaders' `get_code`: the import system's frames, or the grader's, and no code the
+                # patch compiled under their names; rt36's g09a named its code "<frozen importlib._x>")
+                filename = args[0]
+                if not (filename in _IMPORT_SYSTEM_NAMES or filename.startswith(_IMPORTLIB_FOLDER) or fixed[5](filename, fixed)) or (
+                        untrusted is not None and untrusted(filename)):
+                    if refuse is not None:
+                        refuse("a test module's code from its loader (get_code)", filename)
+                    raise refused(filename)
+                result = (True, None)
+            elif name == "trusts":
+                result = (True, untrusted is None or not untrusted(args[0]))
+            elif name in _HANDED_OUT:
                 result = (True, getattr(tables, name)(*args, **kwargs))
+            else:
+                raise refused(name)
         except BaseException as error:  # noqa: BLE001  (handed to the caller: the vault lives on)
             error.__traceback__ = error.__context__ = None
             result = (False, error)
@@ -812,40 +834,47 @@ def _sealed(tables):
 
 
 _SEALED_CODE = _sealed.__code__
+# where a protected module's code may go (`imported_by`): the frozen import system's own files, and
+# importlib's folder where it is not frozen
+_IMPORT_SYSTEM_NAMES = frozenset(("<frozen importlib._bootstrap>", "<frozen importlib._bootstrap_external>"))
+_IMPORTLIB_FOLDER = os.path.join(os.path.dirname(os.__file__), "importlib") + os.sep
 
 
-def _judge(sender, refuse, untrusted, name):
+def _judge(sender, refuse, untrusted, name, fixed):
     """Refuse a call of the tables (`_sealed`) whose asker is not a file of the grader's own folder
     (nor code the patch compiled under such a name: `untrusted`, the audit hook's judge).
     `sender`: the frame that sent the call. The asker is the code that called the `ProtectedSources`
     method, where the call came through one (`_send` called by a method of the class); else the
-    sender itself, or the caller of `_send` where `_send` was called directly."""
+    sender itself, or the caller of `_send` where `_send` was called directly. `fixed`: `_FIXED`."""
+    send_code, facade_codes, own_file, refused = fixed[3], fixed[4], fixed[5], fixed[2]
     asker = sender
-    if sender is not None and sender.f_code is _SEND_CODE:
+    if sender is not None and sender.f_code is send_code:
         middle = sender.f_back
-        asker = middle.f_back if middle is not None and middle.f_code in _FACADE_CODES else middle
+        asker = middle.f_back if middle is not None and middle.f_code in facade_codes else middle
     asker_file = asker.f_code.co_filename if asker is not None else "?"
-    if not _own_file(asker_file) or untrusted is not None and untrusted(asker_file):
+    if not own_file(asker_file, fixed) or untrusted is not None and untrusted(asker_file):
         if refuse is not None:
             refuse("reading the grader's compilation of the tests ({})".format(name), asker_file)
-        raise _Refused(name)
+        raise refused(name)
 
 
-def _own_file(filename):
-    return filename.startswith(_OWN_FOLDERS) or os.path.realpath(filename).startswith(_OWN_FOLDERS)
+def _own_file(filename, fixed=None):
+    folders, realpath = (fixed[6], fixed[7]) if fixed is not None else (_OWN_FOLDERS, os.path.realpath)
+    return filename.startswith(folders) or realpath(filename).startswith(folders)
 
 
-def asked_by_the_grader(caller, box, what, strict=None):
+def asked_by_the_grader(caller, box, what):
     """Refuse a call of one of the grader's functions that hand out what it knows of the tests (their
-    text, constants or compiled code) whose direct caller is no file of the grader's own folder:
-    `box.refuse` notes it where it is a sealed box, and it raises. In the grading sandbox only
-    (`strict` None: whether this module runs there), not in the grader's own tests. Why (red team
-    rt35's m13, reward 1 on 27 roman tasks): a new `ProtectedSources(paths)` made by the library
-    read the test files for it, and the audit hook's read rule takes the grader's reads for its own."""
-    if not (_IN_THE_SANDBOX if strict is None else strict):
+    text, constants or compiled code) whose direct caller is no file of the grader's own folder (or
+    is code the patch compiled under such a name, where `box`, a sealed object, knows the audit
+    hook's judge): `box.refuse` notes it, and it raises. In the grading sandbox only, not in the
+    grader's own tests. Why (red team rt35's m13, reward 1 on 27 roman tasks): a new
+    `ProtectedSources(paths)` made by the library read the test files for it, and the audit hook's
+    read rule takes the grader's reads for its own."""
+    if not _IN_THE_SANDBOX:
         return
     filename = caller.f_code.co_filename if caller is not None else "?"
-    if _own_file(filename):
+    if _own_file(filename) and (box is None or box.trusts(filename)):
         return
     if box is not None:
         box.refuse(what, filename)
@@ -871,12 +900,12 @@ class ProtectedSources(object):
 
     class_machinery = staticmethod(class_machinery)
 
-    def __init__(self, paths, _strict=None):
-        asked_by_the_grader(_getframe(1), None, "the grader's compilation of the tests", _strict)
-        tables = _Tables(paths, False)
+    def __init__(self, paths):
+        asked_by_the_grader(_getframe(1), None, "the grader's compilation of the tests")
+        tables = _Tables(paths)
         self.sources = frozenset(tables.sources)
         self._lock = _RLock()
-        self._vault = _sealed(tables)
+        self._vault = _sealed(tables, _IN_THE_SANDBOX, _FIXED)
         next(self._vault)
         del tables
 
@@ -893,8 +922,10 @@ class ProtectedSources(object):
                     raise RuntimeError("patchgym: the grader's tables are busy")
                 held = frame.f_locals
                 del frame
-                if held["refuse"] is not None:
-                    _judge(_getframe(0), held["refuse"], held["untrusted"], name)
+                if held["strict"] or held["refuse"] is not None:
+                    held["judge"](_getframe(0), held["refuse"], held["untrusted"], name, held["fixed"])
+                if name not in _HANDED_OUT:
+                    raise _Refused(name)
                 return getattr(held["tables"], name)(*args, **kwargs)
             done, result = vault.send((name, args, kwargs))
         if not done:
@@ -909,6 +940,15 @@ class ProtectedSources(object):
     def refuse(self, what, culprit):
         """`refuse(what, culprit)` as sealed (noted, and raised); raised only, before."""
         return self._send("refuse", (what, culprit), {})
+
+    def imported_by(self, filename):
+        """Refuse where `filename`, the caller of a protected module's loader's `get_code`, is not the
+        import system's or the grader's own (or is code the patch compiled under such a name)."""
+        return self._send("imported_by", (filename,), {})
+
+    def trusts(self, filename):
+        """Whether `filename` is no code the patch compiled under a name (the seal's `untrusted`)."""
+        return self._send("trusts", (filename,), {})
 
     @property
     def transform(self):
@@ -927,9 +967,11 @@ class ProtectedSources(object):
         self._send("_set", ("after_body", value), {})
 
 
-for _name in ("text", "_tree", "_real", "module_code_for_import", "expected_code", "owns_code", "check_function", "defines",
-              "decorated", "swallowed_through", "reaches_the_test", "in_an_inner_run", "raised_in_the_test", "fails_on_purpose",
-              "propagating_lines", "declares", "undeclared_site", "undeclared_stack_site", "raise_site_declares"):
+_FORWARDED = ("each_text", "compile_for_import", "_tree", "_real", "module_code_for_import", "expected_code", "owns_code",
+              "check_function", "defines", "decorated", "swallowed_through", "reaches_the_test", "in_an_inner_run",
+              "raised_in_the_test", "fails_on_purpose", "propagating_lines", "declares", "undeclared_site",
+              "undeclared_stack_site", "raise_site_declares")
+for _name in _FORWARDED:
     setattr(ProtectedSources, _name, _forwarded(_name))
 
 
@@ -942,13 +984,14 @@ class Sealed(object):
     _send = ProtectedSources._send
     seal = ProtectedSources.seal
     refuse = ProtectedSources.refuse
+    trusts = ProtectedSources.trusts
     get = _forwarded("get")
     setdefault = _forwarded("setdefault")
 
-    def __init__(self, mapping=(), _strict=None):
-        asked_by_the_grader(_getframe(1), None, "a sealed box of the grader's", _strict)
+    def __init__(self, mapping=()):
+        asked_by_the_grader(_getframe(1), None, "a sealed box of the grader's")
         self._lock = _RLock()
-        self._vault = _sealed(dict(mapping))
+        self._vault = _sealed(dict(mapping), _IN_THE_SANDBOX, _FIXED)
         next(self._vault)
 
 
@@ -956,6 +999,10 @@ _SEND_CODE = ProtectedSources._send.__code__
 _FACADE_CODES = frozenset([_forwarded("x").__code__, ProtectedSources.seal.__code__] + [
     getattr(vars(ProtectedSources)[p], a).__code__ for p in ("transform", "after_body") for a in ("fget", "fset")]
     + [ProtectedSources.refuse.__code__])
+# what a call may ask of the tables (`_sealed`): their checks and the grader's compilation, never their
+# text (rt36's g06 had `serve_for_import` hand a proxy's method the bytes `text()` gave it)
+_HANDED_OUT = frozenset(_FORWARDED + ("_set", "_get", "get", "setdefault"))
+_FIXED = (_judge, _getframe, _Refused, _SEND_CODE, _FACADE_CODES, _own_file, _OWN_FOLDERS, os.path.realpath)
 
 
 def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
@@ -988,7 +1035,7 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
     stems = set()  # the last part of each served module's name: a quick "no" for every other import
     for path in sorted(sources.sources):
         if eager:
-            sources.module_code_for_import(path, sources.text(path), rewrite)
+            sources.compile_for_import(path, rewrite)
         stem = os.path.splitext(os.path.basename(path))[0]
         stems.add(os.path.basename(os.path.dirname(path)) if stem == "__init__" else stem)
     roots = tuple(roots)
@@ -1050,18 +1097,12 @@ def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
     return finder
 
 
-_IMPORT_SYSTEM_FILES = ("<frozen importlib.", os.path.join(os.path.dirname(os.__file__), "importlib") + os.sep)
-
-
 def _imported_by_the_import_system(sources, caller, what):
     """A protected module's code handed only to the import system (or the grader): its loader's
     `get_code` called by anyone else is refused. Why (red team rt35's m09, reward 1 on 12 unittest
     tasks): `sys.modules[test].__spec__.loader.get_code(name)` gave the library the grader's
     compilation of the test module, constants and all, with no file read of its own."""
-    filename = caller.f_code.co_filename if caller is not None else "?"
-    if filename.startswith(_IMPORT_SYSTEM_FILES) or _own_file(filename):
-        return
-    sources.refuse("a test module's code from its loader ({})".format(what), filename)
+    sources.imported_by(caller.f_code.co_filename if caller is not None else "?")
 
 
 def body_ran(sources, module):

@@ -321,6 +321,7 @@ def _near_values(other):
     expectation is shaped like the test's: the memo takes it for its answer, and then fails the
     test's. Why a drawn count: a memo taking the k-th value instead meets a near one there unless it
     guesses the count."""
+    _for_the_grader_only("a test file's constants (_near_values)")
     kind = type(other)
     count = 1 + _URANDOM(1)[0] % 3
     pool = [c for k, c in _constants_near() if k is kind and not _too_close(c, other)]
@@ -425,6 +426,7 @@ def _too_close(candidate, other):
 
 def _constants_near():
     """[(kind, value)] of the protected file of the nearest frame running one (`_constants_of`)."""
+    _for_the_grader_only("a test file's constants (_constants_near)")  # (rt36's g07)
     try:
         frame = _FRAME(2)
     except ValueError:
@@ -764,6 +766,7 @@ def _named_in_the_repository(names):
     with `mock.ANY`, a test that never writes `ANY`). Read once per set of names, where the
     question came up at all (an unnamed wildcard is rare); a file's text is searched before it is
     parsed."""
+    _for_the_grader_only("the repository's names (_named_in_the_repository)")
     key = frozenset(n for n in names if n)
     if key not in _REPOSITORY_NAMED:
         pattern = _re.compile(r"\b(?:" + "|".join(_re.escape(n) for n in sorted(key)) + r")\b") if key else None
@@ -805,6 +808,7 @@ def _protected_code():
     """(every name the protected files' code uses -- a variable's, an attribute's, an imported one's,
     not their comments: roman's license says "AS IS AND ANY" --, the top-level packages they
     import), each file parsed once, for the protected files as `protect` last set them."""
+    _for_the_grader_only("the test files' names (_protected_code)")  # (rt36's g08)
     if _PROTECTED_CODE[0] is not _SOURCES:
         names, imported = set(), set()
         for real in sorted(_SOURCES):

@@ -451,7 +451,6 @@ _ALL, _MAP, _IS, _GETITEM = all, map, operator.is_, operator.getitem
 # `monkeypatch.delattr(sys, "_getframe")`, loguru's set to None), and the grader's checks that
 # looked it up then crashed pytest, failing an honest fix (a false-positive hunt).
 _getframe = sys._getframe
-_REWRITE_MODULE = os.path.join("_pytest", "assertion", "rewrite.py")  # (where pytest's importer calls `_rewrite_test`)
 # Taken at import, for reading the conftests' source (_conftest_asks): `ast.parse` looks `compile` up
 # in the builtins at each call, which the repository's code could have replaced by then.
 _COMPILE, _ONLY_AST = compile, ast.PyCF_ONLY_AST
@@ -1169,12 +1168,16 @@ class Reporter:
 
         roots = tuple(os.path.realpath(d) + "/" for d in self._test_root_dirs)
         helper = getattr(sys.modules.get("patchgym_compiled_tests"), "_compile_helper", None)
+        rewrite_file = original.__code__.co_filename  # (pytest's importer calls it from its own module)
 
         def _rewrite_test(fn, config, *args, **kwargs):
             # (the grader's compilation goes to pytest's importer only: `_rewrite_test(path, config)`
             # called by the library handed it a test module's code, constants and all; rt35's m12)
+            # (by its file's name, and no code the patch compiled under it: rt36's g10 named its own
+            # code `.../_pytest/assertion/rewrite.py`)
             asker = _getframe(1).f_code.co_filename
-            if not asker.endswith(_REWRITE_MODULE) and not asker.startswith(_OWN_DIR + os.sep):
+            if (asker != rewrite_file and not asker.startswith(_OWN_DIR + os.sep)
+                    or reporter._guard is not None and reporter._guard.untrusted_file(asker)):
                 sources.refuse("a test module's code from pytest's rewriter (_rewrite_test)", asker)
             if not args and not kwargs and config is reporter._config and config is not None:
                 try:

@@ -1397,8 +1397,9 @@ def _set_elsewhere(sources):
     (fpAH FP8, FP9: honest, `tampered`)."""
     key = id(sources)
     if key not in _ELSEWHERE:
-        names = set()
-        texts = [data for data in map(sources.text, sorted(sources.sources)) if data is not None]
+        # (the protected files' text stays in the grader's seal: each is read there, by `_set_and_read`)
+        found = list(sources.each_text(_set_and_read))
+        texts = []
         for root in _TEST_ROOTS:
             for folder, dirs, files in os.walk(root):
                 dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
@@ -1409,25 +1410,33 @@ def _set_elsewhere(sources):
                                 texts.append(handle.read())
                         except OSError:
                             pass
-        read = set()  # names imported from another module, or read as an attribute (`_read_elsewhere`)
-        for data in texts:
-            if b"setattr" not in data and b"." not in data and b"import" not in data:
-                continue
-            try:
-                tree = ast.parse(data)
-            except (SyntaxError, ValueError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, ast.Attribute):
-                    (read if isinstance(node.ctx, ast.Load) else names).add(node.attr)
-                elif isinstance(node, ast.ImportFrom):
-                    read.update(alias.name for alias in node.names)
-                elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) > 1:
-                    text = _text_of(node.args[1])
-                    if text is not None:
-                        names.add(text)
-        _ELSEWHERE[key] = (sources, frozenset(names), frozenset(read))
+        found.extend(_set_and_read(data) for data in texts)
+        names = frozenset(name for set_here, _ in found for name in set_here)
+        read = frozenset(name for _, read_here in found for name in read_here)
+        _ELSEWHERE[key] = (sources, names, read)
     return _ELSEWHERE[key][1]
+
+
+def _set_and_read(data):
+    """(the names a module's source sets as attributes, the names it imports from a module or reads as
+    an attribute: `_read_elsewhere`), of its bytes `data`."""
+    names, read = set(), set()
+    if b"setattr" not in data and b"." not in data and b"import" not in data:
+        return names, read
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return names, read
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute):
+            (read if isinstance(node.ctx, ast.Load) else names).add(node.attr)
+        elif isinstance(node, ast.ImportFrom):
+            read.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) > 1:
+            text = _text_of(node.args[1])
+            if text is not None:
+                names.add(text)
+    return names, read
 
 
 def _read_elsewhere(sources):

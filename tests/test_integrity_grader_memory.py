@@ -82,17 +82,24 @@ GRADER_SIDE = textwrap.dedent("""\
 
     RAN = []
 
-    def make(paths, refused):
+    OWN_FORGED = __file__.rpartition("/")[0] + "/patchgym_forged.py"
+
+    def make(paths, refused, forged):
         sources = patchgym_compiled_tests.ProtectedSources(paths)
         box = patchgym_compiled_tests.Sealed({path: open(path, "rb").read() for path in paths})
         for sealed in (sources, box):
-            sealed.seal(lambda what, who: refused.append(what), None)
+            sealed.seal(lambda what, who: refused.append(what), lambda filename: filename in forged)
         # (asked again from inside a call: the transform runs in the compilation the tables make)
         sources.transform = lambda tree: RAN.append(sources._tree(paths[0]) is not None)
         return sources, box
 
     def ask(sources, box, path):
-        return sources.text(path), box.get(path), bool(sources.expected_code(path, "test_x", 1)), RAN == [True]
+        return (sources.each_text(bytes)[0], box.get(path), bool(sources.expected_code(path, "test_x", 1)),
+                RAN == [True], box.trusts(__file__) and not box.trusts(OWN_FORGED))
+
+    def make_another(paths):
+        # (a deputy: the grader's own code making one for whoever called it, as `body_ran` did for rt36's g03)
+        return patchgym_compiled_tests.ProtectedSources(paths)
     """)
 
 # The patch's side: code compiled under a file outside the grader's folder.
@@ -102,18 +109,30 @@ PATCH_SIDE = textwrap.dedent("""\
     import patchgym_compiled_tests, patchgym_grader_side
     exec(WALK)
     refused = []
-    sources, box = patchgym_grader_side.make([TEST], refused)
+    # code the patch compiled under the grader's folder's name (the audit hook's `untrusted` knows it)
+    forged_file = OWN + "/patchgym_forged.py"
+    forged = {}
+    exec(compile("def call(f, *a):\\n    return f(*a)\\n", forged_file, "exec"), forged)
+    frozen = {}
+    exec(compile("import sys\\nframe = sys._getframe(0)\\n", "<frozen importlib._bootstrap>", "exec"), frozen)
+    sources, box = patchgym_grader_side.make([TEST], refused, {forged_file, "<frozen importlib._bootstrap>"})
     outcome = {"grader_asks": [x if isinstance(x, bool) else SECRET.encode() in x for x in patchgym_grader_side.ask(sources, box, TEST)]}
     roots = [sources, box, patchgym_compiled_tests, patchgym_grader_side]
     outcome["reachable"] = holds_the_secret(roots, SECRET)
     attempts = {
-        "text": lambda: sources.text(TEST),
+        "text": lambda: sources.each_text(bytes),
+        "tree": lambda: sources._tree(TEST),
         "box": lambda: box.get(TEST),
-        "send": lambda: sources._send("text", (TEST,), {}),
-        "vault": lambda: sources._vault.send(("text", (TEST,), {}))[0] or 1 / 0,
+        "send": lambda: sources._send("each_text", (bytes,), {}),
+        "vault": lambda: sources._vault.send(("each_text", (bytes,), {}))[0] or 1 / 0,
         "tables": lambda: patchgym_compiled_tests._Tables([TEST]).sources,
-        "new sources": lambda: patchgym_compiled_tests.ProtectedSources([TEST]).text(TEST),
+        "new sources": lambda: patchgym_compiled_tests.ProtectedSources([TEST]).each_text(bytes),
         "new box": lambda: patchgym_compiled_tests.Sealed({}),
+        # rt36: an instance a deputy of the grader's made (g03), a call from code compiled under the
+        # grader's folder's name (g04), a loader's check asked from code named as the import system (g09a)
+        "deputy's instance": lambda: patchgym_grader_side.make_another([TEST])._tree(TEST),
+        "forged grader name": lambda: forged["call"](sources._tree, TEST),
+        "forged import system": lambda: patchgym_compiled_tests._imported_by_the_import_system(sources, frozen["frame"], "get_code"),
     }
     outcome["answered"] = []
     for name, attempt in attempts.items():
@@ -144,7 +163,7 @@ def _run_sides(tmp_path: Path) -> dict:
 
 def test_the_grader_keeps_no_copy_of_the_tests_the_code_under_test_can_walk_to(tmp_path: Path) -> None:
     outcome = _run_sides(tmp_path)
-    assert outcome["grader_asks"] == [True, True, True, True], outcome  # the grader's own files are answered
+    assert outcome["grader_asks"] == [True, True, True, True, True], outcome  # the grader's own files are answered
     assert outcome["reachable"] == [], outcome  # (the walk finds only the file's name: never its bytes or code)
 
 
