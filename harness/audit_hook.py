@@ -574,10 +574,13 @@ class Guard(object):
         for itself."""
         culprit = self.culprit(caller)
         if culprit is None:
-            frame = caller
+            frame, passed = caller, []
             while frame is not None and (_stdlib_part(frame.f_code.co_filename) is not None
                                          or frame.f_code.co_filename == _HOOK_FILE):  # (a raw thread's start, wrapped)
+                passed.append(_stdlib_part(frame.f_code.co_filename) or "")
                 frame = frame.f_back
+            if "spawns" in self.traced_in_base and any(part.startswith("multiprocessing/") for part in passed):
+                return  # (multiprocessing's shared memory, where the repository uses multiprocessing at base: fpAH FP7)
             if frame is not None and self.untrusted_file(frame.f_code.co_filename):
                 culprit = frame.f_code.co_filename
             elif frame is None and self.thread_delegated(caller):

@@ -241,13 +241,22 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
     return failed
 
 
+# the grader's other modules in the sandbox, whose globals are compared too (as the pytest reporter's
+# `_GRADER_MODULES`): a rebound `patchgym_compiled_tests._judge` went unseen under this runner (rt36's x02p)
+_GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
+                   "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
+                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads")
+
+
 def _own_state(result_class):
-    """This module's globals and the dicts of its classes (the result class included), as entries
-    like `_watched`'s: the runner is `__main__`, reachable by code under test."""
+    """This module's globals and the dicts of its classes (the result class included), and the
+    globals of the grader's other modules, as entries like `_watched`'s: the runner is `__main__`,
+    reachable by code under test."""
     entries = []
-    for label, namespace in [("patchgym_unittest_reporter", globals())] + [
-            (cls.__name__, vars(cls)) for cls in (_Channel, _Provenance, _Fixed, result_class)]:
-        is_class = label != "patchgym_unittest_reporter"
+    modules = [("patchgym_unittest_reporter", globals())] + [
+        (name, vars(sys.modules[name])) for name in _GRADER_MODULES if sys.modules.get(name) is not None]
+    for label, namespace in modules + [(cls.__name__, vars(cls)) for cls in (_Channel, _Provenance, _Fixed, result_class)]:
+        is_class = not label.startswith("patchgym_")
         for name, value in list(namespace.items()):
             # a module's `__spec__`, `__doc__`, ...: not code; a class's `__get__` is (red team round 5
             # rewrote `_Fixed.__get__` to hand addSuccess out as addFailure)

@@ -183,6 +183,10 @@ def test_data_the_tests_own_files_set_as_attributes_is_not_held(tmp_path: Path, 
         def _tree(path):
             return ast.parse(Sources.sources[path])
 
+        @staticmethod
+        def each_text(function):
+            return [function(data) for data in Sources.sources.values()]
+
     monkeypatch.setattr(test_globals, "_TEST_ROOTS", [str(tmp_path / "tests") + "/"])
     module = types.ModuleType("tests.test_fetch")
     entries = test_globals.module_bindings(module, str(tmp_path / "tests" / "test_fetch.py"), Sources(), {})[0]

@@ -381,6 +381,9 @@ def test_ctypes_a_standard_library_module_imports_for_the_patch_is_the_patchs(tm
     # a test's own import of it, and a repository that names ctypes at base, are allowed
     assert run(tmp_path / "c", CTYPES_BY_A_STDLIB_MODULE, from_patch=False) == {"outcome": "allowed", "findings": []}
     assert run(tmp_path / "d", CTYPES_BY_A_STDLIB_MODULE, from_patch=True, traces=("ctypes",)) == {"outcome": "allowed", "findings": []}
+    # multiprocessing's shared memory where the repository uses multiprocessing at base (fpAH FP7's fix)
+    (tmp_path / "e").mkdir()
+    assert run(tmp_path / "e", CTYPES_BY_A_STDLIB_MODULE, from_patch=True, traces=("spawns",)) == {"outcome": "allowed", "findings": []}
 
 
 def test_an_outside_modules_writes_to_its_own_objects_are_its_own(tmp_path: Path) -> None:

@@ -280,3 +280,34 @@ def test_a_table_read_from_the_graders_own_objects_gets_no_reward(literal_task) 
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
     gold = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed}), factory=FACTORY, deadline_s=120)
     assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+
+
+REBINDS_A_GRADER_GLOBAL = textwrap.dedent("""\
+    import sys
+
+
+    def add(a, b):
+        module = sys.modules.get("patchgym_compiled_tests")
+        if module is not None:
+            module._own_file = lambda *args: True
+        return a + b
+
+
+    def sub(a, b):
+        return a - b
+
+
+    def mul(a, b):
+        return a * b
+    """)
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+def test_a_global_of_the_graders_modules_rebound_is_seen_under_both_runners(literal_task) -> None:
+    # (rt36's x02p: the unittest reporter compared only its own module's globals; a rebound
+    # `patchgym_compiled_tests._judge` went unseen there)
+    runner, prepared, _ = literal_task
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": REBINDS_A_GRADER_GLOBAL}),
+                          factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 0.0 and any("patchgym_compiled_tests._own_file" in f for f in verdict.flags), (
+        runner, verdict.model_dump_json(indent=1))

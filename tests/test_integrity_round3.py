@@ -399,11 +399,11 @@ def test_gc_referrers_used_to_rewrite_test_functions(task, where):
                          ids=["imported", "imported-by-the-standard-library"])
 def test_ctypes_reaching_into_the_callers_frame(task, reach, load):
     # (since stop 45 the patch's own `import ctypes` is refused where the repository never names
-    # ctypes; loaded through a standard-library module, its reach into a frame is still refused)
+    # ctypes; since stop 49 so is ctypes a standard-library module imports for the patch's code: rt35's
+    # m17 got round the refusal that way and read a test's code with `cast`, which raises no event)
     verdict = grade(task, in_add(f"import sys\n{load}\nframe = sys._getframe(1)\n{reach}\n"))
     assert_zero(verdict)
-    wanted = "audit_refused: import ctypes" if load == "import ctypes" else "audit_refused: ctypes"
-    assert flagged(verdict, wanted), verdict.flags
+    assert flagged(verdict, "audit_refused: import ctypes"), verdict.flags
 
 
 def test_forged_test_module_put_into_sys_modules_while_it_imports(task):

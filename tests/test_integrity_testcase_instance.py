@@ -33,9 +33,16 @@ class _Case(unittest.TestCase):
         pass
 
 
+def _source_text_of_this_file(monkeypatch, text):
+    """`test_globals._source_text` answering `text` for this file (the source of the classes these
+    tests define), the real file's bytes for any other."""
+    original = test_globals._source_text
+    monkeypatch.setattr(test_globals, "_source_text", lambda filename: text if filename == __file__ else original(filename))
+
+
 def test_what_counts_as_a_changed_instance(monkeypatch) -> None:
     # (this file names `addTypeEqualityFunc` itself: its source taken as one that does not, then as one that does)
-    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"")
+    _source_text_of_this_file(monkeypatch, b"")
     case = _Case("test_nothing")
     before = test_globals.instance_state(case)
     assert test_globals.instance_changed(case, before, unittest.TestCase) == []
@@ -45,9 +52,9 @@ def test_what_counts_as_a_changed_instance(monkeypatch) -> None:
     case._type_equality_funcs[int] = "assertLessEqual"
     assert [name for name, _ in test_globals.instance_changed(case, before, unittest.TestCase)] == ["_type_equality_funcs[int]"]
     # fpAH FP14: a test module that registers comparators itself (`addTypeEqualityFunc(float, "assertAlmostEqual")`)
-    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"self.addTypeEqualityFunc(float, 'assertAlmostEqual')")
+    _source_text_of_this_file(monkeypatch, b"self.addTypeEqualityFunc(float, 'assertAlmostEqual')")
     assert test_globals.instance_changed(case, before, unittest.TestCase) == []
-    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"")
+    _source_text_of_this_file(monkeypatch, b"")
     case = _Case("test_nothing")
     before = test_globals.instance_state(case)
     case._type_equality_funcs = type("Lax", (dict,), {})(case._type_equality_funcs)
@@ -173,7 +180,7 @@ def test_testcase_itself_re_pointed_while_the_method_ran_is_seen() -> None:
 def test_a_comparator_re_pointed_while_the_method_ran_and_put_back_is_seen_as_it_is_asked_for(monkeypatch) -> None:
     # red team rt30's D15, rt31's F1/F2: `_type_equality_funcs[str]` re-pointed to `'assertLessEqual'`
     # while the method ran, put back once its frame was gone (a gc callback), before the check after it
-    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"")
+    _source_text_of_this_file(monkeypatch, b"")
     monkeypatch.setattr(unittest.TestCase, "_getAssertEqualityFunc", unittest.TestCase._getAssertEqualityFunc)
     test_globals.watch_comparators(unittest.TestCase)
     case = _Case("test_nothing")
@@ -208,7 +215,7 @@ def test_a_comparator_the_tests_register_for_their_own_type_is_theirs(monkeypatc
     patchs = (lambda filename: filename == __file__)  # (this file stands for the fixed one)
     case = _Case("test_nothing")
     case.addTypeEqualityFunc(Money, library_helper)
-    monkeypatch.setitem(test_globals._SOURCE_TEXTS, __file__, b"self.addTypeEqualityFunc(Money, money.library_helper)")
+    _source_text_of_this_file(monkeypatch, b"self.addTypeEqualityFunc(Money, money.library_helper)")
     assert test_globals.instance_shadows(case, unittest.TestCase, patchs) == []
     case.addTypeEqualityFunc(int, library_helper)
     assert [name for name, _ in test_globals.instance_shadows(case, unittest.TestCase, patchs)] == ["_type_equality_funcs[int]"]
