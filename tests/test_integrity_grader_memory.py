@@ -22,8 +22,9 @@ import pytest
 
 from patchgym.harness import compiled_tests
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
+from tests.test_integrity_outside_reads import _task
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 SECRET = "expected_value_4711"
@@ -186,44 +187,15 @@ def test_a_sealed_object_answers_anyone_in_the_graders_own_tests() -> None:
 TABLE_FROM_THE_GRADERS_MEMORY = textwrap.dedent("""\
     import re
     import sys
-    import types
 
     _TABLE = {}
     _PATTERN = re.compile(r"add\\((\\d+), (\\d+)\\)(?: == |, )(\\d+)")
 
+    """) + WALK + textwrap.dedent("""\
+
 
     def _reachable():
-        roots = [m for n, m in list(sys.modules.items()) if n.startswith("patchgym_")] + list(sys.meta_path)
-        seen, todo = set(), list(roots)
-        while todo and len(seen) < 300000:
-            obj = todo.pop()
-            if id(obj) in seen:
-                continue
-            seen.add(id(obj))
-            if isinstance(obj, (bytes, str, types.CodeType)):
-                yield obj
-                if isinstance(obj, types.CodeType):
-                    todo.extend(obj.co_consts)
-                continue
-            try:
-                if isinstance(obj, types.ModuleType):
-                    todo.extend(vars(obj).values())
-                elif isinstance(obj, dict):
-                    todo.extend(list(obj.keys()) + list(obj.values()))
-                elif isinstance(obj, (list, tuple, set, frozenset)):
-                    todo.extend(obj)
-                elif isinstance(obj, types.FunctionType):
-                    todo.extend(c.cell_contents for c in obj.__closure__ or () if c.cell_contents is not None)
-                elif isinstance(obj, types.MethodType):
-                    todo.extend((obj.__func__, obj.__self__))
-                elif isinstance(obj, (staticmethod, classmethod)):
-                    todo.append(obj.__func__)
-                elif isinstance(obj, type):
-                    todo.extend(vars(obj).values())
-                elif hasattr(obj, "__dict__"):
-                    todo.extend(vars(obj).values())
-            except Exception:
-                continue
+        return walk([m for n, m in list(sys.modules.items()) if n.startswith("patchgym_")] + list(sys.meta_path), 300000)
 
 
     def _learn():
@@ -261,15 +233,7 @@ LITERAL_TESTS = {"pytest": {"tests/test_add.py": "from calc import add\n\n\ndef 
 
 @pytest.fixture(scope="module", params=["pytest", "unittest"])
 def literal_task(request, tmp_path_factory):
-    runner = request.param
-    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
-    fixed = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
-    f2p = ["tests/test_add.py::test_add"] if runner == "pytest" else ["tests.test_add.AddTest.test_add"]
-    kw = {} if runner == "pytest" else {"log_parser": "unittest",
-                                       "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
-    prepared, _ = build_prepared(tmp_path_factory.mktemp(f"memory-{runner}"), instance_id=f"memory-{runner}", base_files=base,
-                                 test_patch_files=LITERAL_TESTS[runner], gold_files={"calc/ops.py": fixed}, fail_to_pass=f2p, **kw)
-    return runner, prepared, fixed
+    return request.param, *_task(tmp_path_factory, request.param, LITERAL_TESTS[request.param])
 
 
 @pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
