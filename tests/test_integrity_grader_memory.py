@@ -24,7 +24,7 @@ from patchgym.harness import compiled_tests
 from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
-from tests.test_integrity_outside_reads import _task
+from tests.test_integrity_outside_reads import LITERAL_TESTS as OUTSIDE_LITERAL_TESTS, _task
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 SECRET = "expected_value_4711"
@@ -225,10 +225,11 @@ TABLE_FROM_THE_GRADERS_MEMORY = textwrap.dedent("""\
     def mul(a, b):
         return a * b
     """)
-# (numbers no docstring of the grader's quotes: its own examples are `add(2, 3) == 5`)
-LITERAL_TESTS = {"pytest": {"tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    assert add(17, 25) == 42\n"},
-                 "unittest": {"tests/test_add.py": "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
-                                                   "    def test_add(self):\n        self.assertEqual(add(17, 25), 42)\n"}}
+# outside_reads' literal tests with numbers no docstring of the grader's quotes (its own examples are
+# `add(2, 3) == 5`, which the walk would find there)
+LITERAL_TESTS = {runner: {path: text.replace("add(2, 3) == 5", "add(17, 25) == 42").replace("add(2, 3), 5)", "add(17, 25), 42)")
+                          for path, text in tests.items()} for runner, tests in OUTSIDE_LITERAL_TESTS.items()}
+assert all("add(17, 25)" in text for tests in LITERAL_TESTS.values() for text in tests.values())
 
 
 @pytest.fixture(scope="module", params=["pytest", "unittest"])
