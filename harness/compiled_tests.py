@@ -6,7 +6,11 @@ both. Standard library only (pytest's assertion rewriter is passed in), Python >
 `ProtectedSources(paths)` reads each protected test file (and conftest) once, when the reporter is
 imported -- before any code of the repository runs -- and keeps the bytes (the reporter hashes the
 same bytes) and the `ast` and `compile` functions as they were then (parsing is a direct `compile`
-call with `PyCF_ONLY_AST`, which is all `ast.parse` does). Later:
+call with `PyCF_ONLY_AST`, which is all `ast.parse` does). What it keeps -- the bytes, the trees,
+the compiled code: the tests' expected values -- lives in the frame of a suspended generator
+(`_sealed`), not in any object the code under test can walk to, and every call is answered only
+where a file of the grader's own folder asks (`_judge`; `Sealed` keeps the grader's other copies
+so). Later:
 
 - `expected_code(path, name, firstlineno, rewrite)` compiles the kept source itself (plainly, and,
   for pytest, through the assertion rewriter the reporter snapshotted, with the session's config)
