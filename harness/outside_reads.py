@@ -295,6 +295,12 @@ def keep_memory_to_itself():
     return None if done == 0 else "prctl(PR_SET_DUMPABLE) failed"
 
 
+# where no link to a test file is looked for (`OutsideReads.path_of`): the interpreter's and the installed
+# packages' folders, which every import reads, and the kernel's
+_NOT_LINKS = tuple(sorted(set(p.rstrip("/") + "/" for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p))) + (
+    "/proc/", "/sys/", "/dev/")
+
+
 class OutsideReads(object):
     """The audit hook's side: opens of the watched files made in this process, the processes started
     and by whom, and the check (`check`) against the watcher's counts."""
@@ -304,6 +310,16 @@ class OutsideReads(object):
         self.real = real  # the Guard's cached realpath
         self.names = frozenset(os.path.basename(p) for p in watcher.paths)
         self.watched = frozenset(watcher.paths)
+        # (device, inode) -> the watched file: an open under another name (a test's own symlink
+        # `current -> __file__`, a hard link) is the same file's (fpAM's AM-5: a test's own read
+        # through a link counted as another process's, `tampered`)
+        self.inodes = {}
+        for path in watcher.paths:
+            try:
+                found = os.stat(path)
+            except OSError:
+                continue
+            self.inodes[(found.st_dev, found.st_ino)] = path
         # the opens made by this process, one entry each (`list.append` is one step of C: a `+= 1`
         # could lose a count between two threads, and a lost count here reads as another process's open)
         self.here = dict((p, []) for p in watcher.paths)
@@ -319,11 +335,21 @@ class OutsideReads(object):
         self.asked = float("-inf")  # when the watcher was last asked (`check`)
 
     def path_of(self, path):
-        """The watched file `path` names, or None (a quick "no" by its file name first)."""
+        """The watched file `path` names, or None (a quick "no" by its file name first). A path of
+        another name outside the interpreter's own folders (where the imports read) is asked by its
+        inode: a link to a watched file is that file (one `stat`, ~1 us)."""
         if isinstance(path, bytes):
             path = os.fsdecode(path)
-        if not isinstance(path, str) or path.rpartition("/")[2] not in self.names:
+        if not isinstance(path, str):
             return None
+        if path.rpartition("/")[2] not in self.names:
+            if not self.inodes or path.startswith(_NOT_LINKS):
+                return None
+            try:
+                found = os.stat(path)
+            except (ValueError, OSError):
+                return None
+            return self.inodes.get((found.st_dev, found.st_ino))
         try:
             real = self.real(path)
         except (ValueError, OSError):  # (a name the open itself refuses: an embedded NUL)

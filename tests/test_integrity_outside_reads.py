@@ -160,6 +160,9 @@ def test_the_tests_read_by_a_process_the_patch_starts_are_found(tmp_path: Path, 
     "def reads():\n    for _ in range(300):\n        open(TEST).close()\n"
     "threads = [threading.Thread(target=reads) for _ in range(8)]\n"
     "for t in threads:\n    t.start()\nfor t in threads:\n    t.join()\n",
+    # through a link of another name (fpAM's AM-5: a symlink-handling test points `current` at its own file)
+    "import tempfile\nlink = os.path.join(tempfile.mkdtemp(), 'current')\nos.symlink(TEST, link)\nopen(link).read()\n"
+    "os.link(TEST, link + '.hard')\nopen(link + '.hard').read()\n",
 ])
 def test_a_test_reading_its_file_itself_or_through_a_child_is_not_a_finding(tmp_path: Path, operation: str) -> None:
     assert run(tmp_path, operation, from_patch=False)["findings"] == []
