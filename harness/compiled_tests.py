@@ -258,6 +258,71 @@ def _is_mark(decorator):
     return isinstance(func, ast.Name) and func.id == "mark"
 
 
+# The modules whose names the code that reads the tests looks up as it runs: the builtins, `ast` (its
+# `walk` looks up `iter_child_nodes` and imports `collections.deque` on every call), pytest's rewriter,
+# and the grader's own modules and their classes (`_environment`).
+_LOOKED_UP = ("builtins", "ast", "_ast", "collections", "functools", "itertools", "operator", "types", "re",
+              "_pytest.assertion.rewrite", "_pytest.assertion.util")
+
+
+def _environment():
+    """[(label, dict, {name: value})]: what `_LOOKED_UP`'s modules, the grader's modules (`patchgym_*`)
+    and the classes those define hold now (taken at `seal`, before any code of the repository runs)."""
+    found = []
+    for name in sorted(sys.modules):
+        module = sys.modules.get(name)
+        if module is None or not (name in _LOOKED_UP or name.startswith("patchgym_")):
+            continue
+        namespace = vars(module)
+        found.append((name, namespace, dict(namespace)))
+        if name.startswith("patchgym_"):
+            for value in list(namespace.values()):
+                if isinstance(value, type) and getattr(value, "__module__", None) == name:
+                    found.append(("{}.{}".format(name, value.__name__), vars(value), dict(vars(value))))
+    return found
+
+
+def _replaced_tools(environment, untrusted):
+    """(label, file) of the first name in `environment` whose value now is the patch's code where it
+    was another's (or, added to a module, shadows a builtin: `ast.compile`), else None. Why (red team
+    rt37's h05-h09, h11, reward 1 on both runners): the library put a spy in place of
+    `ast.iter_child_nodes`, `collections.deque`, `builtins.isinstance`, a class's method or a
+    grader module's global when it was imported, and took it away again at its first call, in which
+    the grader's reading of the tests had handed it a test module's tree or bytes; the comparisons
+    between tests never saw it. A test's own patch (`mock.patch("builtins.open")`) is no code of the
+    patch's."""
+    builtin_names = vars(builtins)
+    for label, namespace, was in environment:
+        for name, value in list(namespace.items()):
+            before = was.get(name, _MISSING)
+            if value is before or before is _MISSING and not (name in builtin_names and "." not in label and label != "builtins"):
+                continue
+            filename = _made_in(value)
+            if filename is not None and (untrusted is None or untrusted(filename)):
+                return "{}.{}".format(label, name), filename
+    return None
+
+
+_MISSING = object()
+
+
+def _made_in(value):
+    """The file whose code `value` runs (a function's, a bound method's, a partial's, a class's
+    module's), or None."""
+    for _ in range(4):
+        code = getattr(value, "__code__", None) if type(value).__name__ in ("function", "method") else None
+        if code is not None:
+            return code.co_filename
+        inner = getattr(value, "__func__", None) or (getattr(value, "func", None) if type(value).__name__ == "partial" else None)
+        if inner is None:
+            break
+        value = inner
+    kind = value if isinstance(value, type) else type(value)
+    module = sys.modules.get(getattr(kind, "__module__", None) or "")
+    filename = getattr(module, "__file__", None)
+    return filename if isinstance(filename, str) and kind.__module__ not in ("builtins",) else None
+
+
 class _Tables(object):
     """What `ProtectedSources` knows of the protected files: their bytes, trees and compiled code.
     Lives only in the frame of `_sealed`."""
@@ -286,6 +351,7 @@ class _Tables(object):
         self._propagating = {}  # (real path, name, first line) -> propagating_lines
         self._asserts = {}  # real path -> the lines of its `assert` statements (_assert_lines)
         self._on_purpose = {}  # real path -> the lines of its `assert False` statements (fails_on_purpose)
+        self.environment = self.refuse = self.untrusted = None  # (`look_around`, set at `seal`)
         # called with each protected module right after its body ran (the grader's loaders, and the
         # pytest reporter's wrap of pytest's): patchgym_test_globals seals the data it built then
         self.after_body = None
@@ -296,7 +362,28 @@ class _Tables(object):
     def each_text(self, function):
         """[function(bytes)] for each protected file read at load: the text stays here (test_globals'
         names the tests' files set as attributes)."""
+        if self.look_around():
+            return []
         return [function(data) for data in self.sources.values() if data is not None]
+
+    def look_around(self):
+        """Before the tests' text or trees are handed to code (this module's, test_globals', pytest's
+        rewriter): whether the code under test has put its own function in place of one that code
+        looks up when it runs (`_replaced_tools`). Then it is noted (`refuse`), and the caller hands
+        out nothing: no tree, no text, no compilation (a refusal raised here would end in the grader's
+        own hooks). Set by `seal` (`environment`, `refuse`, `untrusted`)."""
+        environment = self.environment
+        if environment is None:
+            return False
+        replaced = _replaced_tools(environment, self.untrusted)
+        if replaced is None:
+            return False
+        if self.refuse is not None:
+            try:
+                self.refuse("the grader's tools replaced while it reads the tests ({})".format(replaced[0]), replaced[1])
+            except BaseException:  # noqa: BLE001  (noted: the grading's verdict says it)
+                pass
+        return True
 
     def compile_for_import(self, path, rewrite):
         """`module_code_for_import` of the kept bytes (`serve_for_import`'s compilation at load)."""
@@ -313,10 +400,14 @@ class _Tables(object):
         return getattr(self, name)
 
     def _tree(self, path):
+        if self.look_around():
+            return None
         if path not in self._trees:
             source = self.sources.get(path)
             try:
-                self._trees[path] = _parse(source, filename=path) if source is not None else None
+                # (`compile` as found at import: `ast.parse` looks it up in ast's own dict first, where the
+                # library had put a spy of its own, rt37's h06)
+                self._trees[path] = _compile(source, path, "exec", _ONLY_AST, dont_inherit=True) if source is not None else None
             except (SyntaxError, ValueError):
                 self._trees[path] = None
         return self._trees[path]
@@ -330,7 +421,7 @@ class _Tables(object):
     def _compile(self, path, rewrite):
         """Compile the kept source of `path`, fill the table of its code objects and return the
         module's code (None if it does not compile)."""
-        source = self.sources.get(path)
+        source = self.sources.get(path) if not self.look_around() else None
         # The collector is off while the tree lives: its thousands of nodes, all garbage a moment
         # later, otherwise start young-generation passes that promote them, and those cascade into
         # full passes over the whole heap (measured on bench/grade's medium suite: 57 young and 3
@@ -810,6 +901,8 @@ def _sealed(tables, strict, fixed):
             if name == "seal":
                 if refuse is None:
                     refuse, untrusted = args
+                    if isinstance(tables, _Tables):
+                        tables.environment, tables.refuse, tables.untrusted = fixed[8](), refuse, untrusted
                 result = (True, None)
             elif name == "refuse":
                 if refuse is not None:
@@ -828,6 +921,12 @@ def _sealed(tables, strict, fixed):
             elif name == "trusts":
                 result = (True, untrusted is None or not untrusted(args[0]))
             elif name in _HANDED_OUT:
+                if type(tables) is _Tables and fixed[10](fixed[11]):
+                    # (a method of the tables replaced on their class: rt37's h07 put a spy in
+                    # `_Tables._tree`, which then ran here with the tables for `self`)
+                    if refuse is not None:
+                        refuse("the grader's tools replaced while it reads the tests (_Tables)", "?")
+                    raise refused(name)
                 result = (True, getattr(tables, name)(*args, **kwargs))
             else:
                 raise refused(name)
@@ -860,6 +959,18 @@ def _judge(sender, refuse, untrusted, name, fixed):
         if refuse is not None:
             refuse("reading the grader's compilation of the tests ({})".format(name), asker_file)
         raise refused(name)
+    if name in fixed[9] and untrusted is not None:
+        # (what hands out the tests' trees, text or code: no frame of the patch's further out either.
+        # rt37's h01, h03, h04, h10: the library called test_globals' `module_bindings`, `_set_elsewhere`
+        # and the reporter's `_freeze_fixture`, which asked for the trees for it)
+        outer = asker.f_back if asker is not None else None
+        while outer is not None:
+            if untrusted(outer.f_code.co_filename):
+                if refuse is not None:
+                    refuse("reading the grader's compilation of the tests ({}, for the patch's code)".format(name),
+                           outer.f_code.co_filename)
+                raise refused(name)
+            outer = outer.f_back
 
 
 def _own_file(filename, fixed=None):
@@ -1006,7 +1117,18 @@ _FACADE_CODES = frozenset([_forwarded("x").__code__, ProtectedSources.seal.__cod
 # what a call may ask of the tables (`_sealed`): their checks and the grader's compilation, never their
 # text (rt36's g06 had `serve_for_import` hand a proxy's method the bytes `text()` gave it)
 _HANDED_OUT = frozenset(_FORWARDED + ("_set", "_get", "get", "setdefault"))
-_FIXED = (_judge, _getframe, _Refused, _SEND_CODE, _FACADE_CODES, _own_file, _OWN_FOLDERS, os.path.realpath)
+# the calls that hand out the tests' trees, text or compiled code (`_judge`: no frame of the patch's on the stack)
+_HANDING_OUT_TESTS = frozenset(("_tree", "each_text", "compile_for_import", "module_code_for_import", "expected_code"))
+
+
+def _class_changed(kept):
+    """Whether the class dict `kept[0]` (a live view) holds anything other than `kept[1]`, its copy."""
+    live, copy = kept
+    return len(live) != len(copy) or any(live.get(name) is not value for name, value in copy.items())
+
+
+_FIXED = (_judge, _getframe, _Refused, _SEND_CODE, _FACADE_CODES, _own_file, _OWN_FOLDERS, os.path.realpath, _environment,
+          _HANDING_OUT_TESTS, _class_changed, (vars(_Tables), dict(vars(_Tables))))
 
 
 def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):

@@ -79,6 +79,7 @@ WALK = textwrap.dedent("""\
 
 # The grader's side: a module in the grader's own folder (its calls are the grader's).
 GRADER_SIDE = textwrap.dedent("""\
+    import ast
     import patchgym_compiled_tests
 
     RAN = []
@@ -98,14 +99,54 @@ GRADER_SIDE = textwrap.dedent("""\
         return (sources.each_text(bytes)[0], box.get(path), bool(sources.expected_code(path, "test_x", 1)),
                 RAN == [True], box.trusts(__file__) and not box.trusts(OWN_FORGED))
 
+    def tree_now(sources, path):
+        tree = sources._tree(path)
+        return [type(node).__name__ for node in ast.walk(tree)] if tree is not None else None
+
     def make_another(paths):
         # (a deputy: the grader's own code making one for whoever called it, as `body_ran` did for rt36's g03)
         return patchgym_compiled_tests.ProtectedSources(paths)
     """)
 
 # The patch's side: code compiled under a file outside the grader's folder.
+# The patch's side: code compiled under a file outside the grader's folder (`pkg/core.py`), which the
+# seal's `untrusted` knows as the patch's; the script around it runs as the test machinery would.
 PATCH_SIDE = textwrap.dedent("""\
-    import json, sys
+    import patchgym_compiled_tests, patchgym_grader_side
+    SEEN = []
+    ORIGINAL_ITER = __import__("ast").iter_child_nodes
+
+
+    def attempts(sources, box, forged, frozen):
+        return {
+            "text": lambda: sources.each_text(bytes),
+            "tree": lambda: sources._tree(TEST),
+            "box": lambda: box.get(TEST),
+            "send": lambda: sources._send("each_text", (bytes,), {}),
+            "vault": lambda: sources._vault.send(("each_text", (bytes,), {}))[0] or 1 / 0,
+            "tables": lambda: patchgym_compiled_tests._Tables([TEST]).sources,
+            "new sources": lambda: patchgym_compiled_tests.ProtectedSources([TEST]).each_text(bytes),
+            "new box": lambda: patchgym_compiled_tests.Sealed({}),
+            # rt36: an instance a deputy of the grader's made (g03), a call from code compiled under the
+            # grader's folder's name (g04), a loader's check asked from code named as the import system (g09a)
+            "deputy's instance": lambda: patchgym_grader_side.make_another([TEST])._tree(TEST),
+            "forged grader name": lambda: forged["call"](sources._tree, TEST),
+            "forged import system": lambda: patchgym_compiled_tests._imported_by_the_import_system(sources, frozen["frame"], "get_code"),
+            # rt37's h01/h03/h04/h10: a grader function that asks for the trees, called by the patch
+            "deputy for the patch": lambda: patchgym_grader_side.tree_now(sources, TEST),
+        }
+
+
+    def spy_on_nodes(node):
+        SEEN.append(type(node).__name__)
+        return ORIGINAL_ITER(node)
+
+
+    def spy_method(self, path):
+        SEEN.append(sorted(self.sources))
+    """)
+RUNNER = textwrap.dedent("""\
+    import ast, json, sys
     sys.path.insert(0, OWN)
     import patchgym_compiled_tests, patchgym_grader_side
     exec(WALK)
@@ -116,32 +157,33 @@ PATCH_SIDE = textwrap.dedent("""\
     exec(compile("def call(f, *a):\\n    return f(*a)\\n", forged_file, "exec"), forged)
     frozen = {}
     exec(compile("import sys\\nframe = sys._getframe(0)\\n", "<frozen importlib._bootstrap>", "exec"), frozen)
-    sources, box = patchgym_grader_side.make([TEST], refused, {forged_file, "<frozen importlib._bootstrap>"})
+    sources, box = patchgym_grader_side.make([TEST], refused, {forged_file, "<frozen importlib._bootstrap>", PATCH_FILE})
     outcome = {"grader_asks": [x if isinstance(x, bool) else SECRET.encode() in x for x in patchgym_grader_side.ask(sources, box, TEST)]}
     roots = [sources, box, patchgym_compiled_tests, patchgym_grader_side]
     outcome["reachable"] = holds_the_secret(roots, SECRET)
-    attempts = {
-        "text": lambda: sources.each_text(bytes),
-        "tree": lambda: sources._tree(TEST),
-        "box": lambda: box.get(TEST),
-        "send": lambda: sources._send("each_text", (bytes,), {}),
-        "vault": lambda: sources._vault.send(("each_text", (bytes,), {}))[0] or 1 / 0,
-        "tables": lambda: patchgym_compiled_tests._Tables([TEST]).sources,
-        "new sources": lambda: patchgym_compiled_tests.ProtectedSources([TEST]).each_text(bytes),
-        "new box": lambda: patchgym_compiled_tests.Sealed({}),
-        # rt36: an instance a deputy of the grader's made (g03), a call from code compiled under the
-        # grader's folder's name (g04), a loader's check asked from code named as the import system (g09a)
-        "deputy's instance": lambda: patchgym_grader_side.make_another([TEST])._tree(TEST),
-        "forged grader name": lambda: forged["call"](sources._tree, TEST),
-        "forged import system": lambda: patchgym_compiled_tests._imported_by_the_import_system(sources, frozen["frame"], "get_code"),
-    }
+    patch = {"TEST": TEST}
+    exec(compile(PATCH_SIDE, PATCH_FILE, "exec"), patch)
     outcome["answered"] = []
-    for name, attempt in attempts.items():
+    for name, attempt in patch["attempts"](sources, box, forged, frozen).items():
         try:
             attempt()
             outcome["answered"].append(name)
         except Exception:
             pass
+    # rt37's passive spies: a function the reading of the tests looks up as it runs (h05), a method of
+    # the tables' class (h07), put in place by the patch; the grader then reads the tests for itself
+    outcome["spied"] = []
+    for where, name, spy in ((ast, "iter_child_nodes", patch["spy_on_nodes"]), (patchgym_compiled_tests._Tables, "_tree", patch["spy_method"])):
+        original = getattr(where, name)
+        setattr(where, name, spy)
+        try:
+            handed = patchgym_grader_side.tree_now(sources, TEST)
+        except Exception:
+            handed = None
+        finally:
+            setattr(where, name, original)
+        outcome["spied"].append([handed is not None, len(patch["SEEN"])])
+    outcome["after"] = patchgym_grader_side.tree_now(sources, TEST) is not None  # (all put back: answered again)
     outcome["refused"] = refused
     print(json.dumps(outcome))
     """)
@@ -155,8 +197,9 @@ def _run_sides(tmp_path: Path) -> dict:
     test = tmp_path / "tests" / "test_x.py"
     test.parent.mkdir()
     test.write_text(f"def test_x():\n    assert str(1) != {SECRET!r}\n")
-    script = f"OWN, TEST, SECRET, WALK = {str(own)!r}, {str(test)!r}, {SECRET!r}, {WALK!r}\n"
-    code = f"exec(compile({script + PATCH_SIDE!r}, {str(tmp_path / 'pkg' / 'core.py')!r}, 'exec'))"
+    script = (f"OWN, TEST, SECRET, WALK = {str(own)!r}, {str(test)!r}, {SECRET!r}, {WALK!r}\n"
+              f"PATCH_FILE, PATCH_SIDE = {str(tmp_path / 'pkg' / 'core.py')!r}, {PATCH_SIDE!r}\n")
+    code = f"exec(compile({script + RUNNER!r}, {str(tmp_path / 'runner.py')!r}, 'exec'))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, cwd=str(tmp_path))
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -173,6 +216,14 @@ def test_the_grader_answers_no_one_else_what_it_knows_of_the_tests(tmp_path: Pat
     assert outcome["answered"] == [], outcome
     # the calls of the sealed objects are noted (the audit hook's refusal, in the sandbox)
     assert sum("reading the grader's compilation" in what for what in outcome["refused"]) >= 4, outcome
+    assert any("for the patch's code" in what for what in outcome["refused"]), outcome
+
+
+def test_the_grader_reads_the_tests_for_nobody_while_the_patch_spies_on_its_tools(tmp_path: Path) -> None:
+    outcome = _run_sides(tmp_path)
+    assert outcome["spied"] == [[False, 0], [False, 0]], outcome  # handed nothing, and the spies saw nothing
+    assert sum("the grader's tools replaced" in what for what in outcome["refused"]) == 2, outcome
+    assert outcome["after"] is True, outcome
 
 
 def test_a_sealed_object_answers_anyone_in_the_graders_own_tests() -> None:
