@@ -193,11 +193,16 @@ def test_control_gold_gets_one_on_both_runners(task, unittest_task):
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_rewritten_stream_writer_with_the_log_blinded_gets_zero(task, unittest_task, runner):
     verdict = grade(task if runner == "pytest" else unittest_task, attack(STREAM_REWRITE))
-    assert_zero(verdict, "log_disagrees:")
+    assert_zero(verdict, "log_disagrees:", REPLACED_WHILE_READING)
 
 
 def test_a_rewritten_emitter_with_the_log_blinded_gets_zero(task):
-    assert_zero(grade(task, attack(EMITTER_REWRITE)), "log_disagrees:")
+    assert_zero(grade(task, attack(EMITTER_REWRITE)), "log_disagrees:", REPLACED_WHILE_READING)
+
+
+# (since stop 49 a grader class's method replaced at the library's import is also seen the first time
+# the grader reads the tests: `compiled_tests._replaced_tools`, usually before the log is compared)
+REPLACED_WHILE_READING = "tamper: audit_refused: the grader's tools replaced while it reads the tests"
 
 
 def test_pytests_own_makereport_given_another_function_gets_zero(task):
