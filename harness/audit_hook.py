@@ -75,6 +75,9 @@ from stat import S_ISREG
 _ASKED_BY_A_TEST = frozenset({"sys.settrace", "sys.setprofile", "marshal.load", "marshal.loads", "object.__setattr__"})
 # the culprit named where the patch's code handed a callable of the standard library's to a thread it started
 _PATCH_THREAD = "a thread the patch's code started"
+# unittest.mock's functions that read a function's `__code__` only to answer whether it is a coroutine (a spec's
+# attributes each asked so by `_mock_add_spec`)
+_MOCKS_OWN_QUESTIONS = frozenset(("_is_async_func", "_is_async_obj", "_mock_add_spec"))
 _RAW_MEMORY_MODULES = frozenset(("ctypes", "_ctypes"))  # (`Guard.raw_memory_import`)
 # What a test's own line names where it writes a file itself (`Guard.laundered`): `open`, `json.dump`,
 # `np.save`, `shutil.copy`, `Path(...).write_text`, `logging.FileHandler`, `tempfile.mkstemp`, `os.truncate`...
@@ -1145,10 +1148,13 @@ class Guard(object):
             while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
                 frame = frame.f_back
             asker = self.patchs_frame(frame) if frame is not None else None
-        if asker is None and frame is not None:
+        if asker is None and frame is not None and not (
+                frame.f_code.co_name in _MOCKS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "unittest/mock.py"):
             # (a deputy of mock's or pytest's reading it for the caller: red team rt35's m34, m35,
             # `Mock(side_effect=attrgetter("__code__"))`, `_pytest._code.getrawcode(test)`; not
-            # `inspect`'s reading of a callback's parameters, which stays the standard library's)
+            # `inspect`'s reading of a callback's parameters, which stays the standard library's, nor
+            # mock's own yes-or-no of whether a function is a coroutine: `create_autospec(test_fn)`
+            # called by a fixed file, fpAJ's autospec row, `tampered` since stop 48)
             deputy = frame
             while deputy is not None and (_stdlib_part(deputy.f_code.co_filename) == "unittest/mock.py"
                                           or "/_pytest/" in deputy.f_code.co_filename and not self.untrusted_file(deputy.f_code.co_filename)

@@ -226,6 +226,24 @@ def test_the_grader_reads_the_tests_for_nobody_while_the_patch_spies_on_its_tool
     assert outcome["after"] is True, outcome
 
 
+def test_a_call_of_the_seal_keeps_nothing_of_it(tmp_path: Path) -> None:
+    # fpAH's xmlrunner-subtest-name row: the suspended seal held its last call's arguments, one more
+    # reference to a failed test's objects than xmlrunner's own test counts
+    test = tmp_path / "test_x.py"
+    test.write_text("def test_x():\n    assert 1\n")
+    sources = compiled_tests.ProtectedSources([str(test)])
+    asked = type("Name", (str,), {})("test_x")
+    before = sys.getrefcount(asked)
+    answer = sources.defines(str(test), asked)  # (not inside an `assert`: pytest's rewrite keeps its parts)
+    assert answer is True
+    assert sys.getrefcount(asked) == before
+    try:  # (an error handed back keeps nothing either, once its traceback is gone)
+        sources.defines(str(test), asked, "too", "many")
+    except TypeError:
+        pass
+    assert sys.getrefcount(asked) == before
+
+
 def test_a_sealed_object_answers_anyone_in_the_graders_own_tests() -> None:
     # (imported as the package's module, not as the sandbox's: the checks are off, and the tests of
     # ProtectedSources call it directly)

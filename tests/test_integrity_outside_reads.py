@@ -663,6 +663,13 @@ def test_a_deputy_the_patch_calls_reads_a_tests_code_for_the_patch(tmp_path: Pat
     assert run_delegated(tmp_path, CODE_DEPUTIES[deputy], from_patch=False) == []
 
 
+def test_mocks_own_question_whether_a_test_is_a_coroutine_is_no_read_for_the_patch(tmp_path: Path) -> None:
+    # fpAJ's autospec row (`tampered` since stop 48): a fixed file's `mock.create_autospec(test_fn)`;
+    # mock reads the function's `__code__` only to ask whether it is a coroutine
+    autospec = "from unittest import mock\nstub = mock.create_autospec(test_x)\n"
+    assert run_delegated(tmp_path, autospec, from_patch=True) == []
+
+
 # --- a warning shown with any line of a test file, to a sink the patch holds (rt35's m18) -------
 
 @pytest.mark.parametrize("how", ["a file handed over", "stderr replaced"])
