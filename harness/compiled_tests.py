@@ -39,6 +39,7 @@ import gc
 import os
 import re
 import sys
+from operator import is_ as _is
 from threading import RLock as _RLock
 
 _getframe = sys._getframe
@@ -282,7 +283,11 @@ def _environment():
     return found
 
 
-def _replaced_tools(environment, untrusted):
+_MISSING = object()
+
+
+def _replaced_tools(environment, untrusted, _len=len, _all=all, _map=map, _list=list, _missing=_MISSING,
+                    _seen={"builtins": vars(builtins)}):
     """(label, file) of the first name in `environment` whose value now is the patch's code where it
     was another's (or, added to a module, shadows a builtin: `ast.compile`), else None. Why (red team
     rt37's h05-h09, h11, reward 1 on both runners): the library put a spy in place of
@@ -290,25 +295,26 @@ def _replaced_tools(environment, untrusted):
     grader module's global when it was imported, and took it away again at its first call, in which
     the grader's reading of the tests had handed it a test module's tree or bytes; the comparisons
     between tests never saw it. A test's own patch (`mock.patch("builtins.open")`) is no code of the
-    patch's."""
-    builtin_names = vars(builtins)
+    patch's. The builtins it calls are its defaults, taken when it was defined (a spy in `builtins.all`
+    would otherwise answer for the check itself)."""
+    builtin_names = _seen["builtins"]
     for label, namespace, was in environment:
-        for name, value in list(namespace.items()):
-            before = was.get(name, _MISSING)
-            if value is before or before is _MISSING and not (name in builtin_names and "." not in label and label != "builtins"):
+        # (at C speed where nothing changed, the usual case: the keys and values, in order, the same objects)
+        if _len(namespace) == _len(was) and _all(_map(_is, namespace, was)) and _all(_map(_is, namespace.values(), was.values())):
+            continue
+        for name, value in _list(namespace.items()):
+            before = was.get(name, _missing)
+            if value is before or before is _missing and not (name in builtin_names and "." not in label and label != "builtins"):
                 continue
             filename = _made_in(value)
-            if filename is not None and (untrusted is None or untrusted(filename)):
+            if filename is not None and untrusted is not None and untrusted(filename):
                 return "{}.{}".format(label, name), filename
     return None
 
 
-_MISSING = object()
-
-
-def _made_in(value):
+def _made_in(value, getattr=getattr, type=type, isinstance=isinstance, range=range, modules=sys.modules):
     """The file whose code `value` runs (a function's, a bound method's, a partial's, a class's
-    module's), or None."""
+    module's), or None. (Its builtins are taken when it was defined, as `_replaced_tools`'.)"""
     for _ in range(4):
         code = getattr(value, "__code__", None) if type(value).__name__ in ("function", "method") else None
         if code is not None:
@@ -318,7 +324,7 @@ def _made_in(value):
             break
         value = inner
     kind = value if isinstance(value, type) else type(value)
-    module = sys.modules.get(getattr(kind, "__module__", None) or "")
+    module = modules.get(getattr(kind, "__module__", None) or "")
     filename = getattr(module, "__file__", None)
     return filename if isinstance(filename, str) and kind.__module__ not in ("builtins",) else None
 
@@ -351,7 +357,7 @@ class _Tables(object):
         self._propagating = {}  # (real path, name, first line) -> propagating_lines
         self._asserts = {}  # real path -> the lines of its `assert` statements (_assert_lines)
         self._on_purpose = {}  # real path -> the lines of its `assert False` statements (fails_on_purpose)
-        self.environment = self.refuse = self.untrusted = None  # (`look_around`, set at `seal`)
+        self.environment = self.refuse = self.untrusted = self.check = None  # (`look_around`, set at `seal`)
         # called with each protected module right after its body ran (the grader's loaders, and the
         # pytest reporter's wrap of pytest's): patchgym_test_globals seals the data it built then
         self.after_body = None
@@ -375,7 +381,7 @@ class _Tables(object):
         environment = self.environment
         if environment is None:
             return False
-        replaced = _replaced_tools(environment, self.untrusted)
+        replaced = self.check(environment, self.untrusted)
         if replaced is None:
             return False
         if self.refuse is not None:
@@ -902,8 +908,8 @@ def _sealed(tables, strict, fixed):
             if name == "seal":
                 if refuse is None:
                     refuse, untrusted = args
-                    if isinstance(tables, _Tables):
-                        tables.environment, tables.refuse, tables.untrusted = fixed[8](), refuse, untrusted
+                    if fixed[13](tables) is fixed[14]:
+                        tables.environment, tables.refuse, tables.untrusted, tables.check = fixed[8](), refuse, untrusted, fixed[12]
                 result = (True, None)
             elif name == "refuse":
                 if refuse is not None:
@@ -922,13 +928,14 @@ def _sealed(tables, strict, fixed):
             elif name == "trusts":
                 result = (True, untrusted is None or not untrusted(args[0]))
             elif name in _HANDED_OUT:
-                if type(tables) is _Tables and fixed[10](fixed[11]):
+                if fixed[13](tables) is fixed[14] and (strict or refuse is not None) and (
+                        fixed[10](fixed[11]) or fixed[12](fixed[15], untrusted) is not None):
                     # (a method of the tables replaced on their class: rt37's h07 put a spy in
                     # `_Tables._tree`, which then ran here with the tables for `self`)
                     if refuse is not None:
-                        refuse("the grader's tools replaced while it reads the tests (_Tables)", "?")
+                        refuse("the grader's tools replaced while it reads the tests (_Tables, or a builtin)", "?")
                     raise refused(name)
-                result = (True, getattr(tables, name)(*args, **kwargs))
+                result = (True, fixed[16](tables, name)(*args, **kwargs))
             else:
                 raise refused(name)
         except BaseException as error:  # noqa: BLE001  (handed to the caller: the vault lives on)
@@ -1131,14 +1138,20 @@ _HANDED_OUT = frozenset(_FORWARDED + ("_set", "_get", "get", "setdefault"))
 _HANDING_OUT_TESTS = frozenset(("_tree", "each_text", "compile_for_import", "module_code_for_import", "expected_code"))
 
 
-def _class_changed(kept):
-    """Whether the class dict `kept[0]` (a live view) holds anything other than `kept[1]`, its copy."""
+def _class_changed(kept, _len=len, _all=all, _map=map):
+    """Whether the class dict `kept[0]` (a live view) holds anything other than `kept[1]`, its copy
+    (the builtins it calls taken when it was defined)."""
     live, copy = kept
-    return len(live) != len(copy) or any(live.get(name) is not value for name, value in copy.items())
+    return not (_len(live) == _len(copy) and _all(_map(_is, live, copy)) and _all(_map(_is, live.values(), copy.values())))
 
 
+# (what `_sealed` and `_judge` use, taken now: 0-7 the judge's, 8 the snapshot's maker, 9 the hand-outs,
+# 10-11 the tables' class and its copy, 12 the check of the tools, 13-14 `type` and `_Tables`, 15 the
+# builtins and their copy (looked at before every call: `getattr(tables, name)` itself was a builtin
+# looked up as it ran), 16 `getattr`)
 _FIXED = (_judge, _getframe, _Refused, _SEND_CODE, _FACADE_CODES, _own_file, _OWN_FOLDERS, os.path.realpath, _environment,
-          _HANDING_OUT_TESTS, _class_changed, (vars(_Tables), dict(vars(_Tables))))
+          _HANDING_OUT_TESTS, _class_changed, (vars(_Tables), dict(vars(_Tables))), _replaced_tools, type, _Tables,
+          [("builtins", vars(builtins), dict(vars(builtins)))], getattr)
 
 
 def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):

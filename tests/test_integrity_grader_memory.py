@@ -144,6 +144,19 @@ PATCH_SIDE = textwrap.dedent("""\
 
     def spy_method(self, path):
         SEEN.append(sorted(self.sources))
+
+
+    ORIGINAL_GETATTR = getattr
+
+
+    def spy_getattr(obj, *rest):
+        if type(obj).__name__ == "_Tables":
+            SEEN.append("the tables")
+        return ORIGINAL_GETATTR(obj, *rest)
+
+
+    def no_check(*args):
+        return None
     """)
 RUNNER = textwrap.dedent("""\
     import ast, json, sys
@@ -172,16 +185,22 @@ RUNNER = textwrap.dedent("""\
             pass
     # rt37's passive spies: a function the reading of the tests looks up as it runs (h05), a method of
     # the tables' class (h07), put in place by the patch; the grader then reads the tests for itself
+    # (and the builtin `getattr` the seal itself called; the module's own check rebound alongside a spy)
+    import builtins
     outcome["spied"] = []
-    for where, name, spy in ((ast, "iter_child_nodes", patch["spy_on_nodes"]), (patchgym_compiled_tests._Tables, "_tree", patch["spy_method"])):
-        original = getattr(where, name)
-        setattr(where, name, spy)
+    for spies in ([(ast, "iter_child_nodes", patch["spy_on_nodes"])], [(patchgym_compiled_tests._Tables, "_tree", patch["spy_method"])],
+                  [(builtins, "getattr", patch["spy_getattr"])],
+                  [(patchgym_compiled_tests, "_replaced_tools", patch["no_check"]), (ast, "iter_child_nodes", patch["spy_on_nodes"])]):
+        originals = [(where, name, vars(where)[name]) for where, name, _ in spies]
+        for where, name, spy in spies:
+            setattr(where, name, spy)
         try:
             handed = patchgym_grader_side.tree_now(sources, TEST)
         except Exception:
             handed = None
         finally:
-            setattr(where, name, original)
+            for where, name, original in originals:
+                setattr(where, name, original)
         outcome["spied"].append([handed is not None, len(patch["SEEN"])])
     outcome["after"] = patchgym_grader_side.tree_now(sources, TEST) is not None  # (all put back: answered again)
     outcome["refused"] = refused
@@ -221,8 +240,8 @@ def test_the_grader_answers_no_one_else_what_it_knows_of_the_tests(tmp_path: Pat
 
 def test_the_grader_reads_the_tests_for_nobody_while_the_patch_spies_on_its_tools(tmp_path: Path) -> None:
     outcome = _run_sides(tmp_path)
-    assert outcome["spied"] == [[False, 0], [False, 0]], outcome  # handed nothing, and the spies saw nothing
-    assert sum("the grader's tools replaced" in what for what in outcome["refused"]) == 2, outcome
+    assert outcome["spied"] == [[False, 0]] * 4, outcome  # handed nothing, and the spies saw nothing
+    assert sum("the grader's tools replaced" in what for what in outcome["refused"]) == 4, outcome
     assert outcome["after"] is True, outcome
 
 
