@@ -898,6 +898,7 @@ def _sealed(tables, strict, fixed):
     the patch's code rebinds later changes nothing here (red team rt36's g02 swapped `_judge`)."""
     judge, getframe, refused = fixed[0], fixed[1], fixed[2]
     refuse = untrusted = None
+    noted = False  # (the tools' replacement found: noted once)
     request = yield
     while True:
         name, args, kwargs = request
@@ -931,11 +932,17 @@ def _sealed(tables, strict, fixed):
                 if fixed[13](tables) is fixed[14] and (strict or refuse is not None) and (
                         fixed[10](fixed[11]) or fixed[12](fixed[15], untrusted) is not None):
                     # (a method of the tables replaced on their class: rt37's h07 put a spy in
-                    # `_Tables._tree`, which then ran here with the tables for `self`)
-                    if refuse is not None:
-                        refuse("the grader's tools replaced while it reads the tests (_Tables, or a builtin)", "?")
-                    raise refused(name)
-                result = (True, fixed[16](tables, name)(*args, **kwargs))
+                    # `_Tables._tree`, which then ran here with the tables for `self`). Noted once, and
+                    # answered with nothing: raised, it ended the unittest reporter before it reported
+                    if refuse is not None and not noted:
+                        noted = True
+                        try:
+                            refuse("the grader's tools replaced while it reads the tests (_Tables, or a builtin)", "?")
+                        except BaseException:  # noqa: BLE001  (noted: the grading's verdict says it)
+                            pass
+                    result = (True, None)
+                else:
+                    result = (True, fixed[16](tables, name)(*args, **kwargs))
             else:
                 raise refused(name)
         except BaseException as error:  # noqa: BLE001  (handed to the caller: the vault lives on)
