@@ -287,7 +287,7 @@ _MISSING = object()
 
 
 def _replaced_tools(environment, untrusted, _len=len, _all=all, _map=map, _list=list, _missing=_MISSING,
-                    _seen={"builtins": vars(builtins)}):
+                    builtin_names=vars(builtins)):
     """(label, file) of the first name in `environment` whose value now is the patch's code where it
     was another's (or, added to a module, shadows a builtin: `ast.compile`), else None. Why (red team
     rt37's h05-h09, h11, reward 1 on both runners): the library put a spy in place of
@@ -297,7 +297,6 @@ def _replaced_tools(environment, untrusted, _len=len, _all=all, _map=map, _list=
     between tests never saw it. A test's own patch (`mock.patch("builtins.open")`) is no code of the
     patch's. The builtins it calls are its defaults, taken when it was defined (a spy in `builtins.all`
     would otherwise answer for the check itself)."""
-    builtin_names = _seen["builtins"]
     for label, namespace, was in environment:
         # (at C speed where nothing changed, the usual case: the keys and values, in order, the same objects)
         if _len(namespace) == _len(was) and _all(_map(_is, namespace, was)) and _all(_map(_is, namespace.values(), was.values())):
@@ -1017,6 +1016,17 @@ def asked_by_the_grader(caller, box, what):
     raise _Refused(what)
 
 
+def _held(name):
+    """A property of `ProtectedSources` kept on its tables (`_Tables._get`, `_set`)."""
+    def get(self):
+        return self._send("_get", (name,), {})
+
+    def set(self, value):
+        self._send("_set", (name, value), {})
+
+    return property(get, set)
+
+
 def _forwarded(name):
     def forward(self, *args, **kwargs):
         return self._send(name, args, kwargs)
@@ -1089,21 +1099,8 @@ class ProtectedSources(object):
         """Whether `filename` is no code the patch compiled under a name (the seal's `untrusted`)."""
         return self._send("trusts", (filename,), {})
 
-    @property
-    def transform(self):
-        return self._send("_get", ("transform",), {})
-
-    @transform.setter
-    def transform(self, value):
-        self._send("_set", ("transform", value), {})
-
-    @property
-    def after_body(self):
-        return self._send("_get", ("after_body",), {})
-
-    @after_body.setter
-    def after_body(self, value):
-        self._send("_set", ("after_body", value), {})
+    transform = _held("transform")
+    after_body = _held("after_body")
 
 
 _FORWARDED = ("each_text", "compile_for_import", "_tree", "_real", "module_code_for_import", "expected_code", "owns_code",
