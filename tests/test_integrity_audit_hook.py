@@ -353,37 +353,29 @@ def test_a_class_swap_inside_an_objects_own_getattr_does_not_recurse(tmp_path) -
 
 
 CTYPES_IMPORT = "import sys\nfor name in ('ctypes', '_ctypes'):\n    sys.modules.pop(name, None)\nimport ctypes\n"
-
-
-def test_ctypes_imported_by_the_patch_is_refused_where_the_repository_never_names_it(tmp_path: Path) -> None:
-    # red team rt32's M1 (stop 45): `ctypes.memmove` raises no audit event; the library rewrote a
-    # frozen table's rows in memory. (ctypes is loaded by this script's own preamble: dropped first.)
-    for name in ("a", "b", "c"):
-        (tmp_path / name).mkdir()
-    refused = run(tmp_path / "a", CTYPES_IMPORT, from_patch=True)
-    assert refused["outcome"] == "refused" and any("import ctypes" in str(f) for f in refused["findings"]), refused
-    assert run(tmp_path / "b", CTYPES_IMPORT, from_patch=False) == {"outcome": "allowed", "findings": []}
-    assert run(tmp_path / "c", CTYPES_IMPORT, from_patch=True, traces=("ctypes",)) == {"outcome": "allowed", "findings": []}
-
-
 CTYPES_BY_A_STDLIB_MODULE = ("import importlib, sys\nfor name in ('ctypes', '_ctypes', 'multiprocessing.sharedctypes'):\n"
                              "    sys.modules.pop(name, None)\nshared = importlib.import_module('multiprocessing.sharedctypes')\n")
 
 
-def test_ctypes_a_standard_library_module_imports_for_the_patch_is_the_patchs(tmp_path: Path) -> None:
-    # red team rt35's m17 (stop 49, reward 1 on ut16 and pt16): `multiprocessing.sharedctypes` imported
-    # ctypes for the patch, whose `cast` then read a test function's code out of memory unaudited
-    for name in ("a", "c", "d"):
+@pytest.mark.parametrize("load", ["import ctypes", "multiprocessing.sharedctypes"])
+def test_ctypes_imported_for_the_patch_is_refused_where_the_repository_never_names_it(tmp_path: Path, load: str) -> None:
+    # red team rt32's M1 (stop 45): `ctypes.memmove` raises no audit event; the library rewrote a
+    # frozen table's rows in memory. rt35's m17 (stop 49, reward 1 on ut16 and pt16):
+    # `multiprocessing.sharedctypes` imported ctypes for the patch, whose `cast` then read a test
+    # function's code out of memory unaudited. (ctypes is loaded by this script's own preamble: dropped
+    # first; imported in a worker thread the patch started: test_integrity_outside_reads.py's DELEGATED)
+    script = CTYPES_IMPORT if load == "import ctypes" else CTYPES_BY_A_STDLIB_MODULE
+    for name in ("a", "b", "c", "d"):
         (tmp_path / name).mkdir()
-    refused = run(tmp_path / "a", CTYPES_BY_A_STDLIB_MODULE, from_patch=True)
+    refused = run(tmp_path / "a", script, from_patch=True)
     assert refused["outcome"] == "refused" and any("import ctypes" in str(f) for f in refused["findings"]), refused
-    # (imported in a worker thread the patch started: tests/test_integrity_outside_reads.py's DELEGATED)
-    # a test's own import of it, and a repository that names ctypes at base, are allowed
-    assert run(tmp_path / "c", CTYPES_BY_A_STDLIB_MODULE, from_patch=False) == {"outcome": "allowed", "findings": []}
-    assert run(tmp_path / "d", CTYPES_BY_A_STDLIB_MODULE, from_patch=True, traces=("ctypes",)) == {"outcome": "allowed", "findings": []}
-    # multiprocessing's shared memory where the repository uses multiprocessing at base (fpAH FP7's fix)
-    (tmp_path / "e").mkdir()
-    assert run(tmp_path / "e", CTYPES_BY_A_STDLIB_MODULE, from_patch=True, traces=("spawns",)) == {"outcome": "allowed", "findings": []}
+    # a test's own import, and a repository that names ctypes at base, are allowed
+    assert run(tmp_path / "b", script, from_patch=False) == {"outcome": "allowed", "findings": []}
+    assert run(tmp_path / "c", script, from_patch=True, traces=("ctypes",)) == {"outcome": "allowed", "findings": []}
+    # multiprocessing's shared memory where the repository uses multiprocessing at base (fpAH FP7's fix);
+    # the patch's own `import ctypes` stays its own there
+    in_a_pool = run(tmp_path / "d", script, from_patch=True, traces=("spawns",))
+    assert in_a_pool["outcome"] == ("refused" if load == "import ctypes" else "allowed"), in_a_pool
 
 
 def test_an_outside_modules_writes_to_its_own_objects_are_its_own(tmp_path: Path) -> None:
