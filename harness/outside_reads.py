@@ -36,6 +36,11 @@ it) or lost events (`IN_Q_OVERFLOW`) is a finding too.
 And the test process's memory, where the grader holds the tests' sources: once the watch holds it
 is made non-dumpable (`keep_memory_to_itself`), so no other process reads `/proc/<pid>/mem`.
 
+The test patch's other files (its data, its helpers: `audit_hook._the_tests_data`) are watched
+too, and counted the same way, but their opens by another process are a finding only where the
+patch's code started one: a test's own read of its data made below Python (`ssl` loading a
+certificate, `sqlite3`, lxml's parser) raises no audit event here, and is no other process's.
+
 A Python process a test starts runs no reporter; the grader's `sitecustomize` guards it on its own
 (`audit_hook.guard_a_descendant`), since whatever it reads the test's start explains.
 
@@ -305,9 +310,11 @@ class OutsideReads(object):
     """The audit hook's side: opens of the watched files made in this process, the processes started
     and by whom, and the check (`check`) against the watcher's counts."""
 
-    def __init__(self, watcher, real):
+    def __init__(self, watcher, real, data=()):
         self.watcher = watcher
         self.real = real  # the Guard's cached realpath
+        # the watched files that are the tests' data, not their modules (`check`)
+        self.data = frozenset(data)
         self.names = frozenset(os.path.basename(p) for p in watcher.paths)
         self.watched = frozenset(watcher.paths)
         # (device, inode) -> the watched file: an open under another name (a test's own symlink
@@ -387,7 +394,15 @@ class OutsideReads(object):
             return "the watch on the test files' opens failed: {}".format(exc)
         extra = dict((path, seen.get(path, 0) - len(made)) for path, made in self.here.items())
         outside = sum(max(0, n) for n in extra.values()) - self.in_forks[0]
-        if outside <= 0 or self.explained():
+        if outside <= 0:
+            return None
+        if not any(n > 0 for path, n in extra.items() if path not in self.data):
+            # Only the tests' data: opened by another process only where the patch's code started one.
+            # A test's own read made below Python (`ssl`'s certificate loading, `sqlite3`, lxml's
+            # parser) raises no audit event, and is no other process's; nor is a child a test started.
+            if not self.started_by_the_patch:
+                return None
+        elif self.explained():
             return None
         self.reported = True
         files = ", ".join(sorted(os.path.basename(p) for p, n in extra.items() if n > 0))
