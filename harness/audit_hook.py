@@ -303,6 +303,7 @@ class Guard(object):
         self.own_dir = os.path.realpath(own_dir).rstrip("/") + "/"
         # the test patch's other files (`reading_the_tests_data`): (device, inode) -> real path, name -> real path
         self.data_inodes, self.data_names = _the_tests_data(self.own_dir, self.testbed, self.protected)
+        self.data_files = frozenset(self.data_inodes.values())
         self._opened_at_base = None  # real paths of edited files whose base version opens files (`reading_the_tests_data`)
         # The grader's own files as installed: only these are its code (its folder is under /tmp,
         # writable: a file that appears or changes there later is the run's, like any new file).
@@ -1018,10 +1019,9 @@ class Guard(object):
         """Start the watcher of the protected files' opens and the test patch's other files'
         (`module`: `patchgym_outside_reads`) and count this process's own from now on; the reason
         where it cannot be started, else None."""
-        data = set(self.data_inodes.values())  # (the test patch's other files: `OutsideReads.check`)
-        watcher, why = module.Watcher.start(sorted(self.protected | data))
+        watcher, why = module.Watcher.start(sorted(self.protected | self.data_files))
         if watcher is not None:
-            self.outside_reads = module.OutsideReads(watcher, self.real, data)
+            self.outside_reads = module.OutsideReads(watcher, self.real, self.data_files)
             module.keep_memory_to_itself()  # (its memory holds the tests' sources too)
             _note_raw_starts(self)
         return why
@@ -1196,8 +1196,8 @@ class Guard(object):
                 pass
             elif _stdlib_part(filename) is None:
                 real_file = self.real(filename)
-                if real_file in self.protected or real_file.startswith(self.test_roots):
-                    test_frame = frame  # a test's own read, or the call it made
+                if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
+                    test_frame = frame  # a test's own read (a helper's, a conftest's it brings), or the call it made
                     break
                 if real_file.startswith(self.own_dir) and not self.untrusted_file(filename):
                     return  # the grader's own read
@@ -1727,13 +1727,19 @@ def _handed_by_the_test(frame, real):
             values.extend(list(value)[:100])
         elif type(value) is dict:
             values.extend(list(value.values())[:100])
+    texts = []
     for value in values:
         if type(value) in (str, bytes):
-            text = _text(value)
+            texts.append(_text(value))
         elif type(value).__module__ == "pathlib":
-            text = str(value)
-        else:
-            continue
+            texts.append(str(value))
+    return _named_among(real, texts)
+
+
+def _named_among(real, texts):
+    """Whether one of `texts` names the file `real` or a folder above it: resolved against the
+    working directory, or as the file's own tail (`data/x.json`)."""
+    for text in texts:
         if not text or "\0" in text or len(text) > 4096:
             continue
         whole = os.path.realpath(text)
@@ -2709,6 +2715,9 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
     patch = frozenset(patch_files)
     reading = "source" not in traces
     starting = []  # the edited files whose base version starts processes (read at the first start of the patch's)
+    opening = []  # ... whose base version opens files (read at the first read of the tests' data of the patch's)
+    # the command line the test started this process with, as it was before any code of the repository ran
+    handed = [a for a in sys.argv[1:] if isinstance(a, str)]
     reals = {}
 
     def culprit(frame):
@@ -2770,6 +2779,16 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
                 if not writing and caller.f_code.co_filename.startswith(_IMPORT_SYSTEM):
                     return  # an import of the test module (a spawned worker unpickling a test's function: fpAM AM-8)
                 who = culprit(caller)
+                if who is not None and not writing and not path.endswith(".py"):
+                    # the tests' data, not their modules: the library's to read where the fixed file
+                    # opened files at base, or where the test named it on the command line it started
+                    # this process with (`tool tests/data/input.txt`), as in the test process
+                    # (`Guard.reading_the_tests_data`; an honest fix of a command-line tool reading
+                    # the input a test hands it was refused here before stop 50)
+                    if not opening:
+                        opening.append(_base_files_naming(own_dir, testbed, _READ_WORDS))
+                    if who in opening[0] or _named_among(os.path.realpath(path), handed):
+                        return
                 if who is not None:
                     refuse("opening a test file (in a process a test started)", who)
         elif event in ("os.link", "os.rename", "shutil.copyfile", "shutil.move") and reading:

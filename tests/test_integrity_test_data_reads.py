@@ -301,3 +301,53 @@ def test_the_tests_data_opened_outside_the_process_counts_only_where_the_patch_s
     found = check({"/t/tests/cases.json": 1, "/t/tests/test_x.py": 0}, "calc/ops.py")
     assert found is not None and "cases.json opened by another process" in found and "calc/ops.py" in found, found
     assert check({"/t/tests/cases.json": 0, "/t/tests/test_x.py": 1}, None) is not None
+
+
+# In a process a test started (its command line run with `sys.executable`), the grader's
+# `sitecustomize` guards the patch's reads on its own (`audit_hook.guard_a_descendant`).
+CHILD = textwrap.dedent("""\
+    import os, sys
+    sys.path.insert(0, {hook_dir!r})
+    import audit_hook
+    audit_hook.guard_a_descendant({testbed!r}, {{{patched!r}}}, ["tests/test_x.py", "tests/data/input.txt"], {own!r}, [])
+    outcome = "allowed"
+    try:
+        exec(compile({operation!r}, {patched!r}, "exec"), {{"sys": sys}})
+    except audit_hook.GradingRefusal:
+        outcome = "refused"
+    print(outcome)
+    """)
+
+
+def run_in_a_child(tmp_path: Path, operation: str, argv: list[str], *, base: str | None = None) -> str:
+    testbed, own = tmp_path / "testbed", tmp_path / "own"
+    (testbed / "tests" / "data").mkdir(parents=True)
+    own.mkdir()
+    (testbed / "tests" / "test_x.py").write_text("def test_x():\n    pass\n")
+    (testbed / "tests" / "data" / "input.txt").write_text("2 3\n")
+    startup: dict = {}
+    if base is not None:
+        (tmp_path / "base.py").write_text(base)
+        startup["base_copies"] = {"pkg/core.py": str(tmp_path / "base.py")}
+    (own / "patchgym_startup.json").write_text(json.dumps(startup))
+    script = CHILD.format(hook_dir=str(Path(audit_hook.__file__).parent), testbed=str(testbed), patched=str(testbed / "pkg" / "core.py"),
+                          own=str(own), operation=operation)
+    done = subprocess.run([sys.executable, "-c", script, *argv], capture_output=True, text=True, timeout=60, cwd=str(testbed))
+    assert done.returncode == 0, done.stderr
+    return done.stdout.strip().splitlines()[-1]
+
+
+def test_in_a_process_a_test_started_the_data_it_names_on_the_command_line_is_the_librarys(tmp_path: Path) -> None:
+    """A command-line tool's fix reading the input file a test hands it (`python -m tool
+    tests/data/input.txt`) was refused as a read of the tests before stop 50."""
+    read = "open('tests/data/input.txt').read()"
+    assert run_in_a_child(tmp_path / "a", read, ["tests/data/input.txt"]) == "allowed"
+    assert run_in_a_child(tmp_path / "b", read, ["--in", str(tmp_path / "b" / "testbed" / "tests" / "data")]) == "allowed"
+    # named by nobody: the patch's own read
+    assert run_in_a_child(tmp_path / "c", read, ["--verbose"]) == "refused"
+    # named only after the process began, by the patch's code
+    assert run_in_a_child(tmp_path / "d", "sys.argv.append('tests/data/input.txt')\n" + read, []) == "refused"
+    # a fix of a file that opened files at base reads what it is asked to
+    assert run_in_a_child(tmp_path / "e", read, [], base="def load(path):\n    return open(path).read()\n") == "allowed"
+    # a test module stays refused, named or not
+    assert run_in_a_child(tmp_path / "f", "open('tests/test_x.py').read()", ["tests/test_x.py"]) == "refused"
