@@ -895,65 +895,69 @@ def _sealed(tables, strict, fixed):
     is refused; `refuse(what, file)`, given by `seal`, notes it, and it raises. `fixed`: what the
     judging uses (`_FIXED`), taken when the seal is made and held in this frame: a module global
     the patch's code rebinds later changes nothing here (red team rt36's g02 swapped `_judge`)."""
-    judge, getframe, refused = fixed[0], fixed[1], fixed[2]
-    refuse = untrusted = None
-    noted = False  # (the tools' replacement found: noted once)
+    state = [None, None, False]  # the seal's `refuse` and `untrusted`, and whether a replaced tool was noted
+    answer, getframe = fixed[17], fixed[1]
     request = yield
     while True:
-        name, args, kwargs = request
-        request = None
-        try:
-            if strict or refuse is not None or name == "seal":
-                judge(getframe(1), refuse, untrusted, name, fixed)
-            if name == "seal":
-                if refuse is None:
-                    refuse, untrusted = args
-                    if fixed[13](tables) is fixed[14]:
-                        tables.environment, tables.refuse, tables.untrusted, tables.check = fixed[8](), refuse, untrusted, fixed[12]
-                result = (True, None)
-            elif name == "refuse":
-                if refuse is not None:
-                    refuse(*args)
-                raise refused(args[0])
-            elif name == "imported_by":
-                # (the loaders' `get_code`: the import system's frames, or the grader's, and no code the
-                # patch compiled under their names; rt36's g09a named its code "<frozen importlib._x>")
-                filename = args[0]
-                if not (filename in _IMPORT_SYSTEM_NAMES or filename.startswith(_IMPORTLIB_FOLDER) or fixed[5](filename, fixed)) or (
-                        untrusted is not None and untrusted(filename)):
-                    if refuse is not None:
-                        refuse("a test module's code from its loader (get_code)", filename)
-                    raise refused(filename)
-                result = (True, None)
-            elif name == "trusts":
-                result = (True, untrusted is None or not untrusted(args[0]))
-            elif name in _HANDED_OUT:
-                if fixed[13](tables) is fixed[14] and (strict or refuse is not None) and (
-                        fixed[10](fixed[11]) or fixed[12](fixed[15], untrusted) is not None):
-                    # (a method of the tables replaced on their class: rt37's h07 put a spy in
-                    # `_Tables._tree`, which then ran here with the tables for `self`). Noted once, and
-                    # answered with nothing: raised, it ended the unittest reporter before it reported
-                    if refuse is not None and not noted:
-                        noted = True
-                        try:
-                            refuse("the grader's tools replaced while it reads the tests (_Tables, or a builtin)", "?")
-                        except BaseException:  # noqa: BLE001  (noted: the grading's verdict says it)
-                            pass
-                    result = (True, None)
-                else:
-                    result = (True, fixed[16](tables, name)(*args, **kwargs))
-            else:
-                raise refused(name)
-        except BaseException as error:  # noqa: BLE001  (handed to the caller: the vault lives on)
-            error.__traceback__ = error.__context__ = None
-            result = (False, error)
         # Nothing of this call stays in the suspended frame: its arguments and its answer are the
         # tests' objects (xmlrunner's own test counts a failed test's references: one more was held
         # here, fpAH's xmlrunner-subtest-name row, `unresolved`)
-        args = kwargs = None
-        box = [result]
-        result = None
+        box = [answer(tables, strict, fixed, state, getframe(1), request)]
+        request = None
         request = yield box.pop()
+
+
+def _answer(tables, strict, fixed, state, sender, request):
+    """One call of the tables, judged (`_judge`, `sender`: the frame that sent it) and answered:
+    (True, result) or (False, the error to raise). `_sealed`'s, and `ProtectedSources._send`'s for a
+    call made from inside a running one (the audit hook judging the compilation's own events), so
+    both are judged and checked alike. `state`: the seal's [refuse, untrusted, noted]."""
+    name, args, kwargs = request
+    judge, refused = fixed[0], fixed[2]
+    refuse, untrusted = state[0], state[1]
+    try:
+        if strict or refuse is not None or name == "seal":
+            judge(sender, refuse, untrusted, name, fixed)
+        if name == "seal":
+            if refuse is None:
+                state[0], state[1] = args
+                if fixed[13](tables) is fixed[14]:
+                    tables.environment, tables.refuse, tables.untrusted, tables.check = fixed[8](), args[0], args[1], fixed[12]
+            return (True, None)
+        if name == "refuse":
+            if refuse is not None:
+                refuse(*args)
+            raise refused(args[0])
+        if name == "imported_by":
+            # (the loaders' `get_code`: the import system's frames, or the grader's, and no code the
+            # patch compiled under their names; rt36's g09a named its code "<frozen importlib._x>")
+            filename = args[0]
+            if not (filename in _IMPORT_SYSTEM_NAMES or filename.startswith(_IMPORTLIB_FOLDER) or fixed[5](filename, fixed)) or (
+                    untrusted is not None and untrusted(filename)):
+                if refuse is not None:
+                    refuse("a test module's code from its loader (get_code)", filename)
+                raise refused(filename)
+            return (True, None)
+        if name == "trusts":
+            return (True, untrusted is None or not untrusted(args[0]))
+        if name not in _HANDED_OUT:
+            raise refused(name)
+        if fixed[13](tables) is fixed[14] and (strict or refuse is not None) and (
+                fixed[10](fixed[11]) or fixed[12](fixed[15], untrusted) is not None):
+            # (a method of the tables replaced on their class: rt37's h07 put a spy in
+            # `_Tables._tree`, which then ran here with the tables for `self`). Noted once, and
+            # answered with nothing: raised, it ended the unittest reporter before it reported
+            if refuse is not None and not state[2]:
+                state[2] = True
+                try:
+                    refuse("the grader's tools replaced while it reads the tests (_Tables, or a builtin)", "?")
+                except BaseException:  # noqa: BLE001  (noted: the grading's verdict says it)
+                    pass
+            return (True, None)
+        return (True, fixed[16](tables, name)(*args, **kwargs))
+    except BaseException as error:  # noqa: BLE001  (handed to the caller: the vault lives on)
+        error.__traceback__ = error.__context__ = None
+        return (False, error)
 
 
 _SEALED_CODE = _sealed.__code__
@@ -1068,12 +1072,11 @@ class ProtectedSources(object):
                     raise RuntimeError("patchgym: the grader's tables are busy")
                 held = frame.f_locals
                 del frame
-                if held["strict"] or held["refuse"] is not None:
-                    held["judge"](_getframe(0), held["refuse"], held["untrusted"], name, held["fixed"])
-                if name not in _HANDED_OUT:
-                    raise _Refused(name)
-                return getattr(held["tables"], name)(*args, **kwargs)
-            done, result = vault.send((name, args, kwargs))
+                fixed = held["fixed"]
+                done, result = fixed[17](held["tables"], held["strict"], fixed, held["state"], _getframe(0), (name, args, kwargs))
+                del held
+            else:
+                done, result = vault.send((name, args, kwargs))
         if not done:
             try:
                 raise result
@@ -1152,10 +1155,10 @@ def _class_changed(kept, _len=len, _all=all, _map=map):
 # (what `_sealed` and `_judge` use, taken now: 0-7 the judge's, 8 the snapshot's maker, 9 the hand-outs,
 # 10-11 the tables' class and its copy, 12 the check of the tools, 13-14 `type` and `_Tables`, 15 the
 # builtins and their copy (looked at before every call: `getattr(tables, name)` itself was a builtin
-# looked up as it ran), 16 `getattr`)
+# looked up as it ran), 16 `getattr`, 17 `_answer`, which judges and answers each call)
 _FIXED = (_judge, _getframe, _Refused, _SEND_CODE, _FACADE_CODES, _own_file, _OWN_FOLDERS, os.path.realpath, _environment,
           _HANDING_OUT_TESTS, _class_changed, (vars(_Tables), dict(vars(_Tables))), _replaced_tools, type, _Tables,
-          [("builtins", vars(builtins), dict(vars(builtins)))], getattr)
+          [("builtins", vars(builtins), dict(vars(builtins)))], getattr, _answer)
 
 
 def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):

@@ -103,6 +103,19 @@ GRADER_SIDE = textwrap.dedent("""\
         tree = sources._tree(path)
         return [type(node).__name__ for node in ast.walk(tree)] if tree is not None else None
 
+    def inside_a_call(sources, path, install, remove):
+        # (a call made from inside a running one, `_send`'s own branch: the tools are looked at there too)
+        inner = []
+
+        def each(text):
+            install()
+            try:
+                inner.append(sources._tree(path) is not None)
+            finally:
+                remove()
+        sources.each_text(each)
+        return inner
+
     def make_another(paths):
         # (a deputy: the grader's own code making one for whoever called it, as `body_ran` did for rt36's g03)
         return patchgym_compiled_tests.ProtectedSources(paths)
@@ -202,6 +215,10 @@ RUNNER = textwrap.dedent("""\
             for where, name, original in originals:
                 setattr(where, name, original)
         outcome["spied"].append([handed is not None, len(patch["SEEN"])])
+    seen_before = len(patch["SEEN"])
+    outcome["inside"] = patchgym_grader_side.inside_a_call(sources, TEST, lambda: setattr(builtins, "getattr", patch["spy_getattr"]),
+                                                           lambda: setattr(builtins, "getattr", patch["ORIGINAL_GETATTR"]))
+    outcome["inside"].append(patch["SEEN"][seen_before:])
     outcome["after"] = patchgym_grader_side.tree_now(sources, TEST) is not None  # (all put back: answered again)
     outcome["refused"] = refused
     print(json.dumps(outcome))
@@ -244,6 +261,9 @@ def test_the_grader_reads_the_tests_for_nobody_while_the_patch_spies_on_its_tool
     # (noted each time the tables look around before a hand-out; the check before every call notes once)
     assert sum("the grader's tools replaced" in what for what in outcome["refused"]) >= 3, outcome
     assert outcome["after"] is True, outcome
+    # a spy put in place while a call runs, before the grader asks again from inside it
+    # (the builtin `getattr` the call from inside had looked up as it ran was handed the tables)
+    assert outcome["inside"] == [False, []], outcome
 
 
 def test_a_call_of_the_seal_keeps_nothing_of_it(tmp_path: Path) -> None:
