@@ -1399,7 +1399,6 @@ def _set_elsewhere(sources):
     if key not in _ELSEWHERE:
         # (the protected files' text stays in the grader's seal: each is read there, by `_set_and_read`)
         found = list(sources.each_text(_set_and_read))
-        texts = []
         for root in _TEST_ROOTS:
             for folder, dirs, files in os.walk(root):
                 dirs[:] = [d for d in dirs if not d.startswith(".") and d != "__pycache__"]
@@ -1407,10 +1406,9 @@ def _set_elsewhere(sources):
                     if name.endswith(".py") and os.path.join(folder, name) not in sources.sources:
                         try:
                             with open(os.path.join(folder, name), "rb") as handle:
-                                texts.append(handle.read())
+                                found.append(_set_and_read(handle.read()))  # (each scanned as read: no list of texts)
                         except OSError:
                             pass
-        found.extend(_set_and_read(data) for data in texts)
         names = frozenset(name for set_here, _ in found for name in set_here)
         read = frozenset(name for _, read_here in found for name in read_here)
         _ELSEWHERE[key] = (sources, names, read)
