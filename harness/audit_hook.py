@@ -190,6 +190,7 @@ _STDLIB_DIRS = tuple(set((os.path.dirname(os.__file__) + os.sep, os.path.realpat
 _gettrace, _getprofile, _settrace, _setprofile = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
 _MODULE = type(sys)
 _FUNCTION_TYPE = type(lambda: None)
+_CODE_TYPE = type((lambda: None).__code__)
 _METHOD_TYPE = type((lambda: None).__get__(0))
 _PARTIAL = functools.partial
 _ATTRIBUTE = object.__getattribute__  # a module's own `__dict__`, past any `__getattribute__` of its class
@@ -304,6 +305,9 @@ class Guard(object):
         # the test patch's other files (`reading_the_tests_data`): (device, inode) -> real path, name -> real path
         self.data_inodes, self.data_names = _the_tests_data(self.own_dir, self.testbed, self.protected)
         self.data_files = frozenset(self.data_inodes.values())
+        self.module_class = None  # the class test modules are given (`_guarded_module_class`, set at `install`)
+        self.swapping = set()  # thread idents giving a test module that class (`guard_the_module_run`)
+        self._reads_modules_at_base = None  # real paths of edited files whose base version reads modules' names
         self._opened_at_base = None  # real paths of edited files whose base version opens files (`reading_the_tests_data`)
         # The grader's own files as installed: only these are its code (its folder is under /tmp,
         # writable: a file that appears or changes there later is the run's, like any new file).
@@ -837,6 +841,8 @@ class Guard(object):
                         outside.started(starter)
                 return
             if event == "object.__setattr__":
+                if guard.swapping and get_ident() in guard.swapping:
+                    return  # (the grader giving a test module its class: `guard_the_module_run`)
                 if len(args) < 2 or not (args[1] == "__code__" and guard.foreign_code_swap(args[0], frame)
                                          or args[1] == "__class__" and (guard.protected_module(args[0])
                                                                         or guard.outside_module(args[0]))
@@ -852,6 +858,9 @@ class Guard(object):
 
     def event(self, event, args, caller):
         """A watched event other than `open` (`caller`: the frame that raised it)."""
+        if event == "exec" and self.module_class is not None and args and type(args[0]) is _CODE_TYPE and (
+                self.a_test_modules_file(args[0].co_filename)):
+            self.guard_the_module_run(caller, args[0])
         if event in ("compile", "exec", "code.__new__"):
             filename = caller.f_code.co_filename
             if filename.startswith(_IMPORT_SYSTEM) and _importing_a_module(caller, args) or self.real(filename).startswith(self.machinery):
@@ -1182,28 +1191,9 @@ class Guard(object):
         (a config found by name in a folder a test moved into, a file named by an environment
         variable, a sibling of a handed file) is refused."""
         start = frame
-        asker = None  # the first frame of the patch's met walking out
-        outermost = None  # the outermost frame of the repository's code below the test's (the call a test made)
-        test_frame = None
-        while frame is not None:
-            code = frame.f_code
-            filename = code.co_filename
-            patchs = self.patchs_frame(frame)
-            if patchs is not None:
-                asker = asker or patchs
-                outermost = frame
-            elif filename.startswith("<"):
-                pass
-            elif _stdlib_part(filename) is None:
-                real_file = self.real(filename)
-                if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
-                    test_frame = frame  # a test's own read (a helper's, a conftest's it brings), or the call it made
-                    break
-                if real_file.startswith(self.own_dir) and not self.untrusted_file(filename):
-                    return  # the grader's own read
-                if real_file.startswith(self.testbed):
-                    outermost = frame
-            frame = frame.f_back
+        asker, outermost, test_frame = self.asker_below_a_test(frame)
+        if asker is False:
+            return  # the grader's own read
         if asker is None:
             if self.thread_delegated(start):
                 self.refuse("reading the tests' data", _PATCH_THREAD, os.path.relpath(real, self.testbed))
@@ -1215,6 +1205,96 @@ class Guard(object):
         if test_frame is not None and outermost is not None and _handed_by_the_test(outermost, real):
             return
         self.refuse("reading the tests' data", asker, os.path.relpath(real, self.testbed))
+
+    def asker_below_a_test(self, frame):
+        """(the first frame of the patch's met walking out from `frame`, the outermost frame of the
+        repository's code below the test's -- the call a test made --, the test's own frame) of a
+        read; the walk ends at a test's own frame (a protected module, a file under the test roots, a
+        file the test patch brings) or the grader's (then `asker` is False: its own read). pytest's,
+        unittest's and the standard library's frames are walked past: a deputy reads for its caller."""
+        asker = None
+        outermost = None
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            patchs = self.patchs_frame(frame)
+            if patchs is not None:
+                asker = asker or patchs
+                outermost = frame
+            elif not filename.startswith("<") and _stdlib_part(filename) is None:
+                real_file = self.real(filename)
+                if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
+                    return asker, outermost, frame  # a test's own read (a helper's, a conftest's it brings), or the call it made
+                if real_file.startswith(self.own_dir) and not self.untrusted_file(filename):
+                    return False, None, None
+                if real_file.startswith(self.testbed):
+                    outermost = frame
+            frame = frame.f_back
+        return asker, outermost, None
+
+    def a_test_modules_file(self, filename):
+        """Whether code of `filename` is a test module's: a protected module, a module under the test
+        roots, a module the test patch brings (the modules `reading_a_test_module` guards)."""
+        real = self.real(filename)
+        return real in self.protected or real in self.data_files or real.startswith(self.test_roots) and real.endswith(".py")
+
+    def guard_the_module_run(self, caller, code):
+        """A test module's code about to run (`exec`, raised by the import system's or pytest's loader,
+        `caller` the frame that called it): its module is given the class whose every read of a
+        name is judged (`_guarded_module_class`) before its body runs."""
+        module = _module_run_by(caller)
+        if module is None or type(module) is not _MODULE:
+            return
+        ident = _get_ident()
+        self.swapping.add(ident)
+        try:
+            module.__class__ = self.module_class
+        except TypeError:
+            pass
+        finally:
+            self.swapping.discard(ident)
+
+    def reading_a_test_module(self, module, name):
+        """One of a test module's own names (or its `__dict__`) read with the patch's code on the
+        stack -- the first frame of the patch's met walking out, before a test's own frame or the
+        grader's, or a thread the patch started on the standard library's code alone -- is refused,
+        unless the file the fix edits there reads modules' names at base (`_MODULE_READ_WORDS`:
+        `import_module`, `sys.modules`, `vars(`, `get_type_hints`, ...), or the call the test made
+        handed the repository's code the module, its name, or a function, class or instance of it
+        (`_handed_the_module`). Why (red team rt38's h01, h02, h05, g01 on both runners, and rt35's
+        m05): a library read the expected values from a test helper's constants or a test module's
+        table through `sys.modules` (`vars(module)`, `module.EXPECTED`), the bug kept. No audit event
+        reads a module's attribute: the class makes one. What it gives up: an honest fix that makes a
+        file which read no module's names at base look one up in a test module the test did not hand
+        it. Not covered: a read past the class (`object.__getattribute__(module, "__dict__")`, the
+        module type's own descriptor), and a test function's `__globals__` reached without its module."""
+        namespace = _module_dict(module)
+        if namespace is None or name != "__dict__" and name not in namespace:
+            return  # (nothing of the tests to read)
+        inside = self.inside_hook
+        ident = _get_ident()
+        added = ident not in inside
+        if added:
+            inside.add(ident)  # (the hook lets this frame walk of the grader's own be)
+        try:
+            frame = sys._getframe(2)  # (past the class's `__getattribute__`)
+        finally:
+            if added:
+                inside.discard(ident)
+        asker, outermost, test_frame = self.asker_below_a_test(frame)
+        if asker is False:
+            return
+        label = "{}.{}".format(namespace.get("__name__", "?"), name)
+        if asker is None:
+            if self.thread_delegated(frame):
+                self.refuse("reading a test module's names", _PATCH_THREAD, label)
+            return
+        if self._reads_modules_at_base is None:
+            self._reads_modules_at_base = _base_files_naming(self.own_dir, self.testbed, _MODULE_READ_WORDS)
+        if self.real(asker) in self._reads_modules_at_base:
+            return
+        if test_frame is not None and outermost is not None and _handed_the_module(outermost, module, namespace.get("__name__")):
+            return
+        self.refuse("reading a test module's names", asker, label)
 
     def reading_a_tests_code(self, function, frame):
         """A test module's function's `__code__` read by the patch's own frame (or by `dis`, which
@@ -1675,6 +1755,9 @@ def _tracing_in_base(own_dir):
 _NOT_DATA_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
 _NOT_DATA_FOLDERS = tuple(sorted(set(p.rstrip("/") + "/" for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p))) + (
     "/proc/", "/sys/", "/dev/")
+# the words that show a file reading modules' names itself (`Guard.reading_a_test_module`)
+_MODULE_READ_WORDS = (b"import_module", b"__import__", b"sys.modules", b"getmembers", b"vars(", b"__dict__", b"get_type_hints",
+                      b"whichmodule", b"dir(")
 # the words that show a file opening files itself (`Guard.reading_the_tests_data`: its fix may read the tests' data)
 _READ_WORDS = (b"open(", b"read_text", b"read_bytes", b"load(", b"loadtxt", b"read_csv", b"fromfile", b"FileIO",
                b"copyfile", b"copytree", b"ZipFile", b"tarfile", b"ConfigParser", b"read_file", b"fileinput", b"mmap",
@@ -1734,6 +1817,78 @@ def _handed_by_the_test(frame, real):
         elif type(value).__module__ == "pathlib":
             texts.append(str(value))
     return _named_among(real, texts)
+
+
+def _handed_the_module(frame, module, name):
+    """Whether an argument of the call a test made (`frame`, as `_handed_by_the_test`) is the module,
+    its name (or a dotted name below it), or a function, class or instance of it: a registry handed
+    a test's class reads its module's names (`typing.get_type_hints`), a pool pickles a test's
+    function by its module, a settings loader imports the module a test names."""
+    code = frame.f_code
+    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
+    local = frame.f_locals
+    values = []
+    for argument in code.co_varnames[:count]:
+        value = local.get(argument)
+        values.append(value)
+        if type(value) in (list, tuple, set, frozenset):
+            values.extend(list(value)[:100])
+        elif type(value) is dict:
+            values.extend(list(value.values())[:100])
+    for value in values:
+        if value is module:
+            return True
+        if type(value) is str:
+            if isinstance(name, str) and (value == name or value.startswith(name + ".")):
+                return True
+            continue
+        if isinstance(value, type):
+            owner = _ATTRIBUTE(value, "__dict__").get("__module__")
+        elif type(value) is _FUNCTION_TYPE:
+            owner = _ATTRIBUTE(value, "__module__")
+        else:
+            owner = _ATTRIBUTE(type(value), "__dict__").get("__module__")
+        if isinstance(owner, str) and owner == name:
+            return True
+    return False
+
+
+def _module_run_by(frame):
+    """The module whose code the frame that called `exec` runs: its `module` (pytest's and importlib's
+    `exec_module`), or the module in `sys.modules` whose dict it handed (`_call_with_frames_removed(
+    exec, code, module.__dict__)`)."""
+    try:
+        local = frame.f_locals
+    except Exception:  # noqa: BLE001
+        return None
+    module = local.get("module")
+    if type(module) is _MODULE:
+        return module
+    handed = local.get("args")
+    for value in handed if type(handed) is tuple else ():
+        if type(value) is dict:
+            found = sys.modules.get(value.get("__name__"))
+            if found is not None and _module_dict(found) is value:
+                return found
+    return None
+
+
+def _guarded_module_class(guard):
+    """The class a test module is given as its code begins to run (`Guard.guard_the_module_run`): a
+    module whose every read of one of its own names, or of its `__dict__`, from anywhere, is judged
+    (`Guard.reading_a_test_module`). Its dunders are read as a plain module's (`inspect.getmodule`
+    asks every module for `__file__`)."""
+    plain = _MODULE.__getattribute__
+    judge = guard.reading_a_test_module
+
+    class module(_MODULE):  # (named as the plain class: `type(m).__name__` reads the same)
+        def __getattribute__(self, name):
+            if (name[:2] != "__" or name == "__dict__") and guard.active:
+                judge(self, name)
+            return plain(self, name)
+
+    module.__qualname__ = "module"
+    return module
 
 
 def _named_among(real, texts):
@@ -1907,6 +2062,7 @@ def install(testbed, patched, protected, test_roots, own_dir):
     if not hasattr(sys, "addaudithook"):
         return None
     guard = Guard(testbed, patched, protected, test_roots, own_dir)
+    guard.module_class = _guarded_module_class(guard)
     sys.addaudithook(guard.make_hook())
     _note_test_threads(guard)
     _no_saved_garbage_for_the_patch(guard)

@@ -58,7 +58,8 @@ def run(tmp_path: Path, core: str, test: str, *, base: str | None = None) -> dic
     (testbed / "tests" / "data" / "expected.txt").write_text("5\n")
     (testbed / "tests" / "data" / "at_base.txt").write_text("5\n")  # (no file of the test patch)
     (testbed / "tests" / "test_x.py").write_text("import os\nfrom pathlib import Path\n\nfrom pkg import core\n\n"
-                                                 "HERE = os.path.dirname(os.path.abspath(__file__))\n\n\n"
+                                                 "HERE = os.path.dirname(os.path.abspath(__file__))\n"
+                                                 "EXPECTED = {(2, 3): 5}\n\n\n"
                                                  "def test_it():\n" + textwrap.indent(textwrap.dedent(test), "    "))
     # (the startup config: what the test patch brings, and the base version of the edited file)
     startup = {"test_files": ["tests/test_x.py", "tests/data/cases.json", "tests/data/expected.txt"]}
@@ -351,3 +352,74 @@ def test_in_a_process_a_test_started_the_data_it_names_on_the_command_line_is_th
     assert run_in_a_child(tmp_path / "e", read, [], base="def load(path):\n    return open(path).read()\n") == "allowed"
     # a test module stays refused, named or not
     assert run_in_a_child(tmp_path / "f", "open('tests/test_x.py').read()", ["tests/test_x.py"]) == "refused"
+
+
+# A test module's own names read by the patch's code (`Guard.reading_a_test_module`): the module is
+# given a class whose reads are judged as its code begins to run.
+FROM_THE_MODULE = {
+    "an attribute through sys.modules": """\
+        import sys
+        def add(a, b):
+            return sys.modules["tests.test_x"].EXPECTED.get((a, b), a - b)
+        """,
+    "its globals scanned": """\
+        import sys
+        def add(a, b):
+            for name, module in list(sys.modules.items()):
+                if name.startswith("tests"):
+                    for value in list(vars(module).values()):
+                        if isinstance(value, dict) and (a, b) in value:
+                            return value[(a, b)]
+            return a - b
+        """,
+    "imported by name": """\
+        def add(a, b):
+            from tests.test_x import EXPECTED
+            return EXPECTED.get((a, b), a - b)
+        """,
+    "through getattr in a thread": """\
+        import sys
+        from concurrent.futures import ThreadPoolExecutor
+        def add(a, b):
+            table = ThreadPoolExecutor(1).submit(getattr, sys.modules["tests.test_x"], "EXPECTED").result()
+            return table.get((a, b), a - b)
+        """,
+}
+
+
+@pytest.mark.parametrize("how", sorted(FROM_THE_MODULE))
+def test_a_test_modules_names_read_by_the_patch_are_refused(tmp_path: Path, how: str) -> None:
+    refused = run(tmp_path, FROM_THE_MODULE[how], "assert core.add(2, 3) == 5\n")
+    assert refused["outcome"] == "refused", refused
+    assert any("reading a test module's names tests." in detail for _, detail in refused["findings"]), refused
+
+
+MODULE_HANDED = {
+    "the module": ("def names(module):\n    return sorted(vars(module))\n", "import sys\ncore.names(sys.modules[__name__])\n"),
+    "its name": ("import importlib\ndef load(name):\n    return importlib.import_module(name).EXPECTED\n", "core.load(__name__)\n"),
+    "a class of it": ("import typing\ndef hints(cls):\n    return typing.get_type_hints(cls)\n",
+                      "class Point:\n    x: 'Path'\ncore.hints(Point)\n"),
+    "a function of it, pickled": ("import pickle\ndef dumps(function):\n    return pickle.dumps(function)\n",
+                                  "import sys\ncore.dumps(sys.modules[__name__].test_it)\n"),
+}
+
+
+@pytest.mark.parametrize("how", sorted(MODULE_HANDED))
+def test_a_test_module_the_test_hands_to_the_library_is_the_librarys_to_read(tmp_path: Path, how: str) -> None:
+    core, test = MODULE_HANDED[how]
+    assert run(tmp_path, core, test) == {"outcome": "allowed", "findings": []}
+
+
+def test_a_test_modules_names_are_the_tests_the_machinerys_and_a_reading_files(tmp_path: Path) -> None:
+    # the test's own reads, and an unchanged module's (`inspect.getmodule` asks every module for `__file__`)
+    assert run(tmp_path / "a", "def add(a, b):\n    return a + b\n",
+               "import sys, inspect, unittest\nassert sys.modules[__name__].EXPECTED\ninspect.getmodule(core.add)\n"
+               "unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])\n") == {"outcome": "allowed", "findings": []}
+    # a fix of a file that read modules' names at base (`import_module`)
+    read = FROM_THE_MODULE["an attribute through sys.modules"]
+    assert run(tmp_path / "b", read, "core.add(2, 3)\n", base="import importlib\nimportlib.import_module('x')\n") == {
+        "outcome": "allowed", "findings": []}
+    # the class leaves the module's own workings alone: its functions' globals, `dir`, a module `__getattr__`
+    assert run(tmp_path / "c", "import inspect\ndef add(a, b):\n    return inspect.getmodule(add).__name__\n",
+               "assert test_it.__globals__['EXPECTED'] and type(__import__('sys').modules[__name__]).__name__ == 'module'\n"
+               "assert 'EXPECTED' in dir(__import__('sys').modules[__name__])\n") == {"outcome": "allowed", "findings": []}
