@@ -191,6 +191,7 @@ _gettrace, _getprofile, _settrace, _setprofile = sys.gettrace, sys.getprofile, s
 _MODULE = type(sys)
 _FUNCTION_TYPE = type(lambda: None)
 _CODE_TYPE = type((lambda: None).__code__)
+_GETFRAME = sys._getframe
 _METHOD_TYPE = type((lambda: None).__get__(0))
 _PARTIAL = functools.partial
 _ATTRIBUTE = object.__getattribute__  # a module's own `__dict__`, past any `__getattribute__` of its class
@@ -330,6 +331,7 @@ class Guard(object):
         self.written_by_tests = set()  # code files a test wrote, the patch's code off the stack (`note_writer`)
         self.test_threads = {}  # id -> threading.Thread a test started (`called_by_a_test`)
         self.patch_threads = {}  # id -> threading.Thread started with the patch's code on the stack (`_note_test_threads`)
+        self.thread_starters = {}  # id -> the patch's file that started it (None: no line naming `start` did)
         # real paths of files opened for writing with the patch's code on the stack, or by no line that
         # names `open` (`names_its_call`: rt32's P1f opened one from a finalizer's C chain): a descriptor
         # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
@@ -441,6 +443,12 @@ class Guard(object):
                 importing = True
             frame = frame.f_back
         return _PATCH_THREAD if self.thread_delegated(start) else None
+
+    def thread_starter(self):
+        """The patch's file that started this thread (`thread_starters`), or None."""
+        threading = sys.modules.get("threading")
+        current = getattr(threading, "_active", {}).get(_get_ident()) if threading is not None else None
+        return self.thread_starters.get(id(current)) if current is not None and self.patch_threads.get(id(current)) is current else None
 
     def in_a_patch_thread(self):
         """Whether this thread was started with the patch's code on the stack (`patch_threads`)."""
@@ -746,8 +754,12 @@ class Guard(object):
                     guard.patch_files.add(os.path.realpath(path))
                 return
             culprit = guard.culprit(frame, True)
-            updating = isinstance(mode, str) and "+" in mode and not any(c in mode for c in "wax") or (
-                mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS == os.O_RDWR)
+            # (an existing file opened to append, `a`/`a+`, is judged by what happens to it too: aiofiles'
+            # tests open their resources `a+` in an executor thread the fixed library starts, and write
+            # nothing, fp50's aiofiles-mode row, `tampered`)
+            updating = isinstance(mode, str) and ("+" in mode or "a" in mode) and not any(c in mode for c in "wx") or (
+                mode is None and isinstance(flags, int) and flags & _WRITE_FLAGS in (os.O_RDWR, os.O_WRONLY | os.O_APPEND,
+                                                                                    os.O_RDWR | os.O_APPEND))
             if updating and data_inodes:  # (what is opened to update is read too)
                 data = guard.tests_data_at(args[0])
                 if data is not None:
@@ -1191,43 +1203,84 @@ class Guard(object):
         (a config found by name in a folder a test moved into, a file named by an environment
         variable, a sibling of a handed file) is refused."""
         start = frame
+        if real.endswith(".py") and self.an_import_reading(frame):
+            return  # a module the test patch brings, imported: what is read of it is its names (`reading_a_test_module`)
         asker, outermost, test_frame = self.asker_below_a_test(frame)
         if asker is False:
             return  # the grader's own read
-        if asker is None:
-            if self.thread_delegated(start):
-                self.refuse("reading the tests' data", _PATCH_THREAD, os.path.relpath(real, self.testbed))
-            return
         if self._opened_at_base is None:
             self._opened_at_base = _base_files_naming(self.own_dir, self.testbed, _READ_WORDS)
+        if asker is None:
+            if self.thread_delegated(start):
+                # (a worker a file of the fix started, whose base version opened files: aiofiles' pool
+                # opening a file a test handed it, fp50's aiofiles row)
+                starter = self.thread_starter()
+                if starter is None or self.real(starter) not in self._opened_at_base:
+                    self.refuse("reading the tests' data", _PATCH_THREAD, os.path.relpath(real, self.testbed))
+            return
         if self.real(asker) in self._opened_at_base:
             return
         if test_frame is not None and outermost is not None and _handed_by_the_test(outermost, real):
             return
         self.refuse("reading the tests' data", asker, os.path.relpath(real, self.testbed))
 
+    def an_import_reading(self, frame):
+        """Whether the open raised at `frame` is the import system reading a module's source to run it
+        (`get_data` under a loader's `get_code` under `exec_module`), none of those frames code the
+        patch compiled under the import system's names (fp50's mako row: a template's namespace module
+        the test patch brings, imported by the fixed runtime by the name the test gave)."""
+        seen_code = False
+        for _ in range(6):
+            if frame is None:
+                return False
+            filename = frame.f_code.co_filename
+            if not filename.startswith(_IMPORT_SYSTEM) or self.untrusted_file(filename):
+                return False
+            name = frame.f_code.co_name
+            if name == "get_code":
+                seen_code = True
+            elif name in ("exec_module", "_load_unlocked") and seen_code:
+                return True
+            frame = frame.f_back
+        return False
+
     def asker_below_a_test(self, frame):
         """(the first frame of the patch's met walking out from `frame`, the outermost frame of the
         repository's code below the test's -- the call a test made --, the test's own frame) of a
         read; the walk ends at a test's own frame (a protected module, a file under the test roots, a
-        file the test patch brings) or the grader's (then `asker` is False: its own read). pytest's,
-        unittest's and the standard library's frames are walked past: a deputy reads for its caller."""
+        file the test patch brings) or the grader's (then `asker` is False where no frame of the
+        patch's came first: its own read). A read whose first frame past the standard library's is an
+        unchanged file of the repository is that file's (`asker` False). pytest's, unittest's, the
+        installed packages' and the standard library's frames are walked past: a deputy reads for its
+        caller."""
         asker = None
         outermost = None
+        first = True  # (the first frame past the standard library's: who reads)
         while frame is not None:
             filename = frame.f_code.co_filename
             patchs = self.patchs_frame(frame)
             if patchs is not None:
                 asker = asker or patchs
                 outermost = frame
+                first = False
             elif not filename.startswith("<") and _stdlib_part(filename) is None:
                 real_file = self.real(filename)
                 if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
                     return asker, outermost, frame  # a test's own read (a helper's, a conftest's it brings), or the call it made
                 if real_file.startswith(self.own_dir) and not self.untrusted_file(filename):
-                    return False, None, None
+                    # the grader's own read; or, below a frame of the patch's, the grader's code called
+                    # by it (fp50: a test method the library builds runs under the grader's runner)
+                    return (False, None, None) if asker is None else (asker, outermost, None)
                 if real_file.startswith(self.testbed):
+                    if first:
+                        # read by an unchanged file of the repository: its own read, whoever called it
+                        # (fp50's mako row: a fix of the template runtime, which reads no file itself,
+                        # on the stack while the unchanged lookup reads an included template the test
+                        # patch brings, was refused). The trade: a library that hands its own reader a
+                        # path it computed reads through it.
+                        return False, None, None
                     outermost = frame
+                first = False
             frame = frame.f_back
         return asker, outermost, None
 
@@ -1276,7 +1329,7 @@ class Guard(object):
         if added:
             inside.add(ident)  # (the hook lets this frame walk of the grader's own be)
         try:
-            frame = sys._getframe(2)  # (past the class's `__getattribute__`)
+            frame = _GETFRAME(2)  # (past the class's `__getattribute__`; taken at load: a test may delete `sys._getframe`)
         finally:
             if added:
                 inside.discard(ident)
@@ -2043,7 +2096,10 @@ def imported_repository_modules(testbed, own_dir, patched=None):
     # ~300 modules cost ~5 ms at every grading.
     installed = tuple(p.rstrip("/") + "/" for p in {sys.prefix, sys.base_prefix, sys.exec_prefix} if p)
     for name, module in list(sys.modules.items()):
-        filename = getattr(module, "__file__", None)
+        try:
+            filename = getattr(module, "__file__", None)
+        except ReferenceError:  # (a dead `weakref.proxy` in `sys.modules`: jinja2's ModuleLoader, fp50)
+            continue
         if not isinstance(filename, str) or (filename.startswith(installed) and not testbed.startswith(installed)):
             continue
         real = os.path.realpath(filename)
@@ -2235,7 +2291,12 @@ def replaced_outside(guard, again=False):
     fresh = []  # (name, (module, its dict)) of the modules loaded since the last look
     _CLASS_VERDICTS.clear()
     for name, module in list(sys.modules.items()):
-        if type(module) is not _MODULE and not isinstance(module, _MODULE):
+        try:
+            if type(module) is not _MODULE and not isinstance(module, _MODULE):
+                continue
+        except ReferenceError:
+            # (a dead `weakref.proxy` left in `sys.modules`: jinja2's `ModuleLoader` puts them there,
+            # and the look ended pytest with an INTERNALERROR, fp50's jinja2-pkgfile row)
             continue
         # (its file as the reporter found it where it was loaded then: a `__file__` rebound later names no owner)
         at_load = guard.outside_at_load.get(name)
@@ -2844,14 +2905,14 @@ def _genuine_outside(guard, klass, own):
 
 
 def _started_by_the_patch(guard, frame):
-    """Whether code of the patch's (a file it changed or created) is on the stack from `frame` out."""
+    """The first file of the patch's (one it changed or created) on the stack from `frame` out, or None."""
     for _ in range(200):
         if frame is None:
-            return False
+            return None
         if guard.untrusted_file(frame.f_code.co_filename):
-            return True
+            return frame.f_code.co_filename
         frame = frame.f_back
-    return False
+    return None
 
 
 def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
@@ -3026,8 +3087,11 @@ def _note_test_threads(guard):
             if (named and guard.active and code.co_name != "<module>" and guard.real(code.co_filename) in guard.protected
                     and not guard.untrusted_file(code.co_filename) and guard.called_by_a_test(caller)):
                 guard.test_threads[id(thread)] = thread
-            elif not named or _started_by_the_patch(guard, caller):
-                guard.patch_threads[id(thread)] = thread
+            else:
+                starter = _started_by_the_patch(guard, caller)
+                if not named or starter:
+                    guard.patch_threads[id(thread)] = thread
+                    guard.thread_starters[id(thread)] = starter
         except ValueError:
             pass
         return start(thread, *args, **kwargs)

@@ -1413,7 +1413,10 @@ class Reporter:
         the canaries judge too."""
         names = {os.path.basename(path) for path in self._protected}
         for module in list(sys.modules.values()):
-            filename = getattr(module, "__file__", None)
+            try:
+                filename = getattr(module, "__file__", None)
+            except ReferenceError:  # (a dead `weakref.proxy` in `sys.modules`: jinja2's ModuleLoader, fp50)
+                continue
             # by name first: a realpath for each of ~400 modules cost 17 ms a call
             if not isinstance(filename, str) or os.path.basename(filename) not in names or os.path.realpath(filename) not in self._protected:
                 continue

@@ -519,6 +519,9 @@ def test_a_traceback_through_code_the_patch_compiled_under_a_test_modules_name_i
     "import mailbox; len(mailbox.mbox(TESTS + '/golden.txt'))",
     "os.close(os.open(TESTS + '/golden.txt', os.O_RDWR))",
     "with open(TESTS + '/golden.txt', 'rb+') as f:\n    f.read()\n",
+    # opened to append and left alone (fp50's aiofiles row: its tests open their resources `a+`)
+    "with open(TESTS + '/golden.txt', 'a+') as f:\n    f.seek(0)\n    f.read()\n",
+    "os.close(os.open(TESTS + '/golden.txt', os.O_WRONLY | os.O_APPEND))",
 ])
 def test_a_test_data_file_the_patch_opens_to_update_and_leaves_alone_is_allowed(tmp_path: Path, operation: str) -> None:
     """fpAK AK-B: `mailbox.mbox(path)` opens its file `rb+`, `numpy.memmap(path)` `r+b`; neither writes
@@ -532,6 +535,7 @@ def test_a_test_data_file_the_patch_opens_to_update_and_leaves_alone_is_allowed(
     "fd = os.open(TESTS + '/golden.txt', os.O_RDWR); os.ftruncate(fd, 3); os.close(fd)",
     # the same bytes written back: the inode's change time moves all the same
     "with open(TESTS + '/golden.txt', 'r+') as f:\n    first = f.read(1)\n    f.seek(0)\n    f.write(first)\n",
+    "with open(TESTS + '/golden.txt', 'a') as f:\n    f.write('more')\n",
 ])
 def test_a_test_data_file_the_patch_opens_to_update_and_changes_is_found(tmp_path: Path, operation: str) -> None:
     outcome = run(tmp_path, operation + "\nimport time; time.sleep(0.02)\nguard.check_state(guard.snapshot())\n", from_patch=True)

@@ -120,7 +120,8 @@ def test_dispatcher_that_puts_itself_back_while_the_grader_runs(task):
 
             _pm._inner_hookexec = _hookexec
     '''))
-    assert_tampered(verdict, "patch_code_dispatching_the_grader")
+    # (or, since stop 50, the test modules' names pytest reads with the dispatcher on the stack)
+    assert_tampered(verdict, "patch_code_dispatching_the_grader", "audit_refused: reading a test module's names")
 
 
 def test_one_callers_hookexec_that_swallows_the_tests_exception(task):

@@ -80,7 +80,7 @@ if _case is not None:
     _original = _case.id()
     _ops = _importlib.import_module("tests.test_ops")
 
-    class _Sub(_ops.OpsTest):
+    class _Sub(object.__getattribute__(_ops, "__dict__")["OpsTest"]):  # (past the module's class, as the grader leaves open)
         def id(self):
             return _original
 
@@ -104,7 +104,9 @@ def unittest_task(tmp_path_factory: pytest.TempPathFactory):
 def test_a_failure_filed_under_another_id_with_a_clone_in_its_place_gets_zero(pytest_task):
     verdict = grade(pytest_task, in_add(MISFILE_AND_CLONE))
     assert_zero(verdict)
-    assert flagged(verdict, "report_for_another_test", "test_not_collected"), verdict.model_dump_json(indent=1)
+    # (or, since stop 50, the clone's module read by pytest for the patch's code)
+    assert flagged(verdict, "report_for_another_test", "test_not_collected", "audit_refused: reading a test module's names"), (
+        verdict.model_dump_json(indent=1))
 
 
 def test_a_forged_setup_xfail_logged_at_teardown_gets_zero(pytest_task):

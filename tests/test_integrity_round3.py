@@ -91,7 +91,9 @@ import sys as _sys, types as _types
 def _test_functions():
     for _name, _module in list(_sys.modules.items()):
         if _name.startswith("tests.") or _name.startswith("test_"):
-            for _attr, _value in list(vars(_module).items()):
+            # (read past the module's class: the route the grader leaves open, so that what these
+            # attacks do with the test functions is what is judged, not their lookup)
+            for _attr, _value in list(object.__getattribute__(_module, "__dict__").items()):
                 if _attr.startswith("test") and isinstance(_value, _types.FunctionType):
                     yield _module, _attr, _value
                 if isinstance(_value, type) and _attr.startswith(("Test", "Add", "Ops")):

@@ -25,7 +25,9 @@ from tests.test_integrity_outside_reads import BASE_FILES, UNITTEST_BASE, build_
 FACTORY, NO_FACTORY = any_factory_or_reason()
 
 UTIL = ("import os\n\n\ndef read_file(path):\n    with open(path) as handle:\n        return handle.read()\n\n\n"
-        "def read_folder(folder):\n    return [read_file(os.path.join(folder, n)) for n in sorted(os.listdir(folder))]\n")
+        "def read_folder(folder):\n    return [read_file(os.path.join(folder, n)) for n in sorted(os.listdir(folder))]\n\n\n"
+        # a test the library builds itself (markdown's `test_tools.LegacyTestMeta`): its code is the library's
+        "def library_test():\n    from pkg import core\n    assert core.add(2, 3) == 5\n")
 SCRIPT = textwrap.dedent("""\
     import json, os, sys
     sys.path.insert(0, {hook_dir!r})
@@ -36,20 +38,30 @@ SCRIPT = textwrap.dedent("""\
     outcome = "allowed"
     try:
         from tests import test_x
-        test_x.test_it()
+        called = {called}
+        if {through_the_grader}:  # (a runner of the grader's calls the test, as the reporters do)
+            runner = {{}}
+            exec(compile(open({own!r} + "/patchgym_runner.py").read(), {own!r} + "/patchgym_runner.py", "exec"), runner)
+            runner["call"](called)
+        else:
+            called()
     except audit_hook.GradingRefusal:
         outcome = "refused"
     print(json.dumps({{"outcome": outcome, "findings": guard.findings}}))
     """)
 
 
-def run(tmp_path: Path, core: str, test: str, *, base: str | None = None) -> dict:
+def run(tmp_path: Path, core: str, test: str, *, base: str | None = None, called: str = "test_x.test_it",
+        through_the_grader: bool = False) -> dict:
     """`core`: the patch's `pkg/core.py`; `test`: the body of the protected `test_it`; `base`: the base
-    version of `pkg/core.py` (the startup config's `base_copies`)."""
+    version of `pkg/core.py` (the startup config's `base_copies`); `called`: what the run calls (a
+    test, or a test function the library defines: `pkg.util.library_test`), through a runner in the
+    grader's folder where `through_the_grader`."""
     testbed, own = tmp_path / "testbed", tmp_path / "own"
     (testbed / "pkg").mkdir(parents=True)
     (testbed / "tests" / "data").mkdir(parents=True)
     own.mkdir()
+    (own / "patchgym_runner.py").write_text("def call(test):\n    return test()\n")
     (testbed / "pkg" / "__init__.py").write_text("")
     (testbed / "pkg" / "util.py").write_text(UTIL)
     (testbed / "pkg" / "core.py").write_text(textwrap.dedent(core))
@@ -68,7 +80,8 @@ def run(tmp_path: Path, core: str, test: str, *, base: str | None = None) -> dic
         startup["base_copies"] = {"pkg/core.py": str(tmp_path / "base.py")}
     (own / "patchgym_startup.json").write_text(json.dumps(startup))
     time.sleep(0.02)
-    script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), testbed=str(testbed), own=str(own))
+    script = SCRIPT.format(hook_dir=str(Path(audit_hook.__file__).parent), testbed=str(testbed), own=str(own), called=called,
+                           through_the_grader=through_the_grader)
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, cwd=str(testbed))
     assert done.returncode == 0, done.stderr
     return json.loads(done.stdout.strip().splitlines()[-1])
@@ -86,14 +99,6 @@ FOUND_BY_ITSELF = {
         import glob, os
         TABLE = [open(p).read() for p in glob.glob(os.path.join(os.path.dirname(__file__), "..", "tests", "*", "*.json"))]
         def add(a, b):
-            return a - b
-        """,
-    # a path computed by the library and handed to its own (unchanged) helper: no argument of the test's call
-    "through an unchanged helper": """\
-        import os
-        from pkg.util import read_file
-        def add(a, b):
-            read_file(os.path.join(os.getcwd(), "tests", "data", "expected.txt"))
             return a - b
         """,
     "through pathlib, all of a folder": """\
@@ -173,11 +178,44 @@ def test_a_data_file_the_test_hands_to_the_library_is_the_librarys_to_read(tmp_p
     assert run(tmp_path, core, test, base="def total(path):\n    return 0\n") == {"outcome": "allowed", "findings": []}
 
 
+def test_a_read_by_an_unchanged_file_of_the_repository_is_its_own(tmp_path: Path) -> None:
+    """fp50's mako row: a fix of the template runtime (which reads no file) is on the stack while the
+    unchanged lookup reads a template the test patch brings, included by the one the test asked
+    for. The trade: a path the library computes and hands its own unchanged reader is read too."""
+    core = ("import os\nfrom pkg.util import read_file\n"
+            "def add(a, b):\n    read_file(os.path.join(os.getcwd(), 'tests', 'data', 'expected.txt'))\n    return a - b\n")
+    assert run(tmp_path, core, "core.add(2, 3)\n") == {"outcome": "allowed", "findings": []}
+
+
+def test_a_test_the_library_builds_reads_nothing_for_the_patch_through_the_graders_runner(tmp_path: Path) -> None:
+    """fp50: a test method built by the library's own code runs under the grader's runner with no
+    test module's frame on the stack; the walk met the patch's frame, then the grader's, and took the
+    read for the grader's own (reward 1 on both runners at 6a320e3)."""
+    read = FOUND_BY_ITSELF["at its call"]
+    refused = run(tmp_path / "a", read, "pass\n", called="__import__('pkg.util').util.library_test", through_the_grader=True)
+    assert refused["outcome"] == "refused", refused
+    assert any("reading the tests' data" in detail for _, detail in refused["findings"]), refused
+    # the grader's own read through its runner stays its own
+    assert run(tmp_path / "b", "def add(a, b):\n    return a + b\n", "pass\n", through_the_grader=True,
+               called="lambda: open(" + repr(str(tmp_path / "b" / "testbed" / "tests" / "data" / "cases.json")) + ").read()") == {
+        "outcome": "allowed", "findings": []}
+
+
 def test_a_file_of_the_tests_the_test_patch_does_not_bring_is_not_judged(tmp_path: Path) -> None:
     """The tests' files at base were the agent's to read in its episode: only what the test patch
     brings is kept from the library."""
     core = "def add(a, b):\n    return int(open('tests/data/at_base.txt').read())\n"
     assert run(tmp_path, core, "assert core.add(2, 3) == 5\n") == {"outcome": "allowed", "findings": []}
+
+
+def test_a_worker_a_fixed_file_that_opened_files_at_base_started_reads_what_it_is_handed(tmp_path: Path) -> None:
+    """fp50's aiofiles row: the library opens the file a test hands it in an executor thread it
+    starts, where no frame of the test's (nor of the library's) is on the worker's stack."""
+    core = "from concurrent.futures import ThreadPoolExecutor\ndef total(path):\n    return ThreadPoolExecutor(1).submit(open, path).result().read()\n"
+    test = "core.total(HERE + '/data/cases.json')\n"
+    assert run(tmp_path / "a", core, test, base="def total(path):\n    return open(path).read()\n") == {"outcome": "allowed", "findings": []}
+    refused = run(tmp_path / "b", core, test, base="def total(path):\n    return 0\n")
+    assert refused["outcome"] == "refused", refused
 
 
 def test_a_path_the_test_holds_but_did_not_hand_is_not_handed(tmp_path: Path) -> None:
@@ -423,3 +461,44 @@ def test_a_test_modules_names_are_the_tests_the_machinerys_and_a_reading_files(t
     assert run(tmp_path / "c", "import inspect\ndef add(a, b):\n    return inspect.getmodule(add).__name__\n",
                "assert test_it.__globals__['EXPECTED'] and type(__import__('sys').modules[__name__]).__name__ == 'module'\n"
                "assert 'EXPECTED' in dir(__import__('sys').modules[__name__])\n") == {"outcome": "allowed", "findings": []}
+
+
+IMPORTS_BY_NAME = "\n\ndef plugin(name):\n    import importlib\n\n    return importlib.import_module(name)\n"
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_module_of_the_test_patch_the_fixed_library_imports_by_the_name_a_test_gives_resolves(tmp_path: Path, runner: str) -> None:
+    """fp50's mako row: a template names a namespace module under the tests' folder, which the fixed
+    runtime imports (as jinja2's PackageLoader, a plugin registry, Django's INSTALLED_APPS do). The
+    grader's loader of that helper had its own reading of the tests refused, the patch's code being
+    further out (before stop 50, `tampered`); then the data rule took the import's read of the file."""
+    base = BASE_FILES if runner == "pytest" else UNITTEST_BASE
+    ops = base["calc/ops.py"] + IMPORTS_BY_NAME
+    if runner == "pytest":
+        test = ('from calc import add\nfrom calc.ops import plugin\n\n\n'
+                'def test_add():\n    assert add(plugin("tests.helper_mod").A, 3) == 5\n')
+        kw = {"fail_to_pass": ["tests/test_add.py::test_add"]}
+    else:
+        test = ('import unittest\n\nfrom calc import add\nfrom calc.ops import plugin\n\n\nclass AddTest(unittest.TestCase):\n'
+                '    def test_add(self):\n        self.assertEqual(add(plugin("tests.helper_mod").A, 3), 5)\n')
+        kw = {"fail_to_pass": ["tests.test_add.AddTest.test_add"], "log_parser": "unittest",
+              "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
+    fixed = ops.replace("return a - b  # bug: should add", "return a + b")
+    prepared, gold = build_prepared(tmp_path, instance_id=f"import-by-name-{runner}", base_files={**base, "calc/ops.py": ops},
+                                    test_patch_files={"tests/test_add.py": test, "tests/helper_mod.py": "A = 2\n"},
+                                    gold_files={"calc/ops.py": fixed}, **kw)
+    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+LEAVES_A_DEAD_PROXY = "\n\nimport sys as _sys, types as _types, weakref as _weakref\n_sys.modules['calc_gone'] = _weakref.proxy(_types.ModuleType('calc_gone'))\n"
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+def test_a_dead_module_proxy_in_sys_modules_breaks_no_look_of_the_graders(cases_task) -> None:
+    """fp50's jinja2 row: `ModuleLoader` leaves `weakref.proxy` modules in `sys.modules`; the grader's
+    look at the outside modules raised ReferenceError on a dead one (pytest's INTERNALERROR)."""
+    runner, prepared, fixed = cases_task
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": fixed + LEAVES_A_DEAD_PROXY}), factory=FACTORY, deadline_s=120)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
