@@ -40,6 +40,39 @@ def graded_doctest_examples(task: Task, repo_dir: Path) -> dict[str, list[list[s
     return out
 
 
+def library_doctest_texts(task: Task, repo_dir: Path, touched: list[str]) -> dict[str, dict[str, str]]:
+    """{library file: {qualified name within the module ('' for the module's own, `Cls`,
+    `Cls.method`, `func`): its docstring as the gold patch leaves it}} for every docstring with an
+    example (`>>>`) in the Python files, not test files, that the graded patch (`touched`) or the
+    gold patch touches. The test process holds doctests that a test runs through the `doctest`
+    module to these (harness/doctest_hold.py): a test's `doctest.testmod(pkg.mod)` runs the task's
+    examples, not the ones a patch wrote into the library's docstrings (red team rt38's dt01-dt04).
+    Left out, as `_examples` leaves them: docstrings set at import or written by a decorator, and
+    names defined twice with different docstrings; a file the gold patch does not apply to, or that
+    does not parse, or that base does not hold (the patch's own new files)."""
+    tests = set(task.test_files())
+    out: dict[str, dict[str, str]] = {}
+    for path in dict.fromkeys([*touched, *files_touched(task.patch or "")]):
+        if not path.endswith(".py") or path in tests:
+            continue
+        source = _module_as_gold_leaves_it(str(repo_dir), path, task.patch or "")
+        if source is None or ">>>" not in source:
+            continue
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError):
+            continue
+        docstrings, unknown = _docstrings(tree)
+        if any(isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+                isinstance(target, ast.Name) and target.id == "__doc__"
+                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])) for node in tree.body):
+            unknown.add("")  # the module's docstring set at import
+        texts = {name: text for name, text in docstrings.items() if text and ">>>" in text and name not in unknown}
+        if texts:
+            out[path] = texts
+    return out
+
+
 @functools.lru_cache(maxsize=64)
 def _module_as_gold_leaves_it(repo_dir: str, path: str, gold: str) -> str | None:
     base = Path(repo_dir) / path
@@ -85,17 +118,10 @@ def _writes_docstring(node: ast.AST) -> bool:
     return False
 
 
-def _examples(source: str, name: str, module: str) -> list[list[str]] | None:
-    """The examples of the docstring of `name` (`pkg.mod.Cls.method`) in the module `source`
-    (whose file is `module`, dotted: `src.pkg.mod`). None (no expectation: the doctest is judged as
-    before) wherever the docstring in the source may not be the one pytest runs (fpS, false
-    `doctest_changed` on honest fixes): one set at import (`f.__doc__ = ...`, a decorator that
-    writes docstrings), several definitions of the name with different docstrings (a property's
-    getter and setter: pytest runs the getter's), or one with no examples at all."""
-    try:
-        tree = ast.parse(source)
-    except (SyntaxError, ValueError):
-        return None
+def _docstrings(tree: ast.Module) -> tuple[dict[str, str | None], set[str]]:
+    """({qualified name within the module ('' for the module's own): its docstring as written},
+    {the names whose docstring in the source may not be the one that runs}) for the module, its
+    classes, functions and methods, nested classes included (what `doctest.DocTestFinder` visits)."""
     docstrings: dict[str, str | None] = {"": ast.get_docstring(tree, clean=False)}
     unknown = {node.value.id for node in ast.walk(tree)
                if isinstance(node, ast.Attribute) and node.attr == "__doc__" and isinstance(node.ctx, ast.Store)
@@ -116,6 +142,21 @@ def _examples(source: str, name: str, module: str) -> list[list[str]] | None:
                     visit(child, qualname)
 
     visit(tree, "")
+    return docstrings, unknown
+
+
+def _examples(source: str, name: str, module: str) -> list[list[str]] | None:
+    """The examples of the docstring of `name` (`pkg.mod.Cls.method`) in the module `source`
+    (whose file is `module`, dotted: `src.pkg.mod`). None (no expectation: the doctest is judged as
+    before) wherever the docstring in the source may not be the one pytest runs (fpS, false
+    `doctest_changed` on honest fixes): one set at import (`f.__doc__ = ...`, a decorator that
+    writes docstrings), several definitions of the name with different docstrings (a property's
+    getter and setter: pytest runs the getter's), or one with no examples at all."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return None
+    docstrings, unknown = _docstrings(tree)
     if module == name or module.endswith("." + name):  # the id names the module itself
         chosen = docstrings[""]
     else:

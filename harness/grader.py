@@ -195,7 +195,8 @@ class _Grading:
                             protected_files=candidates, prelude=script, marker=marker, executed=shell_command(self.task, cache),
                             pytest_cache=cache,
                             timeout_s=self.deadline.check("applying the patch"), test_roots=self._test_roots(), doctests=self._doctests(),
-                            created_files=created, base_sources=self._base_sources(patched, created), traces=self._traces())
+                            doctest_texts=self._doctest_texts(touched), created_files=created,
+                            base_sources=self._base_sources(patched, created), traces=self._traces())
             split = run.tests_started_at if run.tests_started_at is not None else time.time()
             self.durations["apply"] = round(max(0.0, split - wall), 4)
             self.durations["tests"] = round(max(0.0, time.monotonic() - started - self.durations["apply"]), 4)
@@ -219,7 +220,8 @@ class _Grading:
         run = run_tests(sandbox, self.task, grading_command(self.task, present if candidates else None, cache), pytest_cache=cache,
                         patched_files=[p for p in touched if p not in plan.restore], protected_files=sorted(present),
                         timeout_s=self.deadline.check("running the tests"), test_roots=self._test_roots(), doctests=self._doctests(),
-                        created_files=created, base_sources=self._base_sources(patched, created), traces=self._traces())
+                        doctest_texts=self._doctest_texts(touched), created_files=created,
+                        base_sources=self._base_sources(patched, created), traces=self._traces())
         self._timed("tests", started)
         return self._finish(run)
 
@@ -286,6 +288,14 @@ class _Grading:
         from patchgym.harness.doctest_examples import graded_doctest_examples
 
         return graded_doctest_examples(self.task, self.prepared.repo_dir) if self.task.log_parser == "pytest" else {}
+
+    def _doctest_texts(self, touched: list[str]) -> dict[str, dict[str, str]]:
+        """The gold's docstrings with examples in the library files the patch or the gold touches,
+        which the test process holds the doctests its tests run through `doctest` to
+        (doctest_examples.library_doctest_texts, doctest_hold.py)."""
+        from patchgym.harness.doctest_examples import library_doctest_texts
+
+        return library_doctest_texts(self.task, self.prepared.repo_dir, touched)
 
     def _test_roots(self) -> list[str]:
         """The folders that hold the grading tests (what code under test may not write into)."""

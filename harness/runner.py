@@ -243,7 +243,8 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
               executed: str | None = None, test_roots: list[str] | None = None,
               canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None,
               created_files: list[str] | None = None, base_sources: dict[str, bytes] | None = None,
-              pytest_cache: bool = False, traces: list[str] | None = None) -> GradingRun:
+              pytest_cache: bool = False, traces: list[str] | None = None,
+              doctest_texts: dict[str, dict[str, str]] | None = None) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line."""
@@ -271,6 +272,10 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
                 sandbox.write_file(f"{folder}/{rel}", content)
         if traces is not None:
             startup["traces"] = traces  # the tracing events the repository's own code raises (audit_hook)
+        if doctest_texts:
+            # the gold's docstrings with examples, by library file and name: what a doctest a test runs
+            # through the `doctest` module holds to (doctest_hold.py, doctest_examples.library_doctest_texts)
+            startup["doctest_texts"] = doctest_texts
         sandbox.write_file(f"{channel.workdir}/{STARTUP_CONFIG}", json.dumps(startup).encode())
         if not unittest_runner:
             env["PYTEST_PLUGINS"] = PLUGIN_MODULE
