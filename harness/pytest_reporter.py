@@ -622,7 +622,8 @@ _TRUSTED_MODULES = {"pytest": pytest, "unittest": unittest}
 
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
-                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads")
+                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads",
+                   "patchgym_doctest_hold")
 
 
 def _no_parameters_in_the_current_test(first_calls):
@@ -691,6 +692,8 @@ def _own_state(reporter):
             dunder = name.startswith("__") and name.endswith("__")
             if (not dunder or index >= modules) and name != "_pending":
                 entries.append(("{}.{}".format(label, name), namespace, name, value))
+    hold = sys.modules.get("patchgym_doctest_hold")
+    entries += hold.entries() if hold is not None else []  # (its wrapper of doctest's finder)
     for obj in (reporter, reporter._stream, reporter._guard, reporter._sources):
         if obj is None:
             continue
@@ -3207,6 +3210,12 @@ def _claim():
         early = guard_module.imported_repository_modules(testbed, _OWN_DIR, patched)
     except ImportError:
         guard_module = None
+    try:  # doctests a test runs through `doctest` hold the task's examples (patchgym_doctest_hold)
+        import patchgym_doctest_hold
+
+        patchgym_doctest_hold.install(testbed, _OWN_DIR)
+    except ImportError:
+        pass
     try:
         import patchgym_canaries
 

@@ -49,7 +49,8 @@ HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_first_calls", Path(__file__).with_name("first_calls.py")),
            ("patchgym_edited_defs", Path(__file__).with_name("edited_defs.py")),
            ("patchgym_equality_probe", Path(__file__).with_name("equality_probe.py")),
-           ("patchgym_outside_reads", Path(__file__).with_name("outside_reads.py")))
+           ("patchgym_outside_reads", Path(__file__).with_name("outside_reads.py")),
+           ("patchgym_doctest_hold", Path(__file__).with_name("doctest_hold.py")))
 
 
 def sandbox_modules(workdir: str, runner: str = "pytest", helpers: bool = True) -> list[tuple[str, bytes]]:

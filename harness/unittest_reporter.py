@@ -245,7 +245,8 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
 # `_GRADER_MODULES`): a rebound `patchgym_compiled_tests._judge` went unseen under this runner (rt36's x02p)
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
-                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads")
+                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads",
+                   "patchgym_doctest_hold")
 
 
 def _own_state(result_class):
@@ -618,6 +619,12 @@ def main(argv):
             testbed, _OWN_DIR, {os.path.realpath(os.path.join(testbed, p)) for p in config.get("patched_files", [])})
     except ImportError:
         patchgym_audit_hook = None
+    try:  # doctests a test runs through `doctest` hold the task's examples (patchgym_doctest_hold)
+        import patchgym_doctest_hold
+
+        patchgym_doctest_hold.install(testbed, _OWN_DIR)
+    except ImportError:
+        pass
     try:
         import patchgym_canaries
 
@@ -792,6 +799,8 @@ def main(argv):
                                  lambda test_id, status: emit("test", id=test_id, status=status))
     runner_class = unittest.TextTestRunner
     watched += _own_state(result_class)
+    hold = sys.modules.get("patchgym_doctest_hold")
+    watched += hold.entries() if hold is not None else []  # (its wrapper of doctest's finder)
     if probed is not None:
         patchgym_compiled_tests.serve_for_import(sources, probed, roots=tuple(
             os.path.realpath(os.path.join(testbed, r)) + "/" for r in config.get("test_roots", [])))
