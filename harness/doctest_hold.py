@@ -157,7 +157,7 @@ def _hold(doctest, texts, finder, obj, name, module, globs, extraglobs, tests):
         recurse = getattr(finder, "_recurse", True)
         for inner, gold in sorted(texts[asked_file].items()):
             within = inner == base or (recurse and (base == "" or inner.startswith(base + ".")))
-            if not within or (asked_file, inner) in present:
+            if not within or (asked_file, inner) in present or not _would_be_found(finder, asked_module, inner):
                 continue
             rest = inner[len(base):].lstrip(".") if base else inner
             try:
@@ -169,6 +169,27 @@ def _hold(doctest, texts, finder, obj, name, module, globs, extraglobs, tests):
     except TypeError:  # (two of one name and file, one with no line: left in the finder's order)
         pass
     return out
+
+
+def _would_be_found(finder, module, inner):
+    """Whether the finder would have made a DocTest for the object named `inner` in `module` had
+    its docstring held examples: it is gone (deleted or renamed by the patch), or it is the module's
+    by the finder's own rule. Not one that is another module's (a decorator's wrapper without
+    `functools.wraps`): the finder passes it by on the gold as well, and its examples were never
+    the test's."""
+    value = module
+    for part in inner.split(".") if inner else ():
+        value = getattr(value, part, None)
+        if value is None:
+            return True
+    value = getattr(value, "__func__", value)  # (a classmethod's, reached through its class)
+    from_module = getattr(finder, "_from_module", None)
+    if from_module is None or value is module:
+        return True
+    try:
+        return bool(from_module(module, value))
+    except Exception:  # noqa: BLE001  (what the rule cannot tell: as before, found)
+        return True
 
 
 def _name_in(module, obj, names):

@@ -94,7 +94,8 @@ def _run(tmp_path: Path, source: str, body: str, *, hold: bool = True, table: di
     testbed.mkdir(exist_ok=True)
     own.mkdir(exist_ok=True)
     (testbed / "tk.py").write_text(source)
-    (testbed / "other.py").write_text('def f():\n    """F.\n\n    >>> f()\n    2\n    """\n    return 2\n')
+    (testbed / "other.py").write_text('def f():\n    """F.\n\n    >>> f()\n    2\n    """\n    return 2\n\n\n'
+                                      'def wrap(function):\n    def wrapper(*args):\n        return function(*args)\n\n    return wrapper\n')
     texts = {"tk.py": _table(GOLD)} if table is None else table
     (own / "patchgym_startup.json").write_text(json.dumps({"testbed": str(testbed), "doctest_texts": texts}))
     lines = [
@@ -105,7 +106,7 @@ def _run(tmp_path: Path, source: str, body: str, *, hold: bool = True, table: di
         f"installed = hold.install({str(testbed)!r}, {str(own)!r}) if {hold!r} else False",
         f"sys.path.insert(0, {str(testbed)!r})",
         "import doctest, unittest",
-        "import tk, other",
+        "import other, tk",
         "out = {}",
         "with contextlib.redirect_stdout(io.StringIO()) as printed:",
         textwrap.indent(body, "    ").rstrip("\n"),
@@ -136,6 +137,19 @@ def test_the_gold_and_an_honest_fix_that_rewrites_the_prose_pass_where_the_attac
         out = _run(tmp_path, source, TESTMOD)
         assert out["installed"] and out["failed"] == 0 and out["attempted"] == 5, out
     assert _run(tmp_path, EDITED, TESTMOD)["failed"] == 1
+
+
+def test_a_gold_docstring_the_finder_never_visits_is_not_added(tmp_path: Path) -> None:
+    # A function wrapped by another module's decorator (no functools.wraps) is not the module's by the
+    # finder's rule, on the gold as well: its (here stale) examples were never the test's (an honest
+    # fix of such a module had failed).
+    gold = GOLD.replace("import re\n", "import re\n\nimport other\n") + (
+        '\n\n@other.wrap\ndef stale():\n    """Stale.\n\n    >>> stale()\n    1\n    """\n    return 2\n')
+    out = _run(tmp_path, gold, TESTMOD, table={"tk.py": _table(gold)})
+    assert "stale" in _table(gold) and out["failed"] == 0 and out["attempted"] == 5, out
+    out = _run(tmp_path, gold.replace(".lower()\n", "\n").replace("    'hello-world'\n", "    'Hello-World'\n"), TESTMOD,
+               table={"tk.py": _table(gold)})
+    assert out["failed"] == 1 and out["attempted"] == 5, out
 
 
 def test_doctest_suite_runs_the_gold_examples(tmp_path: Path) -> None:
