@@ -127,7 +127,7 @@ def _hold(doctest, texts, finder, obj, name, module, globs, extraglobs, tests):
     asked_file = _module_file(asked_module) if asked_module is not None else None
     if base is None and asked_file in texts:
         base = _name_in(asked_module, obj, texts[asked_file])
-    if asked_file not in texts and not any(_real(getattr(test, "filename", None)) in texts for test in tests):
+    if asked_file not in texts and not any(_real(f) in texts for f in set(getattr(t, "filename", None) for t in tests)):
         return tests
     root = name if name is not None else getattr(obj, "__name__", None)
     parser = doctest.DocTestParser()
