@@ -55,22 +55,28 @@ def library_doctest_texts(task: Task, repo_dir: Path, touched: list[str]) -> dic
     for path in dict.fromkeys([*touched, *files_touched(task.patch or "")]):
         if not path.endswith(".py") or path in tests:
             continue
-        source = _module_as_gold_leaves_it(str(repo_dir), path, task.patch or "")
-        if source is None or ">>>" not in source:
-            continue
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError):
-            continue
-        docstrings, unknown = _docstrings(tree)
-        if any(isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
-                isinstance(target, ast.Name) and target.id == "__doc__"
-                for target in (node.targets if isinstance(node, ast.Assign) else [node.target])) for node in tree.body):
-            unknown.add("")  # the module's docstring set at import
-        texts = {name: text for name, text in docstrings.items() if text and ">>>" in text and name not in unknown}
+        texts = _doctest_texts_of(str(repo_dir), path, task.patch or "")
         if texts:
-            out[path] = texts
+            out[path] = dict(texts)
     return out
+
+
+@functools.lru_cache(maxsize=64)
+def _doctest_texts_of(repo_dir: str, path: str, gold: str) -> tuple[tuple[str, str], ...]:
+    """The (name, docstring) pairs of `library_doctest_texts` for one file (parsed once a task)."""
+    source = _module_as_gold_leaves_it(repo_dir, path, gold)
+    if source is None or ">>>" not in source:
+        return ()
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError):
+        return ()
+    docstrings, unknown = _docstrings(tree)
+    if any(isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign)) and any(
+            isinstance(target, ast.Name) and target.id == "__doc__"
+            for target in (node.targets if isinstance(node, ast.Assign) else [node.target])) for node in tree.body):
+        unknown.add("")  # the module's docstring set at import
+    return tuple((name, text) for name, text in docstrings.items() if text and ">>>" in text and name not in unknown)
 
 
 @functools.lru_cache(maxsize=64)

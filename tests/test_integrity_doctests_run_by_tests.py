@@ -21,7 +21,7 @@ import pytest
 
 from patchgym.harness import doctest_examples
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import build_prepared, diff_of
+from tests.fixtures_grading.calc_task import build_prepared, build_task, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -184,6 +184,19 @@ def test_the_wrapper_is_watched_as_the_graders_own(tmp_path: Path) -> None:
     # (the reporters compare it at the end: the patch's code that put the original back is a replacement)
     body = "out['watched'] = [[label, ns[name] is value] for label, ns, name, value in hold.entries()]\n"
     assert _run(tmp_path, GOLD, body)["watched"] == [["doctest.DocTestFinder.find", True]]
+
+
+def test_the_table_holds_the_golds_docstrings_of_the_library_files_the_patch_or_the_gold_touches(tmp_path: Path) -> None:
+    set_at_import = '"""Module.\n\n>>> 1\n1\n"""\n__doc__ = "other"\n\n\ndef g():\n    """G.\n\n    >>> g()\n    1\n    """\n    return 1\n'
+    task = build_task(tmp_path, base_files={"tk/core.py": BUGGY, "tk/other.py": set_at_import, "tk/plain.py": "x = 1\n",
+                                            "tests/test_doc.py": '"""\n>>> 1\n1\n"""\n'},
+                      test_patch_files={"tests/test_doc.py": '"""\n>>> 2\n2\n"""\n'}, gold_files={"tk/core.py": HONEST},
+                      fail_to_pass=["tests/test_doc.py::test_x"], pass_to_pass=[])
+    table = doctest_examples.library_doctest_texts(task, Path(task.source), ["tk/other.py", "tk/plain.py", "tests/test_doc.py"])
+    assert sorted(table) == ["tk/core.py", "tk/other.py"], table  # (not the test file, not one without examples)
+    assert table["tk/core.py"]["slugify"] == _table(HONEST)["slugify"] and "Make a slug" in table["tk/core.py"]["slugify"]
+    assert sorted(table["tk/core.py"]) == ["", "Box", "Box.Lid.colour", "Box.size", "slugify"]
+    assert sorted(table["tk/other.py"]) == ["g"]  # (the module's docstring is set again at import)
 
 
 # --- grading, both runners ---------------------------------------------------------------------
