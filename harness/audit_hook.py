@@ -26,6 +26,12 @@ never kept in `linecache` (`_no_test_sources_kept_in_linecache`); traceback's su
 of the caller's stack are frame walks (`_KEEPERS_HANDING_ON`). A test data file opened to update
 (`r+`) is judged by whether it changed (`Guard.note_update`, `check_state`), not refused at the open.
 
+What the test patch brings besides its test modules (stop 50, red teams rt35's m16 and rt38): its
+data and helper files opened for reading by the patch's code (`Guard.reading_the_tests_data`), and
+the names of the test modules read by it (`Guard.reading_a_test_module`: a module class given to
+each as its code begins to run, since no audit event reads a module's attribute), unless the read
+is an unchanged file's own, the fixed file did as much at base, or the test handed it over.
+
 A worker thread the patch's code started, whose stack holds nothing but the standard library's
 frames, is the patch's (`Guard.thread_delegated`, stop 48, red team rt35: a pool's worker handed
 `Path(test).read_text` had no frame of the patch's to find); and a trusted reader (pytest's, the
@@ -1206,7 +1212,7 @@ class Guard(object):
         start = frame
         if real.endswith(".py") and self.an_import_reading(frame):
             return  # a module the test patch brings, imported: what is read of it is its names (`reading_a_test_module`)
-        asker, outermost, test_frame = self.asker_below_a_test(frame)
+        asker, outermost, test_frame = self.asker_below_a_test(frame, _READ_ASKS, lambda callee: _handed_by(callee, real, False))
         if asker is False:
             return  # the grader's own read
         if self._opened_at_base is None:
@@ -1245,15 +1251,24 @@ class Guard(object):
             frame = frame.f_back
         return False
 
-    def asker_below_a_test(self, frame):
+    def asker_below_a_test(self, frame, asks, handed):
         """(the first frame of the patch's met walking out from `frame`, the outermost frame of the
         repository's code below the test's -- the call a test made --, the test's own frame) of a
         read; the walk ends at a test's own frame (a protected module, a file under the test roots, a
         file the test patch brings) or the grader's (then `asker` is False where no frame of the
-        patch's came first: its own read). A read whose first frame past the standard library's is an
-        unchanged file of the repository is that file's (`asker` False). pytest's, unittest's, the
-        installed packages' and the standard library's frames are walked past: a deputy reads for its
-        caller."""
+        patch's came first: its own read). pytest's, unittest's, the installed packages' and the
+        standard library's frames are walked past: a deputy reads for its caller.
+
+        A read whose first frame past the standard library's is an unchanged file of the repository
+        is that file's own (`asker` False) where the source of its call names the read (`asks`: the
+        read's words, as `names_its_call` reads them) and the patch's code did not hand it what is
+        read (`handed(frame)`, asked of the frame of that file the patch's code called). Why the
+        exemption (fp50's mako row): a fix of the template runtime, which reads no file, was on the
+        stack while the unchanged lookup read an included template the test patch brings. Why the
+        two conditions (red team rt39, reward 1 on both runners each): the patch set an unchanged
+        class's attribute to `Path(data).read_text` (or `partial(vars, module)`) and called the
+        unchanged method that calls it (`self._items.pop()`: d36, h10, g02, m21); and it handed
+        the repository's own unchanged reader the tests' path (d33)."""
         asker = None
         outermost = None
         first = True  # (the first frame past the standard library's: who reads)
@@ -1273,17 +1288,30 @@ class Guard(object):
                     # by it (fp50: a test method the library builds runs under the grader's runner)
                     return (False, None, None) if asker is None else (asker, outermost, None)
                 if real_file.startswith(self.testbed):
-                    if first:
-                        # read by an unchanged file of the repository: its own read, whoever called it
-                        # (fp50's mako row: a fix of the template runtime, which reads no file itself,
-                        # on the stack while the unchanged lookup reads an included template the test
-                        # patch brings, was refused). The trade: a library that hands its own reader a
-                        # path it computed reads through it.
-                        return False, None, None
+                    if first and self.names_its_call(frame, asks) and not self.handed_by_the_patch(frame, handed):
+                        return False, None, None  # read by an unchanged file of the repository, for itself
                     outermost = frame
                 first = False
             frame = frame.f_back
         return asker, outermost, None
+
+    def handed_by_the_patch(self, frame, handed):
+        """Whether the frame of the repository's unchanged code that the patch's code called, on the
+        way out from `frame` (before any test's frame), was handed what is read (`handed(that
+        frame)`)."""
+        callee = frame
+        while frame is not None:
+            filename = frame.f_code.co_filename
+            if self.patchs_frame(frame) is not None:
+                return handed(callee)
+            if not filename.startswith("<") and _stdlib_part(filename) is None:
+                real_file = self.real(filename)
+                if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
+                    return False
+                if real_file.startswith(self.testbed):
+                    callee = frame
+            frame = frame.f_back
+        return False
 
     def a_test_modules_file(self, filename):
         """Whether code of `filename` is a test module's: a protected module, a module under the test
@@ -1345,7 +1373,9 @@ class Guard(object):
             # medium suite of bench/grade (a code object, once the grader's, stays the grader's)
             self.own_readers.add(code)
             return
-        asker, outermost, test_frame = self.asker_below_a_test(frame)
+        asks = _MODULE_ASKS + ((name.encode("utf-8", "replace"),) if name != "__dict__" else ())
+        asker, outermost, test_frame = self.asker_below_a_test(
+            frame, asks, lambda callee: _handed_the_module(callee, module, namespace.get("__name__"), False))
         if asker is False:
             return
         label = "{}.{}".format(namespace.get("__name__", "?"), name)
@@ -1820,6 +1850,12 @@ def _tracing_in_base(own_dir):
 _NOT_DATA_SUFFIXES = (".py", ".pyc", ".so", ".pyd")
 _NOT_DATA_FOLDERS = tuple(sorted(set(p.rstrip("/") + "/" for p in (sys.prefix, sys.base_prefix, sys.exec_prefix) if p))) + (
     "/proc/", "/sys/", "/dev/")
+# what the source of a call of an unchanged file names where it reads a file itself, or a module's
+# names (`Guard.asker_below_a_test`; the name read is added to the latter)
+_READ_ASKS = (b"open", b"read", b"load", b"File", b"copy", b"Path", b"parse", b"linecache", b"get_data", b"getline",
+              b"mmap", b"fromfile", b"csv", b"Template")
+_MODULE_ASKS = (b"getattr", b"vars", b"__dict__", b"dir(", b"hasattr", b"import", b"getmembers", b"get_type_hints", b"pickle",
+                b"dump")
 # the words that show a file reading modules' names itself (`Guard.reading_a_test_module`)
 _MODULE_READ_WORDS = (b"import_module", b"__import__", b"sys.modules", b"getmembers", b"vars(", b"__dict__", b"get_type_hints",
                       b"whichmodule", b"dir(")
@@ -1858,6 +1894,10 @@ def _the_tests_data(own_dir, testbed, protected):
 
 
 def _handed_by_the_test(frame, real):
+    return _handed_by(frame, real, True)
+
+
+def _handed_by(frame, real, tails):
     """Whether an argument of the call a test made (`frame`: the outermost frame of the repository's
     code below the test's) names the file `real` or a folder above it: a path (text, bytes, a
     `pathlib` path), or such a path in a list, tuple, set or dict handed (`main(["--config", path])`).
@@ -1881,10 +1921,10 @@ def _handed_by_the_test(frame, real):
             texts.append(_text(value))
         elif type(value).__module__ == "pathlib":
             texts.append(str(value))
-    return _named_among(real, texts)
+    return _named_among(real, texts, tails)
 
 
-def _handed_the_module(frame, module, name):
+def _handed_the_module(frame, module, name, by_name=True):
     """Whether an argument of the call a test made (`frame`, as `_handed_by_the_test`) is the module,
     its name (or a dotted name below it), or a function, class or instance of it: a registry handed
     a test's class reads its module's names (`typing.get_type_hints`), a pool pickles a test's
@@ -1904,7 +1944,7 @@ def _handed_the_module(frame, module, name):
         if value is module:
             return True
         if type(value) is str:
-            if isinstance(name, str) and (value == name or value.startswith(name + ".")):
+            if by_name and isinstance(name, str) and (value == name or value.startswith(name + ".")):
                 return True
             continue
         if isinstance(value, type):
@@ -1956,9 +1996,9 @@ def _guarded_module_class(guard):
     return module
 
 
-def _named_among(real, texts):
+def _named_among(real, texts, tails=True):
     """Whether one of `texts` names the file `real` or a folder above it: resolved against the
-    working directory, or as the file's own tail (`data/x.json`)."""
+    working directory, or (`tails`) as the file's own tail (`data/x.json`)."""
     for text in texts:
         if not text or "\0" in text or len(text) > 4096:
             continue
@@ -1966,7 +2006,7 @@ def _named_among(real, texts):
         if real == whole or real.startswith(whole.rstrip("/") + "/"):
             return True
         tail = os.path.normpath(text)
-        if not text.startswith("/") and not tail.startswith("..") and tail != "." and real.endswith("/" + tail):
+        if tails and not text.startswith("/") and not tail.startswith("..") and tail != "." and real.endswith("/" + tail):
             return True
     return False
 
