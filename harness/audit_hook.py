@@ -1858,7 +1858,10 @@ _MODULE_ASKS = (b"getattr", b"vars", b"__dict__", b"dir(", b"hasattr", b"import"
                 b"dump")
 # the words that show a file reading modules' names itself (`Guard.reading_a_test_module`)
 _MODULE_READ_WORDS = (b"import_module", b"__import__", b"sys.modules", b"getmembers", b"vars(", b"__dict__", b"get_type_hints",
-                      b"whichmodule", b"dir(")
+                      b"whichmodule", b" dir(", b"(dir(", b"=dir(", b"[dir(", b"\tdir(",
+                      # unpickling, entry-point specs, annotations read (fp51: sqlitedict's `loads` of a test's
+                      # class, `pkgutil.resolve_name("tests.x:f")`, `inspect.get_annotations(eval_str=True)`)
+                      b"pickle", b"loads(", b"find_class", b"resolve_name", b"get_annotations", b"__annotations__", b"getmodule")
 # the words that show a file opening files itself (`Guard.reading_the_tests_data`: its fix may read the tests' data)
 _READ_WORDS = (b"open(", b"read_text", b"read_bytes", b"load(", b"loadtxt", b"read_csv", b"fromfile", b"FileIO",
                b"copyfile", b"copytree", b"ZipFile", b"tarfile", b"ConfigParser", b"read_file", b"fileinput", b"mmap",
@@ -1932,19 +1935,30 @@ def _handed_the_module(frame, module, name, by_name=True):
     code = frame.f_code
     count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
     local = frame.f_locals
-    values = []
-    for argument in code.co_varnames[:count]:
-        value = local.get(argument)
-        values.append(value)
-        if type(value) in (list, tuple, set, frozenset):
-            values.extend(list(value)[:100])
-        elif type(value) is dict:
-            values.extend(list(value.values())[:100])
+    values = [local.get(argument) for argument in code.co_varnames[:count]]
+    # what the arguments hold, two levels down: lists, tuples, sets, a dict's values, a generic
+    # alias's arguments (`put_all({"p": [Pair(2, 3)]})`, `field_names(list[Pair])`: fp51's FP-1b, FP-3)
+    level = values
+    for _ in range(2):
+        inner = []
+        for value in level:
+            if type(value) in (list, tuple, set, frozenset):
+                inner.extend(list(value)[:100])
+            elif type(value) is dict:
+                inner.extend(list(value.values())[:100])
+            elif type(value).__name__ in ("GenericAlias", "_GenericAlias", "UnionType", "_UnionGenericAlias"):
+                try:
+                    inner.extend(list(_ATTRIBUTE(value, "__args__"))[:20])
+                except Exception:  # noqa: BLE001
+                    pass
+        values.extend(inner)
+        level = inner
     for value in values:
         if value is module:
             return True
         if type(value) is str:
-            if by_name and isinstance(name, str) and (value == name or value.startswith(name + ".")):
+            # its name, a dotted name below it, or an entry-point spec (`tests.x:f`, fp51's FP-2)
+            if by_name and isinstance(name, str) and (value == name or value.startswith((name + ".", name + ":"))):
                 return True
             continue
         if isinstance(value, type):

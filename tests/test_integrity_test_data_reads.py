@@ -471,13 +471,21 @@ MODULE_HANDED = {
                       "class Point:\n    x: 'Path'\ncore.hints(Point)\n"),
     "a function of it, pickled": ("import pickle\ndef dumps(function):\n    return pickle.dumps(function)\n",
                                   "import sys\ncore.dumps(sys.modules[__name__].test_it)\n"),
+    # fp51: a class two levels down in what was handed (FP-1b), in a generic alias (FP-3), an
+    # entry-point spec naming the module (FP-2)
+    "a class inside a dict of lists": ("import typing\ndef hints(items):\n    return [typing.get_type_hints(c) for c in items['p']]\n",
+                                       "class Point:\n    x: 'Path'\ncore.hints({'p': [Point]})\n"),
+    "a class in a generic alias": ("import typing\ndef hints(alias):\n    return typing.get_type_hints(alias.__args__[0])\n",
+                                   "class Point:\n    x: 'Path'\ncore.hints(list[Point])\n"),
+    "an entry-point spec": ("import pkgutil\ndef load(spec):\n    return pkgutil.resolve_name(spec)\n", "core.load(__name__ + ':EXPECTED')\n"),
 }
 
 
 @pytest.mark.parametrize("how", sorted(MODULE_HANDED))
 def test_a_test_module_the_test_hands_to_the_library_is_the_librarys_to_read(tmp_path: Path, how: str) -> None:
     core, test = MODULE_HANDED[how]
-    assert run(tmp_path, core, test) == {"outcome": "allowed", "findings": []}
+    # (the base version of the fixed file names no module read: only the handing lets it through)
+    assert run(tmp_path, core, test, base="def f():\n    return 0\n") == {"outcome": "allowed", "findings": []}
 
 
 def test_a_test_modules_names_are_the_tests_the_machinerys_and_a_reading_files(tmp_path: Path) -> None:
@@ -485,10 +493,13 @@ def test_a_test_modules_names_are_the_tests_the_machinerys_and_a_reading_files(t
     assert run(tmp_path / "a", "def add(a, b):\n    return a + b\n",
                "import sys, inspect, unittest\nassert sys.modules[__name__].EXPECTED\ninspect.getmodule(core.add)\n"
                "unittest.defaultTestLoader.loadTestsFromModule(sys.modules[__name__])\n") == {"outcome": "allowed", "findings": []}
-    # a fix of a file that read modules' names at base (`import_module`)
+    # a fix of a file that read modules' names at base (`import_module`; unpickling: fp51's sqlitedict row)
     read = FROM_THE_MODULE["an attribute through sys.modules"]
-    assert run(tmp_path / "b", read, "core.add(2, 3)\n", base="import importlib\nimportlib.import_module('x')\n") == {
-        "outcome": "allowed", "findings": []}
+    for index, base in enumerate(("import importlib\nimportlib.import_module('x')\n", "from pickle import loads\n")):
+        assert run(tmp_path / "b{}".format(index), read, "core.add(2, 3)\n", base=base) == {"outcome": "allowed", "findings": []}
+    # ... and not one that only names `os.path.isdir(` (fp51: `dir(` had matched it)
+    refused = run(tmp_path / "d", read, "core.add(2, 3)\n", base="import os\nos.path.isdir('x')\n")
+    assert refused["outcome"] == "refused", refused
     # the class leaves the module's own workings alone: its functions' globals, `dir`, a module `__getattr__`
     assert run(tmp_path / "c", "import inspect\ndef add(a, b):\n    return inspect.getmodule(add).__name__\n",
                "assert test_it.__globals__['EXPECTED'] and type(__import__('sys').modules[__name__]).__name__ == 'module'\n"
