@@ -127,7 +127,16 @@ def _hold(doctest, texts, finder, obj, name, module, globs, extraglobs, tests):
     asked_file = _module_file(asked_module) if asked_module is not None else None
     if base is None and asked_file in texts:
         base = _name_in(asked_module, obj, texts[asked_file])
-    if asked_file not in texts and not any(_real(f) in texts for f in set(getattr(t, "filename", None) for t in tests)):
+    # DocTests made from a module's `__test__` mapping (`toolz.__test__ = {"flip": functoolz.flip}`):
+    # filed under the module asked about, made from another file's docstring (fp51's toolz row: a patch
+    # that deleted flip's examples in the fixed `functoolz.py` kept the bug and got reward 1)
+    through = {}
+    for test in tests:
+        if ".__test__." in str(getattr(test, "name", "")):
+            found = _through_test_mapping(test.name, asked_module, texts)
+            if found is not None:
+                through[id(test)] = found
+    if asked_file not in texts and not through and not any(_real(f) in texts for f in set(getattr(t, "filename", None) for t in tests)):
         return tests
     root = name if name is not None else getattr(obj, "__name__", None)
     parser = doctest.DocTestParser()
@@ -135,6 +144,8 @@ def _hold(doctest, texts, finder, obj, name, module, globs, extraglobs, tests):
     for test in tests:
         inner = _inner_name(test.name, root, base)
         filename = _real(test.filename)
+        if id(test) in through:
+            filename, inner = through[id(test)]
         gold = texts.get(filename, {}).get(inner) if inner is not None else None
         if gold is None and asked_file in texts and inner is not None:
             gold = texts[asked_file].get(inner)
@@ -169,6 +180,32 @@ def _hold(doctest, texts, finder, obj, name, module, globs, extraglobs, tests):
     except TypeError:  # (two of one name and file, one with no line: left in the finder's order)
         pass
     return out
+
+
+def _through_test_mapping(test_name, module, texts):
+    """(file, name within it) of the table that a DocTest named `<module>.__test__.<key>[.<rest>]`
+    was made from: the function or class the module's `__test__` maps `key` to, by its code's file
+    (a class: its module's) and its `__qualname__`; None where that is no object of the table."""
+    mapping = getattr(module, "__test__", None) if module is not None else None
+    if not isinstance(mapping, dict):
+        return None
+    key, _, below = test_name.partition(".__test__.")[2].partition(".")
+    value = mapping.get(key)
+    if value is None or isinstance(value, str):
+        return None
+    value = getattr(value, "__func__", value)
+    code = getattr(value, "__code__", None)
+    if code is not None:
+        filename = _real(code.co_filename)
+    else:
+        import sys
+
+        owner = sys.modules.get(getattr(value, "__module__", None) or "")
+        filename = _module_file(owner) if owner is not None else None
+    qualname = getattr(value, "__qualname__", None)
+    if filename not in texts or not isinstance(qualname, str) or "<" in qualname:
+        return None
+    return filename, qualname + ("." + below if below else "")
 
 
 def _would_be_found(finder, module, inner):

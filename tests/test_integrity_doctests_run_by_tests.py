@@ -244,3 +244,19 @@ def test_the_gold_and_a_fix_with_other_prose_are_resolved_and_the_attack_is_not(
         assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
     verdict = grade_patch(doctest_task, diff_of(doctest_task.repo_dir, {"tk/core.py": EDITED}), factory=FACTORY, deadline_s=120)
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("source, mapped", [(EDITED, "tk.slugify"), (NO_EXAMPLE, "tk.slugify"), (METHOD_EDITED, "tk.Box")],
+                         ids=["edited", "no_example", "a_class"])
+def test_a_doctest_filed_through_another_modules_test_mapping_holds_the_gold_examples(tmp_path: Path, source: str, mapped: str) -> None:
+    """fp51's toolz row: `toolz.__test__ = {...: functoolz.flip}` then `doctest.testmod(toolz)` files the
+    DocTest under `toolz/__init__.py`, made from the fixed `functoolz.py`'s docstring: a patch that
+    deleted flip's examples kept the bug and got reward 1."""
+    # (the mapped examples run in `other`'s globals, as toolz's run in the package's, which imports them)
+    body = f"other.slugify, other.Box = tk.slugify, tk.Box\nother.__test__ = {{'mapped': {mapped}}}\nfailed, attempted = doctest.testmod(other)\nout.update(failed=failed, attempted=attempted)\n"
+    for part in ("off", "on", "gold"):
+        (tmp_path / part).mkdir()
+    assert _run(tmp_path / "off", source, body, hold=False)["failed"] == 0  # (the attack passes without the hold)
+    out = _run(tmp_path / "on", source, body)
+    assert out["failed"] > 0, out
+    assert _run(tmp_path / "gold", GOLD, body)["failed"] == 0
