@@ -1279,6 +1279,13 @@ class Guard(object):
                 asker = asker or patchs
                 outermost = frame
                 first = False
+            elif filename.startswith(_IMPORT_SYSTEM):
+                # a read the import system makes (a path hook, a finder) is no unchanged file's own: the
+                # `import` line that set it going names no read of its own (rt40's e07, e08: the patch
+                # put `open` first on `sys.path_hooks` and re-ran the package's unchanged `__init__`)
+                first = False
+            elif filename == _HOOK_FILE and frame.f_code.co_name == "getlines" and not self.untrusted_file(filename):
+                pass  # the hook's `linecache.getlines` reads for whoever called it (rt40's l01-l03)
             elif not filename.startswith("<") and _stdlib_part(filename) is None:
                 real_file = self.real(filename)
                 if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
@@ -1904,9 +1911,11 @@ def _handed_by(frame, real, tails):
     """Whether an argument of the call a test made (`frame`: the outermost frame of the repository's
     code below the test's) names the file `real` or a folder above it: a path (text, bytes, a
     `pathlib` path), or such a path in a list, tuple, set or dict handed (`main(["--config", path])`).
-    A name relative to the working directory, or the file's own tail (`loader.load("data/x.json")`),
-    counts. Only the test's values count: a path the library computed and handed to its own helper
-    is no argument of the call the test made."""
+    A name relative to the working directory, or (`tails`) the file's own tail
+    (`loader.load("data/x.json")`), counts. Only the test's values count: a path the library computed
+    and handed to its own helper is no argument of the call the test made. Asked of a call the
+    patch's code made (`tails` False, `Guard.handed_by_the_patch`), a path of the patch's own
+    making that `open` asks for its text (an object with `__fspath__`) counts as handed."""
     code = frame.f_code
     count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
     local = frame.f_locals
@@ -1924,6 +1933,13 @@ def _handed_by(frame, real, tails):
             texts.append(_text(value))
         elif type(value).__module__ == "pathlib":
             texts.append(str(value))
+        elif not tails and isinstance(value, (str, bytes)):
+            # (handed by the patch: a text subclass's own characters, which `open` reads as they are)
+            texts.append(str.__str__(value) if isinstance(value, str) else _text(b"".join([value])))
+        elif not tails and _has_fspath(value):
+            # a path of the patch's own making (a `pathlib` subclass, an object with `__fspath__`):
+            # what it answers now need not be what `open` was told (rt40's e03, e04)
+            return True
     return _named_among(real, texts, tails)
 
 
@@ -2008,6 +2024,13 @@ def _guarded_module_class(guard):
 
     module.__qualname__ = "module"
     return module
+
+
+def _has_fspath(value):
+    try:
+        return getattr(type(value), "__fspath__", None) is not None
+    except Exception:  # noqa: BLE001  (a class whose own attribute lookup fails: a path of no known text)
+        return True
 
 
 def _named_among(real, texts, tails=True):
