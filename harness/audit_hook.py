@@ -1200,9 +1200,11 @@ class Guard(object):
         outputs, tables of cases, a helper module's text) opened for reading with the patch's code on
         the stack -- the first such frame met walking out, before a test's own frame or the grader's
         -- is refused, unless the file the fix edits there opened files at base (`_READ_WORDS`: a
-        loader's fix reads what it loads), or the test handed the repository that file (or a folder
-        above it) as an argument of the call it made (`_handed_by_the_test`). A thread the patch
-        started with only the standard library's code on its stack reads for the patch. Why (red team
+        loader's fix reads what it loads; for a worker thread, the fixed file that started it), or
+        the test handed the repository that file (or a folder above it) as an argument of the call it
+        made (`_handed_by_the_test`), or the read is an unchanged file's own (`asker_below_a_test`),
+        or the import system's of a module the test patch brings (`an_import_reading`). A thread the
+        patch started with only the standard library's code on its stack reads for the patch. Why (red team
         rt35's m16 and m50, reward 1 on roman's pt5, ut5 and romanf-ut5 at stop 49's end): a library
         read the tests' JSON table of cases and answered each input with its expected value, the bug
         kept; the tests' modules were guarded, their data was not. What it gives up: an honest fix
