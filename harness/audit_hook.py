@@ -1942,7 +1942,24 @@ def _handed_by(frame, real, tails):
             # a path of the patch's own making (a `pathlib` subclass, an object with `__fspath__`):
             # what it answers now need not be what `open` was told (rt40's e03, e04)
             return True
+    if tails:
+        # a test that hands its own module -- its file (`source_path=__file__`) or its name
+        # (`FromPackageLoader(__name__, ("grammars",))`) -- hands what lies beside it (fp50's lark
+        # rows: honest fixes that moved the reading into a new module, `tampered`)
+        texts = texts + [folder for folder in (_beside(text) for text in texts) if folder]
     return _named_among(real, texts, tails)
+
+
+def _beside(text):
+    """The folder of a Python file `text` names, or of the loaded module it names (its `__file__`)."""
+    if not text or len(text) > 4096 or "\0" in text:
+        return None
+    if text.endswith(".py"):
+        return os.path.dirname(os.path.realpath(text))
+    module = sys.modules.get(text) if "/" not in text else None
+    namespace = _module_dict(module) if module is not None else None
+    filename = namespace.get("__file__") if namespace is not None else None
+    return os.path.dirname(os.path.realpath(filename)) if isinstance(filename, str) else None
 
 
 def _handed_the_module(frame, module, name, by_name=True):

@@ -176,6 +176,12 @@ HANDED = {
         "import os\nclass Loader:\n    def __init__(self, root):\n        self.root = root\n"
         "    def load(self, name):\n        return open(os.path.join(self.root, name)).read()\n",
         "core.Loader(HERE).load('data/expected.txt')\n"),
+    # fp50's lark rows: a test that hands its own module -- its file or its name -- hands what lies beside it
+    "its own file, to read beside it": ("import os\ndef total(source_path):\n"
+                                        "    return open(os.path.join(os.path.dirname(source_path), 'data', 'cases.json')).read()\n",
+                                        "core.total(__file__)\n"),
+    "its own module's name, for package data": ("import pkgutil\ndef total(package):\n    return pkgutil.get_data(package, 'data/cases.json')\n",
+                                                 "core.total(__name__)\n"),
     "to a fix that opens through an unchanged helper": (
         "from pkg.util import read_file\ndef total(path):\n    return sum(row[2] for row in __import__('json').loads(read_file(path)))\n",
         "assert core.total(HERE + '/data/cases.json') == 13\n"),
