@@ -1918,17 +1918,7 @@ def _handed_by(frame, real, tails):
     and handed to its own helper is no argument of the call the test made. Asked of a call the
     patch's code made (`tails` False, `Guard.handed_by_the_patch`), a path of the patch's own
     making that `open` asks for its text (an object with `__fspath__`) counts as handed."""
-    code = frame.f_code
-    count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
-    local = frame.f_locals
-    values = []
-    for name in code.co_varnames[:count]:
-        value = local.get(name)
-        values.append(value)
-        if type(value) in (list, tuple, set, frozenset):
-            values.extend(list(value)[:100])
-        elif type(value) is dict:
-            values.extend(list(value.values())[:100])
+    values = _call_arguments(frame, 1)
     texts = []
     for value in values:
         if type(value) in (str, bytes):
@@ -1962,33 +1952,40 @@ def _beside(text):
     return os.path.dirname(os.path.realpath(filename)) if isinstance(filename, str) else None
 
 
-def _handed_the_module(frame, module, name, by_name=True):
-    """Whether an argument of the call a test made (`frame`, as `_handed_by_the_test`) is the module,
-    its name (or a dotted name below it), or a function, class or instance of it: a registry handed
-    a test's class reads its module's names (`typing.get_type_hints`), a pool pickles a test's
-    function by its module, a settings loader imports the module a test names."""
+def _call_arguments(frame, depth, aliases=False):
+    """The arguments of the call running in `frame` (its parameters, `*args` and `**kwargs` among
+    them), and what they hold `depth` levels down: the items of lists, tuples and sets, a dict's
+    values, and (`aliases`) a generic alias's arguments; at most 100 (20) a container."""
     code = frame.f_code
     count = code.co_argcount + code.co_kwonlyargcount + bool(code.co_flags & 4) + bool(code.co_flags & 8)
     local = frame.f_locals
     values = [local.get(argument) for argument in code.co_varnames[:count]]
-    # what the arguments hold, two levels down: lists, tuples, sets, a dict's values, a generic
-    # alias's arguments (`put_all({"p": [Pair(2, 3)]})`, `field_names(list[Pair])`: fp51's FP-1b, FP-3)
     level = values
-    for _ in range(2):
+    for _ in range(depth):
         inner = []
         for value in level:
             if type(value) in (list, tuple, set, frozenset):
                 inner.extend(list(value)[:100])
             elif type(value) is dict:
                 inner.extend(list(value.values())[:100])
-            elif type(value).__name__ in ("GenericAlias", "_GenericAlias", "UnionType", "_UnionGenericAlias"):
+            elif aliases and type(value).__name__ in ("GenericAlias", "_GenericAlias", "UnionType", "_UnionGenericAlias"):
                 try:
                     inner.extend(list(_ATTRIBUTE(value, "__args__"))[:20])
                 except Exception:  # noqa: BLE001
                     pass
         values.extend(inner)
         level = inner
-    for value in values:
+    return values
+
+
+def _handed_the_module(frame, module, name, by_name=True):
+    """Whether an argument of the call a test made (`frame`, as `_handed_by_the_test`) is the module,
+    its name (or a dotted name below it), or a function, class or instance of it: a registry handed
+    a test's class reads its module's names (`typing.get_type_hints`), a pool pickles a test's
+    function by its module, a settings loader imports the module a test names."""
+    # (two levels down, and into generic aliases: `put_all({"p": [Pair(2, 3)]})`, `field_names(list[Pair])`:
+    # fp51's FP-1b, FP-3)
+    for value in _call_arguments(frame, 2, aliases=True):
         if value is module:
             return True
         if type(value) is str:
