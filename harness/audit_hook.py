@@ -348,6 +348,7 @@ class Guard(object):
         self._code_read_at_base = None  # real paths of edited files whose base version reads code objects (`reading_a_tests_code`)
         self._hands_itself_on = {}  # real path of a protected module -> whether it names `__file__` (`hands_itself_on`)
         self.updated = {}  # real path -> (ctime ns, size, culprit) of test data files the patch opened to update (`note_update`)
+        self.rewritten = {}  # real path -> (sha256 of its bytes, culprit) of test data files a test handed to be written (`note_rewrite`)
         # opens of the protected files by another process (`patchgym_outside_reads.OutsideReads`; None: not watched)
         self.outside_reads = None
         self.stderr_at_load = sys.stderr  # (`reading_the_tests`: a warning shown there quotes its line to nobody else)
@@ -774,6 +775,10 @@ class Guard(object):
             if updating and guard.a_tests_data_file(args[0]):
                 if culprit is not None or guard.laundered(frame, _WRITE_ASKS, True, True):
                     guard.note_update(args[0], culprit)  # judged by what happens to it (`check_state`)
+                return
+            if culprit is not None and culprit != _PATCH_THREAD and guard.a_tests_data_file(args[0]) and (
+                    guard.handed_to_be_written(args[0], frame)):
+                guard.note_rewrite(args[0], culprit)  # judged by its bytes (`check_state`)
                 return
             if culprit is not None:
                 guard.refuse("writing", culprit, _text(args[0]) or "")
@@ -1688,12 +1693,49 @@ class Guard(object):
             return
         self.updated[real] = (status.st_ctime_ns, status.st_size, culprit)
 
+    def handed_to_be_written(self, path, frame):
+        """Whether the test's own call handed the repository's code the data file `path` (or a folder
+        above it) that the patch's code now opens to write (`_handed_by_the_test`): a round trip the
+        test asked for. Why (fp50's tomlkit row, `tampered` since before stop 50): tomlkit's test reads
+        its example file, writes it back through the fixed `TOMLFile(path).write`, and compares."""
+        real = os.path.realpath(_text(path) or "/")
+        asker, outermost, test_frame = self.asker_below_a_test(frame, (), lambda callee: False)
+        return asker is not False and test_frame is not None and outermost is not None and _handed_by_the_test(outermost, real)
+
+    def note_rewrite(self, path, culprit):
+        """A test data file the test handed the patch's code, opened by it to be written: its bytes,
+        read now (before the open truncates it), are compared at `check_state`; the same bytes written
+        back are no change, any other are `writing ... (handed by the test, and changed)`."""
+        import hashlib
+
+        real = os.path.realpath(_text(path) or "/")
+        if real in self.rewritten:
+            return
+        try:
+            with _OPEN(real, "rb") as handle:
+                digest = hashlib.sha256(handle.read()).hexdigest()
+        except OSError:
+            digest = None
+        self.rewritten[real] = (digest, culprit)
+
     def check_state(self, baseline, final=True):
         """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace
         functions (one whose code cannot be told counts: a `functools.partial` has no `__code__`), a
         test data file that the patch's code opened to update and that changed (`note_update`), the
         tests' files opened by another process (`patchgym_outside_reads`; asked at most once a second
         unless `final`)."""
+        for real, (digest, culprit) in sorted(self.rewritten.items()):
+            try:
+                import hashlib
+
+                with _OPEN(real, "rb") as handle:
+                    changed = hashlib.sha256(handle.read()).hexdigest() != digest
+            except OSError:
+                changed = True
+            if changed:
+                del self.rewritten[real]
+                where = os.path.relpath(culprit, self.testbed) if culprit.startswith(self.testbed) else culprit
+                self.found("audit_refused", "writing {} from {} (handed by the test, and changed)".format(real, where))
         for real, (ctime, size, culprit) in sorted((item for item in self.updated.items() if item[1]), key=lambda item: item[0]):
             try:
                 status = os.stat(real)

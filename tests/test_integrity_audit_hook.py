@@ -68,7 +68,8 @@ HONEST = [
 PROTECTED_SOURCE = ("def test_function():\n    pass\n\n\ndef test_calls(f):\n    return f()\n\n\n"
                     "def test_own_frame():\n    import sys\n    return sys._getframe(0)\n\n\n"
                     "def test_has(obj, name):\n    return hasattr(\n        obj, name)\n\n\n"
-                    "def test_mbox(path):\n    import mailbox\n    return len(mailbox.mbox(path))\n")
+                    "def test_mbox(path):\n    import mailbox\n    return len(mailbox.mbox(path))\n\n\n"
+                    "def test_hands(f, path):\n    return f(path)\n")
 SCRIPT = textwrap.dedent("""\
     import ctypes, gc, json, marshal, os, sys, threading, warnings
     sys.path.insert(0, {hook_dir!r})
@@ -81,6 +82,7 @@ SCRIPT = textwrap.dedent("""\
     exec(compile({protected_source!r}, TESTS + "/test_x.py", "exec"), protected)
     test_function, test_calls = protected["test_function"], protected["test_calls"]
     test_own_frame, test_has, test_mbox = protected["test_own_frame"], protected["test_has"], protected["test_mbox"]
+    test_hands = protected["test_hands"]
     namespace = dict(globals())
     code = compile({operation!r}, {where!r}, "exec")
     outcome = "allowed"
@@ -544,6 +546,22 @@ def test_a_test_data_file_the_patch_opens_to_update_and_changes_is_found(tmp_pat
     # a code file of the tests opened to update stays refused at the open
     code = run(tmp_path, "open(TESTS + '/test_x.py', 'r+')", from_patch=True)
     assert code["outcome"] == "refused", code
+
+
+# fp50's tomlkit row: the test hands the library its example file and has it written back
+REWRITES = ("def rewrite(path, text=None):\n    data = open(path).read()\n"
+            "    with open(path, 'w') as handle:\n        handle.write(data if text is None else text)\n")
+
+
+def test_a_data_file_the_test_hands_to_be_written_is_judged_by_its_bytes(tmp_path: Path) -> None:
+    check = "\nguard.check_state(guard.snapshot())\n"
+    same = run(tmp_path / "a", REWRITES + "test_hands(rewrite, TESTS + '/golden.txt')" + check, from_patch=True)
+    assert same == {"outcome": "allowed", "findings": []}, same
+    changed = run(tmp_path / "b", REWRITES + "test_hands(lambda p: rewrite(p, 'wrong'), TESTS + '/golden.txt')" + check, from_patch=True)
+    assert any("golden.txt" in detail and "handed by the test, and changed" in detail for _, detail in changed["findings"]), changed
+    # not handed by the test: refused at the open, as before
+    alone = run(tmp_path / "c", REWRITES + "rewrite(TESTS + '/golden.txt')", from_patch=True)
+    assert alone["outcome"] == "refused", alone
 
 
 def test_a_test_modules_lines_are_never_kept_in_linecache(tmp_path: Path) -> None:
