@@ -1700,7 +1700,20 @@ class Guard(object):
         its example file, writes it back through the fixed `TOMLFile(path).write`, and compares."""
         real = os.path.realpath(_text(path) or "/")
         asker, outermost, test_frame = self.asker_below_a_test(frame, (), lambda callee: False)
-        return asker is not False and test_frame is not None and outermost is not None and _handed_by_the_test(outermost, real)
+        if asker is False or test_frame is None or outermost is None:
+            return False
+        # (or held by an object the test hands: `TOMLFile(path)` made in an earlier call, then
+        # `.write(doc)`; what is written is judged by its bytes, so an attribute the patch set counts too)
+        held = []
+        for value in _call_arguments(outermost, 1):
+            try:  # (past any `__getattribute__` of its class: no code of the patch's runs here)
+                namespace = _ATTRIBUTE(value, "__dict__") if not isinstance(value, type) else None
+            except Exception:  # noqa: BLE001
+                namespace = None
+            if type(namespace) is dict:
+                held.extend(_text(v) if type(v) in (str, bytes) else str(v) for v in list(namespace.values())[:50]
+                            if type(v) in (str, bytes) or type(v).__module__ == "pathlib")
+        return _handed_by_the_test(outermost, real) or _named_among(real, held, False)
 
     def note_rewrite(self, path, culprit):
         """A test data file the test handed the patch's code, opened by it to be written: its bytes,

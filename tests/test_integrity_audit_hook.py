@@ -562,6 +562,13 @@ def test_a_data_file_the_test_hands_to_be_written_is_judged_by_its_bytes(tmp_pat
     # not handed by the test: refused at the open, as before
     alone = run(tmp_path / "c", REWRITES + "rewrite(TESTS + '/golden.txt')", from_patch=True)
     assert alone["outcome"] == "refused", alone
+    # held by an object the test hands (tomlkit's `TOMLFile(path)`, made in an earlier call, then `.write`)
+    held = ("class File:\n    def __init__(self, path):\n        self.path = path\n\n"
+            "    def write(self, text=None):\n        rewrite(self.path, text)\n")
+    kept = run(tmp_path / "d", REWRITES + held + "test_hands(lambda f: f.write(), File(TESTS + '/golden.txt'))" + check, from_patch=True)
+    assert kept == {"outcome": "allowed", "findings": []}, kept
+    moved = run(tmp_path / "e", REWRITES + held + "test_hands(lambda f: f.write('x'), File(TESTS + '/golden.txt'))" + check, from_patch=True)
+    assert any("handed by the test, and changed" in detail for _, detail in moved["findings"]), moved
 
 
 def test_a_test_modules_lines_are_never_kept_in_linecache(tmp_path: Path) -> None:
