@@ -454,18 +454,18 @@ class Guard(object):
 
     def thread_starter(self):
         """The patch's file that started this thread (`thread_starters`), or None."""
-        threading = sys.modules.get("threading")
-        current = getattr(threading, "_active", {}).get(_get_ident()) if threading is not None else None
-        return self.thread_starters.get(id(current)) if current is not None and self.patch_threads.get(id(current)) is current else None
+        current = self._this_patch_thread()
+        return self.thread_starters.get(id(current)) if current is not None else None
 
     def in_a_patch_thread(self):
         """Whether this thread was started with the patch's code on the stack (`patch_threads`)."""
-        ident = _get_ident()
-        if ("ident", ident) in self.patch_threads:
-            return True
+        return ("ident", _get_ident()) in self.patch_threads or self._this_patch_thread() is not None
+
+    def _this_patch_thread(self):
+        """This thread's `threading.Thread`, where it is one of `patch_threads`; else None."""
         threading = sys.modules.get("threading")
-        current = getattr(threading, "_active", {}).get(ident) if threading is not None else None
-        return current is not None and self.patch_threads.get(id(current)) is current
+        current = getattr(threading, "_active", {}).get(_get_ident()) if threading is not None else None
+        return current if current is not None and self.patch_threads.get(id(current)) is current else None
 
     def thread_delegated(self, frame):
         """Whether the operation raised at `frame` runs in a thread the patch's code started with no
@@ -1295,7 +1295,7 @@ class Guard(object):
                 pass  # the hook's `linecache.getlines` reads for whoever called it (rt40's l01-l03)
             elif not filename.startswith("<") and _stdlib_part(filename) is None:
                 real_file = self.real(filename)
-                if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
+                if self.a_tests_own_file(real_file):
                     return asker, outermost, frame  # a test's own read (a helper's, a conftest's it brings), or the call it made
                 if real_file.startswith(self.own_dir) and not self.untrusted_file(filename):
                     # the grader's own read; or, below a frame of the patch's, the grader's code called
@@ -1320,12 +1320,17 @@ class Guard(object):
                 return handed(callee)
             if not filename.startswith("<") and _stdlib_part(filename) is None:
                 real_file = self.real(filename)
-                if real_file in self.protected or real_file.startswith(self.test_roots) or real_file in self.data_files:
+                if self.a_tests_own_file(real_file):
                     return False
                 if real_file.startswith(self.testbed):
                     callee = frame
             frame = frame.f_back
         return False
+
+    def a_tests_own_file(self, real):
+        """Whether the real path `real` is a file of the tests': a protected module, a file under the
+        test roots, a file the test patch brings (a frame of one is a test's own)."""
+        return real in self.protected or real.startswith(self.test_roots) or real in self.data_files
 
     def a_test_modules_file(self, filename):
         """Whether code of `filename` is a test module's: a protected module, a module under the test
@@ -1719,17 +1724,9 @@ class Guard(object):
         """A test data file the test handed the patch's code, opened by it to be written: its bytes,
         read now (before the open truncates it), are compared at `check_state`; the same bytes written
         back are no change, any other are `writing ... (handed by the test, and changed)`."""
-        import hashlib
-
         real = os.path.realpath(_text(path) or "/")
-        if real in self.rewritten:
-            return
-        try:
-            with _OPEN(real, "rb") as handle:
-                digest = hashlib.sha256(handle.read()).hexdigest()
-        except OSError:
-            digest = None
-        self.rewritten[real] = (digest, culprit)
+        if real not in self.rewritten:
+            self.rewritten[real] = (_digest(real), culprit)
 
     def check_state(self, baseline, final=True):
         """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace
@@ -1738,14 +1735,8 @@ class Guard(object):
         tests' files opened by another process (`patchgym_outside_reads`; asked at most once a second
         unless `final`)."""
         for real, (digest, culprit) in sorted(self.rewritten.items()):
-            try:
-                import hashlib
-
-                with _OPEN(real, "rb") as handle:
-                    changed = hashlib.sha256(handle.read()).hexdigest() != digest
-            except OSError:
-                changed = True
-            if changed:
+            now = _digest(real)
+            if now is None or now != digest:
                 del self.rewritten[real]
                 where = os.path.relpath(culprit, self.testbed) if culprit.startswith(self.testbed) else culprit
                 self.found("audit_refused", "writing {} from {} (handed by the test, and changed)".format(real, where))
@@ -1958,6 +1949,17 @@ def _the_tests_data(own_dir, testbed, protected):
             inodes[(found.st_dev, found.st_ino)] = path
             names.setdefault(os.path.basename(path), path)
     return inodes, names
+
+
+def _digest(real):
+    """The sha256 of the file's bytes (`Guard.note_rewrite`), or None where it cannot be read."""
+    import hashlib
+
+    try:
+        with _OPEN(real, "rb") as handle:
+            return hashlib.sha256(handle.read()).hexdigest()
+    except OSError:
+        return None
 
 
 def _handed_by_the_test(frame, real):
