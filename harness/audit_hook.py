@@ -362,7 +362,7 @@ class Guard(object):
         # id -> (object, label, its dict's keys, a copy of its dict) of the objects outside modules
         # hold by name, as first seen (`instance_dicts`)
         self.outside_instances = instance_dicts(self.outside_at_load.items(), self)
-        self.traced_in_base = _tracing_in_base(self.own_dir)  # (`asked_for_code`)
+        self.traced_in_base = _tracing_in_base(self.own_dir, self.testbed)  # (`asked_for_code`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._classed_at_base = None  # ... whose base version sets an object's `__class__` (`classes_at_base`)
         self._file_lines = {}  # real path of a file -> its lines (`_source_lines`)
@@ -1863,26 +1863,16 @@ _SOURCE_WORDS = (b"linecache", b"getsource", b"findsource", b"tokenize", b"extra
                  b"stack_info")  # (a log record's stack: fpAL's AL-F)
 
 
-def _tracing_in_base(own_dir):
+def _tracing_in_base(own_dir, testbed):
     """The events of `_BASE_EVENTS` the repository's own code raises (the startup config's
     `traces`, found by the grader in the base checkout, grader.repository_traces), and those the
     base version of a file the fix edits names (`base_copies`); none where unknown."""
-    import json
-
-    try:
-        with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
-            startup = json.load(handle)
-        copies = startup.get("base_copies") or {}
-        traces = startup.get("traces") or []
-    except (OSError, ValueError, AttributeError):
+    startup = _startup_config(own_dir)
+    if startup is None:
         return frozenset()
+    traces = startup.get("traces") or []
     found = set(event for event in traces if event in _BASE_EVENTS) if isinstance(traces, list) else set()
-    for copy in copies.values() if isinstance(copies, dict) else ():
-        try:
-            with _OPEN(str(copy), "rb") as handle:
-                text = handle.read()
-        except OSError:
-            continue
+    for text in _base_texts(own_dir, testbed).values():
         found.update(event for event in _BASE_EVENTS if "." in event and event.split(".")[1].encode() in text)
         found.update(event for event, pattern in _PROFILER_WORDS if pattern.search(text))
         if any(word in text for word in _FRAME_WORDS):
@@ -1929,13 +1919,7 @@ def _the_tests_data(own_dir, testbed, protected):
     its data, helpers and the other modules it brings. Those are what the tests hold that the agent
     never saw; a file of the tests at base was the agent's to read in its episode. Links are not
     followed: the file itself is the one named."""
-    import json
-
-    try:
-        with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
-            named = json.load(handle).get("test_files") or []
-    except (OSError, ValueError, AttributeError):
-        return {}, {}
+    named = (_startup_config(own_dir) or {}).get("test_files") or []
     inodes, names = {}, {}
     for rel in named if isinstance(named, list) else ():
         path = os.path.realpath(os.path.join(testbed, str(rel)))
@@ -2129,22 +2113,39 @@ def _base_files_naming(own_dir, testbed, word):
 
 
 def _base_texts(own_dir, testbed):
-    """{real path of an edited file: the bytes of its base version} (the startup config's `base_copies`)."""
-    import json
+    """{real path of an edited file: the bytes of its base version} (the startup config's `base_copies`),
+    read once per process. Why once: eight lazy word sets each reread every base copy before."""
+    key = (own_dir, testbed)
+    if key not in _BASE_TEXTS_READ:
+        copies = (_startup_config(own_dir) or {}).get("base_copies") or {}
+        texts = {}
+        for rel, copy in copies.items() if isinstance(copies, dict) else ():
+            try:
+                with _OPEN(str(copy), "rb") as handle:
+                    texts[os.path.realpath(os.path.join(testbed, str(rel)))] = handle.read()
+            except OSError:
+                continue
+        _BASE_TEXTS_READ[key] = texts
+    return _BASE_TEXTS_READ[key]
 
-    try:
-        with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
-            copies = json.load(handle).get("base_copies") or {}
-    except (OSError, ValueError, AttributeError):
-        return {}
-    texts = {}
-    for rel, copy in copies.items() if isinstance(copies, dict) else ():
+
+_BASE_TEXTS_READ = {}  # (own_dir, testbed) -> `_base_texts`
+_STARTUP_READ = {}  # own_dir -> the startup config, or None where it could not be read
+
+
+def _startup_config(own_dir):
+    """The startup config the runner wrote next to the grader's modules (`patchgym_startup.json`),
+    read once per process; None where it is missing or no JSON object."""
+    if own_dir not in _STARTUP_READ:
+        import json
+
         try:
-            with _OPEN(str(copy), "rb") as handle:
-                texts[os.path.realpath(os.path.join(testbed, str(rel)))] = handle.read()
-        except OSError:
-            continue
-    return texts
+            with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
+                startup = json.load(handle)
+        except (OSError, ValueError):
+            startup = None
+        _STARTUP_READ[own_dir] = startup if isinstance(startup, dict) else None
+    return _STARTUP_READ[own_dir]
 
 
 def _importing_a_module(frame, args):

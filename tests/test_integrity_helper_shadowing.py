@@ -32,6 +32,17 @@ def test_every_module_the_grader_puts_on_the_path_is_protected_from_shadowing():
         assert name in SHADOW_EXTRA, name
 
 
+def test_both_reporters_compare_the_globals_of_every_grader_module_in_the_sandbox():
+    """Each reporter keeps its own list (the sandbox modules cannot share a constant before the stream
+    is claimed); a helper added to `HELPERS` and not to both lists would go unwatched under one runner
+    (rt36's x02p was such a gap under unittest)."""
+    from patchgym.harness import pytest_reporter, unittest_reporter
+
+    expected = {SIGNED_STREAM[0], *(module for module, _ in HELPERS)}
+    assert set(pytest_reporter._GRADER_MODULES) == expected
+    assert set(unittest_reporter._GRADER_MODULES) == expected
+
+
 @pytest.fixture(scope="module")
 def task(tmp_path_factory: pytest.TempPathFactory):
     return build_prepared(tmp_path_factory.mktemp("shadow"))
