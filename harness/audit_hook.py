@@ -327,6 +327,11 @@ class Guard(object):
         self.findings = []
         self.emit = None
         self._cache = {}
+        # {code object: whether `asker_below_a_test` keeps looking for the first frame past the standard
+        # library's} of the frames it walks past (installed packages', the standard library's); emptied
+        # with `_cache`. Why: pytest's collection reads each test module's names ~1,300 times in
+        # bench/grade's medium suite, each through ~20 frames
+        self._walked_past = {}
         self._reals = {}  # code file name -> its real path (`real`)
         self._real_folders = {}  # a folder's name -> its real path (`real`)
         self.active = True
@@ -497,9 +502,11 @@ class Guard(object):
             # compile their caller's source under its name (executing, stack_data; dill's
             # `code.replace`): tainted whole, every test there was tampered (a false-positive hunt).
             self.recompiled.add(filename)
+            self._walked_past.clear()
             return
         self.tainted.add(filename)
         self._cache.pop(filename, None)
+        self._walked_past.clear()
 
     def found(self, what, detail):
         self.findings.append((what, detail))
@@ -919,6 +926,7 @@ class Guard(object):
             if self.written_by_tests:  # a file put in the place of one a test wrote is not the test's
                 self.written_by_tests.difference_update(os.path.realpath(_text(a) or "/") for a in args[:2])
                 self._cache.clear()
+                self._walked_past.clear()
             # A copy only reads its source: sphinx's `app` fixtures copy `tests/roots/test-*` to a
             # temporary folder, and an honest fix of `sphinx/testing/fixtures.py`, the copying
             # file, was refused (fpQ). A move or a link of a protected file is still one of it.
@@ -1279,8 +1287,15 @@ class Guard(object):
         asker = None
         outermost = None
         first = True  # (the first frame past the standard library's: who reads)
+        passed = self._walked_past
         while frame is not None:
-            filename = frame.f_code.co_filename
+            code = frame.f_code
+            kind = passed.get(code)
+            if kind is not None:  # (a frame of code this walk has met before and walked past)
+                first = first and kind
+                frame = frame.f_back
+                continue
+            filename = code.co_filename
             patchs = self.patchs_frame(frame)
             if patchs is not None:
                 asker = asker or patchs
@@ -1291,21 +1306,27 @@ class Guard(object):
                 # `import` line that set it going names no read of its own (rt40's e07, e08: the patch
                 # put `open` first on `sys.path_hooks` and re-ran the package's unchanged `__init__`)
                 first = False
+                passed[code] = False
             elif filename == _HOOK_FILE and frame.f_code.co_name == "getlines" and not self.untrusted_file(filename):
                 pass  # the hook's `linecache.getlines` reads for whoever called it (rt40's l01-l03)
             elif not filename.startswith("<") and _stdlib_part(filename) is None:
                 real_file = self.real(filename)
                 if self.a_tests_own_file(real_file):
                     return asker, outermost, frame  # a test's own read (a helper's, a conftest's it brings), or the call it made
-                if real_file.startswith(self.own_dir) and not self.untrusted_file(filename):
-                    # the grader's own read; or, below a frame of the patch's, the grader's code called
-                    # by it (fp50: a test method the library builds runs under the grader's runner)
+                if real_file.startswith(self.own_dir):
+                    # the grader's own read (trusted: `patchs_frame` asked its file's time just now); or,
+                    # below a frame of the patch's, the grader's code called by it (fp50: a test method
+                    # the library builds runs under the grader's runner)
                     return (False, None, None) if asker is None else (asker, outermost, None)
                 if real_file.startswith(self.testbed):
                     if first and self.names_its_call(frame, asks) and not self.handed_by_the_patch(frame, handed):
                         return False, None, None  # read by an unchanged file of the repository, for itself
                     outermost = frame
+                else:
+                    passed[code] = False  # an installed package's, pytest's: walked past
                 first = False
+            else:
+                passed[code] = True  # the standard library's, or code of no file: walked past as a deputy
             frame = frame.f_back
         return asker, outermost, None
 
@@ -1613,6 +1634,7 @@ class Guard(object):
         else:
             return
         self._cache.clear()
+        self._walked_past.clear()
 
     def called_by_a_test(self, frame):
         """Whether the stack from `frame` outwards holds a function of a protected test file (a
