@@ -2436,8 +2436,8 @@ def _no_test_sources_kept_in_linecache(guard):
 
 
 def _no_frames_to_signal_handlers(guard):
-    """A signal handler of the patch's is called with None for the interrupted frame, unless its file
-    is one the fix edits whose base version reads frames (not even `f_code` or `f_lineno` of a
+    """A signal handler of the patch's, or any handler the patch's code installs, is called with None
+    for the interrupted frame, unless its file (the installer's) is one the fix edits whose base version reads frames (not even `f_code` or `f_lineno` of a
     handler's own argument: those words count, `Guard.frames_at_base`): it is the one route to a frame that raises no audit
     event (`Guard.frame_access`; red team rt30's r18 swapped the running test's comparator from a
     timer's handler). A handler that leaves its frame alone, as a timeout's does, runs as before;
@@ -2454,7 +2454,12 @@ def _no_frames_to_signal_handlers(guard):
         function = getattr(handler, "__func__", handler)
         function = getattr(function, "func", function)  # a partial's
         code = getattr(function, "__code__", None) or getattr(getattr(type(function), "__call__", None), "__code__", None)
-        if code is not None and guard.untrusted_file(code.co_filename) and not guard.frames_at_base(code.co_filename, code):
+        setter = guard.culprit(sys._getframe(1)) if callable(handler) and guard.active else None
+        if code is not None and guard.untrusted_file(code.co_filename) and not guard.frames_at_base(code.co_filename, code) or (
+                setter is not None and (setter is _PATCH_THREAD or not guard.frames_at_base(setter))):
+            # (the patch's handler; or any handler the patch's code installs -- a bound builtin holds no
+            # code: `signal.signal(SIGUSR1, found.__setitem__)` then `raise_signal` kept the library's
+            # frame, whose `f_back` is the test's: red team rt41's a13, reward 1 on both runners)
             inner = handler
 
             def handler(signum, frame):
