@@ -448,6 +448,8 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   # and ctypes (stop 45: importing it is refused to the patch's code where the
                   # repository never names it; `ctypes.memmove` raises no audit event)
                   "ctypes": "ctypes",
+                  # and readline, whose history files are read and written in C (stop 51, rt41's a02, a06)
+                  "readline": "readline",
                   # and a hypothesis profile the repository's own code loads (stop 45, fpAJ FP-R: a
                   # library's testing helper that a conftest calls; test_globals.hypothesis_settings_changed)
                   "load_profile": "hypothesis.load_profile",

@@ -651,3 +651,11 @@ def test_a_path_a_test_built_from_its_own_file_may_be_read_whole(tmp_path: Path)
     outcome = json.loads(done.stdout.strip().splitlines()[-1])
     # the test's own call was allowed; the library's read with no test naming `__file__` on the stack was not
     assert outcome["outcome"] == ["allowed", "refused"] and len(outcome["findings"]) == 1, outcome
+
+
+def test_readline_imported_by_the_patch_is_refused_where_the_repository_never_names_it(tmp_path: Path) -> None:
+    """Its history files are read and written in C, with no audit event (red team rt41, stop 51)."""
+    refused = run(tmp_path, "import readline", from_patch=True)
+    assert refused["outcome"] == "refused" and any("import readline" in d for _, d in refused["findings"]), refused
+    assert run(tmp_path, "import readline", from_patch=False) == {"outcome": "allowed", "findings": []}
+    assert run(tmp_path, "import readline", from_patch=True, traces=("readline",)) == {"outcome": "allowed", "findings": []}
