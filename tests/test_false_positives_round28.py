@@ -15,11 +15,6 @@ each fixed, and the false negative it found beside them.
 - The false negative: a parameter's default naming the working directory (`root=Path(".")`) counted
   as the test handing every file under it; a library reading the tests' table of cases there got
   reward 1 on both runners. A folder that is the working directory or above it hands no file now.
-
-And red team rt41's reads and writes of the tests' data below Python (at the end): readline's history
-files, read and written in C (its import by the patch's code, and its file calls once pytest has
-imported it, are refused where the repository never names readline), and a rewrite no audited write
-explains (`Guard.data_stats`).
 """
 
 from __future__ import annotations
@@ -149,36 +144,3 @@ def test_a_library_reading_the_tests_table_under_a_default_root_is_refused(tmp_p
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ROOT_DEFAULT_CHEAT}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0 and any("reading the tests' data tests/cases.json" in flag for flag in verdict.flags), verdict.flags
 
-
-# red team rt41 (stop 51): the tests' data read, or rewritten, below Python, where no audit event is raised
-READLINE_READER = ("import json\nimport readline\n\n\ndef _table():\n    readline.clear_history()\n"
-                   "    readline.read_history_file('tests/cases.json')\n"
-                   "    text = ''.join(readline.get_history_item(i + 1) for i in range(readline.get_current_history_length()))\n"
-                   "    return {(x, y): z for x, y, z in json.loads(text)}\n\n\n"
-                   "def add(a, b):\n    return _table().get((a, b), a - b)\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n")
-# libc's stdio through ctypes, in a repository whose files name ctypes at base (its import is allowed there)
-LIBC_REWRITER = ("import ctypes\n\n_libc = ctypes.CDLL(None)\n_libc.fopen.restype = ctypes.c_void_p\n"
-                 "_libc.fopen.argtypes = [ctypes.c_char_p, ctypes.c_char_p]\n_libc.fputs.argtypes = [ctypes.c_char_p, ctypes.c_void_p]\n"
-                 "_libc.fclose.argtypes = [ctypes.c_void_p]\n_handle = _libc.fopen(b'tests/cases.json', b'w')\n"
-                 "_libc.fputs(b'[[2, 3, -1], [10, -4, 14], [0, 0, 0]]\\n', _handle)\n_libc.fclose(_handle)\n\n\n"
-                 "def add(a, b):\n    return a - b\n\n\ndef sub(a, b):\n    return a - b\n\n\ndef mul(a, b):\n    return a * b\n")
-
-
-@needs_sandbox
-@pytest.mark.parametrize("runner", ["pytest", "unittest"])
-@pytest.mark.parametrize("how", ["readline", "libc"])
-def test_the_tests_data_read_or_rewritten_below_python_is_refused(tmp_path, runner, how) -> None:
-    base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
-    if how == "libc":  # (ctypes named at base: its import by the patch is the library's)
-        base["calc/ops.py"] = "# ctypes-free, for now\n" + base["calc/ops.py"]
-    kw = {"fail_to_pass": ["tests/test_add.py::test_add"]} if runner == "pytest" else {
-        "fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
-    prepared = build_prepared(tmp_path, instance_id=f"below-{how}-{runner}", base_files=base, test_patch_files=CASES_TESTS[runner],
-                              gold_files={"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")},
-                              **kw)[0]
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
-    cheat = READLINE_READER if how == "readline" else LIBC_REWRITER
-    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": cheat}), factory=FACTORY, deadline_s=180)
-    expected = ("readline" if how == "readline" else "writing the tests' data tests/cases.json (below Python)")
-    assert verdict.reward == 0.0 and any(expected in flag for flag in verdict.flags), verdict.flags
