@@ -122,7 +122,12 @@ def reap(state_root: Path, cgroups: CgroupManager) -> list[str]:
         reaped.append(entry)
     if cgroups.version != "none":
         for name in dead_names(cgroups.existing()):
-            cgroups.group(name).remove()
+            try:
+                cgroups.group(name).remove()
+            except OSError:
+                # (EBUSY: a stopped process of the dead owner's still in it; a later reap takes it.
+                # Why not raise: a factory's start failed on another session's leftover, fp51, stop 51)
+                continue
             if name not in reaped:
                 reaped.append(name)
     return reaped
