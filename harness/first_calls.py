@@ -91,6 +91,7 @@ _FIRST_BYTE_WAIT = [FIRST_BYTE_S]
 SILENCED = -1  # as a copy number in `results`: the child left, or was stopped, without answering
 REFUSED = -2  # no fork could be made
 STARTED = b"s"  # the child's first byte, written as soon as the fork returns to it
+_FORK_OPEN = b"+"  # an open of a watched file the child made (patchgym_outside_reads.FORK_OPEN)
 # As a call's number: the original test itself, called in a fork of its own, whose own assertion
 # failed there (its caller makes that call return only then; see the reporter's `_fork_original`).
 ORIGINAL_FAILED = -3
@@ -192,7 +193,8 @@ class FirstCalls(object):
             try:
                 os.write(result_w, STARTED)
                 outside = OUTSIDE[0]
-                opened_before = outside.made() if outside is not None else 0
+                if outside is not None:
+                    outside.fork_fd = result_w  # (each open of a watched file told as it is made)
                 _private_shared_memory()
                 _set_random_state(randomness)
                 os.close(go_w)
@@ -210,10 +212,7 @@ class FirstCalls(object):
                         if _awaitable(returned):  # an async test's: its body did not run here
                             continue
                         passed.append(str(number))
-                    opened = outside.made() - opened_before if outside is not None else 0
-                    if opened > 0:
-                        passed.append("o{}".format(opened))
-                    os.write(result_w, (" ".join(passed) + "\n").encode())
+                    os.write(result_w, (" " + " ".join(passed) + "\n").encode())
             finally:
                 os._exit(0)
         os.close(go_r)
@@ -337,15 +336,14 @@ def _answer(entry, timeout_s, exiting):
     finally:
         _close(go_w, result_r)
     started = data.startswith(STARTED)
-    if started and not data.endswith(b"\n") and OUTSIDE[0] is not None:
-        OUTSIDE[0].unanswered[0] += 1  # (its opens of the test files unknown: fpAM AM-4, a slow test reading itself)
+    if started and OUTSIDE[0] is not None:
+        # its opens of the watched files, told as it made them (`OutsideReads.fork_fd`), answered or
+        # not: a fork stopped past its time (a slow test reading itself, fpAM AM-4) has told them too
+        OUTSIDE[0].in_forks[0] += data.count(_FORK_OPEN)
     if started and data.endswith(b"\n"):
         if exited is None:
             exiting.append(pid)
-        told = data[len(STARTED):].split()
-        outside = OUTSIDE[0]
-        if outside is not None:
-            outside.in_forks[0] += sum(int(n[1:]) for n in told if n[:1] == b"o" and n[1:].isdigit())
+        told = data[len(STARTED):].replace(_FORK_OPEN, b" ").split()
         return [(of, int(n)) for n in told if n.lstrip(b"-").isdigit()]
     if not data:
         _FIRST_BYTE_WAIT[0] = min(_FIRST_BYTE_WAIT[0], timeout_s)

@@ -306,6 +306,9 @@ _NOT_LINKS = tuple(sorted(set(p.rstrip("/") + "/" for p in (sys.prefix, sys.base
     "/proc/", "/sys/", "/dev/")
 
 
+FORK_OPEN = b"+"  # what a fork of the grader's writes to its answer for each open of a watched file (`opened`)
+
+
 class OutsideReads(object):
     """The audit hook's side: opens of the watched files made in this process, the processes started
     and by whom, and the check (`check`) against the watcher's counts."""
@@ -331,8 +334,13 @@ class OutsideReads(object):
         # could lose a count between two threads, and a lost count here reads as another process's open)
         self.here = dict((p, []) for p in watcher.paths)
         self.in_forks = [0]  # opens the grader's own forks made and reported (`first_calls`)
-        # forks of the grader's that were stopped before they answered (their opens unknown: `explained`)
-        self.unanswered = [0]
+        # In a fork of the grader's, the descriptor its answer goes to: each open of a watched file is
+        # told there as it is made (`FORK_OPEN`), so that a fork stopped before it answered has told
+        # its opens all the same. Why (red team rt41's a03, stop 51, reward 1 on both runners): a fork
+        # stopped past its time (fpAM AM-4: a slow test reading its own file) left its opens unknown,
+        # which excused every open no process had explained, and a library that held the grader's
+        # forks (a sleep wherever its pid had changed) hid its own reads below Python behind them.
+        self.fork_fd = None
         self.started_by_others = 0  # processes started by code that is not the patch's
         self.started_by_the_patch = []  # the patch's files that started a process
         self.reported = False
@@ -365,10 +373,11 @@ class OutsideReads(object):
 
     def opened(self, real):
         self.here[real].append(None)
-
-    def made(self):
-        """The opens of the watched files this process made so far (a fork's child reports its own)."""
-        return sum(len(made) for made in self.here.values())
+        if self.fork_fd is not None:  # (a grader's fork: told to the parent as it happens, `first_calls`)
+            try:
+                os.write(self.fork_fd, FORK_OPEN)
+            except OSError:
+                pass
 
     def started(self, by_the_patch):
         if by_the_patch:
@@ -413,9 +422,8 @@ class OutsideReads(object):
         return "{} opened by another process ({} opens this process did not make; {})".format(files, outside, why)
 
     def explained(self):
-        """A start that is not the patch's, and none that is; or a fork of the grader's that was stopped
-        before it could report its own opens (fpAM AM-4: a slow test reading its own file, past the
-        fork's 3 s; the trade: a patch that holds the forks past it hides a read behind them)."""
+        """A start that is not the patch's, and none that is. (A fork of the grader's stopped before it
+        answered has told its opens as it made them: `fork_fd`.)"""
         if self.started_by_the_patch:
             return False
-        return self.started_by_others > 0 or self.unanswered[0] > 0
+        return self.started_by_others > 0
