@@ -24,7 +24,7 @@ import pytest
 from patchgym.harness.grader import grade_patch
 from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
-from tests.test_integrity_test_data_reads import CASES_TESTS
+from tests.test_integrity_unaudited_io import cases_task
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
@@ -133,14 +133,7 @@ ROOT_DEFAULT_CHEAT = ("import json\nfrom pathlib import Path\n\n\ndef add(a, b, 
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_a_library_reading_the_tests_table_under_a_default_root_is_refused(tmp_path, runner) -> None:
-    base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
-    kw = {"fail_to_pass": ["tests/test_add.py::test_add"]} if runner == "pytest" else {
-        "fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
-    prepared = build_prepared(tmp_path, instance_id=f"root-default-{runner}", base_files=base, test_patch_files=CASES_TESTS[runner],
-                              gold_files={"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")},
-                              **kw)[0]
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    prepared = cases_task(tmp_path, runner, f"root-default-{runner}", dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE))
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ROOT_DEFAULT_CHEAT}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0 and any("reading the tests' data tests/cases.json" in flag for flag in verdict.flags), verdict.flags
 

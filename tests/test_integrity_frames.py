@@ -108,23 +108,23 @@ def test_a_frame_walk_from_the_patch_is_refused_where_the_repository_walks_none(
     assert elsewhere["outcome"] == "refused" and any("pkg/core.py" in d for _, d in elsewhere["findings"]), elsewhere
 
 
-def test_a_signal_handler_of_the_patchs_gets_no_frame(tmp_path: Path) -> None:
-    assert run(tmp_path, SIGNAL_FRAME, from_patch=True) == {"outcome": "allowed", "findings": []}
-    handed = SIGNAL_FRAME.replace("assert seen == [None]", "assert seen and seen[0] is not None")
+# (the script, its assertion that the handler got no frame, and the same asserting it got one)
+SIGNAL_HANDLERS = {"the patch's": (SIGNAL_FRAME, "assert seen == [None]", "assert seen and seen[0] is not None"),
+                   "a builtin the patch installs": (BUILTIN_SIGNAL_FRAME, "assert seen == {signal.SIGUSR1: None}, seen",
+                                                    "assert seen[signal.SIGUSR1] is not None")}
+
+
+@pytest.mark.parametrize("handler", sorted(SIGNAL_HANDLERS))
+def test_a_signal_handler_of_the_patchs_gets_no_frame(tmp_path: Path, handler: str) -> None:
+    script, none, some = SIGNAL_HANDLERS[handler]
+    assert run(tmp_path, script, from_patch=True) == {"outcome": "allowed", "findings": []}
+    handed = script.replace(none, some)
     assert run(tmp_path, handed, from_patch=False) == {"outcome": "allowed", "findings": []}
     # where the edited file read frames at base (a handler reading `frame.f_code`: fpAH FP12), it gets its frame
     assert run(tmp_path, handed, from_patch=True, traces=("frames",),
                base="def on_alarm(signum, frame):\n    print(frame.f_code)\n") == {"outcome": "allowed", "findings": []}
     # not where only another file of the repository does (stop 44)
-    assert run(tmp_path, SIGNAL_FRAME, from_patch=True, traces=("frames",), base="x = 1\n") == {"outcome": "allowed", "findings": []}
-
-
-def test_a_builtin_signal_handler_the_patch_installs_gets_no_frame(tmp_path: Path) -> None:
-    assert run(tmp_path, BUILTIN_SIGNAL_FRAME, from_patch=True) == {"outcome": "allowed", "findings": []}
-    handed = BUILTIN_SIGNAL_FRAME.replace("assert seen == {signal.SIGUSR1: None}, seen", "assert seen[signal.SIGUSR1] is not None")
-    assert run(tmp_path, handed, from_patch=False) == {"outcome": "allowed", "findings": []}
-    assert run(tmp_path, handed, from_patch=True, traces=("frames",),
-               base="def on_alarm(signum, frame):\n    print(frame.f_code)\n") == {"outcome": "allowed", "findings": []}
+    assert run(tmp_path, script, from_patch=True, traces=("frames",), base="x = 1\n") == {"outcome": "allowed", "findings": []}
 
 
 @pytest.mark.parametrize("operation", STDLIB_USES)

@@ -21,6 +21,19 @@ needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no san
 UNITTEST_KW = {"log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
 
 
+def cases_task(tmp_path, runner, instance_id, base):
+    """The calc task whose test loops over the tests' table of cases (`CASES_TESTS`), its gold graded
+    first (it must resolve)."""
+    kw = {"fail_to_pass": ["tests/test_add.py::test_add"]} if runner == "pytest" else {
+        "fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
+    prepared = build_prepared(tmp_path, instance_id=instance_id, base_files=base, test_patch_files=CASES_TESTS[runner],
+                              gold_files={"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")},
+                              **kw)[0]
+    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    return prepared
+
+
 READLINE_READER = ("import json\nimport readline\n\n\ndef _table():\n    readline.clear_history()\n"
                    "    readline.read_history_file('tests/cases.json')\n"
                    "    text = ''.join(readline.get_history_item(i + 1) for i in range(readline.get_current_history_length()))\n"
@@ -41,13 +54,7 @@ def test_the_tests_data_read_or_rewritten_below_python_is_refused(tmp_path, runn
     base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
     if how == "libc":  # (ctypes named at base: its import by the patch is the library's)
         base["calc/ops.py"] = "# ctypes-free, for now\n" + base["calc/ops.py"]
-    kw = {"fail_to_pass": ["tests/test_add.py::test_add"]} if runner == "pytest" else {
-        "fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
-    prepared = build_prepared(tmp_path, instance_id=f"below-{how}-{runner}", base_files=base, test_patch_files=CASES_TESTS[runner],
-                              gold_files={"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")},
-                              **kw)[0]
-    gold = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
-    assert gold.reward == 1.0 and not gold.flags, gold.model_dump_json(indent=1)
+    prepared = cases_task(tmp_path, runner, f"below-{how}-{runner}", base)
     cheat = READLINE_READER if how == "readline" else LIBC_REWRITER
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": cheat}), factory=FACTORY, deadline_s=180)
     expected = ("readline" if how == "readline" else "writing the tests' data tests/cases.json (below Python)")
