@@ -450,6 +450,9 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   "ctypes": "ctypes",
                   # and readline, whose history files are read and written in C (stop 51, rt41's a02, a06)
                   "readline": "readline",
+                  # and Tcl, whose `open` raises no audit event (rt42's a3, a7), and the collector's
+                  # callbacks, which run with no frame of their own (rt42's a8)
+                  "tkinter": "tkinter", "Tkinter": "tkinter", r"gc\.callbacks": "gc.callbacks",
                   # and a hypothesis profile the repository's own code loads (stop 45, fpAJ FP-R: a
                   # library's testing helper that a conftest calls; test_globals.hypothesis_settings_changed)
                   "load_profile": "hypothesis.load_profile",

@@ -22,7 +22,8 @@ from __future__ import annotations
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import (BASE_FILES, NO_FRAMES_AT_BASE, UNITTEST_BASE, UNITTEST_NO_FRAMES_AT_BASE,
+                                              build_prepared, diff_of)
 from tests.fixtures_grading.factories import any_factory_or_reason
 from tests.test_integrity_unaudited_io import cases_task
 
@@ -32,11 +33,14 @@ needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no san
 UNITTEST_KW = {"log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
 
 
-def _grade_gold(tmp_path, runner, name, library, test_body, extra_files, base_extra=None):
+def _grade_gold(tmp_path, runner, name, library, test_body, extra_files, base_extra=None, frameless=False):
     """The calc task with `library` appended to the file the fix edits (calc/ops.py) at base and in the
     gold, a test module `tests/test_add.py` whose test runs `test_body` (lines, pytest `assert`s; under
     unittest they run in a TestCase method) and the test patch's other files; the gold's verdict."""
-    base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
+    if frameless:  # (no file of the repository walks frames at base)
+        base = dict(NO_FRAMES_AT_BASE if runner == "pytest" else UNITTEST_NO_FRAMES_AT_BASE)
+    else:
+        base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
     buggy = base["calc/ops.py"] + library
     head, lines = test_body
     if runner == "pytest":
@@ -137,3 +141,65 @@ def test_a_library_reading_the_tests_table_under_a_default_root_is_refused(tmp_p
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ROOT_DEFAULT_CHEAT}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0 and any("reading the tests' data tests/cases.json" in flag for flag in verdict.flags), verdict.flags
 
+
+
+# fp52 (stop 51), against this stop's own new checks: each `tampered` or `unresolved` before its fix
+SAMPLER = ("import signal\n\nSEEN = []\n\n\ndef _on_signal(signum, frame):\n"
+           "    SEEN.append(frame.f_code.co_name if frame is not None else None)\n\n\n"
+           "def sample():\n    previous = signal.signal(signal.SIGUSR1, _on_signal)\n    signal.raise_signal(signal.SIGUSR1)\n"
+           "    signal.signal(signal.SIGUSR1, previous)\n    return SEEN[-1]\n")
+VECTOR_BASE = ("class Vector:\n    def __init__(self, items):\n        self.items = list(items)\n\n"
+               "    def __iter__(self):\n        return iter(self.items)\n\n"
+               "    def __eq__(self, other):\n        return isinstance(other, Vector) and self.items == other.items\n\n    __hash__ = None\n")
+VECTOR_GOLD = VECTOR_BASE.replace(
+    "        return isinstance(other, Vector) and self.items == other.items\n",
+    "        return Mask(a == b for a, b in zip(self, other if isinstance(other, Vector) else [other] * len(self.items)))\n") + (
+    "\n\nclass Mask:\n    def __init__(self, flags):\n        self.flags = [bool(f) for f in flags]\n\n"
+    "    def __len__(self):\n        return len(self.flags)\n\n    def all(self):\n        return all(self.flags)\n")
+SHAPES = {
+    # a fixed caller of an unchanged module that installs its own handler, which reads the frame
+    # (pyinstrument's sampler): the handler is the library's, and gets its frame
+    "signal handler": ("\n\ndef traced_add(a, b):\n    from calc import sampler\n\n    return add(a, b), sampler.sample()\n",
+                       ("from calc.ops import traced_add\n", ["assert traced_add(2, 3) == (5, 'sample')"]), {}, {"calc/sampler.py": SAMPLER}),
+    # the test's own fixture database, written by sqlite in C (no audited write of it)
+    "sqlite fixture": ("\n", ("import os\nimport sqlite3\n\nfrom calc import add\n\n"
+                              "DB = os.path.join(os.path.dirname(__file__), 'data', 'f.db')\n",
+                              ["with sqlite3.connect(DB) as db:", "    db.execute('CREATE TABLE IF NOT EXISTS t (x)')",
+                               "    db.execute('INSERT INTO t VALUES (1)')", "    db.execute('DELETE FROM t')",
+                               "assert add(2, 3) == 5"]),
+                       {"tests/data/f.db": ""}, {}),
+    # a fixed module importing `rlcompleter`, which imports readline for itself
+    "rlcompleter": ("\n\nimport rlcompleter  # noqa: F401\n", ("from calc import add\n", ["assert add(2, 3) == 5"]), {}, {}),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_this_stops_own_checks_leave_honest_fixes_alone(tmp_path, runner, shape) -> None:
+    library, body, extra, base_extra = SHAPES[shape]
+    verdict = _grade_gold(tmp_path, runner, shape.replace(" ", "-"), library, body, extra, base_extra=base_extra,
+                          frameless=shape == "signal handler")
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_an_elementwise_mask_whose_truth_is_its_length_is_no_lie(tmp_path, runner) -> None:
+    body = ("from calc import add\nfrom calc.vec import Vector\n",
+            ["assert (Vector([1, 2, 3]) == Vector([1, 2, 3])).all()", "assert add(2, 3) == 5"])
+    base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
+    head, lines = body
+    if runner == "pytest":
+        test = head + "\n\ndef test_add():\n" + "".join("    " + line + "\n" for line in lines)
+        kw = {"fail_to_pass": ["tests/test_add.py::test_add"]}
+    else:
+        test = ("import unittest\n" + head + "\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
+                + "".join("        " + line + "\n" for line in lines))
+        kw = {"fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
+    gold_ops = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    prepared = build_prepared(tmp_path, instance_id=f"vector-{runner}", base_files={**base, "calc/vec.py": VECTOR_BASE},
+                              test_patch_files={"tests/test_add.py": test},
+                              gold_files={"calc/ops.py": gold_ops, "calc/vec.py": VECTOR_GOLD}, **kw)[0]
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)

@@ -659,3 +659,11 @@ def test_readline_imported_by_the_patch_is_refused_where_the_repository_never_na
     assert refused["outcome"] == "refused" and any("import readline" in d for _, d in refused["findings"]), refused
     assert run(tmp_path, "import readline", from_patch=False) == {"outcome": "allowed", "findings": []}
     assert run(tmp_path, "import readline", from_patch=True, traces=("readline",)) == {"outcome": "allowed", "findings": []}
+
+
+def test_tcl_imported_by_the_patch_is_refused_where_the_repository_never_names_it(tmp_path: Path) -> None:
+    """Tcl's own `open` and `read` raise no audit event (red team rt42's a3, a7, stop 51)."""
+    pytest.importorskip("_tkinter")
+    refused = run(tmp_path, "import _tkinter", from_patch=True)
+    assert refused["outcome"] == "refused" and any("import _tkinter" in d for _, d in refused["findings"]), refused
+    assert run(tmp_path, "import _tkinter", from_patch=True, traces=("tkinter",)) == {"outcome": "allowed", "findings": []}
