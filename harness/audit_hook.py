@@ -220,6 +220,8 @@ _INFRA_NAMES = frozenset({"conftest.py", "sitecustomize.py", "usercustomize.py",
 _CODE_SUFFIXES = (".py", ".so", ".pyd")
 _IMPORT_SYSTEM = ("<frozen importlib", "<frozen zipimport")
 _OPEN = open  # taken before any code of the repository runs
+_OPEN_FILES = tuple(getattr(__import__("io"), name) for name in (  # (an open file handed by a test: `_handed_by`)
+    "TextIOWrapper", "BufferedReader", "BufferedWriter", "BufferedRandom", "FileIO"))
 _GC_CALLBACKS = getattr(gc, "callbacks", [])  # the collector's own list (`Guard.foreign_gc_callback`)
 _HOOK_FILE = (lambda: None).__code__.co_filename  # this module's code (its own reads: `Guard.reading_the_tests`)
 # Standard library modules whose native callables call Python code they hold (`Guard._native_and_trusted`).
@@ -939,6 +941,11 @@ class Guard(object):
                     starter = guard.process_starter(frame)
                     if starter != "grader":
                         outside.started(starter)
+                if event in ("os.system", "os.exec", "os.spawn", "os.posix_spawn", "pty.spawn") and guard.watched_inodes:
+                    # (what the new program inherits: a descriptor of the tests' made inheritable, or
+                    # dup'ed onto 0-2 in a fork of the patch's, is read there with no open: rt43's W10)
+                    for fd in _inheritable_descriptors():
+                        guard.reading_by_descriptor(fd, frame)
                 return
             if event == "object.__setattr__":
                 if guard.swapping and get_ident() in guard.swapping:
@@ -1919,13 +1926,30 @@ class Guard(object):
         if "gc.callbacks" in self.traced_in_base or not _GC_CALLBACKS:
             return None
         for entry in list(_GC_CALLBACKS):
-            if id(entry) in self.gc_callbacks_at_load:
-                continue
-            code = getattr(entry, "__code__", None) if type(entry) is _FUNCTION_TYPE else None
-            if code is not None and not code.co_filename.startswith("<") and not self.untrusted_file(code.co_filename):
-                continue
-            return entry
+            if id(entry) not in self.gc_callbacks_at_load and self.a_patchs_callback(entry):
+                return entry
         return None
+
+    def a_patchs_callback(self, entry, depth=0):
+        """Whether a callable is the patch's to run with no frame of its own: code of the patch's (a
+        function, a bound method's, a callable object's `__call__`), a function of another file's code
+        run with globals, defaults or cells of its own (rt43's W4), or no Python code at all (a builtin's
+        method: rt42's a8's `set.update`), through `functools.partial`s. A test's spy (`Mock()`, a
+        partial of the test's own recorder) is Python code of the standard library's or the tests'
+        (fp53's rows, `tampered` when any callable not a plain function counted)."""
+        if depth > 4:
+            return True
+        if isinstance(entry, functools.partial):
+            return self.a_patchs_callback(entry.func, depth + 1)
+        function = getattr(entry, "__func__", None) if type(entry).__name__ == "method" else entry
+        if type(function) is not _FUNCTION_TYPE:
+            call = getattr(type(entry), "__call__", None)
+            function = call if type(call) is _FUNCTION_TYPE else None
+            if function is None:
+                return True  # (no Python code: a builtin, a builtin's method)
+        if self.untrusted_file(function.__code__.co_filename):
+            return True
+        return type(entry) is _FUNCTION_TYPE and not _own_module_globals(entry)
 
     def reading_by_descriptor(self, fd, frame):
         """A descriptor read again -- `open(fd)`, `mmap`, or `os.read`, `os.pread`, `os.sendfile` and
@@ -2155,7 +2179,9 @@ _MODULE_READ_WORDS = (b"import_module", b"__import__", b"sys.modules", b"getmemb
 # the words that show a file opening files itself (`Guard.reading_the_tests_data`: its fix may read the tests' data)
 _READ_WORDS = (b"open(", b"read_text", b"read_bytes", b"load(", b"loadtxt", b"read_csv", b"fromfile", b"FileIO",
                b"copyfile", b"copytree", b"ZipFile", b"tarfile", b"ConfigParser", b"read_file", b"fileinput", b"mmap",
-               b"linecache")
+               b"linecache",
+               # a descriptor's readers (fp53, stop 51: a fix of a file that read descriptors at base)
+               b"os.read", b"pread", b"readv", b"sendfile", b"copy_file_range", b"readinto")
 
 
 def _the_tests_data(own_dir, testbed, protected):
@@ -2221,6 +2247,16 @@ def _handed_by(frame, real, tails):
             texts.append(_text(value))
         elif type(value).__module__ == "pathlib":
             texts.append(str(value))
+        elif tails and type(value) is int and 0 <= value < 1 << 20 and _descriptor_of(value, real):
+            return True  # a descriptor of that very file the test hands over (fp53's `pread_fd`)
+        elif tails and type(value) in _OPEN_FILES:
+            # an open file the test hands over (`tool.run(stdin=handle)`): the file it is (its `name`)
+            try:
+                name = value.name
+            except Exception:  # noqa: BLE001
+                name = None
+            if isinstance(name, (str, bytes)):
+                texts.append(_text(name))
         elif not tails and isinstance(value, (str, bytes)):
             # (handed by the patch: a text subclass's own characters, which `open` reads as they are)
             texts.append(str.__str__(value) if isinstance(value, str) else _text(b"".join([value])))
@@ -2567,6 +2603,7 @@ def install(testbed, patched, protected, test_roots, own_dir):
     if "readline" not in guard.traced_in_base:
         guard.after_imports.append(lambda: _no_history_files_for_the_patch(guard))
     _no_descriptor_reads_for_the_patch(guard)
+    _no_descriptors_handed_to_children(guard)
     return guard
 
 
@@ -2593,10 +2630,72 @@ def _no_descriptor_reads_for_the_patch(guard):
         call.__doc__ = getattr(original, "__doc__", None)
         return call
 
+    try:
+        import posix as native  # (the same builtins under `posix`: rt43's W6 read through `posix.pread`)
+    except ImportError:
+        native = None
     for name in _DESCRIPTOR_READS:
         original = getattr(os, name, None)
         if original is not None and type(original) is _BUILTIN_FUNCTION:
-            setattr(os, name, held(name, original))
+            wrapper = held(name, original)
+            setattr(os, name, wrapper)
+            if native is not None and getattr(native, name, None) is original:
+                setattr(native, name, wrapper)
+    for name in ("posix_spawn", "posix_spawnp"):
+        original = getattr(os, name, None)
+        if original is not None and type(original) is _BUILTIN_FUNCTION:
+            wrapper = _spawn_held(guard, original)
+            setattr(os, name, wrapper)
+            if native is not None and getattr(native, name, None) is original:
+                setattr(native, name, wrapper)
+
+
+def _no_descriptors_handed_to_children(guard):
+    """`_posixsubprocess.fork_exec` (every `subprocess` start) wrapped before any code of the repository
+    runs: the descriptors the child is handed -- `pass_fds`, its stdin, stdout and stderr, and with
+    `close_fds=False` every inheritable one -- are judged as reads by the caller
+    (`Guard.reading_by_descriptor`). Why (red team rt43's W10, stop 51, reward 1 on both runners): the
+    test's open table, rewound with `os.lseek`, handed to `cat` as its stdin: no open for the watcher,
+    no read in the test process."""
+    if not guard.watched_inodes:
+        return
+    try:
+        import _posixsubprocess
+    except ImportError:
+        return
+    raw = _posixsubprocess.fork_exec
+
+    def fork_exec(*args, **kwargs):
+        if guard.active and len(args) > 11:
+            handed = [fd for fd in (list(args[3]) if isinstance(args[3], (list, tuple)) else []) + [args[6], args[9], args[11]]
+                      if isinstance(fd, int) and fd >= 0]
+            if not args[2]:
+                handed += _inheritable_descriptors()
+            for fd in handed:
+                guard.reading_by_descriptor(fd, sys._getframe(1))
+        return raw(*args, **kwargs)
+
+    fork_exec.__name__, fork_exec.__qualname__, fork_exec.__doc__ = raw.__name__, raw.__name__, raw.__doc__
+    _posixsubprocess.fork_exec = fork_exec
+    loaded = sys.modules.get("subprocess")  # (it binds `_fork_exec` as it loads: loaded already, it is told)
+    if loaded is not None and (getattr(loaded, "_fork_exec", None) is raw or type(getattr(loaded, "_fork_exec", None)) is _BUILTIN_FUNCTION):
+        loaded._fork_exec = fork_exec
+
+
+def _spawn_held(guard, original):
+    """`os.posix_spawn` whose file actions hand the child a descriptor (`POSIX_SPAWN_DUP2`): judged as
+    a read of that descriptor's file by the caller (`Guard.reading_by_descriptor`; rt43's W10)."""
+    def posix_spawn(*args, **kwargs):
+        actions = kwargs.get("file_actions") or ()
+        if guard.active:
+            for action in list(actions)[:64] if isinstance(actions, (list, tuple)) else ():
+                if isinstance(action, tuple) and len(action) > 1 and action[0] == getattr(os, "POSIX_SPAWN_DUP2", None):
+                    guard.reading_by_descriptor(action[1], sys._getframe(1))
+        return original(*args, **kwargs)
+
+    posix_spawn.__name__ = posix_spawn.__qualname__ = original.__name__
+    posix_spawn.__doc__ = original.__doc__
+    return posix_spawn
 
 
 _HISTORY_FILE_CALLS = ("read_history_file", "write_history_file", "append_history_file", "read_init_file")
@@ -3587,6 +3686,44 @@ def _note_raw_starts(guard):
 
     fork_exec.__name__, fork_exec.__qualname__, fork_exec.__doc__ = raw.__name__, raw.__name__, raw.__doc__
     _posixsubprocess.fork_exec = fork_exec
+
+
+def _descriptor_of(fd, real):
+    """Whether the open descriptor `fd` is of the file at `real` (by inode)."""
+    try:
+        held, there = os.fstat(fd), os.stat(real)
+    except (OSError, ValueError, OverflowError):
+        return False
+    return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
+
+
+def _own_module_globals(function):
+    """Whether a function's globals are the dict of the module its file is loaded as, with no defaults,
+    keyword defaults or closure cells of its own (rt43's W4: `FunctionType(signal.signal.__code__,
+    globals_of_the_patch)`, whose `_enum_to_int` was the patch's reader, passed as a stdlib function)."""
+    try:
+        namespace = _ATTRIBUTE(function, "__globals__")
+        module = sys.modules.get(namespace.get("__name__")) if type(namespace) is dict else None
+        return (module is not None and _module_dict(module) is namespace and not _ATTRIBUTE(function, "__defaults__")
+                and not _ATTRIBUTE(function, "__kwdefaults__") and not _ATTRIBUTE(function, "__closure__"))
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _inheritable_descriptors():
+    """This process's open descriptors that a process it starts inherits (`os.get_inheritable`)."""
+    try:
+        names = os.listdir("/proc/self/fd")
+    except OSError:
+        return []
+    found = []
+    for name in names:
+        try:
+            if os.get_inheritable(int(name)):
+                found.append(int(name))
+        except (OSError, ValueError):
+            continue
+    return found
 
 
 def _note_test_threads(guard):

@@ -170,6 +170,21 @@ SHAPES = {
                        {"tests/data/f.db": ""}, {}),
     # a fixed module importing `rlcompleter`, which imports readline for itself
     "rlcompleter": ("\n\nimport rlcompleter  # noqa: F401\n", ("from calc import add\n", ["assert add(2, 3) == 5"]), {}, {}),
+    # fp53: a descriptor the test hands over (its open file), read with `os.read` by a fixed file that
+    # named no reader at base; and a test's own spy on `gc.callbacks` while it reads its own data
+    "descriptor handed": ("\n\nimport os as _os\n\n\ndef read_all(handle):\n    chunks = []\n    while True:\n"
+                          "        chunk = _os.read(handle.fileno(), 4096)\n        if not chunk:\n            return b''.join(chunks)\n"
+                          "        chunks.append(chunk)\n",
+                          ("import os\n\nfrom calc import add\nfrom calc.ops import read_all\n\n"
+                           "DATA = os.path.join(os.path.dirname(__file__), 'data', 'five.txt')\n",
+                           ["with open(DATA, 'rb') as handle:", "    assert read_all(handle) == b'5\\n'", "assert add(2, 3) == 5"]),
+                          {"tests/data/five.txt": "5\n"}, {}),
+    "gc spy": ("\n", ("import gc\nimport os\nfrom unittest import mock\n\nfrom calc import add\n\n"
+                      "DATA = os.path.join(os.path.dirname(__file__), 'data', 'five.txt')\n",
+                      ["spy = mock.Mock()", "gc.callbacks.append(spy)", "try:", "    gc.collect()",
+                       "    with open(DATA) as handle:", "        assert handle.read() == '5\\n'",
+                       "finally:", "    gc.callbacks.remove(spy)", "assert spy.called", "assert add(2, 3) == 5"]),
+               {"tests/data/five.txt": "5\n"}, {}),
 }
 
 
