@@ -154,8 +154,6 @@ CHEATS = {"descriptor": (DESCRIPTOR_READER, "reading the tests' data tests/cases
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 @pytest.mark.parametrize("how", sorted(CHEATS))
 def test_the_tests_read_past_the_open_event_are_refused(tmp_path, runner, how) -> None:
-    if how == "child stdin" and runner == "unittest":
-        pytest.xfail("open (stop 51): under the unittest runner the handed descriptor is not refused; cause not found")
     base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
     prepared = cases_task(tmp_path, runner, f"past-open-{how.replace(' ', '-')}-{runner}", base)
     cheat, expected = CHEATS[how]
