@@ -1253,7 +1253,7 @@ class Guard(object):
                     # test's constants under a watched `__eq__`). Its objects that hold the tests' text
                     # are open to the patch's code anyway (rt35's m01, m02, m04, m13: open). Not while a
                     # callback of the patch's waits on the collector (`foreign_gc_callback`)
-                    if self.foreign_gc_callback() is not None:
+                    if self.laundering_callback(start) is not None:
                         self.refuse("reading the tests' source", "a gc callback", os.path.relpath(real, self.testbed))
                     return
             # pytest's, unittest's or doctest's reads are theirs only where no frame of the patch's is
@@ -1380,7 +1380,7 @@ class Guard(object):
         if real.endswith(".py") and self.an_import_reading(frame):
             return  # a module the test patch brings, imported: what is read of it is its names (`reading_a_test_module`)
         asker, outermost, test_frame = self.asker_below_a_test(frame, _READ_ASKS, lambda callee: _handed_by(callee, real, False))
-        if (asker is False or asker is None) and self.foreign_gc_callback() is not None:
+        if (asker is False or asker is None) and self.laundering_callback(start) is not None:
             self.refuse("reading the tests' data", "a gc callback", os.path.relpath(real, self.testbed))
         if asker is False:
             return  # the grader's own read
@@ -1928,6 +1928,25 @@ class Guard(object):
         for entry in list(_GC_CALLBACKS):
             if id(entry) not in self.gc_callbacks_at_load and self.a_patchs_callback(entry):
                 return entry
+        return None
+
+    def laundering_callback(self, frame):
+        """A callback of the patch's (`a_patchs_callback`) that the read at `frame` runs under: one put on
+        `gc.callbacks` (`foreign_gc_callback`), or a `weakref.finalize` whose call is on the stack (its
+        `__call__` frame holds what it calls: red team rt43's W1, W2, stop 51, reward 1 on both runners:
+        `weakref.finalize(token, _BOX.extend, map(Path.read_text, [cases]))`, fired when a cycle of the
+        patch's was collected under the test module's body)."""
+        found = self.foreign_gc_callback()
+        if found is not None:
+            return found
+        while frame is not None:
+            code = frame.f_code
+            if code.co_name == "__call__" and _stdlib_part(code.co_filename) == "weakref.py":
+                info = frame.f_locals.get("info")
+                call = getattr(info, "func", None) if info is not None else None
+                if call is not None and self.a_patchs_callback(call):
+                    return call
+            frame = frame.f_back
         return None
 
     def a_patchs_callback(self, entry, depth=0):
