@@ -2654,17 +2654,12 @@ def _no_descriptor_reads_for_the_patch(guard):
         import posix as native  # (the same builtins under `posix`: rt43's W6 read through `posix.pread`)
     except ImportError:
         native = None
-    for name in _DESCRIPTOR_READS:
+    wrappers = [(name, lambda original, name=name: held(name, original)) for name in _DESCRIPTOR_READS]
+    wrappers += [(name, lambda original: _spawn_held(guard, original)) for name in ("posix_spawn", "posix_spawnp")]
+    for name, wrap in wrappers:
         original = getattr(os, name, None)
         if original is not None and type(original) is _BUILTIN_FUNCTION:
-            wrapper = held(name, original)
-            setattr(os, name, wrapper)
-            if native is not None and getattr(native, name, None) is original:
-                setattr(native, name, wrapper)
-    for name in ("posix_spawn", "posix_spawnp"):
-        original = getattr(os, name, None)
-        if original is not None and type(original) is _BUILTIN_FUNCTION:
-            wrapper = _spawn_held(guard, original)
+            wrapper = wrap(original)
             setattr(os, name, wrapper)
             if native is not None and getattr(native, name, None) is original:
                 setattr(native, name, wrapper)

@@ -33,6 +33,18 @@ needs_sandbox = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no san
 UNITTEST_KW = {"log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
 
 
+def _test_module(runner, test_body):
+    """`tests/test_add.py` whose one test runs the lines of `test_body` ((imports, lines): pytest
+    `assert`s, in a TestCase method under unittest), and the task's graded ids for it."""
+    head, lines = test_body
+    if runner == "pytest":
+        test = head + "\n\ndef test_add():\n" + "".join("    " + line + "\n" for line in lines)
+        return test, {"fail_to_pass": ["tests/test_add.py::test_add"]}
+    test = ("import unittest\n" + head + "\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
+            + "".join("        " + line + "\n" for line in lines))
+    return test, {"fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
+
+
 def _grade_gold(tmp_path, runner, name, library, test_body, extra_files, base_extra=None, frameless=False):
     """The calc task with `library` appended to the file the fix edits (calc/ops.py) at base and in the
     gold, a test module `tests/test_add.py` whose test runs `test_body` (lines, pytest `assert`s; under
@@ -42,14 +54,7 @@ def _grade_gold(tmp_path, runner, name, library, test_body, extra_files, base_ex
     else:
         base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
     buggy = base["calc/ops.py"] + library
-    head, lines = test_body
-    if runner == "pytest":
-        test = head + "\n\ndef test_add():\n" + "".join("    " + line + "\n" for line in lines)
-        kw = {"fail_to_pass": ["tests/test_add.py::test_add"]}
-    else:
-        test = ("import unittest\n" + head + "\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
-                + "".join("        " + line + "\n" for line in lines))
-        kw = {"fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
+    test, kw = _test_module(runner, test_body)
     prepared = build_prepared(tmp_path, instance_id=f"{name}-{runner}", base_files={**base, "calc/ops.py": buggy, **(base_extra or {})},
                               test_patch_files={"tests/test_add.py": test, **extra_files},
                               gold_files={"calc/ops.py": buggy.replace("return a - b  # bug: should add", "return a + b")}, **kw)[0]
@@ -204,14 +209,7 @@ def test_an_elementwise_mask_whose_truth_is_its_length_is_no_lie(tmp_path, runne
     body = ("from calc import add\nfrom calc.vec import Vector\n",
             ["assert (Vector([1, 2, 3]) == Vector([1, 2, 3])).all()", "assert add(2, 3) == 5"])
     base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
-    head, lines = body
-    if runner == "pytest":
-        test = head + "\n\ndef test_add():\n" + "".join("    " + line + "\n" for line in lines)
-        kw = {"fail_to_pass": ["tests/test_add.py::test_add"]}
-    else:
-        test = ("import unittest\n" + head + "\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
-                + "".join("        " + line + "\n" for line in lines))
-        kw = {"fail_to_pass": ["tests.test_add.AddTest.test_add"], **UNITTEST_KW}
+    test, kw = _test_module(runner, body)
     gold_ops = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
     prepared = build_prepared(tmp_path, instance_id=f"vector-{runner}", base_files={**base, "calc/vec.py": VECTOR_BASE},
                               test_patch_files={"tests/test_add.py": test},
