@@ -2025,8 +2025,8 @@ class Guard(object):
                 where = culprit or "a line that does not name the call"
                 where = os.path.relpath(where, self.testbed) if where.startswith(self.testbed) else where
                 self.found("audit_refused", "writing {} from {} (opened to update, and changed)".format(real, where))
-        others = self.outside_reads.started_by_others if self.outside_reads is not None else 1
-        for real, before in sorted(self.data_stats.items()) if not others else ():
+        counted = self.outside_reads is not None and not self.outside_reads.started_by_others
+        for real, before in sorted(self.data_stats.items()) if counted else ():
             # a file of the test patch's changed with no audited write, move or removal of it: a
             # writer below Python (red team rt41's a06, stop 51, reward 1 on both runners: readline's
             # `write_history_file` put the library's own answers in the tests' table of cases, in C,
@@ -2637,29 +2637,33 @@ def _no_descriptor_reads_for_the_patch(guard):
     if not guard.watched_inodes:
         return
 
-    def held(name, original):
-        def call(*args, **kwargs):
+    def reading(name):
+        def judge(args, kwargs):
             if guard.active and args and isinstance(args[0], int):
                 caller = _callers_frame()
                 guard.reading_by_descriptor(args[0], caller)
                 if name in ("sendfile", "splice", "copy_file_range") and len(args) > 1 and isinstance(args[1], int):
                     guard.reading_by_descriptor(args[1], caller)  # (their source is the second)
-            return original(*args, **kwargs)
+        return judge
 
-        call.__name__ = call.__qualname__ = name
-        call.__doc__ = getattr(original, "__doc__", None)
-        return call
+    def spawning(args, kwargs):
+        """`posix_spawn` whose file actions hand the child a descriptor (`POSIX_SPAWN_DUP2`): judged as
+        a read of that descriptor's file by the caller (rt43's W10)."""
+        actions = kwargs.get("file_actions") or ()
+        if guard.active and isinstance(actions, (list, tuple)):
+            for action in list(actions)[:64]:
+                if isinstance(action, tuple) and len(action) > 1 and action[0] == getattr(os, "POSIX_SPAWN_DUP2", None):
+                    guard.reading_by_descriptor(action[1], _callers_frame())
 
     try:
         import posix as native  # (the same builtins under `posix`: rt43's W6 read through `posix.pread`)
     except ImportError:
         native = None
-    wrappers = [(name, lambda original, name=name: held(name, original)) for name in _DESCRIPTOR_READS]
-    wrappers += [(name, lambda original: _spawn_held(guard, original)) for name in ("posix_spawn", "posix_spawnp")]
-    for name, wrap in wrappers:
+    judges = [(name, reading(name)) for name in _DESCRIPTOR_READS] + [(name, spawning) for name in ("posix_spawn", "posix_spawnp")]
+    for name, judge in judges:
         original = getattr(os, name, None)
         if original is not None and type(original) is _BUILTIN_FUNCTION:
-            wrapper = wrap(original)
+            wrapper = _judged(original, judge)
             setattr(os, name, wrapper)
             if native is not None and getattr(native, name, None) is original:
                 setattr(native, name, wrapper)
@@ -2680,7 +2684,7 @@ def _no_descriptors_handed_to_children(guard):
         return
     raw = _posixsubprocess.fork_exec
 
-    def fork_exec(*args, **kwargs):
+    def handing(args, kwargs):
         if guard.active and len(args) > 11:
             handed = [fd for fd in (list(args[3]) if isinstance(args[3], (list, tuple)) else []) + [args[6], args[9], args[11]]
                       if isinstance(fd, int) and fd >= 0]
@@ -2689,29 +2693,12 @@ def _no_descriptors_handed_to_children(guard):
             caller = _callers_frame()
             for fd in handed:
                 guard.reading_by_descriptor(fd, caller)
-        return raw(*args, **kwargs)
 
-    fork_exec.__name__, fork_exec.__qualname__, fork_exec.__doc__ = raw.__name__, raw.__name__, raw.__doc__
+    fork_exec = _judged(raw, handing)
     _posixsubprocess.fork_exec = fork_exec
     loaded = sys.modules.get("subprocess")  # (it binds `_fork_exec` as it loads: loaded already, it is told)
     if loaded is not None and (getattr(loaded, "_fork_exec", None) is raw or type(getattr(loaded, "_fork_exec", None)) is _BUILTIN_FUNCTION):
         loaded._fork_exec = fork_exec
-
-
-def _spawn_held(guard, original):
-    """`os.posix_spawn` whose file actions hand the child a descriptor (`POSIX_SPAWN_DUP2`): judged as
-    a read of that descriptor's file by the caller (`Guard.reading_by_descriptor`; rt43's W10)."""
-    def posix_spawn(*args, **kwargs):
-        actions = kwargs.get("file_actions") or ()
-        if guard.active:
-            for action in list(actions)[:64] if isinstance(actions, (list, tuple)) else ():
-                if isinstance(action, tuple) and len(action) > 1 and action[0] == getattr(os, "POSIX_SPAWN_DUP2", None):
-                    guard.reading_by_descriptor(action[1], _callers_frame())
-        return original(*args, **kwargs)
-
-    posix_spawn.__name__ = posix_spawn.__qualname__ = original.__name__
-    posix_spawn.__doc__ = original.__doc__
-    return posix_spawn
 
 
 _HISTORY_FILE_CALLS = ("read_history_file", "write_history_file", "append_history_file", "read_init_file")
@@ -2730,22 +2717,17 @@ def _no_history_files_for_the_patch(guard):
     if namespace is None:
         return False
 
-    def held(name, original):
-        def call(*args, **kwargs):
-            if guard.active:
-                culprit = guard.culprit(sys._getframe(1))
-                if culprit is not None:
-                    guard.refuse("readline." + name, culprit)
-            return original(*args, **kwargs)
-
-        call.__name__ = call.__qualname__ = name
-        call.__doc__ = getattr(original, "__doc__", None)
-        return call
+    def refused(name):
+        def judge(args, kwargs):
+            culprit = guard.culprit(_callers_frame()) if guard.active else None
+            if culprit is not None:
+                guard.refuse("readline." + name, culprit)
+        return judge
 
     for name in _HISTORY_FILE_CALLS:
         original = namespace.get(name)
         if original is not None and type(original) is _BUILTIN_FUNCTION:
-            namespace[name] = held(name, original)
+            namespace[name] = _judged(original, refused(name))
     return True
 
 
@@ -3708,10 +3690,24 @@ def _callers_frame():
     """The frame that called the wrapper running now, past the wrappers of this module's own (one
     wraps another: `_posixsubprocess.fork_exec` is wrapped twice, and the outer one's frame is the
     grader's, which made a child handed a test's descriptor the grader's own read: rt43's W10)."""
-    frame = sys._getframe(2)
+    frame = sys._getframe(1)
     while frame is not None and frame.f_code.co_filename == _HOOK_FILE:
         frame = frame.f_back
     return frame
+
+
+def _judged(original, judge):
+    """`original` (a builtin) with `judge(args, kwargs)` asked before each call where the grader is
+    active, named and documented as it (the wrappers of `_no_history_files_for_the_patch`,
+    `_no_descriptor_reads_for_the_patch`, `_no_descriptors_handed_to_children`); `judge` finds the
+    caller with `_callers_frame`."""
+    def call(*args, **kwargs):
+        judge(args, kwargs)
+        return original(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = getattr(original, "__name__", "call")
+    call.__doc__ = getattr(original, "__doc__", None)
+    return call
 
 
 def _descriptor_of(fd, real):

@@ -16,7 +16,7 @@ import pytest
 
 from patchgym.harness import equality_probe
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, build_prepared, build_unittest_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 from tests.test_integrity_helper_asserts import PYTEST_SHAPES, UNITTEST_SHAPES
 
@@ -566,15 +566,8 @@ LAZY_TRUTH = ("import os as _os\n\n_HOME = _os.getpid()\n_MEMO = {}\n\n\nclass _
 @needs_sandbox
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 def test_an_answer_whose_truth_is_the_patchs_memo_is_asked(tmp_path, runner) -> None:
-    if runner == "pytest":
-        prepared = build_prepared(tmp_path, instance_id="lazy-truth-pytest")[0]
-    else:
-        prepared = build_prepared(tmp_path, instance_id="lazy-truth-unittest", base_files=UNITTEST_BASE, log_parser="unittest",
-                                  test_patch_files={"tests/test_add.py": ("import unittest\n\nfrom calc import add\n\n\n"
-                                                                         "class AddTest(unittest.TestCase):\n    def test_add(self):\n"
-                                                                         "        self.assertEqual(add(2, 3), 5)\n")},
-                                  fail_to_pass=["tests.test_add.AddTest.test_add"],
-                                  pass_to_pass=["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"])[0]
+    prepared = (build_prepared(tmp_path, instance_id="lazy-truth-pytest") if runner == "pytest"
+                else build_unittest_prepared(tmp_path, "lazy-truth-unittest"))[0]
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": LAZY_TRUTH}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
     assert any("equal_to_another_value" in flag for flag in verdict.flags), verdict.flags
