@@ -125,6 +125,9 @@ _WATCHED = frozenset({
 # the words that show a file starting processes itself (`Guard.process_starter`)
 _SPAWN_WORDS = ("subprocess", "Popen", "os.system", "posix_spawn", "os.spawn", "os.exec", "execv", "execl", "fork",
                 "pty.spawn", "pexpect", "ptyprocess", "multiprocessing", "ProcessPool", "loky", "joblib")
+# The events before which code can exist that claims a file's name: compiled, built, unmarshalled,
+# or a module loaded (an extension's functions are made in C with no event of their own)
+_CODE_MAKING = frozenset(("compile", "code.__new__", "marshal.loads", "marshal.load", "import"))
 _PROCESS_STARTS = frozenset(("subprocess.Popen", "os.system", "os.posix_spawn", "os.spawn", "os.exec", "os.fork", "os.forkpty",
                              "pty.spawn"))
 # What hands out a frame (stop 43): a frame of a caller is where a test keeps its cases and its
@@ -357,6 +360,7 @@ class Guard(object):
         self.findings = []
         self.emit = None
         self._cache = {}
+        self._own_verdicts = {}  # the grader's files' verdicts, until code is next made (`untrusted_file`)
         # {code object: whether `asker_below_a_test` keeps looking for the first frame past the standard
         # library's} of the frames it walks past (installed packages', the standard library's); emptied
         # with `_cache`. Why: pytest's collection reads each test module's names ~1,300 times in
@@ -428,12 +432,18 @@ class Guard(object):
 
     def untrusted_file(self, filename):
         cached = self._cache.get(filename)
+        if cached is None:
+            cached = self._own_verdicts.get(filename)
         if cached is not None:
             return cached
         verdict = self._classify(filename)
-        # A grader file's verdict is looked up every time: it turns untrusted if the file changes.
-        if len(self._cache) < 100000 and not self.real(filename).startswith(self.own_dir):
-            self._cache[filename] = verdict
+        if len(self._cache) < 100000:
+            # A grader file's verdict turns untrusted if the file changes (`_classify`: its mtime). Kept
+            # only until code is next made or loaded (`_CODE_MAKING`, the hook empties it): code that
+            # claims the file's name can come from nowhere else. Why: a stat per look, ~1,900 looks
+            # a test in bench/grade's medium suite (judging the asker of each call of the grader's
+            # compilation of the tests), was 4.4% of its test process's time
+            (self._own_verdicts if self.real(filename).startswith(self.own_dir) else self._cache)[filename] = verdict
         return verdict
 
     def _classify(self, filename):
@@ -537,6 +547,7 @@ class Guard(object):
             return
         self.tainted.add(filename)
         self._cache.pop(filename, None)
+        self._own_verdicts.pop(filename, None)
         self._walked_past.clear()
 
     def found(self, what, detail):
@@ -855,8 +866,15 @@ class Guard(object):
                 guard.refuse("writing (not by the line it ran under)", _text(args[0]) or "?")
             return
 
+        own_verdicts = guard._own_verdicts
+        code_making = _CODE_MAKING
+
         def hook(event, args):
-            if event not in watched or not guard.active:
+            if event not in watched:
+                return
+            if event in code_making:
+                own_verdicts.clear()  # (`untrusted_file`: a grader file's verdict looked up again)
+            if not guard.active:
                 return
             if event == "import":  # (a module about to load: every one that began before has loaded)
                 if after_imports:
@@ -1006,6 +1024,7 @@ class Guard(object):
             if self.written_by_tests:  # a file put in the place of one a test wrote is not the test's
                 self.written_by_tests.difference_update(os.path.realpath(_text(a) or "/") for a in args[:2])
                 self._cache.clear()
+                self._own_verdicts.clear()
                 self._walked_past.clear()
             # A copy only reads its source: sphinx's `app` fixtures copy `tests/roots/test-*` to a
             # temporary folder, and an honest fix of `sphinx/testing/fixtures.py`, the copying
@@ -1797,6 +1816,7 @@ class Guard(object):
         else:
             return
         self._cache.clear()
+        self._own_verdicts.clear()
         self._walked_past.clear()
 
     def called_by_a_test(self, frame):

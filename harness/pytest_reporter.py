@@ -2228,7 +2228,7 @@ class Reporter:
         pinned = self._pinned.get(id(item)) if self._pinned is not None else None
         # as collected: the item's attributes are anyone's to set
         name, path = pinned[2:] if pinned is not None and pinned[0] is item else _name_and_path(item)
-        functions = [(getattr(item, "obj", None), name, bool(path) and self._sources.defines(path, name))]
+        functions = [(getattr(item, "obj", None), name, False, path or "")]
         try:
             for definitions in item._fixtureinfo.name2fixturedefs.values():
                 for definition in definitions:
@@ -2252,21 +2252,20 @@ class Reporter:
                         if not in_a_test_file:
                             continue
                         function = getattr(function, "__wrapped__", None) or function
-                    functions.append((function, None, in_a_test_file))
+                    functions.append((function, None, in_a_test_file, None))
         except AttributeError:
             pass
-        for function, as_name, strict in functions:
-            if function is None:
-                continue
-            try:
-                problem = self._sources.check_function(function, untrusted, rewrite, as_name, strict)
-            except Exception as exc:  # noqa: BLE001  what cannot be checked is not believed (round 12:
-                # a test's `obj` that raised on `__func__` ran code of the patch's unchecked)
-                problem = "its code could not be checked: {}: {}".format(type(exc).__name__, exc)
-            if problem is not None:
-                self._untrusted[item.nodeid] = ("test_code_not_from_protected_source", problem)
-                self._violation("test_code_not_from_protected_source", "{} ({})".format(item.nodeid, problem))
-                return
+        try:
+            # (what cannot be checked is not believed: `check_functions`. Round 12: a test's `obj` that
+            # raised on `__func__` ran code of the patch's unchecked)
+            failed = self._sources.check_functions(functions, untrusted, rewrite)
+        except Exception as exc:  # noqa: BLE001
+            failed = (0, "its code could not be checked: {}: {}".format(type(exc).__name__, exc))
+        if failed is not None:
+            problem = failed[1]
+            self._untrusted[item.nodeid] = ("test_code_not_from_protected_source", problem)
+            self._violation("test_code_not_from_protected_source", "{} ({})".format(item.nodeid, problem))
+            return
 
     def _from_conftest_or_plugin(self, item, definition):
         """Whether a fixture is one a conftest's own source asks for from elsewhere: a name it imports

@@ -778,8 +778,8 @@ def main(argv):
         def code_check(function, name=None, path=None):
             if function is None:
                 return None
-            strict = bool(path) and bool(name) and sources.defines(path, name)
-            return sources.check_function(function, untrusted, probed, name=name, strict=strict)
+            failed = sources.check_functions([(function, name, False, path or "")], untrusted, probed)
+            return failed[1] if failed is not None else None
     globals_check = None  # the names a test module's source binds (patchgym_test_globals), at each test's start and stop
     if sources is not None and patchgym_test_globals is not None:
         check = patchgym_test_globals.runner_check(sources, guard.untrusted_file if guard is not None else None,

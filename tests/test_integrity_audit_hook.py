@@ -233,6 +233,26 @@ def test_code_a_new_module_in_the_graders_folder_compiles_and_runs_in_a_thread_i
     assert any("gc.get_objects" in detail for _, detail in outcome["findings"]), outcome
 
 
+
+def test_a_grader_module_rewritten_after_its_verdict_was_kept_is_the_patchs_once_reloaded(tmp_path: Path) -> None:
+    # A grader file's verdict is kept between the events that make code (`Guard.untrusted_file`):
+    # here it is looked up (and kept) while the file is as installed, the file is then rewritten by
+    # another process, which no audit hook sees, and loaded again. Its new code must not pass for the
+    # grader's: the reload empties what was kept, and the file's new mtime makes it the patch's.
+    operation = (
+        "import subprocess\n"
+        "sys.dont_write_bytecode = True\n"
+        "own = TMP + '/own'\n"
+        "sys.path.insert(0, own); import patchgym_canaries\n"
+        "assert not guard.untrusted_file(patchgym_canaries.__file__)\n"
+        "subprocess.run([sys.executable, '-c', 'open(%r, \"w\").write(\"import gc\\\\ndef shipped():\\\\n    gc.get_objects()\\\\n\")'"
+        " % patchgym_canaries.__file__], check=True)\n"
+        "del sys.modules['patchgym_canaries']; import patchgym_canaries\n"
+        "t = threading.Thread(target=patchgym_canaries.shipped); t.start(); t.join()"
+    )
+    outcome = _own_dir_run(tmp_path, operation)
+    assert any("gc.get_objects" in detail and "patchgym_canaries.py" in detail for _, detail in outcome["findings"]), outcome
+
 LIBRARY_IMPORT = ("import ctypes, gc, marshal, sys\n"
                   "PyCapsule_New = ctypes.pythonapi.PyCapsule_New\n"  # what dill does at its import
                   "OBJECTS = len(gc.get_objects())\n"
