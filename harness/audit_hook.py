@@ -383,7 +383,6 @@ class Guard(object):
         # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
         # the library's import had kept every original from it, stop 42)
         self.patch_files = set()
-        self.test_modules = {}  # module name -> whether its file is a protected test module (`a_test_modules_name`)
         self._code_read_at_base = None  # real paths of edited files whose base version reads code objects (`reading_a_tests_code`)
         self._hands_itself_on = {}  # real path of a protected module -> whether it names `__file__` (`hands_itself_on`)
         self.updated = {}  # real path -> (ctime ns, size, culprit) of test data files the patch opened to update (`note_update`)
@@ -813,7 +812,7 @@ class Guard(object):
         after_imports = guard.after_imports
         # the protected test modules' names (`reading_the_tests`): none where the repository reads source
         test_names = guard.test_module_names if "source" not in guard.traced_in_base else frozenset()
-        test_modules = guard.test_modules  # module name -> whether its file is a protected test module
+        test_code_files = {}  # a code object's file name -> whether it is a protected test module
         data_inodes = guard.data_inodes  # (`reading_the_tests_data`: none, no look)
 
         def judge_open(args, frame):
@@ -896,13 +895,29 @@ class Guard(object):
                 return
             if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_ATTRS):
                 if test_names and len(args) > 1 and args[1] == "__code__":
-                    # (pytest reads every test function's code: the module's verdict is kept per name)
-                    module_name = getattr(args[0], "__module__", None)
-                    known = test_modules.get(module_name) if type(module_name) is str else False
+                    # Whose code it is, by the code object's own file: a function's `__module__` and
+                    # `__qualname__` are anyone's to set (red team rt44's C1, C2: the library set a test's
+                    # `__module__` to its own around the read, and read every test's literals, reward 1
+                    # on both runners). The hook reads the code itself, its own read let through.
+                    ident = get_ident()
+                    if ident in inside:
+                        return
+                    inside.add(ident)
+                    try:
+                        code = getattr(args[0], "__code__", None)
+                    except Exception:  # noqa: BLE001
+                        code = None
+                    finally:
+                        inside.discard(ident)
+                    filename = getattr(code, "co_filename", None) if type(code) is _CODE_TYPE else None
+                    # (pytest reads every test function's code: the verdict is kept per file name)
+                    known = test_code_files.get(filename) if type(filename) is str else False
                     if known is None:
-                        known = guard.a_test_modules_name(module_name)
+                        known = guard.real(filename) in guard.protected  # (a protected test module's)
+                        if len(test_code_files) < 100000:
+                            test_code_files[filename] = known
                     if known:
-                        guard.reading_a_tests_code(args[0], getframe(1))
+                        guard.reading_a_tests_code(args[0], code, getframe(1))
                 return
             if event == "ctypes.cdata/buffer":
                 # `from_buffer`/`from_buffer_copy` over a buffer the caller holds (a bytearray, an
@@ -1613,7 +1628,7 @@ class Guard(object):
             return
         self.refuse("reading a test module's names", asker, label)
 
-    def reading_a_tests_code(self, function, frame):
+    def reading_a_tests_code(self, function, code, frame):
         """A test module's function's `__code__` read by the patch's own frame (or by `dis`, which
         hands its constants on) is refused where the file does not read code objects at base (names
         `__code__`, `co_consts` or `dis`) nor reach for frames. Why: a test's code object holds its
@@ -1621,7 +1636,8 @@ class Guard(object):
         could answer each call with the literal of the first test calling it with that argument:
         the same read of the test's source as `reading_the_tests`, from memory. `inspect.signature`
         and the like, reading a callback's code for its parameters, are the standard library's."""
-        qualname = getattr(function, "__qualname__", None)
+        # (the code's own name where it keeps one, 3.11+: the function's is anyone's to set)
+        qualname = getattr(code, "co_qualname", None) or getattr(function, "__qualname__", None)
         if not isinstance(qualname, str) or "<locals>" in qualname or "<lambda>" in qualname:
             return  # a callback the test made and handed over (fpAL's AL-G: its arity read): its own constants only
         asker = self.patchs_frame(frame)
@@ -1652,21 +1668,6 @@ class Guard(object):
             self._code_read_at_base = _base_files_naming(self.own_dir, self.testbed, (b"__code__", b"co_consts", b"import dis", b"from dis"))
         if self.real(asker) not in self._code_read_at_base:
             self.refuse("reading a test's code", asker, getattr(function, "__qualname__", "?"))
-
-    def a_test_modules_name(self, name):
-        """Whether the module imported under `name` is a protected test module's (kept once it is
-        imported: `reading_a_tests_code`)."""
-        module = sys.modules.get(name)
-        if module is None:
-            return False
-        try:  # (its dict, not its attribute: a lazy module's `__getattribute__` loads it, and may raise)
-            filename = object.__getattribute__(module, "__dict__").get("__file__")
-        except Exception:  # noqa: BLE001  a module of no dict: no test module
-            filename = None
-        known = isinstance(filename, str) and self.real(filename) in self.protected
-        if len(self.test_modules) < 100000:
-            self.test_modules[name] = known
-        return known
 
     def handed_on_by_a_test(self, frame):
         """Whether a test module further out on the stack names `__file__`: it may have handed the

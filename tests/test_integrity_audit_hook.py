@@ -623,6 +623,18 @@ def test_a_test_functions_code_read_by_the_patch_is_refused(tmp_path: Path, read
     assert run(tmp_path, _AS_A_MODULE + read + "\n", from_patch=True, traces=("source",)) == {"outcome": "allowed", "findings": []}
 
 
+@pytest.mark.parametrize("disguise", ["test_has.__module__ = 'pkg.core'", "test_has.__qualname__ = 'helper.<locals>.test_has'",
+                                      "test_has.__module__ = None"])
+def test_a_test_functions_code_read_under_another_name_is_refused(tmp_path: Path, disguise: str) -> None:
+    """Red team rt44's C1, C2 (reward 1 on both runners): the library set the test function's
+    `__module__` to its own around its `__code__` read, and read every test's literals. Whose code
+    it is is the code object's own file, which no one sets."""
+    read = _AS_A_MODULE + disguise + "\nconsts = test_has.__code__.co_consts\n"
+    refused = run(tmp_path, read, from_patch=True)
+    assert refused["outcome"] == "refused", refused
+    assert any("reading a test's code" in detail and "pkg/core.py" in detail for _, detail in refused["findings"]), refused
+
+
 def test_a_test_functions_signature_read_by_the_patch_is_allowed(tmp_path: Path) -> None:
     """A library taking a callback reads its parameters (`inspect.signature`): the standard library's."""
     operation = _AS_A_MODULE + "import inspect\nassert list(inspect.signature(test_has).parameters) == ['obj', 'name']\n"
