@@ -528,6 +528,97 @@ def _held_parameters(callspec):
     return held
 
 
+def _moved_everywhere(item, name, value):
+    """In a fork's child, before the original's own code is called with argument `name` moved to
+    `value` (`Reporter._its_own_code`): every copy pytest keeps of that argument for the running test
+    shows `value` too -- the item's `funcargs`, its callspec's `params` (and `funcargs`, pytest < 8),
+    its name, node id and the callspec's ids where a part of them is the original's text, and the
+    row of each `parametrize` mark that holds the original's parameters. Why (red team rt44's B1, B2,
+    reward 1 with no frame walked): the library found the running item through pytest's session
+    (`pytest.mark._config` -> `_setupstate.stack[-1]`) and answered with `callspec.params["expected"]`
+    or `funcargs`; the fork moved only the argument it passed, and the lie met the original's value
+    there, failing as an honest result does. Now a library answering with any of them answers with
+    the moved value in the child, which no honest result is. Nothing of this reaches the run: the
+    child's memory is its own. Anything that cannot be changed is left as it is."""
+    try:
+        funcargs = getattr(item, "funcargs", None)
+        original = funcargs.get(name) if isinstance(funcargs, dict) else None
+        held = {}
+        if isinstance(funcargs, dict) and name in funcargs:
+            held = dict(funcargs)
+            funcargs[name] = value
+        callspec = getattr(item, "callspec", None)
+        for table in (getattr(callspec, "params", None), getattr(callspec, "funcargs", None)):
+            if isinstance(table, dict) and name in table:
+                held.update((k, v) for k, v in table.items() if k not in held)
+                table[name] = value
+        _moved_in_the_marks(item, name, original, value, held)
+        _moved_in_the_ids(item, callspec, name, original, value)
+    except Exception:  # noqa: BLE001  (the call is made whatever could not be changed)
+        pass
+
+
+def _moved_in_the_marks(item, name, original, value, held):
+    """The row of each of `item`'s `parametrize` marks naming `name` whose values are the ones the
+    running test holds (`held`, by identity): its `name` moved to `value` (`_moved_everywhere`)."""
+    for mark in list(getattr(item, "iter_markers", lambda name: ())("parametrize")):
+        args = getattr(mark, "args", ())
+        if len(args) < 2:
+            continue
+        argnames = [n.strip() for n in args[0].split(",")] if isinstance(args[0], str) else list(args[0]) if isinstance(args[0], (list, tuple)) else []
+        if name not in argnames or not all(n in held for n in argnames):
+            continue
+        position = argnames.index(name)
+        rows = args[1]
+        for index, row in enumerate(list(rows) if isinstance(rows, (list, tuple)) else ()):
+            values = getattr(row, "values", None) if type(row).__name__ == "ParameterSet" else (row if len(argnames) > 1 else (row,))
+            if not isinstance(values, (list, tuple)) or len(values) != len(argnames):
+                continue
+            if not all(v is held[n] for v, n in zip(values, argnames)):
+                continue
+            moved = list(values)
+            moved[position] = value
+            if type(row).__name__ == "ParameterSet":
+                new_row = row._replace(values=tuple(moved))
+            elif len(argnames) == 1:
+                new_row = value
+            else:
+                new_row = type(row)(moved) if isinstance(row, list) else tuple(moved)
+            if isinstance(rows, list):
+                rows[index] = new_row
+            else:  # (a tuple of rows: the mark is given a new one, in the child alone)
+                rows = rows[:index] + (new_row,) + rows[index + 1:]
+                object.__setattr__(mark, "args", (args[0], rows) + tuple(args[2:]))
+                args = mark.args
+
+
+def _moved_in_the_ids(item, callspec, name, original, value):
+    """The part of the running test's id that is the original argument's text, moved with it
+    (`_moved_everywhere`): where exactly one part of the id in brackets is `str(original)`."""
+    if type(original) not in (int, float) or "[" not in str(getattr(item, "name", "")):
+        return
+    old, new = str(original), str(value)
+    head, _, rest = item.name.partition("[")
+    ids = rest[:-1] if rest.endswith("]") else rest
+    parts = ids.split("-")
+    if parts.count(old) != 1:
+        return
+    parts[parts.index(old)] = new
+    moved_ids = "-".join(parts)
+    moved_name = "{}[{}]".format(head, moved_ids)
+    nodeid = getattr(item, "_nodeid", None)
+    if isinstance(nodeid, str) and nodeid.endswith(item.name):
+        item._nodeid = nodeid[: len(nodeid) - len(item.name)] + moved_name
+    item.name = moved_name
+    idlist = getattr(callspec, "_idlist", None)
+    if isinstance(idlist, list):
+        for index, text in enumerate(idlist):
+            if isinstance(text, str) and text.split("-").count(old) == 1 and text in ids:
+                text_parts = text.split("-")
+                text_parts[text_parts.index(old)] = new
+                idlist[index] = "-".join(text_parts)
+
+
 def _same_items(now, kept):
     """Whether the dict `now` holds exactly the keys of `kept`, each the very same object (a
     plugin's object that resolves at setup excepted: `_a_plugins_object`)."""
@@ -1994,7 +2085,9 @@ class Reporter:
                 name = getattr(of, "originalname", None) or of.name.split("[", 1)[0]
                 function = getattr(instance, name) if instance is not None else of.obj
                 args = {arg: funcargs[arg] for arg in names if arg in funcargs}
-                args.update([moved] if moved else [])
+                if moved:  # (in the child: every copy of the argument pytest keeps moved with it)
+                    args.update([moved])
+                    _moved_everywhere(of, moved[0], moved[1])
                 return function(**args)
             return call
 
