@@ -1987,9 +1987,13 @@ class Guard(object):
             function = call if type(call) is _FUNCTION_TYPE else None
             if function is None:
                 return True  # (no Python code: a builtin, a builtin's method)
-        if self.untrusted_file(function.__code__.co_filename):
+        filename = function.__code__.co_filename
+        if self.untrusted_file(filename):
             return True
-        return type(entry) is _FUNCTION_TYPE and not _own_module_globals(entry)
+        # (the tests' own code -- a leak-checking fixture's closure, a test's finalizer -- holds the tests'
+        # cells and defaults: fp54's rows 11-13 made every patch, the gold too, `tampered`. The patch
+        # gets no test's code object to build one of its own from: reading it is refused)
+        return type(entry) is _FUNCTION_TYPE and not _own_module_globals(entry) and not self.a_test_modules_file(filename)
 
     def reading_by_descriptor(self, fd, frame):
         """A descriptor read again -- `open(fd)`, `mmap`, or `os.read`, `os.pread`, `os.sendfile` and
@@ -3722,13 +3726,40 @@ def _judged(original, judge):
     active, named and documented as it (the wrappers of `_no_history_files_for_the_patch`,
     `_no_descriptor_reads_for_the_patch`, `_no_descriptors_handed_to_children`); `judge` finds the
     caller with `_callers_frame`."""
-    def call(*args, **kwargs):
-        judge(args, kwargs)
-        return original(*args, **kwargs)
+    return _JudgedBuiltin(original, judge)
 
-    call.__name__ = call.__qualname__ = getattr(original, "__name__", "call")
-    call.__doc__ = getattr(original, "__doc__", None)
-    return call
+
+class _JudgedBuiltin(object):
+    """A builtin function with a judge asked before each call (`_judged`), behaving as the builtin
+    does where a library leans on it: not bound as a method when a class holds it (`_read = os.read`
+    in a class body), pickled and copied by its module and name, its signature the builtin's. Why
+    (fp54's rows 6 and 7, stop 52): as a plain Python function it was bound, and a class calling
+    `self._read(fd, n)` failed with a TypeError; `pickle.dumps(os.read)` failed on the grader's
+    module name."""
+
+    def __init__(self, original, judge):
+        self._original, self._judge = original, judge
+        self.__name__ = getattr(original, "__name__", "call")
+        self.__qualname__ = getattr(original, "__qualname__", self.__name__)
+        self.__module__ = getattr(original, "__module__", None)
+        self.__doc__ = getattr(original, "__doc__", None)
+        self.__text_signature__ = getattr(original, "__text_signature__", None)
+
+    def __call__(self, *args, **kwargs):
+        self._judge(args, kwargs)
+        return self._original(*args, **kwargs)
+
+    def __reduce__(self):
+        return self.__qualname__  # (by reference, as the builtin: its module's name for it is this object)
+
+    @property
+    def __signature__(self):
+        import inspect
+
+        return inspect.signature(self._original)
+
+    def __repr__(self):
+        return repr(self._original)
 
 
 def _descriptor_of(fd, real):

@@ -135,7 +135,10 @@ def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (),
 def test_each_watched_event_is_refused_from_the_patch_and_allowed_otherwise(tmp_path: Path, event: str) -> None:
     refused = run(tmp_path, OPERATIONS[event], from_patch=True)
     assert refused["findings"], refused
-    assert any(event.split(".")[0] in detail and "pkg/core.py" in detail for _, detail in refused["findings"]), refused
+    # (mock saves the test's code before it swaps it: that read is the patch's already, refused by
+    # the code object's own file since stop 52)
+    said = (event.split(".")[0], "reading a test's code") if "through mock" in event else (event.split(".")[0],)
+    assert any(any(word in detail for word in said) and "pkg/core.py" in detail for _, detail in refused["findings"]), refused
     # CPython swallows the refusal of a new hook (it is just not added); a thread started with a
     # refused trace function dies in its own bootstrap. Everything else raises where it was asked.
     if event not in ("sys.addaudithook", "threading.settrace", "object.__setattr__ (through mock)"):

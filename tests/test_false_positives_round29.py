@@ -1,0 +1,81 @@
+"""False positives found at stop 52 (fp54, a hunt aimed at stop 51's checks): honest fixes, and
+honest tests, that the grader refused. Each row grades the gold of the calc task with the shape
+added, under pytest and unittest, and must resolve.
+
+- The tests' own callbacks: a test's closure on `gc.callbacks`, or given to `weakref.finalize`,
+  while it reads its own data file; a leak-checking autouse fixture of the test patch doing the
+  same around every test. `Guard.a_patchs_callback` took any function with cells of its own for
+  the patch's, and every patch, the gold too, was `tampered`.
+- The grader's wrappers of `os.read` (stop 51) as a library leans on a builtin: kept as a class
+  attribute (`_read = os.read`, called as `self._read(fd, n)`: bound as a method, a TypeError),
+  pickled by reference (a task queue shipping the callable). Both `unresolved`.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from patchgym.harness.grader import grade_patch
+from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared
+from tests.fixtures_grading.factories import any_factory_or_reason
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
+pytestmark = pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+
+HEAD = "import os\n\nfrom calc import add\n{imports}\n\nDATA = os.path.join(os.path.dirname(__file__), 'data', 'nums.txt')\n"
+NUMS = {"tests/data/nums.txt": "3\n1\n2\n"}
+PIPE = ("\n\nimport os\n\n\nclass PipeReader:\n    _read = os.read\n    _write = os.write\n\n    def __init__(self):\n"
+        "        self.r, self.w = os.pipe()\n\n    def roundtrip(self, data):\n        self._write(self.w, data)\n"
+        "        return self._read(self.r, len(data))\n\n    def close(self):\n        os.close(self.r)\n        os.close(self.w)\n")
+SHIP = "\n\nimport pickle\n\n\ndef ship(function):\n    return pickle.loads(pickle.dumps(function))\n"
+ROWS = {
+    # (library code added to calc/ops.py at base and in the gold, the test module's imports, its lines)
+    "test-closure-gc-callback": ("", "import gc", [
+        "phases = []", "def on_gc(phase, info):", "    phases.append(phase)", "gc.callbacks.append(on_gc)", "try:",
+        "    gc.collect()", "    with open(DATA) as handle:", "        assert handle.read().split() == ['3', '1', '2']",
+        "finally:", "    gc.callbacks.remove(on_gc)", "assert 'start' in phases", "assert add(2, 3) == 5"]),
+    "test-closure-finalize": ("\n\nclass Box:\n    pass\n", "import weakref\nfrom calc.ops import Box", [
+        "seen = []", "def on_collect():", "    with open(DATA) as handle:", "        seen.append(handle.read())",
+        "box = Box()", "weakref.finalize(box, on_collect)()", "assert seen == ['3\\n1\\n2\\n']", "assert add(2, 3) == 5"]),
+    "os-read-class-attribute": (PIPE, "from calc.ops import PipeReader", [
+        "pipe = PipeReader()", "try:", "    assert pipe.roundtrip(b'abc') == b'abc'", "finally:", "    pipe.close()",
+        "assert add(2, 3) == 5"]),
+    "os-read-pickled": (SHIP, "from calc.ops import ship", ["assert ship(os.read) is os.read", "assert add(2, 3) == 5"]),
+}
+LEAK_FIXTURE = ("\n\nimport gc\n\n\n@pytest.fixture(autouse=True)\ndef gc_phases():\n    phases = []\n\n"
+                "    def on_gc(phase, info):\n        phases.append(phase)\n\n    gc.callbacks.append(on_gc)\n    yield phases\n"
+                "    gc.callbacks.remove(on_gc)\n")
+
+
+def _test_module(runner: str, imports: str, lines: list[str]) -> tuple[str, dict]:
+    head = HEAD.format(imports=imports)
+    if runner == "pytest":
+        return head + "\n\ndef test_add():\n" + "".join(f"    {line}\n" for line in lines), {"fail_to_pass": ["tests/test_add.py::test_add"]}
+    body = "".join(f"        {line}\n" for line in lines)
+    return ("import unittest\n" + head + "\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n" + body,
+            {"fail_to_pass": ["tests.test_add.AddTest.test_add"], "log_parser": "unittest",
+             "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]})
+
+
+def _grade_gold(tmp_path, runner: str, library: str, imports: str, lines: list[str], extra: dict | None = None):
+    base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
+    buggy = base["calc/ops.py"] + library
+    gold = buggy.replace("return a - b  # bug: should add", "return a + b")
+    test, fields = _test_module(runner, imports, lines)
+    prepared, _ = build_prepared(tmp_path, instance_id=f"fp54-{runner}", base_files={**base, "calc/ops.py": buggy},
+                                 test_patch_files={"tests/test_add.py": test, **NUMS, **(extra or {})},
+                                 gold_files={"calc/ops.py": gold}, **fields)
+    return grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("row", sorted(ROWS))
+def test_honest_shapes_of_this_stops_hunt_resolve(tmp_path, row: str, runner: str) -> None:
+    verdict = _grade_gold(tmp_path, runner, *ROWS[row])
+    assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+def test_a_leak_checking_fixture_of_the_test_patch_is_no_patchs_callback(tmp_path) -> None:
+    verdict = _grade_gold(tmp_path, "pytest", "", "import gc", ["gc.collect()", "assert add(2, 3) == 5"],
+                          extra={"tests/conftest.py": BASE_FILES["tests/conftest.py"] + LEAK_FIXTURE})
+    assert verdict.status == "resolved" and not verdict.flags, verdict
