@@ -2017,15 +2017,24 @@ class Guard(object):
 
     def touching_the_tests_data(self, paths):
         """Note the test patch's files among `paths` an audited write, move or removal reaches (judged
-        where it happens; `check_state` reports any other change of them)."""
+        where it happens; `check_state` reports any other change of them): a file itself, every file
+        under a folder named (`shutil.rmtree`, a move of the folder: its files go with it, by names
+        relative to a descriptor of the folder that no event resolves, fp54's row 20, a test clearing
+        its own output folder, `tampered`), and a database named by an SQLite URI (`file:...?mode=rw`,
+        fp54's row 18)."""
         for path in paths:
             if not isinstance(path, (str, bytes)) and type(path).__module__ == "pathlib":
                 path = str(path)
             text = _text(path) if isinstance(path, (str, bytes)) else None
+            if text and text.startswith("file:"):
+                text = _sqlite_uri_path(text)
             if text:
                 real = os.path.realpath(text)
                 if real in self.data_files:
                     self.data_touched.add(real)
+                elif os.path.isdir(real):
+                    folder = real.rstrip("/") + "/"
+                    self.data_touched.update(data for data in self.data_files if data.startswith(folder))
 
     def check_state(self, baseline, final=True):
         """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace
@@ -3719,6 +3728,17 @@ def _callers_frame():
     while frame is not None and frame.f_code.co_filename == _HOOK_FILE:
         frame = frame.f_back
     return frame
+
+
+def _sqlite_uri_path(uri):
+    """The file an SQLite URI filename names (`file:data.db?mode=ro`, `file:///abs/data.db`), or None."""
+    from urllib.parse import unquote
+
+    rest = uri[len("file:"):].split("?", 1)[0].split("#", 1)[0]
+    if rest.startswith("//"):  # (an authority: empty or localhost, then the absolute path)
+        slash = rest.find("/", 2)
+        rest = rest[slash:] if slash >= 0 else ""
+    return unquote(rest) or None
 
 
 def _judged(original, judge):

@@ -27,6 +27,14 @@ NUMS = {"tests/data/nums.txt": "3\n1\n2\n"}
 PIPE = ("\n\nimport os\n\n\nclass PipeReader:\n    _read = os.read\n    _write = os.write\n\n    def __init__(self):\n"
         "        self.r, self.w = os.pipe()\n\n    def roundtrip(self, data):\n        self._write(self.w, data)\n"
         "        return self._read(self.r, len(data))\n\n    def close(self):\n        os.close(self.r)\n        os.close(self.w)\n")
+REPORT = ("\n\nimport os\n\n\ndef write_report(folder, values):\n    path = os.path.join(folder, 'report.txt')\n"
+          "    with open(path, 'w') as handle:\n        handle.write(','.join(str(v) for v in values))\n    return path\n")
+STORE = ("\n\nimport sqlite3\n\n\nclass Store:\n    def __init__(self, path):\n"
+         "        self.db = sqlite3.connect('file:' + str(path) + '?cache=private', uri=True)\n"
+         "        self.db.execute('CREATE TABLE IF NOT EXISTS kv (k TEXT PRIMARY KEY, v TEXT)')\n\n"
+         "    def put(self, k, v):\n        with self.db:\n            self.db.execute('REPLACE INTO kv VALUES (?, ?)', (k, v))\n\n"
+         "    def get(self, k):\n        row = self.db.execute('SELECT v FROM kv WHERE k = ?', (k,)).fetchone()\n        return row and row[0]\n\n"
+         "    def close(self):\n        self.db.close()\n")
 SHIP = "\n\nimport pickle\n\n\ndef ship(function):\n    return pickle.loads(pickle.dumps(function))\n"
 ROWS = {
     # (library code added to calc/ops.py at base and in the gold, the test module's imports, its lines)
@@ -41,6 +49,15 @@ ROWS = {
         "pipe = PipeReader()", "try:", "    assert pipe.roundtrip(b'abc') == b'abc'", "finally:", "    pipe.close()",
         "assert add(2, 3) == 5"]),
     "os-read-pickled": (SHIP, "from calc.ops import ship", ["assert ship(os.read) is os.read", "assert add(2, 3) == 5"]),
+    # the test's own writes of the test patch's files through calls no event resolves to them: a folder
+    # removed whole (its files by names relative to a descriptor), a database named by an SQLite URI
+    "test-clears-its-output-folder": (REPORT, "import shutil\nfrom calc.ops import write_report", [
+        "out = os.path.join(os.path.dirname(__file__), 'output')", "try:", "    path = write_report(out, [add(2, 3)])",
+        "    with open(path) as handle:", "        assert handle.read() == '5'", "finally:", "    shutil.rmtree(out, ignore_errors=True)",
+        "assert add(2, 3) == 5"], {"tests/output/.gitkeep": ""}),
+    "sqlite-uri-fixture": (STORE, "from calc.ops import Store", [
+        "store = Store(os.path.join(os.path.dirname(__file__), 'data', 'store.db'))", "store.put('a', '1')",
+        "assert store.get('a') == '1'", "store.close()", "assert add(2, 3) == 5"], {"tests/data/store.db": ""}),
 }
 LEAK_FIXTURE = ("\n\nimport gc\n\n\n@pytest.fixture(autouse=True)\ndef gc_phases():\n    phases = []\n\n"
                 "    def on_gc(phase, info):\n        phases.append(phase)\n\n    gc.callbacks.append(on_gc)\n    yield phases\n"
