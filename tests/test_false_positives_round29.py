@@ -35,6 +35,9 @@ STORE = ("\n\nimport sqlite3\n\n\nclass Store:\n    def __init__(self, path):\n"
          "    def put(self, k, v):\n        with self.db:\n            self.db.execute('REPLACE INTO kv VALUES (?, ?)', (k, v))\n\n"
          "    def get(self, k):\n        row = self.db.execute('SELECT v FROM kv WHERE k = ?', (k,)).fetchone()\n        return row and row[0]\n\n"
          "    def close(self):\n        self.db.close()\n")
+CHUNKS = ("\n\nfrom os import read as _read\n\n\nclass Chunks:\n    def __init__(self, stream):\n        self.fd = stream.fileno()\n\n"
+          "    def __iter__(self):\n        while True:\n            chunk = _read(self.fd, 2)\n            if not chunk:\n                return\n"
+          "            yield chunk\n")
 SHIP = "\n\nimport pickle\n\n\ndef ship(function):\n    return pickle.loads(pickle.dumps(function))\n"
 ROWS = {
     # (library code added to calc/ops.py at base and in the gold, the test module's imports, its lines)
@@ -47,6 +50,10 @@ ROWS = {
         "box = Box()", "weakref.finalize(box, on_collect)()", "assert seen == ['3\\n1\\n2\\n']", "assert add(2, 3) == 5"]),
     "os-read-class-attribute": (PIPE, "from calc.ops import PipeReader", [
         "pipe = PipeReader()", "try:", "    assert pipe.roundtrip(b'abc') == b'abc'", "finally:", "    pipe.close()",
+        "assert add(2, 3) == 5"]),
+    # a reader of the descriptor of a file the test handed it (held by the object), `os.read` imported by name
+    "descriptor-reader-imported-by-name": (CHUNKS, "from calc.ops import Chunks", [
+        "with open(DATA, 'rb') as handle:", "    chunks = Chunks(handle)", "    assert b''.join(chunks) == b'3\\n1\\n2\\n'",
         "assert add(2, 3) == 5"]),
     "os-read-pickled": (SHIP, "from calc.ops import ship", ["assert ship(os.read) is os.read", "assert add(2, 3) == 5"]),
     # the test's own writes of the test patch's files through calls no event resolves to them: a folder
