@@ -1971,12 +1971,15 @@ class Guard(object):
         return None
 
     def a_patchs_callback(self, entry, depth=0):
-        """Whether a callable is the patch's to run with no frame of its own: code of the patch's (a
-        function, a bound method's, a callable object's `__call__`), a function of another file's code
-        run with globals, defaults or cells of its own (rt43's W4), or no Python code at all (a builtin's
-        method: rt42's a8's `set.update`), through `functools.partial`s. A test's spy (`Mock()`, a
-        partial of the test's own recorder) is Python code of the standard library's or the tests'
-        (fp53's rows, `tampered` when any callable not a plain function counted)."""
+        """Whether a callable is the patch's to run with no frame of its own: no Python code at all (a
+        builtin, a builtin's method: rt42's a8's `set.update`), or a function of another file's code run
+        with globals, defaults or cells of the patch's (rt43's W4), through `functools.partial`s. Code
+        the patch wrote -- a function, a bound method's, a callable object's `__call__`, a partial of
+        one -- is not: its frame is on the stack of whatever it reads, and the read is judged as the
+        patch's there (fp54's rows 8-10 and 14, stop 52: a fix adding its own gc-statistics callback, or
+        a finalizer of its own that calls the test's callback, had every read of the tests' data refused
+        while it was registered). A test's spy (`Mock()`, a partial of the test's own recorder) and the
+        tests' own closures are the tests' (fp53's, fp54's rows 11-13)."""
         if depth > 4:
             return True
         if isinstance(entry, functools.partial):
@@ -1989,7 +1992,7 @@ class Guard(object):
                 return True  # (no Python code: a builtin, a builtin's method)
         filename = function.__code__.co_filename
         if self.untrusted_file(filename):
-            return True
+            return False  # (the patch's own code: its frame shows)
         # (the tests' own code -- a leak-checking fixture's closure, a test's finalizer -- holds the tests'
         # cells and defaults: fp54's rows 11-13 made every patch, the gold too, `tampered`. The patch
         # gets no test's code object to build one of its own from: reading it is refused)

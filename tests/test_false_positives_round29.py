@@ -66,6 +66,14 @@ ROWS = {
         "store = Store(os.path.join(os.path.dirname(__file__), 'data', 'store.db'))", "store.put('a', '1')",
         "assert store.get('a') == '1'", "store.close()", "assert add(2, 3) == 5"], {"tests/data/store.db": ""}),
 }
+# what the fix adds of its own: a gc-statistics callback (its frame is on the stack of anything it reads)
+GC_STATS = "\n\nimport gc\n\nPHASES = []\n\n\ndef _count(phase, info):\n    PHASES.append(phase)\n\n\ngc.callbacks.append(_count)\n"
+READ_DATA = ["with open(DATA) as handle:", "    assert handle.read().split() == ['3', '1', '2']", "import gc", "gc.collect()",
+             "assert add(2, 3) == 5"]
+# a finalizer of the fix's own that calls the test's callback, which reads the test's data
+POOL = ("\n\nimport weakref\n\n\ndef _release(items, on_close):\n    items.clear()\n    on_close()\n\n\nclass Pool:\n"
+        "    def __init__(self, on_close):\n        self.items = [1]\n        self._finalizer = weakref.finalize(self, _release, self.items, on_close)\n\n"
+        "    def close(self):\n        self._finalizer()\n")
 LEAK_FIXTURE = ("\n\nimport gc\n\n\n@pytest.fixture(autouse=True)\ndef gc_phases():\n    phases = []\n\n"
                 "    def on_gc(phase, info):\n        phases.append(phase)\n\n    gc.callbacks.append(on_gc)\n    yield phases\n"
                 "    gc.callbacks.remove(on_gc)\n")
@@ -81,10 +89,11 @@ def _test_module(runner: str, imports: str, lines: list[str]) -> tuple[str, dict
              "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]})
 
 
-def _grade_gold(tmp_path, runner: str, library: str, imports: str, lines: list[str], extra: dict | None = None):
+def _grade_gold(tmp_path, runner: str, library: str, imports: str, lines: list[str], extra: dict | None = None,
+                gold_adds: str = ""):
     base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
     buggy = base["calc/ops.py"] + library
-    gold = buggy.replace("return a - b  # bug: should add", "return a + b")
+    gold = buggy.replace("return a - b  # bug: should add", "return a + b") + gold_adds
     test, fields = _test_module(runner, imports, lines)
     prepared, _ = build_prepared(tmp_path, instance_id=f"fp54-{runner}", base_files={**base, "calc/ops.py": buggy},
                                  test_patch_files={"tests/test_add.py": test, **NUMS, **(extra or {})},
@@ -96,6 +105,20 @@ def _grade_gold(tmp_path, runner: str, library: str, imports: str, lines: list[s
 @pytest.mark.parametrize("row", sorted(ROWS))
 def test_honest_shapes_of_this_stops_hunt_resolve(tmp_path, row: str, runner: str) -> None:
     verdict = _grade_gold(tmp_path, runner, *ROWS[row])
+    assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_fix_adding_a_gc_callback_of_its_own_leaves_the_tests_reads_theirs(tmp_path, runner: str) -> None:
+    verdict = _grade_gold(tmp_path, runner, "", "", READ_DATA, gold_adds=GC_STATS)
+    assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_fixs_finalizer_calling_the_tests_callback_leaves_its_read_the_tests(tmp_path, runner: str) -> None:
+    lines = ["seen = []", "def on_close():", "    with open(DATA) as handle:", "        seen.append(handle.read())",
+             "Pool(on_close).close()", "assert seen == ['3\\n1\\n2\\n']", "assert add(2, 3) == 5"]
+    verdict = _grade_gold(tmp_path, runner, POOL, "from calc.ops import Pool", lines)
     assert verdict.status == "resolved" and not verdict.flags, verdict
 
 
