@@ -974,6 +974,8 @@ class Guard(object):
                     starter = guard.process_starter(frame)
                     if starter != "grader":
                         outside.started(starter)
+                    if starter not in (None, "grader") and event == "subprocess.Popen":
+                        guard.handing_to_a_process(args, frame)
                 if event in ("os.system", "os.exec", "os.spawn", "os.posix_spawn", "pty.spawn") and guard.watched_inodes:
                     # (what the new program inherits: a descriptor of the tests' made inheritable, or
                     # dup'ed onto 0-2 in a fork of the patch's, is read there with no open: rt43's W10)
@@ -1410,14 +1412,21 @@ class Guard(object):
         that makes a file which opened nothing at base read a file the test did not hand over itself
         (a config found by name in a folder a test moved into, a file named by an environment
         variable, a sibling of a handed file) is refused."""
+        reader = self.data_reader(real, frame)
+        if reader is not None:
+            self.refuse("reading the tests' data", reader, os.path.relpath(real, self.testbed))
+
+    def data_reader(self, real, frame):
+        """Who reads the tests' data file `real` at `frame` against `reading_the_tests_data`'s rule: the
+        patch's file (or "a gc callback", `_PATCH_THREAD`), or None where the read is allowed."""
         start = frame
         if real.endswith(".py") and self.an_import_reading(frame):
-            return  # a module the test patch brings, imported: what is read of it is its names (`reading_a_test_module`)
+            return None  # a module the test patch brings, imported: what is read of it is its names (`reading_a_test_module`)
         asker, outermost, test_frame = self.asker_below_a_test(frame, _READ_ASKS, lambda callee: _handed_by(callee, real, False))
         if (asker is False or asker is None) and self.laundering_callback(start) is not None:
-            self.refuse("reading the tests' data", "a gc callback", os.path.relpath(real, self.testbed))
+            return "a gc callback"
         if asker is False:
-            return  # the grader's own read
+            return None  # the grader's own read
         if self._opened_at_base is None:
             self._opened_at_base = _base_files_naming(self.own_dir, self.testbed, _READ_WORDS)
         if asker is None:
@@ -1426,16 +1435,44 @@ class Guard(object):
                 # opening a file a test handed it, fp50's aiofiles row)
                 starter = self.thread_starter()
                 if starter is None or self.real(starter) not in self._opened_at_base:
-                    self.refuse("reading the tests' data", _PATCH_THREAD, os.path.relpath(real, self.testbed))
-            return
+                    return _PATCH_THREAD
+            return None
         if self.real(asker) in self._opened_at_base:
-            return
+            return None
         if test_frame is not None and outermost is not None and (
                 _handed_by_the_test(outermost, real) or self.named_by_a_tests_class(outermost, real)):
-            return
+            return None
         if real.endswith(".py") and self.excused_source_read(real, start):
-            return  # a helper module's lines, for a traceback, a warning, a frame walker's caller
-        self.refuse("reading the tests' data", asker, os.path.relpath(real, self.testbed))
+            return None  # a helper module's lines, for a traceback, a warning, a frame walker's caller
+        return asker
+
+    def handing_to_a_process(self, args, frame):
+        """A process the patch's code starts (`subprocess.Popen`'s event: executable, args, cwd, env)
+        that names files of the tests' data, or a folder above them, in its arguments: where the patch's
+        code could read that file itself at `frame` (`data_reader`: a path the test handed it, a fixed
+        file that opened files at base), its opens by that process are explained
+        (`OutsideReads.handed`). Why (fp54's rows 21 and 22, stop 52): a fix counting a file's lines
+        with `wc -l` on the path a test handed it was `tampered`, the other process's open unexplained."""
+        outside = self.outside_reads
+        if outside is None or not self.data_files or len(args) < 2:
+            return
+        named = args[1] if isinstance(args[1], (list, tuple)) else [args[1]]
+        reals = set()
+        for value in list(named)[:256]:
+            if type(value).__module__ == "pathlib":
+                value = str(value)
+            text = _text(value) if isinstance(value, (str, bytes)) else None
+            if not text:
+                continue
+            real = os.path.realpath(text)
+            if real in self.data_files:
+                reals.add(real)
+            elif os.path.isdir(real):
+                folder = real.rstrip("/") + "/"
+                reals.update(data for data in self.data_files if data.startswith(folder))
+        for real in sorted(reals):
+            if self.data_reader(real, frame) is None:
+                outside.handed.add(real)
 
     def an_import_reading(self, frame):
         """Whether the open raised at `frame` is the import system reading a module's source to run it

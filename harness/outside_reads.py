@@ -343,6 +343,9 @@ class OutsideReads(object):
         self.fork_fd = None
         self.started_by_others = 0  # processes started by code that is not the patch's
         self.started_by_the_patch = []  # the patch's files that started a process
+        # the tests' data files a process the patch started was handed, where the patch's code could
+        # read them itself (`Guard.handing_to_a_process`): that process's opens of them are explained
+        self.handed = set()
         self.reported = False
         # Only the process that started the watcher asks it: a fork of it (pytest-forked's test
         # children, a test's own `os.fork()`) holds the same socket, and two askers would cross answers.
@@ -401,7 +404,7 @@ class OutsideReads(object):
         except Lost as exc:
             self.reported = True
             return "the watch on the test files' opens failed: {}".format(exc)
-        extra = dict((path, seen.get(path, 0) - len(made)) for path, made in self.here.items())
+        extra = dict((path, seen.get(path, 0) - len(made)) for path, made in self.here.items() if path not in self.handed)
         outside = sum(max(0, n) for n in extra.values()) - self.in_forks[0]
         if outside <= 0:
             return None

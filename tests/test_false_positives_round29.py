@@ -74,6 +74,8 @@ READ_DATA = ["with open(DATA) as handle:", "    assert handle.read().split() == 
 POOL = ("\n\nimport weakref\n\n\ndef _release(items, on_close):\n    items.clear()\n    on_close()\n\n\nclass Pool:\n"
         "    def __init__(self, on_close):\n        self.items = [1]\n        self._finalizer = weakref.finalize(self, _release, self.items, on_close)\n\n"
         "    def close(self):\n        self._finalizer()\n")
+# a fix that counts lines with `wc -l` on the path the test hands it (no file of the repository starts processes)
+WC = "\n\nimport subprocess\n\n\ndef count_lines(path):\n    return int(subprocess.run(['wc', '-l', str(path)], capture_output=True, check=True).stdout.split()[0])\n"
 LEAK_FIXTURE = ("\n\nimport gc\n\n\n@pytest.fixture(autouse=True)\ndef gc_phases():\n    phases = []\n\n"
                 "    def on_gc(phase, info):\n        phases.append(phase)\n\n    gc.callbacks.append(on_gc)\n    yield phases\n"
                 "    gc.callbacks.remove(on_gc)\n")
@@ -119,6 +121,13 @@ def test_a_fixs_finalizer_calling_the_tests_callback_leaves_its_read_the_tests(t
     lines = ["seen = []", "def on_close():", "    with open(DATA) as handle:", "        seen.append(handle.read())",
              "Pool(on_close).close()", "assert seen == ['3\\n1\\n2\\n']", "assert add(2, 3) == 5"]
     verdict = _grade_gold(tmp_path, runner, POOL, "from calc.ops import Pool", lines)
+    assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_process_the_fix_starts_on_the_path_the_test_handed_it_may_read_it(tmp_path, runner: str) -> None:
+    verdict = _grade_gold(tmp_path, runner, "", "from calc.ops import count_lines", ["assert count_lines(DATA) == 3", "assert add(2, 3) == 5"],
+                          gold_adds=WC)
     assert verdict.status == "resolved" and not verdict.flags, verdict
 
 
