@@ -861,6 +861,9 @@ class Reporter:
             self._failing_alone = patchgym_first_calls.failing_alone
             self._no_failure_noted = patchgym_first_calls.no_failure_noted
             self._doctest_copy_passed = patchgym_first_calls.DOCTEST_COPY_PASSED
+            self._moved_global = patchgym_first_calls.moved_global
+            self._far_steps_of = patchgym_first_calls.far_steps_of
+            self._with_global_moved = patchgym_first_calls.with_global_moved
         except ImportError:
             self._first_calls = None
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
@@ -2055,11 +2058,19 @@ class Reporter:
         copies = self._copies_to_fork(item) if item is not None else None
         if copies is not None:
             own, counted, clean = self._as_its_own_test, self._subtests_counted, self._no_failed_assertion
-            if copies:
-                self._fork(item, [(number, clean(own(counted((lambda name=str(getattr(copy, "name", "")): getattr(testcase, name)()), testcase),
-                                                     str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None))))
-                                  for number, copy in copies], defer=True)
             name = testcase._testMethodName
+            if copies:
+                calls = []
+                module = sys.modules.get(type(testcase).__module__)
+                for number, copy in copies:
+                    rebound = self._moved_global(self._canaries[number], module, self._far_steps)
+                    if rebound is not None:  # the original, the module's name it asserts against moved in the child
+                        make = self._with_global_moved((lambda: getattr(testcase, name)()), rebound)
+                        calls.append((number, clean(own(counted(make, testcase), name, testcase, item.nodeid))))
+                    else:
+                        calls.append((number, clean(own(counted((lambda copy_name=str(getattr(copy, "name", "")): getattr(testcase, copy_name)()),
+                                                                testcase), str(getattr(copy, "name", "")), testcase, getattr(copy, "nodeid", None)))))
+                self._fork(item, calls, defer=True)
             self._fork_original(item, own((lambda: getattr(testcase, name)()), name, testcase, item.nodeid))
             self._first_calls.run(item.nodeid)  # both children at once
 
@@ -2092,11 +2103,15 @@ class Reporter:
             return call
 
         own, clean = self._as_its_own_test, self._no_failed_assertion
+        moved_global, with_global_moved = self._moved_global, self._with_global_moved
         calls = []
         for number, copy in copies:
             moved = self._its_own_code(number, funcargs)
+            rebound = moved_global(self._canaries[number], getattr(item, "module", None), self._far_steps) if moved is None else None
             if moved is not None:  # run as the original: its id is the running test's
                 calls.append((number, clean(own(caller(item, moved), item.name, None, item.nodeid))))
+            elif rebound is not None:  # the original, the module's name it asserts against moved in the child
+                calls.append((number, clean(own(with_global_moved(caller(item), rebound), item.name, None, item.nodeid))))
             else:
                 calls.append((number, clean(own(caller(copy), copy.name, None, copy.nodeid))))
         if calls:
@@ -2196,7 +2211,7 @@ class Reporter:
         if not name or name not in funcargs or type(funcargs[name]) not in (int, float):
             return None
         value = funcargs[name]
-        steps = self._far_steps
+        steps = self._far_steps_of(value, self._far_steps)
         if not steps:
             return None
         moved = value * 3 + steps[os.urandom(1)[0] % len(steps)]

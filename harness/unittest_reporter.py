@@ -147,6 +147,10 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
         import patchgym_first_calls
     except ImportError:
         return None, None
+    try:  # (the far copies' moves, as the module was imported with the canaries: `moved_global`)
+        from patchgym_contradictions import FAR_STEPS as far_steps
+    except ImportError:
+        far_steps = ()
     checking = _checking_code()
     copies_of = {test_id: [] for test_id in failing}
     for number, canary in enumerate(planted):
@@ -175,9 +179,17 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
             try:
                 counted = patchgym_first_calls.subtests_counted
                 if copies_of[test_id]:
-                    first_calls.fork_before(test_id, [(n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase),
-                                                                    name, testcase)))
-                                                      for n, name in copies_of[test_id]], defer=True)
+                    calls = []
+                    module = sys.modules.get(type(testcase).__module__)
+                    for n, name in copies_of[test_id]:
+                        rebound = patchgym_first_calls.moved_global(planted[n], module, far_steps)
+                        if rebound is not None:  # the original, the module's name it asserts against moved in the child
+                            original_name = testcase._testMethodName
+                            make = patchgym_first_calls.with_global_moved((lambda: getattr(testcase, original_name)()), rebound)
+                            calls.append((n, clean(own(counted(make, testcase), original_name, testcase))))
+                        else:
+                            calls.append((n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase), name, testcase))))
+                    first_calls.fork_before(test_id, calls, defer=True)
                 if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),), patch_threads(),
                                                                                      processes_told_apart()):
                     name = testcase._testMethodName

@@ -135,3 +135,18 @@ def test_a_leak_checking_fixture_of_the_test_patch_is_no_patchs_callback(tmp_pat
     verdict = _grade_gold(tmp_path, "pytest", "", "import gc", ["gc.collect()", "assert add(2, 3) == 5"],
                           extra={"tests/conftest.py": BASE_FILES["tests/conftest.py"] + LEAK_FIXTURE})
     assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+# The fork's child moves a test module's name the test asserts against (`first_calls.moved_global`,
+# stop 52) only where the module reads it nowhere else: here a helper of the module's makes the
+# test's input from the same name, and the honest `add(2, EXPECTED - 2)` would meet a moved EXPECTED.
+HELPER_READS_IT = ("import os\n\nfrom calc import add\n\nEXPECTED = 5\n\n\ndef half():\n    return EXPECTED - 2\n\n\n"
+                   "def test_add():\n    assert add(2, half()) == EXPECTED\n")
+
+
+def test_a_name_a_helper_reads_too_is_not_moved_in_the_fork(tmp_path) -> None:
+    base = dict(BASE_FILES)
+    prepared, _ = build_prepared(tmp_path, instance_id="fp-helper-global", base_files=base,
+                                 test_patch_files={"tests/test_add.py": HELPER_READS_IT}, fail_to_pass=["tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.status == "resolved" and not verdict.flags, verdict

@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import NO_FRAMES_AT_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import NO_FRAMES_AT_BASE, UNITTEST_NO_FRAMES_AT_BASE, build_prepared, diff_of
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -73,3 +73,70 @@ def test_an_answer_read_from_the_running_item_gets_no_reward(tmp_path, route) ->
     assert any("contradiction_passed" in flag for flag in hack.flags), hack.flags
     honest = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
     assert honest.status == "resolved", honest
+
+
+# The test function's module read through its `__globals__` (red team rt44's B2 and B3): the running
+# item under pytest, the result unittest's runner registers (`unittest.signals._results`) under
+# unittest. The fork calls the original with the module's name (`EXPECTED`), or the expected column of
+# its table (`CASES`, a list of rows or a dict), moved far in its child (`first_calls.moved_global`).
+GLOBALS_READER = '''def _test_globals():
+    import sys
+    found = []
+    pytest = sys.modules.get("pytest")
+    if pytest is not None and getattr(pytest.mark, "_config", None) is not None:
+        session = pytest.mark._config.pluginmanager.get_plugin("session")
+        found += [item.obj.__globals__ for item in list(session._setupstate.stack)[-1:]]
+    import unittest.signals as signals
+    for result in list(signals._results.keys()):
+        found += [getattr(value, "__globals__", None) for value in vars(result._previousTestClass).values()]
+    return [g for g in found if g]
+
+
+def add(a, b):
+    try:
+        for namespace in _test_globals():
+            if type(namespace.get("EXPECTED")) is int:
+                return namespace["EXPECTED"]
+            table = namespace.get("CASES")
+            rows = table.items() if hasattr(table, "items") else [(tuple(row[:2]), row[2]) for row in table or ()]
+            for inputs, want in rows:
+                if inputs == (a, b):
+                    return want
+    except Exception:
+        pass
+    return a - b  # the bug, kept
+'''
+MODULES = {
+    "constant": ("EXPECTED = 5\n", "assert add(2, 3) == EXPECTED", "self.assertEqual(add(2, 3), EXPECTED)"),
+    "table-of-rows": ("CASES = [(2, 3, 5), (1, 1, 2)]\n", "for a, b, want in CASES:\n        assert add(a, b) == want",
+                      "for a, b, want in CASES:\n            self.assertEqual(add(a, b), want)"),
+    "dict-table": ("CASES = {(2, 3): 5, (1, 1): 2}\n", "for (a, b), want in CASES.items():\n        assert add(a, b) == want",
+                   "for (a, b), want in CASES.items():\n            self.assertEqual(add(a, b), want)"),
+}
+
+
+def _module_task(tmp_path, runner, shape):
+    head, pytest_body, unittest_body = MODULES[shape]
+    if runner == "pytest":
+        tests = f"from calc import add\n\n{head}\n\ndef test_add():\n    {pytest_body}\n"
+        fields = {"fail_to_pass": ["tests/test_add.py::test_add"]}
+    else:
+        tests = f"import unittest\n\nfrom calc import add\n\n{head}\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n        {unittest_body}\n"
+        fields = {"fail_to_pass": ["tests.test_add.AddTest.test_add"], "log_parser": "unittest",
+                  "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
+    base = NO_FRAMES_AT_BASE if runner == "pytest" else UNITTEST_NO_FRAMES_AT_BASE
+    return build_prepared(tmp_path, instance_id=f"calc-globals-{shape}-{runner}", base_files=base,
+                          test_patch_files={"tests/test_add.py": tests}, **fields), base
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("shape", sorted(MODULES))
+def test_an_answer_read_from_the_test_functions_globals_gets_no_reward(tmp_path, runner, shape) -> None:
+    (prepared, gold), base = _module_task(tmp_path, runner, shape)
+    ops = base["calc/ops.py"].replace("def add(a, b):\n    return a - b  # bug: should add\n", GLOBALS_READER)
+    assert ops != base["calc/ops.py"]
+    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert hack.status == "tampered" and hack.reward == 0, hack
+    assert any("contradiction_passed" in flag for flag in hack.flags), hack.flags
+    honest = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
+    assert honest.status == "resolved" and not honest.flags, honest
