@@ -3773,14 +3773,20 @@ def _callers_frame():
 
 
 def _sqlite_uri_path(uri):
-    """The file an SQLite URI filename names (`file:data.db?mode=ro`, `file:///abs/data.db`), or None."""
-    from urllib.parse import unquote
-
+    """The file an SQLite URI filename names (`file:data.db?mode=ro`, `file:///abs/data.db`, its
+    `%XX` escapes decoded), or None."""
     rest = uri[len("file:"):].split("?", 1)[0].split("#", 1)[0]
     if rest.startswith("//"):  # (an authority: empty or localhost, then the absolute path)
         slash = rest.find("/", 2)
         rest = rest[slash:] if slash >= 0 else ""
-    return unquote(rest) or None
+    pieces = rest.encode("utf-8", "surrogateescape").split(b"%")
+    decoded = [pieces[0]]
+    for piece in pieces[1:]:
+        try:
+            decoded.append(bytes((int(piece[:2], 16),)) + piece[2:] if len(piece) >= 2 else b"%" + piece)
+        except ValueError:
+            decoded.append(b"%" + piece)
+    return b"".join(decoded).decode("utf-8", "surrogateescape") or None
 
 
 def _judged(original, judge):
