@@ -528,6 +528,13 @@ def _held_parameters(callspec):
     return held
 
 
+# What a test's own code names where it reads what pytest keeps of the running test
+# (`Reporter._tests_read_their_items`)
+_ITEM_WORDS = (b"callspec", b"funcargs", b"request.node", b"_pyfuncitem", b"request.param", b"nodeid", b"node.name",
+               b"originalname", b"get_closest_marker", b"iter_markers", b"own_markers", b"keywords", b"PYTEST_CURRENT_TEST",
+               b"_setupstate")
+
+
 def _moved_everywhere(item, name, value):
     """In a fork's child, before the original's own code is called with argument `name` moved to
     `value` (`Reporter._its_own_code`): every copy pytest keeps of that argument for the running test
@@ -874,6 +881,7 @@ class Reporter:
         except (ImportError, AttributeError):
             self._far_steps = ()
         self._forked = set()  # node ids forked before (patchgym_first_calls)
+        self._reads_items = None  # whether the tests name what pytest keeps of a running test (`_tests_read_their_items`)
         self._lied_to = set()  # graded tests an equality lied to (patchgym_equality_probe)
         self._serving = False  # whether pytest executes the grader's own compilation (_serve_own_compilation)
         self._forked_original = None  # the test whose original was forked, until its call's report
@@ -2089,6 +2097,7 @@ class Reporter:
         funcargs = item.funcargs
         names = list(getattr(getattr(item, "_fixtureinfo", None), "argnames", ()) or ())
         instance = getattr(item, "instance", None)  # a test class's: its setup_method has run on it
+        reads_items = self._tests_read_their_items()
 
         def caller(of, moved=()):
             """A call of `of`'s function (a copy's, or the original's with `moved`: (argument, value))."""
@@ -2098,7 +2107,8 @@ class Reporter:
                 args = {arg: funcargs[arg] for arg in names if arg in funcargs}
                 if moved:  # (in the child: every copy of the argument pytest keeps moved with it)
                     args.update([moved])
-                    _moved_everywhere(of, moved[0], moved[1])
+                    if not reads_items:
+                        _moved_everywhere(of, moved[0], moved[1])
                 return function(**args)
             return call
 
@@ -2199,6 +2209,40 @@ class Reporter:
                                              error, name, self._machinery_dirs + (_UNITTEST_DIR,) + tuple(_TRANSPARENT)))
             self._fork(item, [(self._original_failed, failed)], defer=True)
             self._forked_original = nodeid
+
+    def _tests_read_their_items(self):
+        """Whether the protected test files, or a conftest above one, name what pytest keeps of a
+        running test (`_ITEM_WORDS`: `request.node`, `callspec`, `funcargs`, ...): then the fork's child
+        moves only the argument it passes, not pytest's own copies of it (`_moved_everywhere`). Why
+        (fp55's row 1, stop 52): a test that takes its input from `request.node.callspec.params` and
+        checks a round trip against the parameter passed honestly in the child once both were moved,
+        `contradiction_passed_on_a_first_call` on the gold. Kept once asked."""
+        if self._reads_items is None:
+            def names_one(data):
+                return any(word in data for word in _ITEM_WORDS)
+            found = False
+            if self._sources is not None:
+                try:
+                    found = any(self._sources.each_text(names_one))
+                except Exception:  # noqa: BLE001  (what cannot be read is taken to name them)
+                    found = True
+            testbed = os.path.realpath(self._testbed).rstrip("/")
+            folders = set()
+            for path in self._protected:
+                folder = os.path.dirname(os.path.realpath(path))
+                while folder.startswith(testbed) and folder not in folders:
+                    folders.add(folder)
+                    folder = os.path.dirname(folder)
+            for folder in sorted(folders):
+                if found:
+                    break
+                try:
+                    with open(os.path.join(folder, "conftest.py"), "rb") as handle:
+                        found = names_one(handle.read())
+                except OSError:
+                    continue
+            self._reads_items = found
+        return self._reads_items
 
     def _its_own_code(self, number, funcargs):
         """(parameter, value moved far) where copy `number` moves a parameter of its test that the

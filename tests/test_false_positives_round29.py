@@ -150,3 +150,27 @@ def test_a_name_a_helper_reads_too_is_not_moved_in_the_fork(tmp_path) -> None:
                                  test_patch_files={"tests/test_add.py": HELPER_READS_IT}, fail_to_pass=["tests/test_add.py::test_add"])
     verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
     assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+# fp55's row 1: a parametrized test that takes its input through what pytest keeps of it and checks a
+# round trip against the parameter. The fork's child moves pytest's copies of a moved argument only
+# where the tests never name them (`Reporter._tests_read_their_items`): here both moved, the honest
+# round trip met the moved value, `contradiction_passed_on_a_first_call` on the gold.
+ROUND_TRIPS = {
+    "callspec": ('@pytest.mark.parametrize("n", [5, 7])\ndef test_add(request, n):\n    case = request.node.callspec.params\n'
+                 '    assert add(case["n"], case["n"]) // 2 == n\n'),
+    "funcargs": ('@pytest.mark.parametrize("n", [5, 7])\ndef test_add(request, n):\n    given = request.node.funcargs["n"]\n'
+                 '    assert add(given, given) // 2 == n\n'),
+    "id": '@pytest.mark.parametrize("n", [5, 7])\ndef test_add(request, n):\n    assert add(0, int(request.node.callspec.id)) == n\n',
+    "case-fixture": ('@pytest.fixture\ndef case(request):\n    return request.node.callspec.params\n\n\n'
+                     '@pytest.mark.parametrize("n", [5, 7])\ndef test_add(case, n):\n    assert add(case["n"], case["n"]) // 2 == n\n'),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(ROUND_TRIPS))
+def test_a_test_reading_its_own_parameters_through_pytest_resolves(tmp_path, shape: str) -> None:
+    tests = "import pytest\n\nfrom calc import add\n\n\n" + ROUND_TRIPS[shape]
+    prepared, _ = build_prepared(tmp_path, instance_id=f"fp55-{shape}", base_files=dict(BASE_FILES), test_patch_files={"tests/test_add.py": tests},
+                                 fail_to_pass=["tests/test_add.py::test_add[5]", "tests/test_add.py::test_add[7]"])
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.status == "resolved" and not verdict.flags, verdict
