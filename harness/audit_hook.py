@@ -620,7 +620,7 @@ class Guard(object):
         """The lines of the file at `real`, read once (`laundered`, `names_its_call`); a test's file
         (protected, or under the tests' folders) is read each time, never kept: what the hook holds
         the code under test can walk to (red team rt35's m02 read the tests' lines here)."""
-        caller = sys._getframe(1).f_code
+        caller = _GETFRAME(1).f_code
         if caller.co_filename != _HOOK_FILE or self.untrusted_file(caller.co_filename):
             # (the hook's own, called from outside it: a deputy that read any file for the caller, rt36's g05)
             self.refuse("reading a file through the grader's audit hook", caller.co_filename)
@@ -1678,10 +1678,17 @@ class Guard(object):
         if not isinstance(qualname, str) or "<locals>" in qualname or "<lambda>" in qualname:
             return  # a callback the test made and handed over (fpAL's AL-G: its arity read): its own constants only
         asker = self.patchs_frame(frame)
-        if asker is None and _stdlib_part(frame.f_code.co_filename) == "dis.py":
-            while frame is not None and _stdlib_part(frame.f_code.co_filename) is not None:
-                frame = frame.f_back
-            asker = self.patchs_frame(frame) if frame is not None else None
+        if asker is None and _stdlib_part(frame.f_code.co_filename) not in (None, "inspect.py"):
+            # (the standard library reading it for a caller further out -- `dis`, which hands its
+            # constants on, and any other deputy: red team rt45's C3-C6, stop 52, had
+            # `string.Formatter().get_field("0.__code__", (test,), {})`, a `cached_property` or a
+            # `singledispatch` of `attrgetter("__code__")` read it, reward 1 on both runners. Not
+            # `inspect`, reading a callback's parameters or flags)
+            outer = frame
+            while outer is not None and _stdlib_part(outer.f_code.co_filename) is not None:
+                outer = outer.f_back
+            asker = self.patchs_frame(outer) if outer is not None else None
+            frame = outer if asker is not None else frame
         if asker is None and frame is not None and not (
                 frame.f_code.co_name in _MOCKS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "unittest/mock.py"):
             # (a deputy of mock's or pytest's reading it for the caller: red team rt35's m34, m35,
@@ -2859,7 +2866,7 @@ def _no_frames_to_signal_handlers(guard):
         function = getattr(handler, "__func__", handler)
         function = getattr(function, "func", function)  # a partial's
         code = getattr(function, "__code__", None) or getattr(getattr(type(function), "__call__", None), "__code__", None)
-        setter = _installer(guard, sys._getframe(1)) if callable(handler) and guard.active else None
+        setter = _installer(guard, _GETFRAME(1)) if callable(handler) and guard.active else None
         if code is not None and guard.untrusted_file(code.co_filename) and not guard.frames_at_base(code.co_filename, code) or (
                 setter is not None and (setter is _PATCH_THREAD or not guard.frames_at_base(setter))):
             # (the patch's handler; or any handler the patch's code installs -- a bound builtin holds no
@@ -2910,9 +2917,17 @@ def _no_saved_garbage_for_the_patch(guard):
 
     def set_debug(flags):
         if isinstance(flags, int) and flags & saveall and guard.active:
-            caller = sys._getframe(1)
-            filename = guard.patchs_frame(caller)
-            if filename is not None and not guard.frames_at_base(filename, caller.f_code):
+            caller = _callers_frame()
+            # (the first frame past the standard library's: red team rt45's F1-F3, stop 52, called it
+            # through `functools.singledispatch(gc.set_debug)`, whose wrapper's frame was all this saw;
+            # and a frame-less callback of the patch's laundering the call under a test's frame)
+            filename = _installer(guard, caller)
+            if filename is None and guard.laundering_callback(caller) is not None:
+                filename = "a gc callback"
+            asker = caller
+            while asker is not None and _stdlib_part(asker.f_code.co_filename) is not None:
+                asker = asker.f_back
+            if filename is not None and not (asker is not None and guard.frames_at_base(filename, asker.f_code)):
                 guard.refuse("gc.set_debug(DEBUG_SAVEALL)", filename)
         return original(flags)
 
@@ -3687,7 +3702,7 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
                 mode is None and isinstance(flags, int) and bool(flags & _WRITE_FLAGS))
             if path and named_a_test(path, not writing):
                 try:
-                    caller = sys._getframe(1)
+                    caller = _GETFRAME(1)
                 except ValueError:  # (the interpreter opening a script it was given: no Python frame)
                     return
                 if not writing and caller.f_code.co_filename.startswith(_IMPORT_SYSTEM):
@@ -3709,12 +3724,12 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
             # (a hard link or a copy of a test file is read under a name of its own)
             source = _text(args[0]) if args else None
             if source and named_a_test(source, True):
-                who = culprit(sys._getframe(1))
+                who = culprit(_GETFRAME(1))
                 if who is not None:
                     refuse("linking or moving a test file (in a process a test started)", who)
         elif event in _PROCESS_STARTS:
             try:
-                starting_a_process(sys._getframe(1))
+                starting_a_process(_GETFRAME(1))
             except ValueError:
                 return
 
@@ -3726,7 +3741,7 @@ def guard_a_descendant(testbed, patch_files, test_files, own_dir, traces):
     raw = _posixsubprocess.fork_exec
 
     def fork_exec(*args, **kwargs):
-        starting_a_process(sys._getframe(1))
+        starting_a_process(_GETFRAME(1))
         return raw(*args, **kwargs)
 
     fork_exec.__name__, fork_exec.__qualname__, fork_exec.__doc__ = raw.__name__, raw.__name__, raw.__doc__
@@ -3766,7 +3781,7 @@ def _callers_frame():
     """The frame that called the wrapper running now, past the wrappers of this module's own (one
     wraps another: `_posixsubprocess.fork_exec` is wrapped twice, and the outer one's frame is the
     grader's, which made a child handed a test's descriptor the grader's own read: rt43's W10)."""
-    frame = sys._getframe(1)
+    frame = _GETFRAME(1)
     while frame is not None and frame.f_code.co_filename == _HOOK_FILE:
         frame = frame.f_back
     return frame
@@ -3882,7 +3897,7 @@ def _note_test_threads(guard):
 
     def started_by(thread, *args, **kwargs):
         try:
-            caller = sys._getframe(1)
+            caller = _GETFRAME(1)
             code = caller.f_code
             # started by the test's own line (not by the patch's code a test called: such a thread
             # outlives the call, and its walks stay refused)
@@ -3918,7 +3933,7 @@ def _note_raw_threads(guard, threading):
 
     def start_new_thread(function, args, kwargs=None):
         try:
-            caller = sys._getframe(1)
+            caller = _GETFRAME(1)
             by_the_patch = _started_by_the_patch(guard, caller) or not guard.names_its_call(caller, _START_ASKS)
         except ValueError:
             by_the_patch = False
