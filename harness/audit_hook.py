@@ -1678,12 +1678,14 @@ class Guard(object):
         if not isinstance(qualname, str) or "<locals>" in qualname or "<lambda>" in qualname:
             return  # a callback the test made and handed over (fpAL's AL-G: its arity read): its own constants only
         asker = self.patchs_frame(frame)
-        if asker is None and _stdlib_part(frame.f_code.co_filename) not in (None, "inspect.py"):
+        if asker is None and _stdlib_part(frame.f_code.co_filename) not in (None, "inspect.py") and not (
+                frame.f_code.co_name in _MOCKS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "unittest/mock.py"):
             # (the standard library reading it for a caller further out -- `dis`, which hands its
             # constants on, and any other deputy: red team rt45's C3-C6, stop 52, had
             # `string.Formatter().get_field("0.__code__", (test,), {})`, a `cached_property` or a
             # `singledispatch` of `attrgetter("__code__")` read it, reward 1 on both runners. Not
-            # `inspect`, reading a callback's parameters or flags)
+            # `inspect`, reading a callback's parameters or flags, nor mock's own yes-or-no of whether
+            # it is a coroutine: fp55's create_autospec row)
             outer = frame
             while outer is not None and _stdlib_part(outer.f_code.co_filename) is not None:
                 outer = outer.f_back

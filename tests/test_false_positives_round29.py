@@ -16,7 +16,7 @@ from __future__ import annotations
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, UNITTEST_BASE, build_prepared
+from tests.fixtures_grading.calc_task import BASE_FILES, NO_FRAMES_AT_BASE, UNITTEST_BASE, build_prepared
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -172,5 +172,28 @@ def test_a_test_reading_its_own_parameters_through_pytest_resolves(tmp_path, sha
     tests = "import pytest\n\nfrom calc import add\n\n\n" + ROUND_TRIPS[shape]
     prepared, _ = build_prepared(tmp_path, instance_id=f"fp55-{shape}", base_files=dict(BASE_FILES), test_patch_files={"tests/test_add.py": tests},
                                  fail_to_pass=["tests/test_add.py::test_add[5]", "tests/test_add.py::test_add[7]"])
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+# fp55's controls of the code-read rule, kept as a row once this stop walked it past the standard
+# library's deputies: a fix handing a test's function to mock's autospec and to `inspect`, which read
+# its code for parameters and flags (the fix's file reads no code at base).
+DESCRIBE = ("\n\nimport inspect\nfrom unittest import mock\n\n\ndef describe(function):\n"
+            "    spy = mock.create_autospec(function, side_effect=function)\n    spy(1, 2)\n"
+            "    closure = inspect.getclosurevars(function)\n"
+            "    return (spy.call_count, sorted(closure.globals), inspect.getfile(function).endswith('test_add.py'),\n"
+            "            inspect.iscoroutinefunction(function), str(inspect.signature(function)))\n")
+DESCRIBED = "(1, ['SCALE'], True, False, '(a, b)')"
+
+
+def test_a_fix_handing_a_tests_function_to_the_standard_librarys_readers_resolves(tmp_path) -> None:
+    tests = ("from calc import add\nfrom calc.ops import describe\n\nSCALE = 2\n\n\ndef handler(a, b):\n    return (a + b) * SCALE\n\n\n"
+             "def test_add():\n    assert describe(handler) == " + DESCRIBED + "\n    assert add(2, 3) == 5\n")
+    base = dict(NO_FRAMES_AT_BASE)
+    base["calc/ops.py"] += "\n\ndef describe(function):\n    return None\n"
+    gold = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b") + DESCRIBE
+    prepared, _ = build_prepared(tmp_path, instance_id="fp55-describe", base_files=base, test_patch_files={"tests/test_add.py": tests},
+                                 gold_files={"calc/ops.py": gold}, fail_to_pass=["tests/test_add.py::test_add"])
     verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
     assert verdict.status == "resolved" and not verdict.flags, verdict
