@@ -214,6 +214,10 @@ _MODULE = type(sys)
 _FUNCTION_TYPE = type(lambda: None)
 _CODE_TYPE = type((lambda: None).__code__)
 _GETFRAME = sys._getframe
+# As found at import, before any code of the repository ran: a test's own fake of `os.stat` or
+# `os.fstat` for a few named files (a `SimpleNamespace(st_size=...)`, fp55's rows 12 and 14a, stop 52)
+# must not reach the grader's judging of each open and read
+_STAT, _FSTAT, _LSTAT = os.stat, os.fstat, os.lstat
 _METHOD_TYPE = type((lambda: None).__get__(0))
 _PARTIAL = functools.partial
 _ATTRIBUTE = object.__getattribute__  # a module's own `__dict__`, past any `__getattribute__` of its class
@@ -337,7 +341,7 @@ class Guard(object):
         self.watched_inodes = dict(self.data_inodes)
         for real in self.protected:
             try:
-                found = os.stat(real)
+                found = _STAT(real)
             except OSError:
                 continue
             self.watched_inodes[(found.st_dev, found.st_ino)] = real
@@ -465,7 +469,7 @@ class Guard(object):
         # (under the test roots too, by its age: a module the patch writes there, which the tests do
         # not import, is no longer refused as a write, fpAK AK-C, and its code is still the patch's)
         try:
-            status = os.stat(real)
+            status = _STAT(real)
         except OSError:
             return False
         # Written after the reporter started (nothing honest is that new), by the inode's change time
@@ -1390,7 +1394,7 @@ class Guard(object):
                 _NOT_DATA_FOLDERS) and not (path.startswith(("/proc/", "/dev/fd/")) and "/fd/" in path)):
             return None
         try:
-            found = os.stat(path)
+            found = _STAT(path)
         except (OSError, ValueError):
             name = path.rpartition("/")[2]
             return self.data_names.get(name) if not path.startswith("/") else None
@@ -1944,7 +1948,7 @@ class Guard(object):
         except OSError:
             pass
         try:
-            status = os.stat(real)
+            status = _STAT(real)
         except OSError:
             del self.updated[real]
             return
@@ -2053,7 +2057,7 @@ class Guard(object):
         or pytest's and the grader's own reads of a test module held, through `/proc/self/fd`, and read
         it with `os.pread` or `os.sendfile`: no `open` event, no new open for the watcher."""
         try:
-            found = os.fstat(fd)
+            found = _FSTAT(fd)
         except (OSError, ValueError, TypeError, OverflowError):
             return
         real = self.watched_inodes.get((found.st_dev, found.st_ino))
@@ -2099,7 +2103,7 @@ class Guard(object):
                 self.found("audit_refused", "writing {} from {} (handed by the test, and changed)".format(real, where))
         for real, (ctime, size, culprit) in sorted((item for item in self.updated.items() if item[1]), key=lambda item: item[0]):
             try:
-                status = os.stat(real)
+                status = _STAT(real)
                 moved = (status.st_ctime_ns, status.st_size) != (ctime, size)
             except OSError:
                 moved = True
@@ -2301,7 +2305,7 @@ def _the_tests_data(own_dir, testbed, protected):
         if path in protected or path.startswith(own_dir):
             continue
         try:
-            found = os.lstat(path)
+            found = _LSTAT(path)
         except OSError:
             continue  # (one the test patch removes)
         if S_ISREG(found.st_mode):
@@ -2587,7 +2591,7 @@ def _began(started):
 def _existed_before(path, started):
     """Whether `path` is a folder, or a file last written before `started` (`_began`)."""
     try:
-        status = os.stat(path)
+        status = _STAT(path)
     except OSError:
         return False
     return not S_ISREG(status.st_mode) or max(status.st_mtime, status.st_ctime) < started
@@ -2597,7 +2601,7 @@ def _stat_of(path):
     """(inode, size, mtime) of the file at `path` (`Guard.data_stats`), None where it is gone. (Not its
     change time: a test's `chmod` of its data file, unwatched, moves that.)"""
     try:
-        found = os.stat(path)
+        found = _STAT(path)
     except OSError:
         return None
     return found.st_ino, found.st_size, found.st_mtime_ns
@@ -2605,7 +2609,7 @@ def _stat_of(path):
 
 def _mtime(path):
     try:
-        return os.stat(path).st_mtime
+        return _STAT(path).st_mtime
     except OSError:
         return None
 
@@ -3850,7 +3854,7 @@ class _JudgedBuiltin(object):
 def _descriptor_of(fd, real):
     """Whether the open descriptor `fd` is of the file at `real` (by inode)."""
     try:
-        held, there = os.fstat(fd), os.stat(real)
+        held, there = _FSTAT(fd), _STAT(real)
     except (OSError, ValueError, OverflowError):
         return False
     return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)

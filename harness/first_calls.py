@@ -99,6 +99,36 @@ ORIGINAL_FAILED = -3
 # its fork (the reporter's `_fork_doctest`).
 DOCTEST_COPY_PASSED = -4
 
+# The functions this module calls, as found at its import, before any code of the repository ran:
+# a test's own fake of one of them -- `monkeypatch.setattr(os, "read", ...)`, `mock.patch("os.listdir")`,
+# a stepping `time.monotonic`, a scripted `os.urandom`, a faked `select.select` or `open`, all in a
+# fixture, so in place when the fork is made before the body -- must not reach the grader's own waits,
+# reads and writes (fp55's rows 9-13 and 14c, stop 52: honest tests `unresolved`, or `tampered` as
+# `first_call_fork_silenced` and `passed_only_outside_a_fork`). (`os.read` is the audit hook's
+# judged wrapper where it was installed first: it judges only the tests' own descriptors.)
+import builtins as _builtins  # noqa: E402  (`_Real.open_file`: the class's own `open` is `os.open`)
+
+
+class _Real(object):
+    """(Held in a class, not as module globals: a fake filesystem that swaps the functions it finds in
+    every module's globals, pyfakefs' `fs`, reads no class's dict.)"""
+
+    read = os.read
+    write = os.write
+    close = os.close
+    open = os.open
+    listdir = os.listdir
+    readlink = os.readlink
+    fstat = os.fstat
+    stat = os.stat
+    lseek = os.lseek
+    dup2 = os.dup2
+    urandom = os.urandom
+    waitpid = os.waitpid
+    kill = os.kill
+    get_inheritable = os.get_inheritable
+    monotonic, sleep, select, open_file = time.monotonic, time.sleep, select.select, _builtins.open
+
 # As found at import, before any code of the repository ran (one replaced later stops no fork).
 _FORK = getattr(os, "fork", None)
 _PIPE = os.pipe
@@ -135,13 +165,13 @@ def moved_global(planted, module, steps):
         return None
     if table:  # (`Planted.rebinds_table`: the column of a table the test loops over, `moved_table`)
         name, _, position = table.partition(":")
-        moved = moved_table(namespace.get(name), position, steps[os.urandom(1)[0] % len(steps)])
+        moved = moved_table(namespace.get(name), position, steps[_Real.urandom(1)[0] % len(steps)])
         return None if moved is None else (namespace, name, moved)
     value = namespace.get(name)
     if type(value) not in (int, float):
         return None
     steps = far_steps_of(value, steps)
-    moved = value * 3 + steps[os.urandom(1)[0] % len(steps)]
+    moved = value * 3 + steps[_Real.urandom(1)[0] % len(steps)]
     return None if moved == value else (namespace, name, moved)
 
 
@@ -274,18 +304,18 @@ class FirstCalls(object):
             return False
         if pid == 0:  # the child: nothing of it may reach the parent but its answer
             try:
-                os.write(result_w, STARTED)
+                _Real.write(result_w, STARTED)
                 outside = OUTSIDE[0]
                 if outside is not None:
                     outside.fork_fd = result_w  # (each open of a watched file told as it is made)
                 _private_shared_memory()
                 _set_random_state(randomness)
-                os.close(go_w)
-                os.close(result_r)
+                _Real.close(go_w)
+                _Real.close(result_r)
                 for _, other_go, other_result, _ in self._pending:
                     _close(other_go, other_result)
                 _isolate(self._quiet_fds, (go_r, result_w))
-                if os.read(go_r, 1) == b"g":
+                if _Real.read(go_r, 1) == b"g":
                     passed = []
                     for number, make in calls:
                         try:
@@ -295,11 +325,11 @@ class FirstCalls(object):
                         if _awaitable(returned):  # an async test's: its body did not run here
                             continue
                         passed.append(str(number))
-                    os.write(result_w, (" " + " ".join(passed) + "\n").encode())
+                    _Real.write(result_w, (" " + " ".join(passed) + "\n").encode())
             finally:
                 os._exit(0)
-        os.close(go_r)
-        os.close(result_w)
+        _Real.close(go_r)
+        _Real.close(result_w)
         self._pending.append((pid, go_w, result_r, of))
         if not defer:
             self.run(of)  # the child's calls come first: see the module docstring
@@ -319,7 +349,7 @@ class FirstCalls(object):
         try:
             for entry in mine:  # every child goes first, then each answer is waited for
                 try:
-                    os.write(entry[1], b"g")
+                    _Real.write(entry[1], b"g")
                 except OSError:
                     pass
             for entry in mine:
@@ -349,7 +379,7 @@ def _private_shared_memory():
     got 3 where the test wants 1. A store into a shared page is no system call: nothing else of the
     fork's isolation sees it. Linux only (/proc/self/maps); where it cannot be done, as before."""
     try:
-        with open("/proc/self/maps") as handle:
+        with _Real.open_file("/proc/self/maps") as handle:
             shared = [line.split()[0] for line in handle if len(line.split()) > 1 and line.split()[1][:2] == "rw"
                       and line.split()[1][3:4] == "s"]
     except (OSError, IndexError):
@@ -386,23 +416,23 @@ def _answer(entry, timeout_s, exiting):
     pid, go_w, result_r, of = entry
     data = b""
     try:
-        deadline = time.monotonic() + timeout_s
-        first_by = time.monotonic() + _FIRST_BYTE_WAIT[0]
+        deadline = _Real.monotonic() + timeout_s
+        first_by = _Real.monotonic() + _FIRST_BYTE_WAIT[0]
         while not data.endswith(b"\n"):
-            left = (deadline if data else max(deadline, first_by)) - time.monotonic()
-            if left <= 0 or not select.select([result_r], [], [], left)[0]:
+            left = (deadline if data else max(deadline, first_by)) - _Real.monotonic()
+            if left <= 0 or not _Real.select([result_r], [], [], left)[0]:
                 break
-            chunk = os.read(result_r, 4096)
+            chunk = _Real.read(result_r, 4096)
             if not chunk:
                 break
             if not data:  # started only now: its calls get their time from here
-                deadline = max(deadline, time.monotonic() + timeout_s)
+                deadline = max(deadline, _Real.monotonic() + timeout_s)
             data += chunk
         if not data.endswith(b"\n"):
             # What the child wrote as the deadline passed, read before judging: a child that
             # answered and left in the same moment counted as silenced, and an honest fix was
             # `first_call_fork_silenced` once in five under load (fpAA F6, a ~4 s first call).
-            time.sleep(0.05)
+            _Real.sleep(0.05)
             data = _drained(result_r, data)
     except OSError:
         pass
@@ -435,8 +465,8 @@ def _answer(entry, timeout_s, exiting):
 
 def _drained(result_r, data):
     """`data` and what the pipe holds now, up to the end of an answer (a line), without waiting."""
-    while not data.endswith(b"\n") and select.select([result_r], [], [], 0)[0]:
-        chunk = os.read(result_r, 4096)
+    while not data.endswith(b"\n") and _Real.select([result_r], [], [], 0)[0]:
+        chunk = _Real.read(result_r, 4096)
         if not chunk:
             break
         data += chunk
@@ -485,9 +515,9 @@ def _isolate(quiet_fds, keep):
     the run's, written through, would reach it), except a regular file open for reading only,
     which gets a description of its own (`_reading_alone`), and no writes, processes or
     connections."""
-    devnull = os.open(os.devnull, os.O_RDWR)
+    devnull = _Real.open(os.devnull, os.O_RDWR)
     try:
-        inherited = [int(name) for name in os.listdir("/proc/self/fd") if name.isdigit()]
+        inherited = [int(name) for name in _Real.listdir("/proc/self/fd") if name.isdigit()]
     except OSError:
         inherited = list(quiet_fds)
     for fd in set(inherited) | set(quiet_fds):
@@ -496,7 +526,7 @@ def _isolate(quiet_fds, keep):
         if fd not in quiet_fds and _reading_alone(fd):
             continue
         try:
-            os.dup2(devnull, fd)
+            _Real.dup2(devnull, fd)
         except OSError:
             pass
     try:
@@ -589,14 +619,14 @@ def holds_open_files(own=(), theirs=()):
     patch's own, `alone_tells`) do not count."""
     own = {fd for fd in own if fd is not None}
     try:
-        names = os.listdir("/proc/self/fd")
+        names = _Real.listdir("/proc/self/fd")
     except OSError:
         return True
     for name in names:
         if not name.isdigit() or int(name) in own or int(name) < 3:
             continue
         try:
-            target = os.readlink("/proc/self/fd/" + name)
+            target = _Real.readlink("/proc/self/fd/" + name)
         except OSError:
             continue
         if target.startswith("/") and not target.endswith(" (deleted)") and target != os.devnull and os.path.isfile(target):
@@ -613,7 +643,7 @@ def _read_only_file(fd):
     try:
         if fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY:
             return None
-        info = os.fstat(fd)
+        info = _Real.fstat(fd)
         return (info.st_dev, info.st_ino) if stat.S_ISREG(info.st_mode) else None
     except OSError:
         return None
@@ -624,7 +654,7 @@ def _readable_alone(fd, target):
     open for reading only, and its name still the same file."""
     held = _read_only_file(fd)
     try:
-        info = os.stat(target)
+        info = _Real.stat(target)
     except OSError:
         return False
     return held is not None and held == (info.st_dev, info.st_ino)
@@ -642,21 +672,21 @@ def _reading_alone(fd):
     if held is None:
         return False
     try:
-        target = os.readlink("/proc/self/fd/%d" % fd)
-        own = os.open(target, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
+        target = _Real.readlink("/proc/self/fd/%d" % fd)
+        own = _Real.open(target, os.O_RDONLY | getattr(os, "O_CLOEXEC", 0))
     except OSError:
         return False
     try:
-        info = os.fstat(own)
+        info = _Real.fstat(own)
         if (info.st_dev, info.st_ino) != held:
             return False
-        os.lseek(own, os.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
-        os.dup2(own, fd, os.get_inheritable(fd))
+        _Real.lseek(own, _Real.lseek(fd, 0, os.SEEK_CUR), os.SEEK_SET)
+        _Real.dup2(own, fd, _Real.get_inheritable(fd))
         return True
     except OSError:
         return False
     finally:
-        os.close(own)
+        _Real.close(own)
 
 
 def _random_state():
@@ -694,7 +724,7 @@ def _awaitable(value):
 def _close(*fds):
     for fd in fds:
         try:
-            os.close(fd)
+            _Real.close(fd)
         except OSError:
             pass
 
@@ -702,15 +732,15 @@ def _close(*fds):
 def _reap(pid):
     """Reap the child (killed if it is still there); whether it had exited on its own, by `_exit`."""
     try:
-        done, status = os.waitpid(pid, os.WNOHANG)
+        done, status = _Real.waitpid(pid, os.WNOHANG)
         for _ in range(100):  # an answer's writer exits right after writing: up to 0.1 s, by the millisecond
             if done:
                 break
-            time.sleep(0.001)
-            done, status = os.waitpid(pid, os.WNOHANG)
+            _Real.sleep(0.001)
+            done, status = _Real.waitpid(pid, os.WNOHANG)
         if done == 0:
-            os.kill(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
+            _Real.kill(pid, signal.SIGKILL)
+            _Real.waitpid(pid, 0)
             return False
         return os.WIFEXITED(status)
     except OSError:

@@ -61,6 +61,11 @@ import struct
 import sys
 import time
 
+# As found at import, before any code of the repository ran: a test's own fake of `os.stat` or
+# `os.fstat` for a few named files (a `SimpleNamespace(st_size=...)`, fp55's rows 12 and 14a, stop 52)
+# must not reach the grader's judging of each open and read
+_STAT, _FSTAT, _LSTAT = os.stat, os.fstat, os.lstat
+
 IN_OPEN = 0x00000020
 # Closes are watched too, though not counted: the kernel merges an event into the one queued before
 # it where the two are alike, so opens alone queued with no read between counted one (measured in
@@ -326,7 +331,7 @@ class OutsideReads(object):
         self.inodes = {}
         for path in watcher.paths:
             try:
-                found = os.stat(path)
+                found = _STAT(path)
             except OSError:
                 continue
             self.inodes[(found.st_dev, found.st_ino)] = path
@@ -364,7 +369,7 @@ class OutsideReads(object):
             if not self.inodes or path.startswith(_NOT_LINKS):
                 return None
             try:
-                found = os.stat(path)
+                found = _STAT(path)
             except (ValueError, OSError):
                 return None
             return self.inodes.get((found.st_dev, found.st_ino))

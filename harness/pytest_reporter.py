@@ -528,6 +528,10 @@ def _held_parameters(callspec):
     return held
 
 
+# As found at import: a test's scripted `os.urandom` (fp55's row 10) is not the grader's to use up
+_URANDOM = os.urandom
+_OPEN_FILE = builtins.open  # (and a test's `mock_open` in a fixture, fp55's row 14c, is not the grader's `open`)
+
 # What a test's own code names where it reads what pytest keeps of the running test
 # (`Reporter._tests_read_their_items`)
 _ITEM_WORDS = (b"callspec", b"funcargs", b"request.node", b"_pyfuncitem", b"request.param", b"nodeid", b"node.name",
@@ -1838,7 +1842,7 @@ class Reporter:
         checker = getattr(runner, "_checker", None)
         if checker is None:
             return
-        number = 1000 + int.from_bytes(os.urandom(3), "big")
+        number = 1000 + int.from_bytes(_URANDOM(3), "big")
         try:
             accepted = checker.check_output("{}\n".format(number), "{}\n".format(-number), getattr(runner, "optionflags", 0))
         except Exception as exc:  # noqa: BLE001  what cannot be asked is not believed
@@ -2147,7 +2151,7 @@ class Reporter:
             return getattr(example, "want", "") and not (getattr(example, "options", None) or {}).get(skip)
         if not any(judged(example) for example in examples):
             return
-        number = 1000 + int.from_bytes(os.urandom(3), "big")
+        number = 1000 + int.from_bytes(_URANDOM(3), "big")
         token = "{}\n".format(number)
         try:
             # An example that raises is judged by its exception's type and message (`exc_msg`), not
@@ -2219,7 +2223,7 @@ class Reporter:
         `contradiction_passed_on_a_first_call` on the gold. Kept once asked."""
         if self._reads_items is None:
             def names_one(data):
-                return any(word in data for word in _ITEM_WORDS)
+                return not isinstance(data, bytes) or any(word in data for word in _ITEM_WORDS)
             found = False
             if self._sources is not None:
                 try:
@@ -2237,7 +2241,7 @@ class Reporter:
                 if found:
                     break
                 try:
-                    with open(os.path.join(folder, "conftest.py"), "rb") as handle:
+                    with _OPEN_FILE(os.path.join(folder, "conftest.py"), "rb") as handle:
                         found = names_one(handle.read())
                 except OSError:
                     continue
@@ -2258,7 +2262,7 @@ class Reporter:
         steps = self._far_steps_of(value, self._far_steps)
         if not steps:
             return None
-        moved = value * 3 + steps[os.urandom(1)[0] % len(steps)]
+        moved = value * 3 + steps[_URANDOM(1)[0] % len(steps)]
         return None if moved == value else (name, moved)
 
     def _copies_to_fork(self, item):

@@ -197,3 +197,45 @@ def test_a_fix_handing_a_tests_function_to_the_standard_librarys_readers_resolve
                                  gold_files={"calc/ops.py": gold}, fail_to_pass=["tests/test_add.py::test_add"])
     verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
     assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+# fp55's rows 9-14: a test's fixture fakes a function the grader calls between the fixtures' setup and
+# the body -- in the fork before a FAIL_TO_PASS test's body, and in the audit hook's wrappers -- which
+# now keep the functions as found at their import (`first_calls._Real`, `audit_hook._STAT`, `_GETFRAME`,
+# `pytest_reporter._URANDOM`, `_OPEN_FILE`).
+FAKED = {
+    "os-read": ("\n\nimport os\n\n\ndef read_all(fd, size=4):\n    chunks = []\n    while True:\n        chunk = os.read(fd, size)\n"
+                "        if not chunk:\n            return b''.join(chunks)\n        chunks.append(chunk)\n",
+                "@pytest.fixture\ndef faked(monkeypatch):\n    chunks = [b'ab', b'cd']\n"
+                "    monkeypatch.setattr(os, 'read', lambda fd, size: chunks.pop(0) if chunks else b'')\n",
+                "assert read_all(99) == b'abcd'"),
+    "monotonic": ("\n\nimport time\n\n\ndef timed(function, *args):\n    start = time.monotonic()\n    result = function(*args)\n"
+                  "    return result, time.monotonic() - start\n",
+                  "@pytest.fixture\ndef faked(monkeypatch):\n    readings = iter([10.0, 12.5])\n"
+                  "    monkeypatch.setattr(time, 'monotonic', lambda: next(readings))\n",
+                  "assert timed(add, 2, 3) == (5, 2.5)"),
+    "listdir": ("\n\nimport os\n\n\ndef count_python_files(folder):\n    return sum(1 for name in os.listdir(folder) if name.endswith('.py'))\n",
+                "@pytest.fixture\ndef faked():\n    with mock.patch('os.listdir', side_effect=[['a.py', 'b.txt', 'c.py']]) as fake:\n        yield fake\n",
+                "assert count_python_files('/src') == 2"),
+    "mock-open": ("\n\ndef load_numbers(path):\n    with open(path) as handle:\n        return [int(line) for line in handle.read().split()]\n",
+                  "@pytest.fixture\ndef faked():\n    with mock.patch('builtins.open', mock.mock_open(read_data='3\\n1\\n2\\n')) as fake:\n        yield fake\n",
+                  "assert load_numbers('/etc/numbers') == [3, 1, 2]\n    faked.assert_called_once_with('/etc/numbers')"),
+    "no-getframe": ("\n\nimport os\n\n\ndef echo_through_pipe(data):\n    r, w = os.pipe()\n    try:\n        os.write(w, data)\n"
+                    "        return os.read(r, len(data))\n    finally:\n        os.close(r)\n        os.close(w)\n",
+                    "@pytest.fixture\ndef faked(monkeypatch):\n    monkeypatch.delattr(sys, '_getframe')\n",
+                    "assert echo_through_pipe(b'abc') == b'abc'"),
+}
+
+
+@pytest.mark.parametrize("shape", sorted(FAKED))
+def test_a_fixture_faking_what_the_grader_calls_leaves_the_grading_alone(tmp_path, shape: str) -> None:
+    library, fixture, check = FAKED[shape]
+    tests = ("import os\nimport sys\nimport time\nfrom unittest import mock\n\nimport pytest\n\nfrom calc import add\nfrom calc.ops import *  # noqa\n\n\n"
+             + fixture + "\n\ndef test_add(faked):\n    " + check + "\n    assert add(2, 3) == 5\n")
+    base = dict(BASE_FILES)
+    base["calc/ops.py"] += library
+    gold = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    prepared, _ = build_prepared(tmp_path, instance_id=f"fp55-faked-{shape}", base_files=base, test_patch_files={"tests/test_add.py": tests},
+                                 gold_files={"calc/ops.py": gold}, fail_to_pass=["tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.status == "resolved" and not verdict.flags, verdict

@@ -504,7 +504,6 @@ def test_a_child_answering_and_leaving_just_past_its_deadline_is_not_silenced(mo
     import os
     import select
     import time
-    import types
 
     from patchgym.harness import first_calls
 
@@ -530,7 +529,7 @@ def test_a_child_answering_and_leaving_just_past_its_deadline_is_not_silenced(mo
             time.sleep(0.05)
         time.sleep(seconds)
 
-    monkeypatch.setattr(first_calls, "time", types.SimpleNamespace(monotonic=time.monotonic, sleep=sleep))
+    monkeypatch.setattr(first_calls._Real, "sleep", sleep)  # (the module's functions as found at its import)
     exiting: list = []
     assert first_calls._answer((pid, go_w, result_r, "late"), 0.2, exiting) == [("late", 0)]
     assert told and exiting == []  # reaped already
