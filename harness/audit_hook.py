@@ -3847,6 +3847,17 @@ class _JudgedBuiltin(object):
 
         return inspect.signature(self._original)
 
+    @property
+    def __class__(self):
+        # (what `isinstance(os.read, types.BuiltinFunctionType)`, `inspect.isbuiltin` and
+        # `typing.get_type_hints` ask: fp55's rows 4 and 5, a library describing the builtin it was
+        # handed; `type()` still names this class, which the grader's own checks use)
+        return type(self._original)
+
+    @property
+    def __self__(self):
+        return getattr(self._original, "__self__", None)
+
     def __repr__(self):
         return repr(self._original)
 

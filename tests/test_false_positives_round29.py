@@ -55,6 +55,11 @@ ROWS = {
     "descriptor-reader-imported-by-name": (CHUNKS, "from calc.ops import Chunks", [
         "with open(DATA, 'rb') as handle:", "    chunks = Chunks(handle)", "    assert b''.join(chunks) == b'3\\n1\\n2\\n'",
         "assert add(2, 3) == 5"]),
+    # a library describing the builtin it was handed (fp55's rows 4 and 5: the wrapper was no builtin to it)
+    "os-read-described": ("\n\nimport inspect\nimport types\nimport typing\n\n\ndef describe(function):\n"
+                          "    return (inspect.isbuiltin(function), isinstance(function, types.BuiltinFunctionType),\n"
+                          "            typing.get_type_hints(function), function.__self__.__name__)\n",
+                          "from calc.ops import describe", ["assert describe(os.read) == (True, True, {}, 'posix')", "assert add(2, 3) == 5"]),
     "os-read-pickled": (SHIP, "from calc.ops import ship", ["assert ship(os.read) is os.read", "assert add(2, 3) == 5"]),
     # the test's own writes of the test patch's files through calls no event resolves to them: a folder
     # removed whole (its files by names relative to a descriptor), a database named by an SQLite URI
