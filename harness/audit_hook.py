@@ -2046,7 +2046,25 @@ class Guard(object):
         # (the tests' own code -- a leak-checking fixture's closure, a test's finalizer -- holds the tests'
         # cells and defaults: fp54's rows 11-13 made every patch, the gold too, `tampered`. The patch
         # gets no test's code object to build one of its own from: reading it is refused)
-        return type(entry) is _FUNCTION_TYPE and not _own_module_globals(entry) and not self.a_test_modules_file(filename)
+        if type(entry) is not _FUNCTION_TYPE or self.a_test_modules_file(filename):
+            return False
+        if not _own_module_globals(entry, state=False):
+            return True  # (another file's code run with globals of the patch's: rt43's W4)
+        # A library's own closure (an installed package's gc statistics, fp55's row 6) holds its own
+        # data; what it holds that runs with no frame of its own (a partial of a builtin) is judged
+        try:
+            held = [cell.cell_contents for cell in (_ATTRIBUTE(entry, "__closure__") or ())]
+        except (ValueError, AttributeError):  # (an empty cell)
+            held = []
+        held += list(_ATTRIBUTE(entry, "__defaults__") or ()) + list((_ATTRIBUTE(entry, "__kwdefaults__") or {}).values())
+        # (and what a dict, list or tuple it holds holds: `functools.singledispatch(partial(...))`'s
+        # wrapper keeps the partial in its dispatcher's registry)
+        for value in list(held[:32]):
+            if type(value) is dict:
+                held += list(value.values())[:32]
+            elif type(value) in (list, tuple):
+                held += list(value[:32])
+        return any(callable(value) and not isinstance(value, type) and self.a_patchs_callback(value, depth + 1) for value in held[:128])
 
     def reading_by_descriptor(self, fd, frame):
         """A descriptor read again -- `open(fd)`, `mmap`, or `os.read`, `os.pread`, `os.sendfile` and
@@ -3871,15 +3889,16 @@ def _descriptor_of(fd, real):
     return (held.st_dev, held.st_ino) == (there.st_dev, there.st_ino)
 
 
-def _own_module_globals(function):
-    """Whether a function's globals are the dict of the module its file is loaded as, with no defaults,
-    keyword defaults or closure cells of its own (rt43's W4: `FunctionType(signal.signal.__code__,
-    globals_of_the_patch)`, whose `_enum_to_int` was the patch's reader, passed as a stdlib function)."""
+def _own_module_globals(function, state=True):
+    """Whether a function's globals are the dict of the module its file is loaded as, and (`state`)
+    it has no defaults, keyword defaults or closure cells of its own (rt43's W4:
+    `FunctionType(signal.signal.__code__, globals_of_the_patch)`, whose `_enum_to_int` was the
+    patch's reader, passed as a stdlib function)."""
     try:
         namespace = _ATTRIBUTE(function, "__globals__")
         module = sys.modules.get(namespace.get("__name__")) if type(namespace) is dict else None
-        return (module is not None and _module_dict(module) is namespace and not _ATTRIBUTE(function, "__defaults__")
-                and not _ATTRIBUTE(function, "__kwdefaults__") and not _ATTRIBUTE(function, "__closure__"))
+        return (module is not None and _module_dict(module) is namespace and not (state and (
+            _ATTRIBUTE(function, "__defaults__") or _ATTRIBUTE(function, "__kwdefaults__") or _ATTRIBUTE(function, "__closure__"))))
     except Exception:  # noqa: BLE001
         return False
 

@@ -244,3 +244,27 @@ def test_a_fixture_faking_what_the_grader_calls_leaves_the_grading_alone(tmp_pat
                                  gold_files={"calc/ops.py": gold}, fail_to_pass=["tests/test_add.py::test_add"])
     verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
     assert verdict.status == "resolved" and not verdict.flags, verdict
+
+
+# fp55's row 6: an installed package's own closure on `gc.callbacks` (pause statistics), left there
+# while the test reads its own data: its cells hold the package's data, and run nothing frame-less.
+GC_WATCH = ("import gc\nimport time\n\n\ndef watch():\n    pauses = []\n    started = [0.0]\n\n"
+            "    def on_gc(phase, info):\n        if phase == 'start':\n            started[0] = time.perf_counter()\n"
+            "        else:\n            pauses.append(time.perf_counter() - started[0])\n\n"
+            "    gc.callbacks.append(on_gc)\n    return pauses\n")
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_an_installed_packages_gc_callback_leaves_the_tests_reads_theirs(tmp_path, runner: str) -> None:
+    from tests.fixtures_grading.calc_task import build_venv
+
+    venv = build_venv(tmp_path)
+    next((venv / "lib").glob("python3*/site-packages")).joinpath("gcwatch.py").write_text(GC_WATCH)
+    lines = ["import gc, gcwatch", "pauses = gcwatch.watch()", "gc.collect()", "with open(DATA) as handle:",
+             "    assert handle.read().split() == ['3', '1', '2']", "assert pauses", "assert add(2, 3) == 5"]
+    test, fields = _test_module(runner, "", lines)
+    base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
+    prepared, _ = build_prepared(tmp_path, venv=venv, instance_id=f"fp55-gcwatch-{runner}", base_files=base,
+                                 test_patch_files={"tests/test_add.py": test, **NUMS}, **fields)
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY, deadline_s=180)
+    assert verdict.status == "resolved" and not verdict.flags, verdict

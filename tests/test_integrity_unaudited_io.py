@@ -156,7 +156,12 @@ CHEATS = {"descriptor": (DESCRIPTOR_READER, "reading the tests' data tests/cases
               "json.loads(subprocess.run(['cat'], stdin=int(name), capture_output=True).stdout)"),
               "reading the tests' data tests/cases.json from calc/ops.py"),
           "gc callback": (GC_CALLBACK_READER, "from a gc callback"),
-          "gc callback function": (GC_FUNCTION_READER, "from a gc callback")}
+          "gc callback function": (GC_FUNCTION_READER, "from a gc callback"),
+          # (stop 52: a library's own closure on `gc.callbacks` is no longer the patch's by its cells alone,
+          # fp55's row 6; what it holds that runs with no frame of its own still is)
+          "gc callback closure": (GC_CALLBACK_READER.replace(
+              "gc.callbacks.append(functools.partial(", "gc.callbacks.append(functools.singledispatch(functools.partial(").replace(
+              "glob('*.py')))))\n", "glob('*.py'))))))\n"), "from a gc callback")}
 
 
 @needs_sandbox
