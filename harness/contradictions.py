@@ -477,10 +477,22 @@ def _read_once_in(lines):
     for node in ast.walk(tree):
         if isinstance(node, ast.Name) and isinstance(node.ctx, ast.Load):
             counts[node.id] = counts.get(node.id, 0) + 1
+        elif isinstance(node, ast.Attribute):  # (`self.CASES`, counted as "self.CASES", written anywhere: never moved)
+            key = "self." + node.attr
+            counts[key] = counts.get(key, 0) + (1 if isinstance(node.ctx, ast.Load) else 2)
         elif isinstance(node, (ast.Global, ast.Nonlocal)):
             for name in node.names:
                 counts[name] = counts.get(name, 0) + 2  # (written elsewhere: never moved)
     return frozenset(name for name, count in counts.items() if count == 1)
+
+
+def _loop_statements(body):
+    """The statements of a loop's body, and of the `with` blocks in it (`with self.subTest(...)`: red
+    team rt45's K2, stop 52)."""
+    for statement in body:
+        yield statement
+        if isinstance(statement, ast.With):
+            yield from _loop_statements(statement.body)
 
 
 def _table_loop_assertion(function, read_once=None):
@@ -490,7 +502,7 @@ def _table_loop_assertion(function, read_once=None):
     for loop in function.body:
         if not isinstance(loop, ast.For):
             continue
-        for statement in loop.body:
+        for statement in _loop_statements(loop.body):
             name = None
             if (isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare) and len(statement.test.ops) == 1
                     and isinstance(statement.test.ops[0], ast.Eq) and isinstance(statement.test.comparators[0], ast.Name)):
@@ -676,10 +688,15 @@ def _table_read_there(function, statement, name):
                 and iterated.func.attr == "items" and isinstance(iterated.func.value, ast.Name)):
             if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name) and target.elts[1].id == name:
                 position, iterated = "value", iterated.func.value
-        elif isinstance(iterated, ast.Name) and isinstance(target, ast.Tuple):
+        elif isinstance(iterated, (ast.Name, ast.Attribute)) and isinstance(target, ast.Tuple):
             names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
             if names.count(name) == 1:
                 position = str(names.index(name))
+        if (position is not None and isinstance(iterated, ast.Attribute) and isinstance(iterated.value, ast.Name)
+                and iterated.value.id == "self" and function.args.args and function.args.args[0].arg == "self"):
+            # a table of the test's class (`for a, b, want in self.CASES`: red team rt45's K3, read with
+            # `vars(cls)`); the class's own name, moved in the child (`first_calls.moved_global`)
+            return "self.{}:{}".format(iterated.attr, position)
         if position is None or not isinstance(iterated, ast.Name) or _local_to(function, iterated.id):
             return None
         stored = [n for s in function.body for n in _walk_own(s)

@@ -146,7 +146,7 @@ def exact_first(copies, planted):
     return sorted(copies, key=lambda entry: not getattr(planted[entry[0]], "exact", False))
 
 
-def moved_global(planted, module, steps):
+def moved_global(planted, module, steps, owner=None):
     """(the module's dict, name, value moved far) where copy `planted` moves a name of its test's
     module that the test reads once, at its assertion (`Planted.rebinds_global`), and that name holds
     an int or a float; None otherwise. The fork then calls the original's own code with the module's
@@ -165,6 +165,11 @@ def moved_global(planted, module, steps):
         return None
     if table:  # (`Planted.rebinds_table`: the column of a table the test loops over, `moved_table`)
         name, _, position = table.partition(":")
+        if name.startswith("self."):  # (a table of the test's class, its own: `owner`, rt45's K3)
+            name = name[len("self."):]
+            held = vars(owner).get(name) if isinstance(owner, type) else None
+            moved = moved_table(held, position, steps[_Real.urandom(1)[0] % len(steps)])
+            return None if moved is None else (owner, name, moved)
         moved = moved_table(namespace.get(name), position, steps[_Real.urandom(1)[0] % len(steps)])
         return None if moved is None else (namespace, name, moved)
     value = namespace.get(name)
@@ -224,7 +229,10 @@ def with_global_moved(make, moved):
     namespace, name, value = moved
 
     def call():
-        namespace[name] = value
+        if type(namespace) is dict:
+            namespace[name] = value
+        else:  # (a test's class)
+            setattr(namespace, name, value)
         return make()
     return call
 

@@ -598,9 +598,18 @@ def _moved_in_the_marks(item, name, original, value, held):
             if isinstance(rows, list):
                 rows[index] = new_row
             else:  # (a tuple of rows: the mark is given a new one, in the child alone)
-                rows = rows[:index] + (new_row,) + rows[index + 1:]
+                old_rows, rows = rows, rows[:index] + (new_row,) + rows[index + 1:]
                 object.__setattr__(mark, "args", (args[0], rows) + tuple(args[2:]))
                 args = mark.args
+                # and the test module's name for that tuple too (`CASES = ((2, 3, 5), ...)` handed to
+                # `parametrize`: red team rt45's K1, read through the test function's `__globals__`)
+                try:
+                    namespace = object.__getattribute__(getattr(item, "module", None), "__dict__")
+                    for key, value in list(namespace.items()):
+                        if value is old_rows:
+                            namespace[key] = rows
+                except Exception:  # noqa: BLE001
+                    pass
 
 
 def _moved_in_the_ids(item, callspec, name, original, value):
@@ -2075,7 +2084,7 @@ class Reporter:
                 calls = []
                 module = sys.modules.get(type(testcase).__module__)
                 for number, copy in copies:
-                    rebound = self._moved_global(self._canaries[number], module, self._far_steps)
+                    rebound = self._moved_global(self._canaries[number], module, self._far_steps, type(testcase))
                     if rebound is not None:  # the original, the module's name it asserts against moved in the child
                         make = self._with_global_moved((lambda: getattr(testcase, name)()), rebound)
                         calls.append((number, clean(own(counted(make, testcase), name, testcase, item.nodeid))))
@@ -2121,7 +2130,8 @@ class Reporter:
         calls = []
         for number, copy in copies:
             moved = self._its_own_code(number, funcargs)
-            rebound = moved_global(self._canaries[number], getattr(item, "module", None), self._far_steps) if moved is None else None
+            rebound = moved_global(self._canaries[number], getattr(item, "module", None), self._far_steps,
+                                   getattr(item, "cls", None)) if moved is None else None
             if moved is not None:  # run as the original: its id is the running test's
                 calls.append((number, clean(own(caller(item, moved), item.name, None, item.nodeid))))
             elif rebound is not None:  # the original, the module's name it asserts against moved in the child
