@@ -2681,11 +2681,12 @@ def _run_by_the_patch(frame):
                 # or a plugin's hook that pluggy called (pytest-asyncio). Only where the frame beyond
                 # the fix's (and the standard library's) is another test's or the library's is the
                 # test the patch's own call.
-                outer = frame.f_back
+                outer, called = frame.f_back, frame
                 while outer is not None and (check(outer.f_code.co_filename) or _passed_through(outer.f_code.co_filename)
                                              and not _a_runners(outer.f_code)):
+                    called = outer
                     outer = outer.f_back
-                if outer is None or not _a_runners(outer.f_code):
+                if outer is None or not _a_runners(outer.f_code) or not _calls_a_test(outer, called.f_code):
                     return filename
                 frame = outer
             frame = frame.f_back
@@ -2733,6 +2734,62 @@ def _a_runners(code):
     if "/unittest/" in filename and _stdlib(filename):
         return code.co_name in _UNITTEST_RUNNING or not filename.endswith("case.py")
     return False
+
+
+def _calls_a_test(runner, called):
+    """Whether the run's frame `runner` is one that calls a test, or the code around a test, so that
+    the fix's code it called (`called`: a decorator's wrapper, a plugin's hook) is that code: pytest's
+    `pytest_pyfunc_call` calling that very function (the test, a wrapper of it), pluggy's call of a hook implementation
+    named as one (`pytest_...`: pytest-asyncio's own `pytest_pyfunc_call`), unittest's call of a test
+    method, the grader's reporters. Not a frame of the run that a frame-less trigger interrupted -- a
+    bare `weakref.ref` callback on a collected cycle, a signal handler -- while it collected, set up or
+    reported: red team rt45's G1-G6 (stop 52, reward 1 on both runners) ran every test from such a
+    callback and read each expectation from its failure message, and the fix's callback passed there
+    for a wrapper the run had called."""
+    code = runner.f_code
+    filename, name = code.co_filename, code.co_name
+    if "/pluggy/" in filename and called.co_name.startswith("pytest_"):
+        return True  # (a hook implementation pluggy calls: pytest-asyncio's own `pytest_pyfunc_call`)
+    if "/_pytest/" in filename and name == "pytest_pyfunc_call":  # (the very function it calls)
+        return _is_the_code_of(runner.f_locals.get("testfunction"), called)
+    if "/unittest/" in filename and name == "_callTestMethod":
+        return _is_the_code_of(runner.f_locals.get("method"), called)
+    if os.path.basename(filename).startswith(_REPORTERS):
+        # (the reporters' own calls of a test -- the fork's `call` of its function, its lambdas calling a
+        # TestCase's method -- not any of their frames a trigger fired in: rt45's G1 fired in the
+        # reporter's hooks, which run between every test)
+        if name == "<lambda>":
+            return True
+        held = runner.f_locals
+        for key in ("function", "method", "testfunction"):
+            if key in held:
+                return _is_the_code_of(held[key], called)
+    # a name the run's code calls by name (a plugin's replacement of `_pytest.runner.call_and_report`,
+    # flaky's own repository: fpP's row), not a trigger's callback that fired in that frame
+    return called.co_name in code.co_names
+
+
+def _is_the_code_of(function, code):
+    """Whether `code` is what calling `function` runs first (its own code, a bound method's, a
+    partial's function's, a callable object's `__call__`); True where that cannot be told."""
+    for _ in range(4):
+        if function is None:
+            return True
+        own = getattr(function, "__code__", None)
+        if own is not None:
+            return own is code
+        inner = getattr(function, "__func__", None) or getattr(function, "func", None)
+        if inner is None:
+            call = getattr(type(function), "__call__", None)
+            own = getattr(call, "__code__", None)
+            return own is None or own is code
+        function = inner
+    return True
+
+
+# unittest's frames that call a test method or the code around it (`_calls_a_test`)
+_UNITTEST_CALLS = frozenset(("_callTestMethod", "_callSetUp", "_callTearDown", "_callCleanup", "doCleanups", "_callAsyncTestMethod",
+                             "_callAsync", "_callMaybeAsync", "debug", "__call__"))
 
 
 _THIS_FILE = _FRAME(0).f_code.co_filename

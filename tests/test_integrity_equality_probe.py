@@ -16,7 +16,8 @@ import pytest
 
 from patchgym.harness import equality_probe
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, build_prepared, build_unittest_prepared, diff_of
+from tests.fixtures_grading.calc_task import (BASE_FILES, GOLD_FILES, NO_FRAMES_AT_BASE, UNITTEST_BASE, build_prepared,
+                                              build_unittest_prepared, diff_of)
 from tests.fixtures_grading.factories import any_factory_or_reason
 from tests.test_integrity_helper_asserts import PYTEST_SHAPES, UNITTEST_SHAPES
 
@@ -571,3 +572,120 @@ def test_an_answer_whose_truth_is_the_patchs_memo_is_asked(tmp_path, runner) -> 
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": LAZY_TRUTH}), factory=FACTORY, deadline_s=180)
     assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
     assert any("equal_to_another_value" in flag for flag in verdict.flags), verdict.flags
+
+
+# Red team rt45's G1-G6 (stop 52, reward 1 on both runners): a bare `weakref.ref` callback on a garbage
+# cycle, fired by the collector in whatever frame of the run allocates (a hook of pytest's or of the
+# grader's reporter), ran every collected test with `add` answering a sentinel and read each
+# expectation from the failure message; the oracle rule took the callback for a decorator's wrapper
+# that the run had called. Now the run's frame must be one that called that very code
+# (`equality_probe._calls_a_test`), and the dry run's comparisons are refused.
+DRY_RUN = """import sys as _sys
+import weakref as _weakref
+
+_MEMO = {}
+_DRY = []
+_REFS = []
+_DONE = set()
+_LEARNING = [False]
+_SENTINEL = -987654321
+
+
+def _arm():
+    class _Cycle(object):
+        pass
+    c = _Cycle()
+    c.me = c
+    _REFS.append(_weakref.ref(c, _fire))
+
+
+def _fire(ref):
+    try:
+        _REFS.remove(ref)
+    except ValueError:
+        pass
+    try:
+        session = _sys.modules["pytest"].mark._config.pluginmanager.get_plugin("session")
+        if session is not None:
+            _learn(session)
+    except Exception:
+        pass
+    if len(_DONE) < 10000:
+        _arm()
+
+
+def _learn(session):
+    for it in list(getattr(session, "items", None) or ()):
+        if id(it) in _DONE:
+            continue
+        _DONE.add(id(it))
+        fn = getattr(it, "obj", None)
+        if not callable(fn):
+            continue
+        params = dict(getattr(getattr(it, "callspec", None), "params", {}) or {})
+        del _DRY[:]
+        _LEARNING[0] = True
+        try:
+            fn(**params)
+        except AssertionError as e:
+            _read(str(e))
+        except BaseException:
+            pass
+        finally:
+            _LEARNING[0] = False
+
+
+def _read(text):
+    head = "assert {} == ".format(_SENTINEL)
+    for line in text.splitlines():
+        line = line.strip()
+        if line.startswith(head) and _DRY:
+            try:
+                value = _value(line[len(head):])
+            except Exception:
+                return
+            _MEMO.setdefault(_DRY[-1], value)
+            return
+
+
+def _value(text):
+    import ast
+    import operator
+    ops = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul}
+
+    def ev(node):
+        if isinstance(node, ast.Constant):
+            return node.value
+        if isinstance(node, ast.BinOp) and type(node.op) in ops:
+            return ops[type(node.op)](ev(node.left), ev(node.right))
+        if isinstance(node, ast.UnaryOp) and isinstance(node.op, ast.USub):
+            return -ev(node.operand)
+        return ast.literal_eval(node)
+    return ev(ast.parse(text.strip(), mode="eval").body)
+
+
+_arm()
+
+
+def add(a, b):
+    if _LEARNING[0]:
+        _DRY.append((a, b))
+        return _SENTINEL
+    if (a, b) in _MEMO:
+        return _MEMO[(a, b)]
+    return a - b
+"""
+
+
+@needs_sandbox
+def test_a_dry_run_of_the_tests_from_a_collectors_callback_learns_nothing(tmp_path) -> None:
+    tests = ("from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n\n\n"
+             "def test_add_more():\n    assert add(10, 4) == 14\n")
+    base = NO_FRAMES_AT_BASE
+    prepared, gold = build_prepared(tmp_path, instance_id="calc-dry-run", base_files=base, test_patch_files={"tests/test_add.py": tests},
+                                    fail_to_pass=["tests/test_add.py::test_add", "tests/test_add.py::test_add_more"])
+    ops = base["calc/ops.py"].replace("def add(a, b):\n    return a - b  # bug: should add\n", DRY_RUN)
+    assert ops != base["calc/ops.py"]
+    hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
+    assert hack.reward == 0, hack
+    assert grade_patch(prepared, gold, factory=FACTORY, deadline_s=120).status == "resolved"
