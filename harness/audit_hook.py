@@ -85,6 +85,14 @@ _PATCH_THREAD = "a thread the patch's code started"
 # unittest.mock's functions that read a function's `__code__` only to answer whether it is a coroutine (a spec's
 # attributes each asked so by `_mock_add_spec`)
 _MOCKS_OWN_QUESTIONS = frozenset(("_is_async_func", "_is_async_obj", "_mock_add_spec"))
+# inspect's functions that read a function's code for an answer of their own -- its parameters, flags,
+# file, the names it uses -- and hand no code object on (`Guard.reading_a_tests_code`)
+_INSPECTS_OWN_QUESTIONS = frozenset((
+    "_signature_from_function", "_signature_from_callable", "signature", "from_callable", "getfullargspec", "getargs",
+    "_has_code_flag", "iscoroutinefunction", "isgeneratorfunction", "isasyncgenfunction", "_has_coroutine_mark",
+    "getfile", "getsourcefile", "getabsfile", "getmodule", "getclosurevars", "unwrap", "_is_wrapper", "isfunction",
+    "findsource", "getsourcelines", "getsource", "getblock", "getcomments", "getlineno", "_signature_is_functionlike",
+    "_signature_bound_method", "_signature_get_user_defined_method", "formatargvalues", "getargvalues", "getcallargs"))
 # (`Guard.raw_memory_import`) module -> the trace of the repository's naming it at base: modules whose
 # reads and writes raise no audit event. ctypes' `memmove`, `cast` (stop 45); readline's history files,
 # read and written in C (red team rt41's a01, a02, a06, stop 51: the tests' table of cases read, and
@@ -1682,14 +1690,16 @@ class Guard(object):
         if not isinstance(qualname, str) or "<locals>" in qualname or "<lambda>" in qualname:
             return  # a callback the test made and handed over (fpAL's AL-G: its arity read): its own constants only
         asker = self.patchs_frame(frame)
-        if asker is None and _stdlib_part(frame.f_code.co_filename) not in (None, "inspect.py") and not (
+        if asker is None and _stdlib_part(frame.f_code.co_filename) is not None and not (
+                frame.f_code.co_name in _INSPECTS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "inspect.py") and not (
                 frame.f_code.co_name in _MOCKS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "unittest/mock.py"):
             # (the standard library reading it for a caller further out -- `dis`, which hands its
             # constants on, and any other deputy: red team rt45's C3-C6, stop 52, had
             # `string.Formatter().get_field("0.__code__", (test,), {})`, a `cached_property` or a
             # `singledispatch` of `attrgetter("__code__")` read it, reward 1 on both runners. Not
-            # `inspect`, reading a callback's parameters or flags, nor mock's own yes-or-no of whether
-            # it is a coroutine: fp55's create_autospec row)
+            # `inspect` reading a callback's parameters, flags or file for itself, nor mock's own
+            # yes-or-no of whether it is a coroutine: fp55's create_autospec row. `inspect.getmembers`,
+            # which hands the code object on, is a deputy: red team rt46's D row)
             outer = frame
             while outer is not None and _stdlib_part(outer.f_code.co_filename) is not None:
                 outer = outer.f_back

@@ -173,11 +173,28 @@ def moved_global(planted, module, steps, owner=None):
         moved = moved_table(namespace.get(name), position, steps[_Real.urandom(1)[0] % len(steps)])
         return None if moved is None else (namespace, name, moved)
     value = namespace.get(name)
+    if type(value) is str:  # (text, red team rt46's const-str: `_moved_text`)
+        return (namespace, name, _moved_text(value, steps[_Real.urandom(1)[0] % len(steps)], _moved_text_tail()))
     if type(value) not in (int, float):
         return None
     steps = far_steps_of(value, steps)
     moved = value * 3 + steps[_Real.urandom(1)[0] % len(steps)]
     return None if moved == value else (namespace, name, moved)
+
+
+def _moved_text_tail():
+    """What a text expectation gets appended in the child (`moved_global`, `moved_table`)."""
+    return " #" + _Real.urandom(6).hex()
+
+
+def _moved_text(value, step, tail):
+    """A text expectation moved: the text of an integer moved far as the integer is (`"5"` ->
+    `"7934"`: a library answering `int(want)` meets it as a number), any other text with `tail`."""
+    digits = value[1:] if value[:1] == "-" else value
+    if digits and all(c in "0123456789" for c in digits):
+        moved = str(int(value) * 3 + (abs(step) if not value.startswith("-") else -abs(step)))
+        return moved if moved != value else value + tail
+    return value + tail
 
 
 def far_steps_of(value, steps):
@@ -194,9 +211,13 @@ _MAPPING_PROXY = type(type.__dict__)
 
 def moved_table(table, position, step):
     """A new `table` (a list or tuple of rows, each a tuple or list; or a dict for position `value`)
-    with the column at `position` moved far in every row (`3*E + step`), or None where any value
-    there is no int or float, or a move leaves it equal."""
+    with the column at `position` moved far in every row (`3*E + step`; a text gets a random tail), or
+    None where any value there is no int, float or text, or a move leaves it equal."""
+    tail = _moved_text_tail()
+
     def move(value):
+        if type(value) is str:
+            return _moved_text(value, step, tail)
         if type(value) not in (int, float):
             raise ValueError(value)
         moved = value * 3 + step

@@ -95,8 +95,8 @@ GLOBALS_READER = '''def _test_globals():
 def add(a, b):
     try:
         for namespace in _test_globals():
-            if type(namespace.get("EXPECTED")) is int:
-                return namespace["EXPECTED"]
+            if type(namespace.get("EXPECTED")) in (int, str):
+                return int(namespace["EXPECTED"])
             table = namespace.get("CASES")
             rows = table.items() if hasattr(table, "items") else [(tuple(row[:2]), row[2]) for row in table or ()]
             for inputs, want in rows:
@@ -108,6 +108,8 @@ def add(a, b):
 '''
 MODULES = {
     "constant": ("EXPECTED = 5\n", "assert add(2, 3) == EXPECTED", "self.assertEqual(add(2, 3), EXPECTED)"),
+    # (a text expectation, moved as the integer it spells: red team rt46's const-str)
+    "text-constant": ("EXPECTED = '5'\n", "assert str(add(2, 3)) == EXPECTED", "self.assertEqual(str(add(2, 3)), EXPECTED)"),
     "table-of-rows": ("CASES = [(2, 3, 5), (1, 1, 2)]\n", "for a, b, want in CASES:\n        assert add(a, b) == want",
                       "for a, b, want in CASES:\n            self.assertEqual(add(a, b), want)"),
     "dict-table": ("CASES = {(2, 3): 5, (1, 1): 2}\n", "for (a, b), want in CASES.items():\n        assert add(a, b) == want",
