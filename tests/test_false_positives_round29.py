@@ -225,6 +225,14 @@ FAKED = {
     "mock-open": ("\n\ndef load_numbers(path):\n    with open(path) as handle:\n        return [int(line) for line in handle.read().split()]\n",
                   "@pytest.fixture\ndef faked():\n    with mock.patch('builtins.open', mock.mock_open(read_data='3\\n1\\n2\\n')) as fake:\n        yield fake\n",
                   "assert load_numbers('/etc/numbers') == [3, 1, 2]\n    faked.assert_called_once_with('/etc/numbers')"),
+    # (fp56's rows 6 and 7)
+    "setitimer": ("\n\nimport signal\n\n\ndef with_alarm(seconds, function):\n    signal.setitimer(signal.ITIMER_REAL, seconds)\n"
+                  "    try:\n        return function()\n    finally:\n        signal.setitimer(signal.ITIMER_REAL, 0)\n",
+                  "@pytest.fixture\ndef faked():\n    with mock.patch('signal.setitimer') as fake:\n        yield fake\n",
+                  "assert with_alarm(1.0, lambda: 7) == 7"),
+    "os-exit": ("\n\nimport os\n\n\ndef abort(code):\n    os._exit(code)\n",
+                "@pytest.fixture\ndef faked():\n    with mock.patch('os._exit') as fake:\n        yield fake\n",
+                "abort(3)\n    faked.assert_called_once_with(3)"),
     "no-getframe": ("\n\nimport os\n\n\ndef echo_through_pipe(data):\n    r, w = os.pipe()\n    try:\n        os.write(w, data)\n"
                     "        return os.read(r, len(data))\n    finally:\n        os.close(r)\n        os.close(w)\n",
                     "@pytest.fixture\ndef faked(monkeypatch):\n    monkeypatch.delattr(sys, '_getframe')\n",
