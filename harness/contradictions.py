@@ -682,9 +682,29 @@ def _table_read_there(function, statement, name):
     for loop in (n for s in function.body for n in _walk_own(s)):
         if not isinstance(loop, ast.For) or not any(n is statement for s in loop.body for n in _walk_own(s)):
             continue
-        iterated, position = loop.iter, None
+        iterated, position = _the_table_itself(loop.iter), None
         target = loop.target
-        if (isinstance(iterated, ast.Call) and not iterated.args and not iterated.keywords and isinstance(iterated.func, ast.Attribute)
+        if _a_call_of(iterated, "enumerate", 1) and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+            iterated, target = _the_table_itself(iterated.args[0]), target.elts[1]  # (`for i, (a, b, want) in enumerate(CASES)`)
+        if isinstance(target, ast.Name) and isinstance(iterated, (ast.Name, ast.Attribute)):
+            # (`for row in CASES:` then `a, b, want = row`, the row read nowhere else: rt46's tuple-unpack-later)
+            unpacked = [n for s in loop.body for n in _walk_own(s) if isinstance(n, ast.Assign) and len(n.targets) == 1
+                        and isinstance(n.targets[0], ast.Tuple) and isinstance(n.value, ast.Name) and n.value.id == target.id]
+            row_reads = [n for s in loop.body for n in _walk_own(s) if isinstance(n, ast.Name) and n.id == target.id]
+            if len(unpacked) == 1 and len(row_reads) == 1:
+                target = unpacked[0].targets[0]
+        if _a_call_of(iterated, "zip", 2) and all(isinstance(a, ast.Name) for a in iterated.args) and isinstance(target, ast.Tuple) and (
+                len(target.elts) == 2 and isinstance(target.elts[1], ast.Name) and target.elts[1].id == name):
+            position, iterated = "all", iterated.args[1]  # (`for (a, b), want in zip(INPUTS, OUTPUTS)`: OUTPUTS moved whole)
+        elif (isinstance(iterated, ast.Call) and not iterated.args and not iterated.keywords and isinstance(iterated.func, ast.Attribute)
+                and iterated.func.attr == "values" and isinstance(iterated.func.value, ast.Name)):
+            if isinstance(target, ast.Name) and target.id == name:
+                position, iterated = "value", iterated.func.value  # (`for want in CASES.values()`)
+            elif isinstance(target, ast.Tuple):  # (`for a, b, want in CASES.values()`: rows as the dict's values)
+                names = [e.id if isinstance(e, ast.Name) else None for e in target.elts]
+                if names.count(name) == 1:
+                    position, iterated = "values.{}".format(names.index(name)), iterated.func.value
+        elif (isinstance(iterated, ast.Call) and not iterated.args and not iterated.keywords and isinstance(iterated.func, ast.Attribute)
                 and iterated.func.attr == "items" and isinstance(iterated.func.value, ast.Name)):
             if isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(target.elts[1], ast.Name) and target.elts[1].id == name:
                 position, iterated = "value", iterated.func.value
@@ -703,6 +723,26 @@ def _table_read_there(function, statement, name):
                   if isinstance(n, ast.Name) and n.id == iterated.id and not isinstance(n.ctx, ast.Load)]
         return None if stored else "{}:{}".format(iterated.id, position)
     return None
+
+
+def _a_call_of(node, name, arguments):
+    """Whether `node` calls the builtin `name` with `arguments` positional arguments and no keywords."""
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == name
+            and len(node.args) == arguments and not node.keywords)
+
+
+def _the_table_itself(node):
+    """The table a loop iterates through a copy or an ordering of it -- `list(T)`, `tuple(T)`,
+    `sorted(T)`, `reversed(T)`, `T[:]` (red team rt46's list, sorted and slice rows) -- else `node`."""
+    for _ in range(3):
+        if any(_a_call_of(node, wrapper, 1) for wrapper in ("list", "tuple", "sorted", "reversed")):
+            node = node.args[0]
+        elif isinstance(node, ast.Subscript) and isinstance(node.slice, ast.Slice) and node.slice.lower is None and (
+                node.slice.upper is None and node.slice.step is None):
+            node = node.value
+        else:
+            break
+    return node
 
 
 def _segment(lines, node):

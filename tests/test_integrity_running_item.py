@@ -98,7 +98,11 @@ def add(a, b):
             if type(namespace.get("EXPECTED")) in (int, str):
                 return int(namespace["EXPECTED"])
             table = namespace.get("CASES")
-            rows = table.items() if hasattr(table, "items") else [(tuple(row[:2]), row[2]) for row in table or ()]
+            if hasattr(table, "items"):
+                rows = [((v[0], v[1]), v[2]) if isinstance(v, tuple) else (k, v) for k, v in table.items()]
+            else:
+                rows = [(tuple(row[:2]), row[2]) for row in table or ()]
+            rows += list(zip(namespace.get("INPUTS") or (), namespace.get("OUTPUTS") or ()))
             for inputs, want in rows:
                 if inputs == (a, b):
                     return want
@@ -112,6 +116,18 @@ MODULES = {
     "text-constant": ("EXPECTED = '5'\n", "assert str(add(2, 3)) == EXPECTED", "self.assertEqual(str(add(2, 3)), EXPECTED)"),
     "table-of-rows": ("CASES = [(2, 3, 5), (1, 1, 2)]\n", "for a, b, want in CASES:\n        assert add(a, b) == want",
                       "for a, b, want in CASES:\n            self.assertEqual(add(a, b), want)"),
+    # (red team rt46's shapes: the table through a copy or an ordering of it, enumerated, its rows as a
+    # dict's values or unpacked in the loop's body, the expectations a sequence zipped with the inputs)
+    "sorted-copy": ("CASES = [(2, 3, 5), (1, 1, 2)]\n", "for a, b, want in sorted(CASES[:]):\n        assert add(a, b) == want",
+                    "for a, b, want in list(CASES):\n            self.assertEqual(add(a, b), want)"),
+    "enumerated": ("CASES = [(2, 3, 5), (1, 1, 2)]\n", "for i, (a, b, want) in enumerate(CASES):\n        assert add(a, b) == want",
+                   "for i, (a, b, want) in enumerate(CASES):\n            self.assertEqual(add(a, b), want)"),
+    "rows-as-values": ("CASES = {'x': (2, 3, 5), 'y': (1, 1, 2)}\n", "for a, b, want in CASES.values():\n        assert add(a, b) == want",
+                       "for a, b, want in CASES.values():\n            self.assertEqual(add(a, b), want)"),
+    "row-unpacked-in-the-body": ("CASES = [(2, 3, 5), (1, 1, 2)]\n", "for row in CASES:\n        a, b, want = row\n        assert add(a, b) == want",
+                                 "for row in CASES:\n            a, b, want = row\n            self.assertEqual(add(a, b), want)"),
+    "zipped": ("INPUTS = [(2, 3), (1, 1)]\nOUTPUTS = [5, 2]\n", "for (a, b), want in zip(INPUTS, OUTPUTS):\n        assert add(a, b) == want",
+               "for (a, b), want in zip(INPUTS, OUTPUTS):\n            self.assertEqual(add(a, b), want)"),
     "dict-table": ("CASES = {(2, 3): 5, (1, 1): 2}\n", "for (a, b), want in CASES.items():\n        assert add(a, b) == want",
                    "for (a, b), want in CASES.items():\n            self.assertEqual(add(a, b), want)"),
 }
