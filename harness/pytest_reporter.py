@@ -565,8 +565,46 @@ def _moved_everywhere(item, name, value):
                 table[name] = value
         _moved_in_the_marks(item, name, original, value, held)
         _moved_in_the_ids(item, callspec, name, original, value)
+        _moved_in_the_fixtures(item, name, value)
+        _moved_in_the_neighbours(item, name, held, value)
     except Exception:  # noqa: BLE001  (the call is made whatever could not be changed)
         pass
+
+
+def _moved_in_the_fixtures(item, name, value):
+    """The cached result of the fixture (or parameter pseudo-fixture) `name` the running test got,
+    moved (`_moved_everywhere`): red team rt45's R1, R2, R7, read from `FixtureDef.cached_result`."""
+    definitions = []
+    request = getattr(item, "_request", None)
+    defs = getattr(request, "_fixture_defs", None)
+    if isinstance(defs, dict) and name in defs:
+        definitions.append(defs[name])
+    info = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", None)
+    if isinstance(info, dict):
+        definitions += list(info.get(name, ()) or ())
+    for definition in definitions:
+        cached = getattr(definition, "cached_result", None)
+        if isinstance(cached, tuple) and cached:
+            definition.cached_result = (value,) + cached[1:]
+
+
+def _moved_in_the_neighbours(item, name, held, value):
+    """The other collected tests called with the same parameters as the running one (its contradiction
+    copies among them, planted with the same `parametrize`), their `name` moved too: red team rt45's
+    R5 read the expectation from the first item in `session.items` with the same inputs."""
+    items = getattr(getattr(item, "session", None), "items", None)
+    if not isinstance(items, list):
+        return
+    for other in items[:20000]:
+        callspec = getattr(other, "callspec", None)
+        params = getattr(callspec, "params", None)
+        if other is item or not isinstance(params, dict) or name not in params:
+            continue
+        if all(k in held and (params[k] is held[k] or params[k] == held[k]) for k in params):
+            params[name] = value
+            funcargs = getattr(other, "funcargs", None)
+            if isinstance(funcargs, dict) and name in funcargs:
+                funcargs[name] = value
 
 
 def _moved_in_the_marks(item, name, original, value, held):
@@ -630,6 +668,12 @@ def _moved_in_the_ids(item, callspec, name, original, value):
     if isinstance(nodeid, str) and nodeid.endswith(item.name):
         item._nodeid = nodeid[: len(nodeid) - len(item.name)] + moved_name
     item.name = moved_name
+    keywords = getattr(getattr(item, "keywords", None), "_markers", None)  # (rt45's R3: the id a key there)
+    if isinstance(keywords, dict) and head + "[" + rest in keywords:
+        keywords[moved_name] = keywords.pop(head + "[" + rest)
+    located = vars(item).get("location")  # (rt45's R4: the cached location's last part)
+    if isinstance(located, tuple) and len(located) == 3 and isinstance(located[2], str) and located[2].endswith("[" + rest):
+        vars(item)["location"] = located[:2] + (located[2][: len(located[2]) - len(rest) - 1] + "[" + moved_ids + "]",)
     idlist = getattr(callspec, "_idlist", None)
     if isinstance(idlist, list):
         for index, text in enumerate(idlist):
