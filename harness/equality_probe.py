@@ -2686,7 +2686,7 @@ def _run_by_the_patch(frame):
                                              and not _a_runners(outer.f_code)):
                     called = outer
                     outer = outer.f_back
-                if outer is None or not _a_runners(outer.f_code) or not _calls_a_test(outer, called.f_code):
+                if outer is None or not _a_runners(outer.f_code) or not _calls_a_test(outer, called.f_code, check(called.f_code.co_filename)):
                     return filename
                 frame = outer
             frame = frame.f_back
@@ -2736,7 +2736,7 @@ def _a_runners(code):
     return False
 
 
-def _calls_a_test(runner, called):
+def _calls_a_test(runner, called, patchs=True):
     """Whether the run's frame `runner` is one that calls a test, or the code around a test, so that
     the fix's code it called (`called`: a decorator's wrapper, a plugin's hook) is that code: pytest's
     `pytest_pyfunc_call` calling that very function (the test, a wrapper of it), pluggy's call of a hook implementation
@@ -2765,8 +2765,9 @@ def _calls_a_test(runner, called):
             if key in held:
                 return _is_the_code_of(held[key], called)
     # a name the run's code calls by name (a plugin's replacement of `_pytest.runner.call_and_report`,
-    # flaky's own repository: fpP's row), not a trigger's callback that fired in that frame
-    return called.co_name in code.co_names
+    # flaky's own repository: fpP's row), not a trigger's callback that fired in that frame -- nor the
+    # grader's own wrapper of a signal handler (`handler`), whose name pytest's logging code also uses
+    return patchs and called.co_name in code.co_names
 
 
 def _is_the_code_of(function, code):
