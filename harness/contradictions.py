@@ -508,7 +508,7 @@ def _table_loop_assertion(function, read_once=None):
                     and isinstance(statement.test.ops[0], ast.Eq) and isinstance(statement.test.comparators[0], ast.Name)):
                 name = statement.test.comparators[0].id
             elif (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and isinstance(statement.value.func, ast.Attribute)
-                  and statement.value.func.attr in ("assertEqual", "assertEquals") and len(statement.value.args) == 2
+                  and statement.value.func.attr in ("assertEqual", "assertEquals") and len(statement.value.args) in (2, 3)
                   and isinstance(statement.value.args[1], ast.Name) and not statement.value.keywords):
                 name = statement.value.args[1].id
             found = _table_read_there(function, statement, name) if name is not None else None
@@ -651,6 +651,11 @@ def _only_read_there(function, statement, name):
     return len(reads) == 1 and isinstance(reads[0].ctx, ast.Load) and id(reads[0]) in inside
 
 
+def _expected_name(node):
+    """`EXPECTED` for a bare name, `self.EXPECTED` for a name of the test's class (`_global_read_there`)."""
+    return node.id if isinstance(node, ast.Name) else "self." + node.attr
+
+
 def _global_read_there(function, node):
     """Whether `node` (the expected side of an assertion of `function`) is a bare name that is no
     local of `function` -- a name of its module's (`EXPECTED = 5` at the top) -- and the body reads
@@ -659,6 +664,9 @@ def _global_read_there(function, node):
     copy shifted it in the copy's own expression, and the lie met the module's value, failing as an
     honest result does. The fork then rebinds the module's name in its child and calls the original
     (`pytest_reporter.Reporter._its_global`): a reader of the module's globals answers the moved value."""
+    if (isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self" and function.args.args
+            and function.args.args[0].arg == "self"):
+        return True  # (a constant of the test's class, `self.EXPECTED`: red team rt46's const-class; read once: `_read_once_in`)
     if not isinstance(node, ast.Name) or _local_to(function, node.id):
         return False
     reads = [n for statement in function.body for n in _walk_own(statement) if isinstance(n, ast.Name) and n.id == node.id]
@@ -959,10 +967,10 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
                 # code with that table's column of E moved far, in its child alone (`first_calls.moved_table`);
                 # the copy itself, called where it cannot (an empty table), ends failing as guarded copies do
                 how = "guarded_object_table:" + _table_loop_assertion(function, read_once)
-            elif how == "shift_far" and _global_read_there(function, node) and node.id in read_once:
-                # E a name of the test module's, read once, there: the fork may call the original's own
-                # code with the module's name moved far, in its child alone (`Reporter._its_global`)
-                how = "shift_far_global:" + node.id
+            elif how == "shift_far" and _global_read_there(function, node) and _expected_name(node) in read_once:
+                # E a name of the test module's (or of its class's), read once, there: the fork may call the
+                # original's own code with that name moved far, in its child alone (`first_calls.moved_global`)
+                how = "shift_far_global:" + _expected_name(node)
             copies.append((name, how))
         if not copies:
             continue

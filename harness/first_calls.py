@@ -166,23 +166,63 @@ def moved_global(planted, module, steps, owner=None):
         return None
     if type(namespace) is not dict:
         return None
+    step = steps[_Real.urandom(1)[0] % len(steps)]
+    position = None
     if table:  # (`Planted.rebinds_table`: the column of a table the test loops over, `moved_table`)
         name, _, position = table.partition(":")
-        if name.startswith("self."):  # (a table of the test's class, its own: `owner`, rt45's K3)
-            name = name[len("self."):]
-            held = vars(owner).get(name) if isinstance(owner, type) else None
-            moved = moved_table(held, position, steps[_Real.urandom(1)[0] % len(steps)])
-            return None if moved is None else (owner, name, moved)
-        moved = moved_table(namespace.get(name), position, steps[_Real.urandom(1)[0] % len(steps)])
-        return None if moved is None else (namespace, name, moved)
-    value = namespace.get(name)
-    if type(value) is str:  # (text, red team rt46's const-str: `_moved_text`)
-        return (namespace, name, _moved_text(value, steps[_Real.urandom(1)[0] % len(steps)], _moved_text_tail()))
-    if type(value) not in (int, float):
+    if name.startswith("self."):  # (the test's class's own: `owner`, rt45's K3, rt46's const-class)
+        name = name[len("self."):]
+        if not isinstance(owner, type) or name not in vars(owner):
+            return None
+        namespace, value = owner, vars(owner)[name]
+    else:
+        value = namespace.get(name)
+    if position is not None:
+        moved = moved_table(value, position, step)
+    elif type(value) is str:  # (text, red team rt46's const-str: `_moved_text`)
+        moved = _moved_text(value, step, _moved_text_tail())
+    elif type(value) in (int, float):
+        steps = far_steps_of(value, steps)
+        moved = value * 3 + steps[_Real.urandom(1)[0] % len(steps)]
+        moved = None if moved == value else moved
+    else:
+        moved = None
+    if moved is None:
         return None
-    steps = far_steps_of(value, steps)
-    moved = value * 3 + steps[_Real.urandom(1)[0] % len(steps)]
-    return None if moved == value else (namespace, name, moved)
+    return (namespace, name, moved) + tuple(_bound_beside(module, name, value))
+
+
+def _bound_beside(module, name, value):
+    """[(a module's dict, name)] of the other modules of the tests' folder (the test module's own
+    folder and those below it) that bind `name` to the very object `value`: a helper module the test
+    imported it from (`from tests.cases import CASES`, red team rt46's helper-import rows read it from
+    the helper's functions' `__globals__`), moved there too in the child."""
+    found = []
+    try:
+        folder = os.path.dirname(os.path.realpath(object.__getattribute__(module, "__dict__").get("__file__") or ""))
+        if not folder:
+            return found
+        for other in list(_sys_modules().values())[:20000]:
+            try:
+                held = object.__getattribute__(other, "__dict__")
+            except Exception:  # noqa: BLE001
+                continue
+            filename = held.get("__file__") if type(held) is dict else None
+            if held is not None and other is not module and isinstance(filename, str) and held.get(name, _NOTHING) is value and (
+                    os.path.realpath(filename).startswith(folder + os.sep)):
+                found.append((held, name))
+    except Exception:  # noqa: BLE001
+        pass
+    return found
+
+
+_NOTHING = object()
+
+
+def _sys_modules():
+    import sys
+
+    return sys.modules
 
 
 def _moved_text_tail():
@@ -258,13 +298,15 @@ def moved_table(table, position, step):
 def with_global_moved(make, moved):
     """`make`, called in the child with the test module's name rebound (`moved_global`): the child's
     memory is its own, nothing of it reaches the run."""
-    namespace, name, value = moved
+    namespace, name, value = moved[:3]
 
     def call():
         if type(namespace) is dict:
             namespace[name] = value
         else:  # (a test's class)
             setattr(namespace, name, value)
+        for other, other_name in moved[3:]:  # (the same object bound in a helper module of the tests')
+            other[other_name] = value
         return make()
     return call
 
