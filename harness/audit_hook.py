@@ -1474,14 +1474,8 @@ class Guard(object):
             if type(value).__module__ == "pathlib":
                 value = str(value)
             text = _text(value) if isinstance(value, (str, bytes)) else None
-            if not text:
-                continue
-            real = os.path.realpath(text)
-            if real in self.data_files:
-                reals.add(real)
-            elif os.path.isdir(real):
-                folder = real.rstrip("/") + "/"
-                reals.update(data for data in self.data_files if data.startswith(folder))
+            if text:
+                reals.update(self.data_files_named(text))
         for real in sorted(reals):
             if self.data_reader(real, frame) is None:
                 outside.handed.add(real)
@@ -2110,12 +2104,17 @@ class Guard(object):
             if text and text.startswith("file:"):
                 text = _sqlite_uri_path(text)
             if text:
-                real = os.path.realpath(text)
-                if real in self.data_files:
-                    self.data_touched.add(real)
-                elif os.path.isdir(real):
-                    folder = real.rstrip("/") + "/"
-                    self.data_touched.update(data for data in self.data_files if data.startswith(folder))
+                self.data_touched.update(self.data_files_named(text))
+
+    def data_files_named(self, text):
+        """The test patch's files the path `text` names: the file itself, or every one under a folder."""
+        real = os.path.realpath(text)
+        if real in self.data_files:
+            return (real,)
+        if os.path.isdir(real):
+            folder = real.rstrip("/") + "/"
+            return tuple(data for data in self.data_files if data.startswith(folder))
+        return ()
 
     def check_state(self, baseline, final=True):
         """What audit events cannot show: pycache_prefix, dont_write_bytecode, the patch's trace

@@ -945,6 +945,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             break
         gap = [""] if container else ["", ""]
         block, copies = [], []
+        looped = _table_loop_assertion(function, read_once)  # (its table and column, for a `guarded_object` copy)
         for node, how, value in targets(function, known, helpers, own_decorators):
             if len(chosen) + len(copies) >= min(limit, PER_FILE):
                 break
@@ -962,11 +963,11 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             block += gap + new_lines
             if how == "rebind_far" and _only_read_there(function, node, value):
                 how = how + ":" + value  # the fork may call the original's own code with it moved (first_calls)
-            elif how == "guarded_object" and _table_loop_assertion(function, read_once) is not None:
+            elif how == "guarded_object" and looped is not None:
                 # E a loop variable over a table of the test module's: the fork may call the original's own
                 # code with that table's column of E moved far, in its child alone (`first_calls.moved_table`);
                 # the copy itself, called where it cannot (an empty table), ends failing as guarded copies do
-                how = "guarded_object_table:" + _table_loop_assertion(function, read_once)
+                how = "guarded_object_table:" + looped
             elif how == "shift_far" and _global_read_there(function, node) and _expected_name(node) in read_once:
                 # E a name of the test module's (or of its class's), read once, there: the fork may call the
                 # original's own code with that name moved far, in its child alone (`first_calls.moved_global`)
