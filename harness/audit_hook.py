@@ -2739,7 +2739,38 @@ def install(testbed, patched, protected, test_roots, own_dir):
         guard.after_imports.append(lambda: _no_history_files_for_the_patch(guard))
     _no_descriptor_reads_for_the_patch(guard)
     _no_descriptors_handed_to_children(guard)
+    guard.after_imports.append(lambda: _grader_outside_fake_filesystems(guard))
     return guard
+
+
+def _grader_outside_fake_filesystems(guard):
+    """The grader's own modules told to pyfakefs as modules it must not fake, once its patcher has
+    loaded (asked at each import as it begins, `Guard.after_imports`; its pytest plugin loads at
+    pytest's start, a unittest suite's `from pyfakefs.fake_filesystem_unittest import TestCase` at
+    the test module's import). pyfakefs' `Patcher` swaps `os`, `io`, `open` and the functions it
+    finds in every loaded module's globals, the grader's too, and routes every call to its fake
+    filesystem unless the calling module is one it skips -- the same list its own pytest plugin adds
+    pytest's modules to (`SKIPMODULES`, and by name `SKIPNAMES`: the caller's file of a fake
+    `open`). Why (stop 53, the open list of stop 52): every honest fix of a repository whose tests
+    take pyfakefs' `fs` fixture, or call `setUpPyfakefs()`, was `tampered` -- the reporter wrote its
+    stream into the fake filesystem and the run ended with no end record. True once done."""
+    module = sys.modules.get("pyfakefs.fake_filesystem_unittest")
+    patcher = _module_dict(module).get("Patcher") if module is not None else None
+    if patcher is None:
+        return False
+    own = [(name, loaded) for name, loaded in list(sys.modules.items())
+           if type(getattr(loaded, "__file__", None)) is str and guard.real(loaded.__file__).startswith(guard.own_dir)]
+    try:  # (and those not loaded yet, by their files: a name skips the module it names when it loads)
+        own += [(entry[:-3], None) for entry in os.listdir(guard.own_dir) if entry.endswith(".py")]
+    except OSError:
+        pass
+    skip_modules, skip_names = getattr(patcher, "SKIPMODULES", None), getattr(patcher, "SKIPNAMES", None)
+    for name, loaded in own:
+        if type(skip_modules) is set and loaded is not None:
+            skip_modules.add(loaded)
+        if type(skip_names) is set:
+            skip_names.add(name)
+    return True
 
 
 # os's calls that read a descriptor with no audit event (`Guard.reading_by_descriptor`)
