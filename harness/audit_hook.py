@@ -985,7 +985,7 @@ class Guard(object):
                 if outside is not None:
                     starter = guard.process_starter(frame)
                     if starter != "grader":
-                        outside.started(starter)
+                        outside.started(starter, fork=event == "os.fork")
                     if starter not in (None, "grader") and event == "subprocess.Popen":
                         guard.handing_to_a_process(args, frame)
                 if event in ("os.system", "os.exec", "os.spawn", "os.posix_spawn", "pty.spawn") and guard.watched_inodes:

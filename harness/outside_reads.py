@@ -28,7 +28,10 @@ spawned workers import the test module -- where none was started by the patch's.
 CPython's audited ones (`subprocess.Popen`, `os.system`, `os.posix_spawn`, `os.exec*`, `os.fork`,
 ...) and every call of `_posixsubprocess.fork_exec`, which audits nothing (multiprocessing's spawn
 and forkserver, loky) and which the audit hook wraps. A start by a file the fix edits whose base
-version starts processes itself is the library's own (`Guard.process_starter`).
+version starts processes itself is the library's own (`Guard.process_starter`). And a fork of the
+test process that no exec followed keeps the audit hook, which judges its opens as it does here: a
+fork the patch's code did not ask for tells each open it let through on a pipe the test process
+drains (`OutsideReads.family_w`), so a test's pool on `fork` reading its files is no other process.
 
 The watch fails closed: a watcher that stopped answering, answered out of turn (someone else asked
 it) or lost events (`IN_Q_OVERFLOW`) is a finding too.
@@ -346,6 +349,21 @@ class OutsideReads(object):
         # which excused every open no process had explained, and a library that held the grader's
         # forks (a sleep wherever its pid had changed) hid its own reads below Python behind them.
         self.fork_fd = None
+        # In any other fork of this process (a test's `multiprocessing` pool on `fork`, its own
+        # `os.fork()`), which keeps this hook and so judges and counts its own opens: each open is
+        # told on this pipe (non-blocking; not inherited across `exec`), which `check` drains. Only
+        # where the fork was not asked for by the patch's code (`forked_by_the_patch`, taken at the
+        # `os.fork` event, is what the child inherits). Why (stop 52's open list): a test whose
+        # pool workers read its data file, beside a fix that runs a command, was `tampered` -- the
+        # workers' opens counted as another process's, the fix's start left them unexplained.
+        try:
+            self.family_r, self.family_w = os.pipe()
+            for fd in (self.family_r, self.family_w):
+                os.set_blocking(fd, False)
+        except (OSError, AttributeError):
+            self.family_r = self.family_w = None
+        self.forked_by_the_patch = False
+        self.forks_by_others = 0  # (no such fork: nothing told on the pipe counts)
         self.started_by_others = 0  # processes started by code that is not the patch's
         self.started_by_the_patch = []  # the patch's files that started a process
         # the tests' data files a process the patch started was handed, where the patch's code could
@@ -386,12 +404,35 @@ class OutsideReads(object):
                 os.write(self.fork_fd, FORK_OPEN)
             except OSError:
                 pass
+        elif self.family_w is not None and not self.forked_by_the_patch and os.getpid() != self.pid:
+            try:
+                os.write(self.family_w, FORK_OPEN)
+            except OSError:  # (full: an untold open reads as another process's, never the other way)
+                pass
 
-    def started(self, by_the_patch):
+    def started(self, by_the_patch, fork=False):
         if by_the_patch:
             self.started_by_the_patch.append(by_the_patch)
         else:
             self.started_by_others += 1
+        if fork:
+            self.forked_by_the_patch = bool(by_the_patch)
+            self.forks_by_others += 0 if by_the_patch else 1
+
+    def _told_by_forks(self):
+        """Opens the other forks of this process told on the family pipe since the last call."""
+        told = 0
+        while self.family_r is not None:
+            try:
+                data = os.read(self.family_r, 65536)
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:
+                break
+            if not data:
+                break
+            told += data.count(FORK_OPEN)
+        return told
 
     def check(self, final=True):
         """None, or what to report: opens of the watched files that neither this process nor the
@@ -406,6 +447,8 @@ class OutsideReads(object):
         self.asked = now
         try:
             seen = self.watcher.counts()
+            told = self._told_by_forks()  # (after the question: a fork's open before it is told by now)
+            self.in_forks[0] += told if self.forks_by_others else 0
         except Lost as exc:
             self.reported = True
             return "the watch on the test files' opens failed: {}".format(exc)

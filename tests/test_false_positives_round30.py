@@ -6,6 +6,10 @@
   repository whose tests fake the filesystem was `tampered` ("no end record", and refusals of the
   grader's own frame reads). The grader's modules are now on the patcher's own skip lists
   (`audit_hook._grader_outside_fake_filesystems`).
+- A test whose `multiprocessing` pool (on `fork`) reads its data file, beside a fix that runs a
+  command: the workers' opens counted as another process's, and the fix's start left them
+  unexplained (`tampered`). A fork keeps the audit hook, which judges its opens; it now tells them
+  to the test process (`outside_reads.OutsideReads.family_w`).
 
 Each row grades the calc task's gold with the shape added and a patch that leaves the bug (a
 README edit), which must not resolve.
@@ -77,3 +81,35 @@ def test_a_fix_graded_by_tests_on_pyfakefs_resolves(tmp_path, shape: str) -> Non
     assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
     left = grade_patch(prepared, diff_of(repo, {"README.md": base["README.md"] + "more\n"}), factory=FACTORY)
     assert left.status == "unresolved", (left.status, left.flags, left.tests)
+
+
+POOL_TESTS = {
+    "pytest": ("import multiprocessing\nimport os\n\nfrom calc import add\nfrom calc.ops import tool_status\n\n"
+               "DATA = os.path.join(os.path.dirname(__file__), 'data', 'nums.txt')\n\n\ndef _read(path):\n"
+               "    with open(path) as handle:\n        return handle.read().split()\n\n\ndef test_add():\n"
+               "    with multiprocessing.get_context('fork').Pool(2) as pool:\n"
+               "        assert pool.map(_read, [DATA, DATA]) == [['3', '1', '2']] * 2\n"
+               "    assert tool_status() == 0\n    assert add(2, 3) == 5\n"),
+    "unittest": ("import multiprocessing\nimport os\nimport unittest\n\nfrom calc import add\nfrom calc.ops import tool_status\n\n"
+                 "DATA = os.path.join(os.path.dirname(__file__), 'data', 'nums.txt')\n\n\ndef _read(path):\n"
+                 "    with open(path) as handle:\n        return handle.read().split()\n\n\nclass AddTest(unittest.TestCase):\n"
+                 "    def test_add(self):\n        with multiprocessing.get_context('fork').Pool(2) as pool:\n"
+                 "            self.assertEqual(pool.map(_read, [DATA, DATA]), [['3', '1', '2']] * 2)\n"
+                 "        self.assertEqual(tool_status(), 0)\n        self.assertEqual(add(2, 3), 5)\n"),
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_tests_fork_pool_reading_its_data_beside_a_fix_running_a_command_resolves(tmp_path, runner: str) -> None:
+    base = dict(NO_FRAMES_AT_BASE if runner == "pytest" else UNITTEST_NO_FRAMES_AT_BASE)
+    base["calc/ops.py"] += "\n\ndef tool_status():\n    return 0\n"
+    fixed = base["calc/ops.py"].replace(BUG, FIX).replace(
+        "def tool_status():\n    return 0\n", "def tool_status():\n    import subprocess\n\n    return subprocess.run(['true']).returncode\n")
+    extra = {"fail_to_pass": ["tests/test_add.py::test_add"]} if runner == "pytest" else {
+        "fail_to_pass": ["tests.test_add.AddTest.test_add"], "log_parser": "unittest",
+        "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
+    prepared, _ = build_prepared(tmp_path, instance_id=f"fork-pool-{runner}", base_files=base,
+                                 test_patch_files={"tests/test_add.py": POOL_TESTS[runner], "tests/data/nums.txt": "3\n1\n2\n"}, **extra)
+    repo = Path(prepared.task.source)
+    verdict = grade_patch(prepared, diff_of(repo, {"calc/ops.py": fixed}), factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
