@@ -122,6 +122,17 @@ def test_environment_is_read_only_and_on_path(local_factory, prepared) -> None:
         assert box.run("env | grep -c PYTEST").output.strip() == "0"  # the host environment is cleared
 
 
+def test_a_hard_link_of_a_checked_in_file_is_the_same_file(local_factory, prepared) -> None:
+    """As in a container: the link and the file one inode, one device (the overlay's `xino=on`; an
+    honest test of a library that links files failed here, fpAL's AL-D)."""
+    with local_factory.open(prepared) as box:
+        name = box.run("cd /testbed && find . -maxdepth 2 -type f -not -path './.git/*' | head -1").output.strip()[2:]
+        assert name
+        done = box.run(f"ln /testbed/{name} /tmp/../testbed/linked && stat -c '%d %i %h' /testbed/{name} /testbed/linked")
+        first, second = done.output.split("\n")[:2]
+        assert first == second and first.endswith(" 2"), done.output
+
+
 ESCAPE_ATTEMPTS = {
     "mount a tmpfs": "mount -t tmpfs x /tmp",
     "unmount /usr": "umount -l /usr",

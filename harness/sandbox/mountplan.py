@@ -111,7 +111,15 @@ def mount_sandbox(home: Path, repo_dir: Path, venv_dir: Path | None, limits: Lim
         f"lowerdir={escape_overlay_path(str(repo_dir))},"
         f"upperdir={escape_overlay_path(rw + '/upper')},workdir={escape_overlay_path(rw + '/work')}"
     )
-    linux.mount("patchgym-overlay", f"{root}/testbed", "overlay", flags, options)
+    # xino=on: one inode number a file, whichever layer it is on, kept across its copy-up. Without it
+    # (the lower layer on the host's disk, the upper on a tmpfs) a hard link of a checked-in file
+    # came out as another device and inode than the file, and `os.path.samefile` said no: an honest
+    # test linking a file of the repository failed here as it does not in a container (fpAL's AL-D,
+    # aiofiles, stop 47; measured with `ln a b`: inode and device both differ without, equal with).
+    try:
+        linux.mount("patchgym-overlay", f"{root}/testbed", "overlay", flags, options + ",xino=on")
+    except OSError:  # (a kernel without the option, before 4.17)
+        linux.mount("patchgym-overlay", f"{root}/testbed", "overlay", flags, options)
     linux.mount(f"{rw}/tmp", f"{root}/tmp", None, linux.MS_BIND)
     if venv_dir is not None:
         bind_readonly(str(venv_dir), root + VENV_MOUNT)
