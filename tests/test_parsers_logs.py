@@ -350,3 +350,70 @@ def test_the_graders_summary_flags_list_every_outcome_without_the_passes_section
     assert "= PASSES =" in full and "= PASSES =" not in ours
     assert parse_pytest_log(ours) == parse_pytest_log(full) == {  # (skips: an aggregated line, no id)
         "test_out.py::test_prints": "PASSED", "test_out.py::test_fails": "FAILED", "test_out.py::test_xfails": "XFAIL"}
+
+
+# sympy's `bin/test --verbose`, as its runner prints it (colours on): every result mark, a skip's
+# reason, the file's [OK]/[FAIL] after its last test, a test's own output before its mark, a name in
+# two files, and the failure report's headers
+SYMPY_LOG = textwrap.dedent("""\
+    ============================= test process starts ==============================
+    executable:         /patchgym/venv/bin/python  (3.11.7-final-0) [CPython]
+    random seed:        65266928
+
+    sympy/utilities/tests/test_iterables.py[7] 
+    test_rotate \x1b[32mok\x1b[0m
+    test_partitions F
+    test_bell_perm E
+    test_slow_one Slow w
+    test_skipped_one  - s
+    test_known_bug f
+    test_now_fixed X                                                            [FAIL]
+
+    sympy/printing/tests/test_str.py[3] 
+    test_printed printed this ok
+    test_same_name ok
+    test_timeout T                                                              [FAIL]
+
+    sympy/core/tests/test_basic.py[1] 
+    test_same_name F                                                            [FAIL]
+
+    ________________________________________________________________________________
+    ____________ sympy/utilities/tests/test_iterables.py:test_bell_perm ____________
+    Traceback (most recent call last):
+    ValueError: boom
+    ________________________________________________________________________________
+    ___________ sympy/utilities/tests/test_iterables.py:test_partitions ____________
+    AssertionError
+    ________________________________________________________________________________
+    ____________________ sympy/core/tests/test_basic.py:test_same_name _____________________
+    AssertionError
+
+    ============ tests finished: 3 passed, 3 failed, 2 skipped, 1 expected to fail, 1 expected to fail but passed, 2 exceptions, in 1.00 seconds =============
+    DO *NOT* COMMIT!
+    """)
+
+
+def test_sympy_parser_reads_every_mark() -> None:
+    assert get_parser("sympy")(SYMPY_LOG) == {
+        "test_rotate": "PASSED", "test_partitions": "FAILED", "test_bell_perm": "ERROR", "test_slow_one": "SKIPPED",
+        "test_skipped_one": "SKIPPED", "test_known_bug": "XFAIL", "test_now_fixed": "XPASS", "test_printed": "PASSED",
+        "test_timeout": "FAILED", "test_same_name": "FAILED"}  # (a failure in one file beats a pass in another)
+
+
+def test_sympy_parser_agrees_with_swebench_sympy_parser() -> None:
+    """SWE-bench's own parser reads `ok`, `F` and `E` lines (the last of a name wins there, and a
+    line ending in the file's `[FAIL]` is not read); where it gives a result for a name in one file,
+    ours is the same."""
+    log = SYMPY_LOG.replace("\x1b[32mok\x1b[0m", "ok")  # (it reads no colours)
+    theirs = swebench_python.parse_log_sympy(log, None)
+    ours = get_parser("sympy")(log)
+    assert len(theirs) >= 5
+    for name, status in theirs.items():
+        if name.startswith("test_") and name != "test_same_name":
+            assert ours.get(name) == status, (name, ours.get(name), status)
+
+
+def test_sympy_parser_sees_a_failure_whose_line_was_lost() -> None:
+    """A test whose own output ran its mark onto another line is FAILED by the report's header."""
+    log = "sympy/a/tests/test_x.py[1] \ntest_noisy printing\nstill printing F\n\n____ sympy/a/tests/test_x.py:test_noisy ____\n"
+    assert get_parser("sympy")(log) == {"test_noisy": "FAILED"}

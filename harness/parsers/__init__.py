@@ -2,8 +2,8 @@
 
 A parser is a function `(log: str) -> dict[str, str]` whose statuses are the names in
 `TestStatus` (SWE-bench's five plus XPASS). Register one with `@register_parser("name")`; a task
-picks it by its `log_parser` field. The built-in `pytest` and `unittest` parsers are registered when
-this package is imported.
+picks it by its `log_parser` field. The built-in `pytest`, `unittest` and `sympy` (sympy's `bin/test --verbose`)
+parsers are registered when this package is imported.
 
 The grader reads results from a signed structured stream first (patchgym.harness.results); the log
 parser is the cross-check (and the only source when a task's command does not run pytest).
@@ -21,5 +21,6 @@ from patchgym.harness.parsers.registry import (
 )
 from patchgym.harness.parsers import pytest_log as _pytest_log  # noqa: E402,F401  (registers "pytest")
 from patchgym.harness.parsers import unittest_log as _unittest_log  # noqa: E402,F401  (registers "unittest")
+from patchgym.harness.parsers import sympy_log as _sympy_log  # noqa: E402,F401  (registers "sympy")
 
 __all__ = ["PASSING", "LogParser", "TestStatus", "available_parsers", "get_parser", "register_parser"]
