@@ -15,7 +15,9 @@ import json
 import re
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from patchgym.tasks.swebench_runners import defaults_for
 
 SAFE_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._+-]{0,199}$")
 SHA_LIKE = re.compile(r"^[0-9a-fA-F]{4,64}$")
@@ -92,6 +94,17 @@ class Task(BaseModel):
     version: str | None = None
     environment_setup_commit: str | None = None
     difficulty: str | None = None
+
+    @model_validator(mode="before")
+    @classmethod
+    def _swebench_runner(cls, row: Any) -> Any:
+        """A SWE-bench row of Django or sympy naming neither `test_cmd` nor `log_parser` gets
+        SWE-bench's own command and parser for its repository (`swebench_runners`)."""
+        if isinstance(row, dict) and row.get("test_cmd") is None and "log_parser" not in row and isinstance(row.get("repo"), str):
+            filled = defaults_for(row["repo"], row.get("test_patch") if isinstance(row.get("test_patch"), str) else None)
+            if filled:
+                row = {**row, **filled}
+        return row
 
     @field_validator("instance_id")
     @classmethod

@@ -45,6 +45,28 @@ def test_swebench_rows_with_json_string_lists(tmp_path: Path) -> None:
     assert task.version == "1.0"
 
 
+DJANGO_TEST_PATCH = ("diff --git a/tests/utils_tests/test_text.py b/tests/utils_tests/test_text.py\n--- a/x\n+++ b/x\n"
+                     "diff --git a/tests/forms_tests/tests/test_input_formats.py b/tests/forms_tests/tests/test_input_formats.py\n"
+                     "diff --git a/tests/utils_tests/files/strip_tags1.html b/tests/utils_tests/files/strip_tags1.html\n")
+
+
+def test_swebench_rows_of_django_and_sympy_get_swebenchs_own_command_and_parser(tmp_path: Path) -> None:
+    """Loaded unchanged, a Django or sympy row would be run by pytest; SWE-bench runs their own runners."""
+    django = {**ROW, "instance_id": "django__django-11099", "repo": "django/django", "test_patch": DJANGO_TEST_PATCH,
+              "FAIL_TO_PASS": json.dumps(["test_strip_tags (utils_tests.test_text.TestUtilsText)"])}
+    sympy = {**ROW, "instance_id": "sympy__sympy-20590", "repo": "sympy/sympy", "FAIL_TO_PASS": '["test_rotate"]',
+             "test_patch": DJANGO_TEST_PATCH.replace("tests/utils_tests", "sympy/utilities/tests")}
+    [dj, sy] = load_tasks(write_jsonl(tmp_path / "swe.jsonl", [django, sympy]))
+    assert dj.test_cmd == ("./tests/runtests.py --verbosity 2 --settings=test_sqlite --parallel 1 "
+                           "utils_tests.test_text forms_tests.tests.test_input_formats") and dj.log_parser == "unittest"
+    assert sy.test_cmd == ("PYTHONWARNINGS='ignore::UserWarning,ignore::SyntaxWarning' bin/test -C --verbose "
+                           "sympy/utilities/tests/test_text.py tests/forms_tests/tests/test_input_formats.py") and sy.log_parser == "sympy"
+    # a row that names either field is taken as written, and other repositories keep pytest's default
+    [named, other] = load_tasks(write_jsonl(tmp_path / "named.jsonl", [{**django, "log_parser": "pytest"},
+                                                                      {**django, "instance_id": "x-1", "repo": "acme/calc"}]))
+    assert (named.test_cmd, named.log_parser) == (None, "pytest") and (other.test_cmd, other.log_parser) == (None, "pytest")
+
+
 def test_unknown_fields_pass_through(tmp_path: Path) -> None:
     [task] = load_tasks(write_jsonl(tmp_path / "t.jsonl", [{**ROW, "tags": ["easy"], "custom": 3}]))
     dumped = task.model_dump()
