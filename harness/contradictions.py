@@ -503,18 +503,83 @@ def _table_loop_assertion(function, read_once=None):
         if not isinstance(loop, ast.For):
             continue
         for statement in _loop_statements(loop.body):
-            name = None
+            expected = None
             if (isinstance(statement, ast.Assert) and isinstance(statement.test, ast.Compare) and len(statement.test.ops) == 1
-                    and isinstance(statement.test.ops[0], ast.Eq) and isinstance(statement.test.comparators[0], ast.Name)):
-                name = statement.test.comparators[0].id
+                    and isinstance(statement.test.ops[0], ast.Eq)):
+                expected = statement.test.comparators[0]
             elif (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call) and isinstance(statement.value.func, ast.Attribute)
                   and statement.value.func.attr in ("assertEqual", "assertEquals") and len(statement.value.args) in (2, 3)
-                  and isinstance(statement.value.args[1], ast.Name) and not statement.value.keywords):
-                name = statement.value.args[1].id
-            found = _table_read_there(function, statement, name) if name is not None else None
+                  and not statement.value.keywords):
+                expected = statement.value.args[1]
+            if isinstance(expected, ast.Name):
+                found = _table_read_there(function, statement, expected.id)
+            else:
+                found = _row_field_read_there(function, loop, statement, expected) if expected is not None else None
             if found is not None and (read_once is None or found.split(":", 1)[0] in read_once):
                 return found
     return None
+
+
+def _row_field(node, row):
+    """The position `moved_table` takes for `node`, a field of the loop's row `row` read by a
+    constant: `row[2]` -> "2", `row["expected"]` -> "key.expected", `row.expected` -> "attr.expected";
+    else None."""
+    if isinstance(node, ast.Subscript) and isinstance(node.value, ast.Name) and node.value.id == row:
+        index = node.slice.value if (not isinstance(node.slice, ast.Constant) and hasattr(node.slice, "value")) else node.slice
+        value = getattr(index, "value", None) if isinstance(index, ast.Constant) else None
+        if type(value) is int:
+            return str(value)
+        if type(value) is str and value.isidentifier():
+            return "key." + value
+        return None
+    if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == row and not node.attr.startswith("_"):
+        return "attr." + node.attr
+    return None
+
+
+def _row_field_read_there(function, loop, statement, expected):
+    """"TABLE:POSITION" where `expected` (the expected side of assertion `statement`, in `loop`) is a
+    field of the loop's row read by a constant -- `for data in CASES:` then `data[2]`,
+    `case["expected"]`, `case.expected` (a namedtuple's) -- the body reads the row only by such
+    fields, that field only there, and the table is a name of the module's (or `self.`'s) the body
+    never assigns. Why (red team rt47's R8, stop 53, reward 1 on a real task, titlecase's
+    `for data in TEST_DATA: ... assertEqual(titlecase(data[0]), data[1])`, and its indexed, dict-row
+    and namedtuple-row shapes on both runners): a library looking its input up in the module's table
+    answered the row's expected field, and only bare loop variables were moved in the fork's child."""
+    target, iterated = loop.target, _the_table_itself(loop.iter)
+    if _a_call_of(iterated, "enumerate", 1) and isinstance(target, ast.Tuple) and len(target.elts) == 2:
+        iterated, target = _the_table_itself(iterated.args[0]), target.elts[1]
+    if not isinstance(target, ast.Name) or not any(n is statement for s in loop.body for n in _walk_own(s)):
+        return None
+    position = _row_field(expected, target.id)
+    if position is None:
+        return None
+    inside = {id(n) for n in _walk_own(statement)}
+    fields, bare = [], 0
+    parents = {}
+    for s in function.body:
+        for node in _walk_own(s):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+    for s in function.body:
+        for node in _walk_own(s):
+            if isinstance(node, ast.Name) and node.id == target.id and node is not target:
+                parent = parents.get(id(node))
+                field = _row_field(parent, target.id) if parent is not None else None
+                if field is None or not isinstance(node.ctx, ast.Load) or not isinstance(getattr(parent, "ctx", None), ast.Load):
+                    bare += 1
+                elif field == position:
+                    fields.append(parent)
+    if bare or len(fields) != 1 or fields[0] is not expected or id(expected) not in inside:
+        return None
+    if (isinstance(iterated, ast.Attribute) and isinstance(iterated.value, ast.Name) and iterated.value.id == "self"
+            and function.args.args and function.args.args[0].arg == "self"):
+        return "self.{}:{}".format(iterated.attr, position)
+    if not isinstance(iterated, ast.Name) or _local_to(function, iterated.id):
+        return None
+    stored = [n for s in function.body for n in _walk_own(s)
+              if isinstance(n, ast.Name) and n.id == iterated.id and not isinstance(n.ctx, ast.Load)]
+    return None if stored else "{}:{}".format(iterated.id, position)
 
 
 # Copies of a test none of whose assertions surely runs (each in an `if`, a `for` over a computed

@@ -126,6 +126,7 @@ class _Real(object):
     urandom = os.urandom
     waitpid = os.waitpid
     kill = os.kill
+    getpid, getppid = os.getpid, os.getppid
     get_inheritable = os.get_inheritable
     monotonic, sleep, select, open_file = time.monotonic, time.sleep, select.select, _builtins.open
     exit = os._exit
@@ -280,6 +281,21 @@ def moved_table(table, position, step):
             if type(table) is _MAPPING_PROXY and table:  # (a dict table the grader froze: `test_globals`)
                 return _MAPPING_PROXY(dict((key, move(value)) for key, value in table.items()))
             return dict((key, move(value)) for key, value in table.items()) if type(table) is dict and table else None
+        if position.startswith(("key.", "attr.")):  # (rows that are dicts, or namedtuples: `contradictions._row_field`)
+            field = position.split(".", 1)[1]
+            if type(table) not in (list, tuple) or not table:
+                return None
+            rows = []
+            for row in table:
+                if position.startswith("key.") and type(row) is dict and field in row:
+                    changed = dict(row)
+                    changed[field] = move(row[field])
+                elif position.startswith("attr.") and isinstance(row, tuple) and field in getattr(type(row), "_fields", ()):
+                    changed = row._replace(**{field: move(getattr(row, field))})
+                else:
+                    return None
+                rows.append(changed)
+            return type(table)(rows)
         index = int(position)
         if type(table) not in (list, tuple) or not table:
             return None
@@ -346,6 +362,11 @@ def subtests_counted(call, testcase):
         outcome = getattr(testcase, "_outcome", None)
         if outcome is not None:
             outcome.success = True
+            try:  # (the first failed subtest ends the call: unittest's `failfast`, the child's own copy)
+                if getattr(outcome, "result", None) is not None:
+                    outcome.result.failfast = True
+            except Exception:  # noqa: BLE001
+                pass
         result = call()
         if outcome is not None and getattr(outcome, "success", True) is False:
             raise AssertionError("a subtest failed")
@@ -373,6 +394,7 @@ class FirstCalls(object):
             return False
         fds = []
         randomness = _random_state()
+        parent = (_Real.getpid(), _Real.getppid())
         try:
             fds.extend(_PIPE())
             fds.extend(_PIPE())
@@ -392,6 +414,8 @@ class FirstCalls(object):
                     outside.fork_fd = result_w  # (each open of a watched file told as it is made)
                 _private_shared_memory()
                 _set_random_state(randomness)
+                if not any(number == ORIGINAL_FAILED for number, _ in calls):
+                    _pretend_to_be(*parent)  # (the copies' child only: see `_pretend_to_be`)
                 _Real.close(go_w)
                 _Real.close(result_r)
                 for _, other_go, other_result, _ in self._pending:
@@ -453,6 +477,37 @@ class FirstCalls(object):
         return found
 
 
+def _pretend_to_be(pid, ppid):
+    """In a child: `os.getpid()` and `os.getppid()` answer the parent's own, so that code asking
+    which process it runs in finds the one the test ran in. Why (red team rt47's R6-R8, stop 53,
+    reward 1 on both runners and on a real task): a library that answered the running test's
+    expectation on its first call, and in any other pid (the grader's forks) slept or killed itself,
+    left the forks unanswered, which count as failed copies (an honest child held by a pool's
+    threads does the same). Only where the child calls copies: the original's own child
+    (`ORIGINAL_FAILED`) keeps its real pid, since that one is there to meet a lie told in the
+    importing process alone (red team rt21), which would lie there too. (A pid kept from before,
+    `/proc/self`, a thread that is gone: still tell; the forks then see a library that acts
+    otherwise in them, written against them.)"""
+    try:
+        import posix
+    except ImportError:
+        posix = None
+
+    def getpid():
+        return pid
+
+    def getppid():
+        return ppid
+
+    for function, name in ((getpid, "getpid"), (getppid, "getppid")):
+        function.__name__ = function.__qualname__ = name
+        function.__module__ = "posix"
+        function.__doc__ = getattr(os, name).__doc__
+        for module in (os, posix):
+            if module is not None:
+                setattr(module, name, function)
+
+
 def _private_shared_memory():
     """In a fork's child: every writable shared mapping of the process becomes a private copy of
     what it holds, so that nothing the child's calls write there reaches the parent. Why (fpAH FP7,
@@ -500,10 +555,16 @@ def _answer(entry, timeout_s, exiting):
     try:
         deadline = _Real.monotonic() + timeout_s
         first_by = _Real.monotonic() + _FIRST_BYTE_WAIT[0]
+        busy = _Busy(pid)
         while not data.endswith(b"\n"):
             left = (deadline if data else max(deadline, first_by)) - _Real.monotonic()
-            if left <= 0 or not _Real.select([result_r], [], [], left)[0]:
+            if left <= 0:
+                if data and busy.still_working():
+                    deadline = _Real.monotonic() + min(timeout_s, busy.left())  # (working, not held: see `_Busy`)
+                    continue
                 break
+            if not _Real.select([result_r], [], [], left)[0]:
+                continue  # (its time is up: judged at the top)
             chunk = _Real.read(result_r, 4096)
             if not chunk:
                 break
@@ -543,6 +604,50 @@ def _answer(entry, timeout_s, exiting):
     if not data:
         _FIRST_BYTE_WAIT[0] = min(_FIRST_BYTE_WAIT[0], timeout_s)
     return [(of, SILENCED)] if exited or not started else []
+
+
+BUSY_CAP_S = 60.0  # the longest a started child that keeps working is waited for (`_Busy`)
+
+
+class _Busy(object):
+    """Whether a started child is still at work, by the CPU time it used (`/proc/<pid>/stat`) since
+    it was last asked: a child held by threads the fork did not copy (a pool's) uses none, a slow
+    test's calls use it. Why (red team rt47's titlecase row, stop 53): a graded test of 72 subtests
+    took longer than TIMEOUT_S in its child on a loaded machine, and a child past its time counts as
+    failed copies, so a lie told in that child was never seen. A working child is waited for up to
+    BUSY_CAP_S in all; one that used less than a fifth of the time since the last look is held."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self.started = _Real.monotonic()
+        self.last = (self.started, self._ticks())
+
+    def _ticks(self):
+        try:
+            fd = _Real.open("/proc/{}/stat".format(self.pid), os.O_RDONLY)
+            try:
+                text = _Real.read(fd, 4096)
+            finally:
+                _Real.close(fd)
+            fields = text.rpartition(b")")[2].split()
+            return int(fields[11]) + int(fields[12])  # utime + stime, after the state (field 3)
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def left(self):
+        return max(0.0, BUSY_CAP_S - (_Real.monotonic() - self.started))
+
+    def still_working(self):
+        now, ticks = _Real.monotonic(), self._ticks()
+        then, before = self.last
+        self.last = (now, ticks)
+        if ticks is None or before is None or self.left() <= 0:
+            return False
+        try:
+            per_second = float(os.sysconf("SC_CLK_TCK"))
+        except (ValueError, OSError, AttributeError):
+            per_second = 100.0
+        return (ticks - before) / per_second >= 0.2 * max(now - then, 0.01)
 
 
 def _drained(result_r, data):

@@ -179,17 +179,18 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
             try:
                 counted = patchgym_first_calls.subtests_counted
                 if copies_of[test_id]:
-                    calls = []
+                    calls, moved_calls = [], []
                     module = sys.modules.get(type(testcase).__module__)
                     for n, name in copies_of[test_id]:
                         rebound = patchgym_first_calls.moved_global(planted[n], module, far_steps, type(testcase))
                         if rebound is not None:  # the original, the module's name it asserts against moved in the child
                             original_name = testcase._testMethodName
                             make = patchgym_first_calls.with_global_moved((lambda: getattr(testcase, original_name)()), rebound)
-                            calls.append((n, clean(own(counted(make, testcase), original_name, testcase))))
+                            moved_calls.append((n, clean(own(counted(make, testcase), original_name, testcase))))
                         else:
                             calls.append((n, clean(own(counted((lambda name=name: getattr(testcase, name)()), testcase), name, testcase))))
-                    first_calls.fork_before(test_id, calls, defer=True)
+                    # (the moved original first: the pytest reporter's `_fork_first_calls`)
+                    first_calls.fork_before(test_id, moved_calls + calls, defer=True)
                 if failed_asserts is not None and patchgym_first_calls.alone_tells((getattr(channel._stream, "_fd", None),), patch_threads(),
                                                                                      processes_told_apart()):
                     name = testcase._testMethodName

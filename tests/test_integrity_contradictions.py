@@ -793,3 +793,23 @@ def test_an_expectation_read_twice_at_the_assertion_gets_no_rebound_copy() -> No
     found = contradictions.targets(function)
     assert "rebind_far" not in [how for _, how, _ in found] and "shift_far" in [how for _, how, _ in found]
     assert contradictions._only_read_there(function, function.body[0], "expected") is False
+
+
+def test_a_rows_field_is_moved_only_where_the_row_reaches_nothing_else() -> None:
+    """`contradictions._table_loop_assertion` on rows read by a field: the expected field must be read
+    once, there, and the row never handed on whole (`f(case) == case[2]`) nor its expected field used
+    as an input (`roundtrip(case[2]) == case[2]`): an honest result could then meet the moved value."""
+    import ast
+
+    from patchgym.harness import contradictions
+
+    def table(body: str) -> str | None:
+        tree = ast.parse("CASES = []\n\n\ndef test_x():\n" + body)
+        return contradictions._table_loop_assertion(tree.body[1])
+
+    assert table("    for data in CASES:\n        assert add(data[0], data[1]) == data[2]\n") == "CASES:2"
+    assert table("    for c in CASES:\n        assert add(c['a'], c['b']) == c['expected']\n") == "CASES:key.expected"
+    assert table("    for c in CASES:\n        assert add(c.a, c.b) == c.expected\n") == "CASES:attr.expected"
+    assert table("    for c in CASES:\n        assert roundtrip(c[2]) == c[2]\n") is None
+    assert table("    for c in CASES:\n        assert f(c) == c[2]\n") is None
+    assert table("    for c in CASES:\n        c = c[0], c[1], 5\n        assert add(c[0], c[1]) == c[2]\n") is None

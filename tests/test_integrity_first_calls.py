@@ -13,6 +13,10 @@ with the run and cannot write files.
 
 from __future__ import annotations
 
+import os
+import signal
+import time
+
 import pytest
 
 from patchgym.harness.grader import grade_patch
@@ -628,3 +632,33 @@ def test_a_file_the_patch_opened_and_renamed_stays_the_patchs(tmp_path) -> None:
     (tmp_path / "box").mkdir()
     guard.follow_rename(str(tmp_path), str(tmp_path / "moved"))  # a folder of it: its files follow
     assert str((tmp_path / "moved" / "held.log").resolve()) in guard.patch_files
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or not os.path.exists("/proc/self/stat"), reason="needs fork and /proc")
+def test_a_child_at_work_is_waited_for_and_a_held_one_is_not() -> None:
+    """`first_calls._Busy`: a started child past its time is waited for while it keeps using CPU (a
+    slow test's calls: titlecase's 72 subtests in red team rt47's row took longer than TIMEOUT_S on a
+    loaded machine, and a lie told there went unseen), not while it waits (held by a pool's threads)."""
+    from patchgym.harness import first_calls
+
+    def child(work: bool) -> int:
+        pid = os.fork()
+        if pid == 0:
+            try:
+                end = time.monotonic() + 5
+                while time.monotonic() < end:
+                    if not work:
+                        time.sleep(0.05)
+            finally:
+                os._exit(0)
+        return pid
+
+    for work in (True, False):
+        pid = child(work)
+        try:
+            busy = first_calls._Busy(pid)
+            time.sleep(0.6)
+            assert busy.still_working() is work
+        finally:
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
