@@ -11,6 +11,18 @@
   unexplained (`tampered`). A fork keeps the audit hook, which judges its opens; it now tells them
   to the test process (`outside_reads.OutsideReads.family_w`).
 
+And fp57's (stop 53: real rows of aiosqlite and func-timeout, and reproducers):
+
+- A stack formatted with source lines below the fixed code: asyncio in debug mode (every
+  `IsolatedAsyncioTestCase`) records `traceback.extract_stack()` for each Future the fixed code
+  makes; `logging.captureWarnings(True)` formats a warning the fixed code raises with
+  `stacklevel=2` with the test's line; loguru's and rich's exception formatters read each frame's
+  line. Each was `reading the tests' source`, `tampered`. Such a read through `linecache` now gets no
+  lines where it would have been refused (`audit_hook._no_test_sources_kept_in_linecache`).
+- A fixed file that calls the C API through `ctypes.pythonapi` at base (func-timeout's
+  `PyThreadState_SetAsyncExc`), or copies a ctypes buffer with `string_at`: refused as the patch's
+  `ctypes.dlsym`/`ctypes.string_at` (`Guard.ctypes_call_at_base`).
+
 Each row grades the calc task's gold with the shape added and a patch that leaves the bug (a
 README edit), which must not resolve.
 """
@@ -24,7 +36,8 @@ from pathlib import Path
 import pytest
 
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import NO_FRAMES_AT_BASE, UNITTEST_NO_FRAMES_AT_BASE, build_prepared, build_venv, diff_of
+from tests.fixtures_grading.calc_task import (BASE_FILES, NO_FRAMES_AT_BASE, UNITTEST_BASE, UNITTEST_NO_FRAMES_AT_BASE, build_prepared,
+                                              build_venv, diff_of)
 
 from tests.fixtures_grading.factories import any_factory_or_reason
 
@@ -113,3 +126,105 @@ def test_a_tests_fork_pool_reading_its_data_beside_a_fix_running_a_command_resol
     repo = Path(prepared.task.source)
     verdict = grade_patch(prepared, diff_of(repo, {"calc/ops.py": fixed}), factory=FACTORY)
     assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
+
+
+def _calc_row(tmp_path, runner: str, name: str, library: str, tests: dict[str, str], ids: dict[str, list[str]],
+              installed: dict[str, str] | None = None):
+    """The calc task with `library` appended to `calc/ops.py` at base (and in the gold, `add` fixed
+    there), graded by `tests[runner]`, with `installed` modules in its environment's site-packages:
+    the prepared task, the gold, and a patch that keeps the bug."""
+    base = dict(NO_FRAMES_AT_BASE if runner == "pytest" else UNITTEST_NO_FRAMES_AT_BASE)
+    base["calc/ops.py"] += library
+    extra = {"fail_to_pass": ids[runner]} if runner == "pytest" else {
+        "fail_to_pass": ids[runner], "log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub"]}
+    venv = build_venv(tmp_path)
+    for module, text in (installed or {}).items():
+        (next((venv / "lib").glob("python3*/site-packages")) / module).write_text(text)
+    prepared, _ = build_prepared(tmp_path, venv=venv, instance_id=f"{name}-{runner}", base_files=base,
+                                 test_patch_files={"tests/test_add.py": tests[runner]}, **extra)
+    repo = Path(prepared.task.source)
+    gold = diff_of(repo, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)})
+    kept = diff_of(repo, {"calc/ops.py": base["calc/ops.py"] + "\n# kept\n"})
+    return prepared, gold, kept
+
+
+def _resolves_and_the_bug_does_not(prepared, gold, kept) -> None:
+    verdict = grade_patch(prepared, gold, factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
+    left = grade_patch(prepared, kept, factory=FACTORY)
+    assert left.status == "unresolved", (left.status, left.flags, left.tests)
+
+
+STACK_READERS = {
+    # asyncio's debug mode: each Future records `traceback.extract_stack()` (unittest's
+    # IsolatedAsyncioTestCase always runs its loop so)
+    "asyncio-debug": ("\n\nasync def add_later(a, b):\n    import asyncio\n\n    loop = asyncio.get_running_loop()\n"
+                      "    future = loop.create_future()\n    loop.call_soon(future.set_result, add(a, b))\n    return await future\n", {
+                          "pytest": "import asyncio\n\nfrom calc.ops import add_later\n\n\ndef test_add():\n"
+                                    "    assert asyncio.run(add_later(2, 3), debug=True) == 5\n",
+                          "unittest": "import unittest\n\nfrom calc.ops import add_later\n\n\nclass AddTest(unittest.IsolatedAsyncioTestCase):\n"
+                                      "    async def test_add(self):\n        self.assertEqual(await add_later(2, 3), 5)\n"}),
+    # a warning pointing at the test's line, formatted into a log record with that line
+    "captured-warning": ("\n\ndef add_warned(a, b):\n    import warnings\n\n"
+                         "    warnings.warn('add_warned() will take keywords only', UserWarning, stacklevel=2)\n    return add(a, b)\n", {
+                             "pytest": "import logging\nimport warnings\n\nfrom calc.ops import add_warned\n\n\ndef test_add():\n"
+                                       "    logging.captureWarnings(True)\n    warnings.simplefilter('always')\n    assert add_warned(2, 3) == 5\n",
+                             "unittest": "import logging\nimport unittest\n\nfrom calc.ops import add_warned\n\nlogging.captureWarnings(True)\n\n\n"
+                                         "class AddTest(unittest.TestCase):\n    def test_add(self):\n        self.assertEqual(add_warned(2, 3), 5)\n"}),
+    # an installed package's formatter reading every frame's line, as loguru's and rich's do
+    "installed-formatter": ("\n\ndef add_logged(a, b):\n    import stackshow\n\n    stackshow.show()\n    return add(a, b)\n", {
+                          "pytest": "from calc.ops import add_logged\n\n\ndef test_add():\n    assert add_logged(2, 3) == 5\n",
+                          "unittest": "import unittest\n\nfrom calc.ops import add_logged\n\n\nclass AddTest(unittest.TestCase):\n"
+                                      "    def test_add(self):\n        self.assertEqual(add_logged(2, 3), 5)\n"}),
+}
+IDS = {"pytest": ["tests/test_add.py::test_add"], "unittest": ["tests.test_add.AddTest.test_add"]}
+STACK_SHOW = ("import linecache\nimport sys\n\n\ndef show():\n    frame, shown = sys._getframe(1), []\n    while frame is not None:\n"
+              "        shown.append(linecache.getline(frame.f_code.co_filename, frame.f_lineno))\n        frame = frame.f_back\n"
+              "    sys.stderr.write(''.join(shown))\n")
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("shape", sorted(STACK_READERS))
+def test_a_stack_formatted_with_its_lines_below_the_fixed_code_resolves(tmp_path, shape: str, runner: str) -> None:
+    library, tests = STACK_READERS[shape]
+    _resolves_and_the_bug_does_not(*_calc_row(tmp_path, runner, shape, library, tests, IDS, {"stackshow.py": STACK_SHOW}))
+
+
+C_API_LIBRARIES = {
+    "pythonapi": "\n\ndef py_version():\n    import ctypes\n\n    get = ctypes.pythonapi.Py_GetVersion\n    get.restype = ctypes.c_char_p\n"
+                 "    return get().decode()\n",
+    "string_at": "\n\ndef py_version():\n    import ctypes\n    import sys\n\n    text = sys.version.encode()\n"
+                 "    buffer = (ctypes.c_char * len(text)).from_buffer_copy(text)\n    return ctypes.string_at(buffer, len(text)).decode()\n",
+}
+VERSION_TESTS = {
+    "pytest": "import sys\n\nfrom calc import add\nfrom calc.ops import py_version\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+              "    assert py_version().split()[0] == sys.version.split()[0]\n",
+    "unittest": "import sys\nimport unittest\n\nfrom calc import add\nfrom calc.ops import py_version\n\n\nclass AddTest(unittest.TestCase):\n"
+                "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"
+                "        self.assertEqual(py_version().split()[0], sys.version.split()[0])\n",
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("call", sorted(C_API_LIBRARIES))
+def test_a_fix_of_a_file_that_makes_the_same_ctypes_call_at_base_resolves(tmp_path, call: str, runner: str) -> None:
+    _resolves_and_the_bug_does_not(*_calc_row(tmp_path, runner, "ctypes-" + call, C_API_LIBRARIES[call], VERSION_TESTS, IDS))
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_task_whose_gold_deletes_a_module_grades(tmp_path, runner: str) -> None:
+    """fp57's FP-6: the gold fixes `add` and deletes an unused module; reading the module as the gold
+    leaves it (for its docstring examples) raised FileNotFoundError, and every grading of the task,
+    the gold's too, was `infra_error`."""
+    base = dict(BASE_FILES if runner == "pytest" else {**UNITTEST_BASE, "calc/_where.py": BASE_FILES["calc/_where.py"]})
+    extra = {"fail_to_pass": IDS[runner]} if runner == "pytest" else {
+        "fail_to_pass": IDS[runner], "log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub"]}
+    tests = {"pytest": "from calc import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n",
+             "unittest": "import unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n"
+                         "    def test_add(self):\n        self.assertEqual(add(2, 3), 5)\n"}
+    prepared, gold = build_prepared(tmp_path, instance_id=f"gold-deletes-{runner}", base_files=base,
+                                    test_patch_files={"tests/test_add.py": tests[runner]},
+                                    gold_files={"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX), "calc/_where.py": None}, **extra)
+    assert "deleted file mode" in gold
+    verdict = grade_patch(prepared, gold, factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.error)
