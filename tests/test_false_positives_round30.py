@@ -129,7 +129,7 @@ def test_a_tests_fork_pool_reading_its_data_beside_a_fix_running_a_command_resol
 
 
 def _calc_row(tmp_path, runner: str, name: str, library: str, tests: dict[str, str], ids: dict[str, list[str]],
-              installed: dict[str, str] | None = None):
+              installed: dict[str, str] | None = None, data: dict[str, str] | None = None):
     """The calc task with `library` appended to `calc/ops.py` at base (and in the gold, `add` fixed
     there), graded by `tests[runner]`, with `installed` modules in its environment's site-packages:
     the prepared task, the gold, and a patch that keeps the bug."""
@@ -141,7 +141,7 @@ def _calc_row(tmp_path, runner: str, name: str, library: str, tests: dict[str, s
     for module, text in (installed or {}).items():
         (next((venv / "lib").glob("python3*/site-packages")) / module).write_text(text)
     prepared, _ = build_prepared(tmp_path, venv=venv, instance_id=f"{name}-{runner}", base_files=base,
-                                 test_patch_files={"tests/test_add.py": tests[runner]}, **extra)
+                                 test_patch_files={"tests/test_add.py": tests[runner], **(data or {})}, **extra)
     repo = Path(prepared.task.source)
     gold = diff_of(repo, {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)})
     kept = diff_of(repo, {"calc/ops.py": base["calc/ops.py"] + "\n# kept\n"})
@@ -228,3 +228,49 @@ def test_a_task_whose_gold_deletes_a_module_grades(tmp_path, runner: str) -> Non
     assert "deleted file mode" in gold
     verdict = grade_patch(prepared, gold, factory=FACTORY)
     assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.error)
+
+
+OUTPUT_LIBRARIES = {
+    # fp57's FP-7: the output folder the test hands over under `tests/`, made by the run's first call
+    "rmtree": ("\n\ndef render(pairs, out_dir):\n    import os\n    import shutil\n\n    shutil.rmtree(out_dir, ignore_errors=True)\n"
+               "    os.makedirs(out_dir)\n    with open(os.path.join(out_dir, 'sums.txt'), 'w') as handle:\n"
+               "        handle.write(' '.join(str(add(a, b)) for a, b in pairs))\n    return os.path.join(out_dir, 'sums.txt')\n"),
+    "rename-into-place": ("\n\ndef render(pairs, out_dir):\n    import os\n    import shutil\n\n    staging = out_dir + '.new'\n"
+                          "    os.makedirs(staging)\n    with open(os.path.join(staging, 'sums.txt'), 'w') as handle:\n"
+                          "        handle.write(' '.join(str(add(a, b)) for a, b in pairs))\n    if os.path.isdir(out_dir):\n"
+                          "        os.rename(out_dir, out_dir + '.old')\n    os.rename(staging, out_dir)\n"
+                          "    shutil.rmtree(out_dir + '.old', ignore_errors=True)\n    return os.path.join(out_dir, 'sums.txt')\n"),
+    # fp57's FP-8: a data file the test hands over, staged in a temporary folder by a symbolic link
+    "symlink-staging": ("\n\ndef render(pairs, out_dir):\n    import os\n    import tempfile\n\n    staged = os.path.join(tempfile.mkdtemp(), 'nums.txt')\n"
+                        "    os.symlink(os.path.abspath('tests/data/nums.txt'), staged)\n    with open(staged) as handle:\n"
+                        "        handle.read()\n    return ' '.join(str(add(a, b)) for a, b in pairs)\n"),
+}
+RENDER_TESTS = {
+    "pytest": ("import os\n\nfrom calc.ops import render\n\n\ndef test_add():\n    out = os.path.join('tests', 'output')\n"
+               "    render([(2, 3)], out)\n    result = render([(2, 3), (1, 1)], out)\n"
+               "    assert (open(result).read() if os.path.exists(str(result)) else result) == '5 2'\n"),
+    "unittest": ("import os\nimport unittest\n\nfrom calc.ops import render\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
+                 "        out = os.path.join('tests', 'output')\n        render([(2, 3)], out)\n        result = render([(2, 3), (1, 1)], out)\n"
+                 "        self.assertEqual(open(result).read() if os.path.exists(str(result)) else result, '5 2')\n"),
+}
+
+
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("how", sorted(OUTPUT_LIBRARIES))
+def test_a_fix_that_replaces_a_folder_the_run_made_under_the_tests_resolves(tmp_path, how: str, runner: str) -> None:
+    data = {"tests/data/nums.txt": "3\n1\n2\n"} if how == "symlink-staging" else None
+    _resolves_and_the_bug_does_not(*_calc_row(tmp_path, runner, how, OUTPUT_LIBRARIES[how], RENDER_TESTS, IDS, data=data))
+
+
+def test_the_tests_own_folder_is_still_the_tests(tmp_path) -> None:
+    """The folder rule judges a folder by what it holds: a fix removing a folder of the tests that
+    holds their files from before the run is refused, however it is asked."""
+    library = OUTPUT_LIBRARIES["rmtree"]
+    tests = {"pytest": RENDER_TESTS["pytest"].replace("os.path.join('tests', 'output')", "os.path.join('tests', 'data')")}
+    base = dict(NO_FRAMES_AT_BASE)
+    base["calc/ops.py"] += library
+    prepared, _ = build_prepared(tmp_path, instance_id="own-folder", base_files=base,
+                                 test_patch_files={"tests/test_add.py": tests["pytest"], "tests/data/nums.txt": "3\n1\n2\n"},
+                                 fail_to_pass=IDS["pytest"])
+    verdict = grade_patch(prepared, diff_of(Path(prepared.task.source), {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}), factory=FACTORY)
+    assert verdict.status == "tampered" and any("shutil.rmtree" in flag for flag in verdict.flags), (verdict.status, verdict.flags)
