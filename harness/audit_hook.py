@@ -2621,7 +2621,7 @@ def _startup_config(own_dir):
         import json
 
         try:
-            with _OPEN(os.path.join(own_dir, "patchgym_startup.json")) as handle:
+            with _OPEN(os.path.join(own_dir, "patchgym_startup.json"), encoding="utf-8") as handle:
                 startup = json.load(handle)
         except (OSError, ValueError):
             startup = None

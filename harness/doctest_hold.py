@@ -46,7 +46,7 @@ def install(testbed, own_dir):
     try:
         import json
 
-        with open(os.path.join(own_dir, "patchgym_startup.json")) as handle:
+        with open(os.path.join(own_dir, "patchgym_startup.json"), encoding="utf-8") as handle:
             table = json.load(handle).get("doctest_texts")
         if not isinstance(table, dict) or not table:
             return False

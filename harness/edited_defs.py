@@ -41,7 +41,7 @@ def _read_sources():
     found = {}
     here = os.path.dirname(os.path.abspath(__file__))
     try:
-        with open(os.path.join(here, "patchgym_startup.json")) as handle:
+        with open(os.path.join(here, "patchgym_startup.json"), encoding="utf-8") as handle:
             startup = json.load(handle)
         testbed, copies = startup["testbed"], startup.get("base_copies") or {}
         for rel, copy in copies.items():

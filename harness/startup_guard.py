@@ -197,7 +197,7 @@ def _real_paths(testbed, paths):
 
 def _read_startup():
     try:
-        with open(os.path.join(_HERE, "patchgym_startup.json")) as handle:
+        with open(os.path.join(_HERE, "patchgym_startup.json"), encoding="utf-8") as handle:
             startup = json.load(handle)
         return startup if isinstance(startup, dict) and isinstance(startup.get("testbed"), str) else None
     except (OSError, ValueError):

@@ -164,7 +164,7 @@ def bindings(tree, package):
                    for e in entries]
         # and a new one every use of which reads it the same frozen is frozen too (rt30's D12 on a
         # table `json.load` read from the tests' data file)
-        entries += [(e[0], "freeze", None) for e in entries if e[1] == "built" and e[2]
+        entries += [(e[0], "freeze", None) for e in entries if e[1] == "built" and e[2] and e[0] not in _NOT_FROZEN
                     and _reads_the_same_frozen(uses.get(e[0], ()), tree)]
     once = [entry for entry in entries if counts.get(entry[0]) == 1]  # (a class's methods: the class bound once)
     return once, frozenset(counts) | declared | named, star

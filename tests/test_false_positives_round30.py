@@ -274,3 +274,25 @@ def test_the_tests_own_folder_is_still_the_tests(tmp_path) -> None:
                                  fail_to_pass=IDS["pytest"])
     verdict = grade_patch(prepared, diff_of(Path(prepared.task.source), {"calc/ops.py": base["calc/ops.py"].replace(BUG, FIX)}), factory=FACTORY)
     assert verdict.status == "tampered" and any("shutil.rmtree" in flag for flag in verdict.flags), (verdict.status, verdict.flags)
+
+
+# fp58 (stop 53, SWE-bench's own projects): sphinx's tox.ini runs pytest with `-X warn_default_encoding`
+# and warnings as errors, and the grader's modules opened their startup file with no encoding (the
+# reporter died at its import: "the result stream is empty"); xarray's test modules hold
+# `pytestmark = [mark, mark]`, which the module seal froze into a tuple pytest rejects.
+@pytest.mark.parametrize("command", ["python -X warn_default_encoding -W error -m pytest -rA tests/test_add.py tests/test_ops.py",
+                                     "PYTHONWARNINGS=error python -X warn_default_encoding -m pytest -rA tests/test_add.py tests/test_ops.py"])
+def test_a_run_with_encoding_warnings_as_errors_resolves(tmp_path, command: str) -> None:
+    prepared, gold = build_prepared(tmp_path, instance_id="calc-encoding-warnings", test_cmd=command)
+    verdict = grade_patch(prepared, gold, factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
+
+
+@pytest.mark.parametrize("marks", ['pytestmark = [pytest.mark.filterwarnings("error:one"), pytest.mark.filterwarnings("error:two")]\n',
+                                   'pytestmark = [pytest.mark.filterwarnings("error:one")]\n'])
+def test_a_module_whose_pytestmark_is_a_list_resolves(tmp_path, marks: str) -> None:
+    tests = "import pytest\n\nfrom calc import add\n\n" + marks + "\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    prepared, gold = build_prepared(tmp_path, instance_id="calc-pytestmark-list", base_files=NO_FRAMES_AT_BASE,
+                                    test_patch_files={"tests/test_add.py": tests}, fail_to_pass=["tests/test_add.py::test_add"])
+    verdict = grade_patch(prepared, gold, factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)

@@ -417,3 +417,16 @@ def test_sympy_parser_sees_a_failure_whose_line_was_lost() -> None:
     """A test whose own output ran its mark onto another line is FAILED by the report's header."""
     log = "sympy/a/tests/test_x.py[1] \ntest_noisy printing\nstill printing F\n\n____ sympy/a/tests/test_x.py:test_noisy ____\n"
     assert get_parser("sympy")(log) == {"test_noisy": "FAILED"}
+
+
+def test_unittest_parser_records_swebenchs_django_ids_of_every_python() -> None:
+    """fp58 (stop 53): SWE-bench publishes rows run on Python 3.11+ with the ids that Python prints,
+    `test_m (module.Class.test_m)` (django-16873), and keys a test with a docstring by its docstring's
+    first line (django-11133: "A copy of a QueryDict is mutable.")."""
+    log = ("test_join (template_tests.filter_tests.test_join.JoinTests.test_join) ... ok\n"
+           "test_copy (httpwrappers.tests.QueryDictTests.test_copy)\nA copy of a QueryDict is mutable. ... FAIL\n")
+    parsed = parse_unittest_log(log)
+    assert parsed["test_join (template_tests.filter_tests.test_join.JoinTests.test_join)"] == "PASSED"
+    assert parsed["test_join (template_tests.filter_tests.test_join.JoinTests)"] == "PASSED"
+    assert parsed["A copy of a QueryDict is mutable."] == "FAILED"
+    assert parsed["httpwrappers.tests.QueryDictTests.test_copy"] == "FAILED"

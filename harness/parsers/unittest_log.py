@@ -48,7 +48,7 @@ def _status_of(word: str) -> str | None:
 def _record(results: dict[str, str], test_id: str, status: str) -> None:
     """Record under `module.Class.test_m` and SWE-bench's Django-style `test_m (module.Class)`."""
     method = test_id.rsplit(".", 1)[-1]
-    for key in (test_id, f"{method} ({test_id.rsplit('.', 1)[0]})"):
+    for key in (test_id, f"{method} ({test_id.rsplit('.', 1)[0]})", f"{method} ({test_id})"):
         old = results.get(key)
         if old is not None and old not in PASSING and status in PASSING:
             continue
@@ -83,5 +83,9 @@ def parse_unittest_log(log: str) -> dict[str, str]:
             status = _status_of(tail)
             if status:
                 _record(results, pending, status)
+                if " ... " in line:  # SWE-bench's Django ids: a docstring's line keys its test (`A copy of ... ... ok`)
+                    doc = line.rsplit(" ... ", 1)[0].strip()
+                    if doc and (results.get(doc) is None or results.get(doc) in PASSING):
+                        results[doc] = status
                 pending = None
     return results
