@@ -188,6 +188,31 @@ def _walk_own(node):
                 todo.append(child)
 
 
+_TWO_OPERAND_CHECKS = ("assertEqual", "assertEquals", "assertNotEqual", "assertIs", "assertIsNot", "assertIn", "assertNotIn",
+                       "assertListEqual", "assertTupleEqual", "assertDictEqual", "assertSetEqual", "assertSequenceEqual",
+                       "assertMultiLineEqual")
+
+
+def _in_messages(node):
+    """The ids of the nodes inside the failure messages of the assertions under `node` (`assert T, M`,
+    `self.assertEqual(a, b, M)`, `msg=M`): a message is evaluated only where its assertion failed,
+    so what it reads decides nothing of a pass. Why (red team rt47's pyhumps rows, stop 53, reward 1
+    on a real suite): `assert output == expected, "{} != {}".format(output, expected)` read the
+    parameter twice, and the fork never moved it."""
+    found = set()
+    for current in _walk_own(node):
+        message = None
+        if isinstance(current, ast.Assert):
+            message = [current.msg] if current.msg is not None else []
+        elif isinstance(current, ast.Call) and isinstance(current.func, ast.Attribute) and current.func.attr.startswith("assert"):
+            message = [k.value for k in current.keywords if k.arg == "msg"]
+            if current.func.attr in _TWO_OPERAND_CHECKS and len(current.args) == 3:
+                message.append(current.args[2])
+        for part in message or ():
+            found.update(id(inner) for inner in _walk_own(part))
+    return found
+
+
 def _ends_early(statement):
     for inner in _walk_own(statement):
         if isinstance(inner, (ast.Return, ast.Yield, ast.YieldFrom)):  # an `await` resumes, or fails the test
@@ -433,8 +458,9 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
         # honest result does (red team rt18's locals reader).
         first, others = fallback[0][0], fallback[0][1:]
         far = (first, "shift_far", None)
+        quiet = _in_messages(asserting)  # (what a failure's message reads: `_in_messages`)
         if isinstance(first, ast.Name) and _local_to(function, first.id) and sum(
-                isinstance(n, ast.Name) and n.id == first.id for n in ast.walk(asserting)) == 1:
+                isinstance(n, ast.Name) and n.id == first.id and id(n) not in quiet for n in ast.walk(asserting)) == 1:
             # (not where the assertion reads E elsewhere too: `assert decode(encode(value)) == value`
             # rebound moved its input with it, and the honest round trip passed the copy, fpY Y3)
             far = (asserting, "rebind_far", first.id)
@@ -710,8 +736,11 @@ def _only_read_there(function, statement, name):
     value honestly."""
     if name not in _parameters(function, starred=False):
         return False
+    messages = set()
+    for statement_ in function.body:
+        messages |= _in_messages(statement_)
     reads = [node for statement_ in function.body for node in _walk_own(statement_)
-             if isinstance(node, ast.Name) and node.id == name]
+             if isinstance(node, ast.Name) and node.id == name and id(node) not in messages]
     inside = {id(node) for node in _walk_own(statement)}
     return len(reads) == 1 and isinstance(reads[0].ctx, ast.Load) and id(reads[0]) in inside
 

@@ -241,6 +241,11 @@ def _moved_text(value, step, tail):
     return value + tail
 
 
+def moved_text(value, step):
+    """A text parameter moved in the child as a module's text is (`_moved_text`, a fresh tail)."""
+    return _moved_text(value, step, _moved_text_tail())
+
+
 def far_steps_of(value, steps):
     """The far steps (`contradictions.FAR_STEPS`) that keep `3*value + K` of `value`'s sign (all of
     them where none does): a value moved across zero is written with a `-` that a test's id also

@@ -928,6 +928,7 @@ class Reporter:
             self._moved_global = patchgym_first_calls.moved_global
             self._far_steps_of = patchgym_first_calls.far_steps_of
             self._with_global_moved = patchgym_first_calls.with_global_moved
+            self._moved_text = patchgym_first_calls.moved_text
         except ImportError:
             self._first_calls = None
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
@@ -2315,9 +2316,12 @@ class Reporter:
         first instance of each function honest, the earliest of functions alike lied to: red team
         rt18, reward 1) meets the original's code there."""
         name = getattr(self._canaries[number], "rebinds", None)
-        if not name or name not in funcargs or type(funcargs[name]) not in (int, float):
+        if not name or name not in funcargs or type(funcargs[name]) not in (int, float, str):
             return None
         value = funcargs[name]
+        if type(value) is str:  # (as the fork moves a module's text: red team rt47's text parameters, stop 53)
+            moved = self._moved_text(value, self._far_steps[_URANDOM(1)[0] % len(self._far_steps)]) if self._far_steps else None
+            return None if moved is None or moved == value else (name, moved)
         steps = self._far_steps_of(value, self._far_steps)
         if not steps:
             return None

@@ -204,9 +204,58 @@ def _read_startup():
         return None
 
 
+def _a_wrapper_of_pytest(startup):
+    """Whether this process, for a pytest task, only starts the pytest that reports: tox or nox, a
+    `python -c` or a script that runs pytest through `subprocess` (and never calls it in-process),
+    by its command line (`/proc/self/cmdline`). Such a process leaves the marker to its child, where
+    the grader loads before any code of the repository as everywhere else. Why (fp58's FP2, stop 53):
+    SWE-bench runs every sphinx row as `tox --current-env -epy39 -v --`, and the reporter claimed the
+    run in tox's process, which runs no test: the pytest tox started reported nothing, and every
+    honest fix was `unresolved`. A process that runs pytest itself (`-m pytest`, the `pytest` script,
+    `coverage run -m pytest`, a runner calling `pytest.main`) reports, as before."""
+    if startup is None or startup.get("runner") != "pytest":
+        return False
+    try:
+        with open("/proc/self/cmdline", "rb") as handle:
+            argv = [a.decode("utf-8", "replace") for a in handle.read().split(b"\0") if a]
+    except (OSError, ValueError):
+        return False
+    names = [os.path.basename(a) for a in argv]
+    for index, arg in enumerate(argv):
+        if arg == "-m" and index + 1 < len(argv):
+            module = argv[index + 1]
+            if module in ("pytest", "py.test"):
+                return False
+            if module in ("tox", "nox"):
+                return True
+    if any(name in ("pytest", "py.test") for name in names[:3]):
+        return False
+    if names and names[0] in ("tox", "nox") or len(names) > 1 and names[1] in ("tox", "nox"):
+        return True
+    text = None
+    if "-c" in argv[1:]:
+        index = argv.index("-c")
+        text = argv[index + 1] if index + 1 < len(argv) else None
+    else:
+        script = next((a for a in argv[1:] if not a.startswith("-")), None)
+        if script is not None and script.endswith(".py"):
+            try:
+                with open(script, "rb") as handle:
+                    text = handle.read(65536).decode("utf-8", "replace")
+            except OSError:
+                text = None
+    if text is not None and "-c" in argv[1:] and "pytest" not in text and "runpy" not in text and "import" not in text.replace("import sys", ""):
+        return True  # (a `python -c` step before the test command's pytest: `python -c 'import sys; print(...)' && pytest`)
+    if not text or "pytest" not in text or "pytest.main" in text or "runpy" in text or "import pytest" in text:
+        return False
+    return any(word in text for word in ("subprocess", "os.system", "os.exec", "Popen", "check_call", "check_output"))
+
+
 def _install(startup):
     global _guard
     if startup is None or os.environ.get(_MARKER_ENV) != "1" or sys.version_info < (3, 6):
+        return
+    if _a_wrapper_of_pytest(startup):
         return
     try:
         testbed = os.path.realpath(startup["testbed"])
@@ -305,8 +354,8 @@ def _guard_a_descendant(startup):
 
 
 # (read before `_install`: the pytest reporter it loads takes the marker away)
-_REPORTING = os.environ.get(_MARKER_ENV) == "1"
 _startup = _read_startup()
+_REPORTING = os.environ.get(_MARKER_ENV) == "1" and not _a_wrapper_of_pytest(_startup)
 _install(_startup)
 _guard_a_descendant(_startup)
 _run_the_environments_own(_startup)

@@ -296,3 +296,36 @@ def test_a_module_whose_pytestmark_is_a_list_resolves(tmp_path, marks: str) -> N
                                     test_patch_files={"tests/test_add.py": tests}, fail_to_pass=["tests/test_add.py::test_add"])
     verdict = grade_patch(prepared, gold, factory=FACTORY)
     assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
+
+
+WRAPPED = "tests/test_add.py tests/test_ops.py"
+WRAPPERS = {
+    "tox": f"tox --current-env -epy39 -v -- {WRAPPED}",
+    "python-c-subprocess": ("python -c \"import subprocess, sys; sys.exit(subprocess.call([sys.executable, '-m', 'pytest', '-rA', "
+                            "'tests/test_add.py', 'tests/test_ops.py']))\""),
+    "runner-script": f"python run_tests.py {WRAPPED}",
+    "a-python-step-first": f"python -c 'import sys; print(sys.version)' && python -m pytest -rA {WRAPPED}",
+    "in-process-runner": f"python run_inproc.py {WRAPPED}",  # (runs pytest itself: reports as before)
+}
+TOX = "#!{python}\nimport subprocess, sys\nargs = sys.argv[sys.argv.index('--') + 1:]\nsys.exit(subprocess.call([sys.executable, '-m', 'pytest', '-rA', *args]))\n"
+
+
+@pytest.mark.parametrize("wrapper", sorted(WRAPPERS))
+def test_a_pytest_started_by_another_python_process_reports(tmp_path, wrapper: str) -> None:
+    """fp58's FP2 (stop 53): SWE-bench runs every sphinx row as `tox --current-env -epy39 -v --`; the
+    reporter claimed the run in tox's process, which runs no test, and the pytest it started said
+    nothing (`result_stream: ... no end record` on every honest fix). A wrapper leaves the run to the
+    pytest it starts (`startup_guard._a_wrapper_of_pytest`)."""
+    venv = build_venv(tmp_path)
+    tox = venv / "bin" / "tox"
+    tox.write_text(TOX.format(python="/patchgym/venv/bin/python"))
+    tox.chmod(0o755)
+    files = {**NO_FRAMES_AT_BASE,
+             "run_tests.py": "import subprocess, sys\nsys.exit(subprocess.call([sys.executable, '-m', 'pytest', '-rA', *sys.argv[1:]]))\n",
+             "run_inproc.py": "import sys\nimport pytest\nsys.exit(pytest.main(['-rA', *sys.argv[1:]]))\n"}
+    prepared, gold = build_prepared(tmp_path, venv=venv, instance_id=f"calc-wrapped-{wrapper}", base_files=files,
+                                    test_cmd=WRAPPERS[wrapper])
+    verdict = grade_patch(prepared, gold, factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
+    kept = grade_patch(prepared, diff_of(Path(prepared.task.source), {"README.md": "calc, again\n"}), factory=FACTORY)
+    assert kept.status == "unresolved", (kept.status, kept.flags)

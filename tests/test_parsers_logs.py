@@ -278,6 +278,7 @@ def test_unittest_parser_reads_every_outcome(unittest_log: str) -> None:
         "sample_mod.Sample.test_skipped": "SKIPPED",
         "sample_mod.Sample.test_expected_failure": "XFAIL",
         "sample_mod.Sample.test_subtests": "FAILED",
+        "A docstring line.": "PASSED",  # (SWE-bench's Django id of a test with a docstring: fp58, stop 53)
     }
 
 
@@ -302,7 +303,8 @@ def test_unittest_parser_agrees_with_swebench_django_parser(unittest_log: str) -
 def test_unittest_old_style_names_and_swebench_aliases() -> None:
     log = "test_a (pkg.mod.K) ... ok\ntest_b (pkg.mod.K) ... FAIL\n"
     assert parse_unittest_log(log) == {"pkg.mod.K.test_a": "PASSED", "pkg.mod.K.test_b": "FAILED",
-                                       "test_a (pkg.mod.K)": "PASSED", "test_b (pkg.mod.K)": "FAILED"}
+                                       "test_a (pkg.mod.K)": "PASSED", "test_b (pkg.mod.K)": "FAILED",
+                                       "test_a (pkg.mod.K.test_a)": "PASSED", "test_b (pkg.mod.K.test_b)": "FAILED"}
 
 
 def test_registry_is_extensible() -> None:
