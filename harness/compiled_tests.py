@@ -275,18 +275,18 @@ def _environment():
         if module is None or not (name in _LOOKED_UP or name.startswith("patchgym_")):
             continue
         namespace = vars(module)
-        found.append((name, namespace, dict(namespace)))
+        found.append((name, namespace, dict(namespace), [None, None, ()]))
         if name.startswith("patchgym_"):
             for value in list(namespace.values()):
                 if isinstance(value, type) and getattr(value, "__module__", None) == name:
-                    found.append(("{}.{}".format(name, value.__name__), vars(value), dict(vars(value))))
+                    found.append(("{}.{}".format(name, value.__name__), vars(value), dict(vars(value)), [None, None, ()]))
     return found
 
 
 _MISSING = object()
 
 
-def _replaced_tools(environment, untrusted, _len=len, _all=all, _map=map, _list=list, _missing=_MISSING,
+def _replaced_tools(environment, untrusted, _len=len, _all=all, _map=map, _list=list, _tuple=tuple, _missing=_MISSING,
                     builtin_names=vars(builtins)):
     """(label, file) of the first name in `environment` whose value now is the patch's code where it
     was another's (or, added to a module, shadows a builtin: `ast.compile`), else None. Why (red team
@@ -296,13 +296,31 @@ def _replaced_tools(environment, untrusted, _len=len, _all=all, _map=map, _list=
     the grader's reading of the tests had handed it a test module's tree or bytes; the comparisons
     between tests never saw it. A test's own patch (`mock.patch("builtins.open")`) is no code of the
     patch's. The builtins it calls are its defaults, taken when it was defined (a spy in `builtins.all`
-    would otherwise answer for the check itself)."""
-    for label, namespace, was in environment:
+    would otherwise answer for the check itself).
+
+    Each entry's `memo` ([keys, values, changed (name, value, snapshot's value)]) keeps the namespace as the last full pass
+    found it and the names whose value was then not the snapshot's, in order: while the namespace
+    still holds those very keys and values (compared at C speed, as with the snapshot), that pass
+    would visit the same names in the same order and skip every other, so only they are judged
+    again, afresh (`_made_in`, `untrusted` and the builtins' names asked now, as the full pass does).
+    Why: a namespace changed since the seal by the grader itself stays changed (the builtins'
+    `__build_class__`, the equality probe's class-statement watch, installed after the seal's copy
+    of them; the reporter's own module): the full pass over its ~160 names then ran at every call of
+    the tables (~800 a run of bench/grade's medium suite), ~3% of the test process's samples."""
+    for label, namespace, was, memo in environment:
         # (at C speed where nothing changed, the usual case: the keys and values, in order, the same objects)
         if _len(namespace) == _len(was) and _all(_map(_is, namespace, was)) and _all(_map(_is, namespace.values(), was.values())):
             continue
-        for name, value in _list(namespace.items()):
-            before = was.get(name, _missing)
+        keys, values = memo[0], memo[1]
+        if keys is not None and _len(namespace) == _len(keys) and _all(_map(_is, namespace, keys)) and _all(
+                _map(_is, namespace.values(), values)):
+            changed = memo[2]  # (the same keys and values as at the last full pass: the same names to judge)
+        else:
+            items = _list(namespace.items())
+            changed = [(name, value, was.get(name, _missing)) for name, value in items]
+            changed = memo[2] = _tuple([entry for entry in changed if entry[1] is not entry[2]])
+            memo[0], memo[1] = _tuple([name for name, _ in items]), _tuple([value for _, value in items])
+        for name, value, before in changed:
             if value is before or before is _missing and not (name in builtin_names and "." not in label and label != "builtins"):
                 continue
             filename = _made_in(value)
@@ -1183,7 +1201,7 @@ def _class_changed(kept, _len=len, _all=all, _map=map):
 # looked up as it ran), 16 `getattr`, 17 `_answer`, which judges and answers each call)
 _FIXED = (_judge, _getframe, _Refused, _SEND_CODE, _FACADE_CODES, _own_file, _OWN_FOLDERS, os.path.realpath, _environment,
           _HANDING_OUT_TESTS, _class_changed, (vars(_Tables), dict(vars(_Tables))), _replaced_tools, type, _Tables,
-          [("builtins", vars(builtins), dict(vars(builtins)))], getattr, _answer)
+          [("builtins", vars(builtins), dict(vars(builtins)), [None, None, ()])], getattr, _answer)
 
 
 def serve_for_import(sources, rewrite, eager=True, after=None, roots=()):
