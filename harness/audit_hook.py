@@ -216,6 +216,8 @@ def _keeps_frames(within, name):
 
 
 _STDLIB_DIRS = tuple(set((os.path.dirname(os.__file__) + os.sep, os.path.realpath(os.path.dirname(os.__file__)) + os.sep)))
+# (keys of `Guard._deputy_files` beside the file names: what its verdicts were read with)
+_DEPUTY_KEY, _DEPUTY_MACHINERY = object(), object()
 # taken at import: a test may replace them
 _gettrace, _getprofile, _settrace, _setprofile = sys.gettrace, sys.getprofile, sys.settrace, sys.setprofile
 _MODULE = type(sys)
@@ -378,6 +380,8 @@ class Guard(object):
         # with `_cache`. Why: pytest's collection reads each test module's names ~1,300 times in
         # bench/grade's medium suite, each through ~20 frames
         self._walked_past = {}
+        # {file name: whether its frames are a deputy's} (`_a_deputys_file`), emptied with `_walked_past`
+        self._deputy_files = {}
         self._reals = {}  # code file name -> its real path (`real`)
         self._real_folders = {}  # a folder's name -> its real path (`real`)
         self.active = True
@@ -555,11 +559,13 @@ class Guard(object):
             # `code.replace`): tainted whole, every test there was tampered (a false-positive hunt).
             self.recompiled.add(filename)
             self._walked_past.clear()
+            self._deputy_files.clear()
             return
         self.tainted.add(filename)
         self._cache.pop(filename, None)
         self._own_verdicts.pop(filename, None)
         self._walked_past.clear()
+        self._deputy_files.clear()
 
     def found(self, what, detail):
         self.findings.append((what, detail))
@@ -1055,6 +1061,7 @@ class Guard(object):
                 self._cache.clear()
                 self._own_verdicts.clear()
                 self._walked_past.clear()
+                self._deputy_files.clear()
             # A copy only reads its source: sphinx's `app` fixtures copy `tests/roots/test-*` to a
             # temporary folder, and an honest fix of `sphinx/testing/fixtures.py`, the copying
             # file, was refused (fpQ). A move or a hard link of a protected file is still one of it;
@@ -1734,9 +1741,13 @@ class Guard(object):
             # mock's own yes-or-no of whether a function is a coroutine: `create_autospec(test_fn)`
             # called by a fixed file, fpAJ's autospec row, `tampered` since stop 48)
             deputy = frame
-            while deputy is not None and (_stdlib_part(deputy.f_code.co_filename) == "unittest/mock.py"
-                                          or "/_pytest/" in deputy.f_code.co_filename and not self.untrusted_file(deputy.f_code.co_filename)
-                                          or self.real(deputy.f_code.co_filename).startswith(self.machinery)):
+            deputies = self._deputy_files
+            if deputies and (deputies.get(_DEPUTY_KEY) is not _STDLIB_DIRS or deputies.get(_DEPUTY_MACHINERY) is not self.machinery):
+                deputies.clear()  # (what the verdicts kept were read with: the standard library's folders, the machinery's)
+            while deputy is not None:
+                known = deputies.get(deputy.f_code.co_filename)
+                if not (known if known is not None else self._a_deputys_file(deputy.f_code.co_filename)):
+                    break
                 deputy = deputy.f_back
             if deputy is not None and deputy is not frame:
                 asker = self.patchs_frame(deputy)
@@ -1756,6 +1767,23 @@ class Guard(object):
             self._code_read_at_base = _base_files_naming(self.own_dir, self.testbed, (b"__code__", b"co_consts", b"import dis", b"from dis"))
         if self.real(asker) not in self._code_read_at_base:
             self.refuse("reading a test's code", asker, getattr(function, "__qualname__", "?"))
+
+    def _a_deputys_file(self, filename):
+        """Whether a frame of `filename` reads a test's code for its caller (`reading_a_tests_code`):
+        mock's, pytest's own (not the patch's) or the test machinery's. The verdict is kept per file
+        name (`_deputy_files`, emptied with `_walked_past`) where all it read is kept too: the file's
+        real path (`_reals`) and, for a `_pytest` file, its trust verdict (`_cache`, not the grader
+        files' `_own_verdicts`, which code making empties). Why: pytest reads each test function's
+        `__code__` ~6 times an item, each through ~30 frames of pytest and pluggy, each judged
+        (~45 ms of bench/grade's medium suite's 600 tests, by ablation)."""
+        verdict = (_stdlib_part(filename) == "unittest/mock.py" or "/_pytest/" in filename and not self.untrusted_file(filename)
+                   or self.real(filename).startswith(self.machinery))
+        if filename in self._reals and ("/_pytest/" not in filename or filename in self._cache) and len(self._deputy_files) < 100000:
+            deputies = self._deputy_files
+            if not deputies:
+                deputies[_DEPUTY_KEY], deputies[_DEPUTY_MACHINERY] = _STDLIB_DIRS, self.machinery
+            deputies[filename] = verdict
+        return verdict
 
     def handed_on_by_a_test(self, frame):
         """Whether a test module further out on the stack names `__file__`: it may have handed the
@@ -1907,6 +1935,7 @@ class Guard(object):
         self._cache.clear()
         self._own_verdicts.clear()
         self._walked_past.clear()
+        self._deputy_files.clear()
 
     def called_by_a_test(self, frame):
         """Whether the stack from `frame` outwards holds a function of a protected test file (a
