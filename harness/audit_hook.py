@@ -539,12 +539,13 @@ class Guard(object):
         running = False  # inside the thread's function (not threading's own start of it: the trace
         # function `threading.settrace` asked for is set there, in every thread, for whoever asked)
         while frame is not None:
-            filename = frame.f_code.co_filename
+            code = frame.f_code  # (once a frame: each `f_code` read is an audit event, a call into the hook)
+            filename = code.co_filename
             if filename == _HOOK_FILE:
-                running = running or frame.f_code.co_name == "run"  # (a raw thread's function, wrapped)
+                running = running or code.co_name == "run"  # (a raw thread's function, wrapped)
             elif _stdlib_part(filename) is None:
                 return False
-            elif frame.f_code.co_name == "run" and _stdlib_part(filename) == "threading.py":
+            elif code.co_name == "run" and _stdlib_part(filename) == "threading.py":
                 running = True
             frame = frame.f_back
         return running and self.in_a_patch_thread()
@@ -886,13 +887,22 @@ class Guard(object):
         own_verdicts = guard._own_verdicts
         code_making = _CODE_MAKING
 
+        # `object.__getattr__` is by far the most frequent event (a medium run of bench/grade: ~89,000
+        # `f_code` reads, most of them the grader's own frame walks, and ~27,000 `__code__` reads): it
+        # is decided first. The checks it skips decide nothing for it (it is watched, makes no code)
+        getattr_watched = "object.__getattr__" in watched and "object.__getattr__" not in code_making
+
         def hook(event, args):
-            if event not in watched:
-                return
-            if event in code_making:
-                own_verdicts.clear()  # (`untrusted_file`: a grader file's verdict looked up again)
-            if not guard.active:
-                return
+            if event == "object.__getattr__" and getattr_watched:
+                if not guard.active:
+                    return
+            else:
+                if event not in watched:
+                    return
+                if event in code_making:
+                    own_verdicts.clear()  # (`untrusted_file`: a grader file's verdict looked up again)
+                if not guard.active:
+                    return
             if event == "import":  # (a module about to load: every one that began before has loaded)
                 if after_imports:
                     for call in list(after_imports):
@@ -1718,9 +1728,13 @@ class Guard(object):
         if not isinstance(qualname, str) or "<locals>" in qualname or "<lambda>" in qualname:
             return  # a callback the test made and handed over (fpAL's AL-G: its arity read): its own constants only
         asker, start = self.patchs_frame(frame), frame
-        if asker is None and _stdlib_part(frame.f_code.co_filename) is not None and not (
-                frame.f_code.co_name in _INSPECTS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "inspect.py") and not (
-                frame.f_code.co_name in _MOCKS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "unittest/mock.py"):
+        # (the reading frame's code, name and standard-library part read once: each `f_code` read is an
+        # audit event, a call into the hook, and this rule runs for ~3,300 reads a medium run)
+        here = frame.f_code if asker is None else None
+        here_name, here_part = (here.co_name, _stdlib_part(here.co_filename)) if here is not None else (None, None)
+        if asker is None and here_part is not None and not (
+                here_name in _INSPECTS_OWN_QUESTIONS and here_part == "inspect.py") and not (
+                here_name in _MOCKS_OWN_QUESTIONS and here_part == "unittest/mock.py"):
             # (the standard library reading it for a caller further out -- `dis`, which hands its
             # constants on, and any other deputy: red team rt45's C3-C6, stop 52, had
             # `string.Formatter().get_field("0.__code__", (test,), {})`, a `cached_property` or a
@@ -1733,8 +1747,8 @@ class Guard(object):
                 outer = outer.f_back
             asker = self.patchs_frame(outer) if outer is not None else None
             frame = outer if asker is not None else frame
-        if asker is None and frame is not None and not (
-                frame.f_code.co_name in _MOCKS_OWN_QUESTIONS and _stdlib_part(frame.f_code.co_filename) == "unittest/mock.py"):
+        # (here `asker` None: `frame` is still the reading frame, `here` its code)
+        if asker is None and frame is not None and not (here_name in _MOCKS_OWN_QUESTIONS and here_part == "unittest/mock.py"):
             # (a deputy of mock's or pytest's reading it for the caller: red team rt35's m34, m35,
             # `Mock(side_effect=attrgetter("__code__"))`, `_pytest._code.getrawcode(test)`; not
             # `inspect`'s reading of a callback's parameters, which stays the standard library's, nor
@@ -1745,8 +1759,9 @@ class Guard(object):
             if deputies and (deputies.get(_DEPUTY_KEY) is not _STDLIB_DIRS or deputies.get(_DEPUTY_MACHINERY) is not self.machinery):
                 deputies.clear()  # (what the verdicts kept were read with: the standard library's folders, the machinery's)
             while deputy is not None:
-                known = deputies.get(deputy.f_code.co_filename)
-                if not (known if known is not None else self._a_deputys_file(deputy.f_code.co_filename)):
+                filename = deputy.f_code.co_filename
+                known = deputies.get(filename)
+                if not (known if known is not None else self._a_deputys_file(filename)):
                     break
                 deputy = deputy.f_back
             if deputy is not None and deputy is not frame:
@@ -1774,8 +1789,8 @@ class Guard(object):
         name (`_deputy_files`, emptied with `_walked_past`) where all it read is kept too: the file's
         real path (`_reals`) and, for a `_pytest` file, its trust verdict (`_cache`, not the grader
         files' `_own_verdicts`, which code making empties). Why: pytest reads each test function's
-        `__code__` ~6 times an item, each through ~30 frames of pytest and pluggy, each judged
-        (~45 ms of bench/grade's medium suite's 600 tests, by ablation)."""
+        `__code__` ~6 times an item (~3,300 reads in bench/grade's medium suite, each walk passing
+        about one such frame), each frame's file judged afresh before."""
         verdict = (_stdlib_part(filename) == "unittest/mock.py" or "/_pytest/" in filename and not self.untrusted_file(filename)
                    or self.real(filename).startswith(self.machinery))
         if filename in self._reals and ("/_pytest/" not in filename or filename in self._cache) and len(self._deputy_files) < 100000:
