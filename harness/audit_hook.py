@@ -891,11 +891,28 @@ class Guard(object):
         # `f_code` reads, most of them the grader's own frame walks, and ~27,000 `__code__` reads): it
         # is decided first. The checks it skips decide nothing for it (it is watched, makes no code)
         getattr_watched = "object.__getattr__" in watched and "object.__getattr__" not in code_making
+        # and `sys._getframe` next (~17,000 a medium run, each raising another inside the hook's own
+        # `getframe(1)`): straight to the frame rule, as the checks between would send it
+        getframe_watched = "sys._getframe" in watched and "sys._getframe" not in code_making
 
         def hook(event, args):
             if event == "object.__getattr__" and getattr_watched:
                 if not guard.active:
                     return
+            elif event == "sys._getframe" and getframe_watched and event in _FRAME_EVENTS:
+                if not guard.active:
+                    return
+                ident = get_ident()
+                if ident in inside:  # the hook's own frame walk
+                    return
+                inside.add(ident)
+                try:
+                    raising = getframe(1)
+                    if raising.f_code not in harmless:
+                        guard.frame_access(event, raising, "")
+                finally:
+                    inside.discard(ident)
+                return
             else:
                 if event not in watched:
                     return
