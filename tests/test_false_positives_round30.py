@@ -329,3 +329,23 @@ def test_a_pytest_started_by_another_python_process_reports(tmp_path, wrapper: s
     assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
     kept = grade_patch(prepared, diff_of(Path(prepared.task.source), {"README.md": "calc, again\n"}), factory=FACTORY)
     assert kept.status == "unresolved", (kept.status, kept.flags)
+
+
+INNER_SUITE = ("import sys\nimport unittest\n\nfrom calc import add\n\n\nclass AddTest(unittest.TestCase):\n    def test_add(self):\n"
+               "        class Inner(unittest.TestCase):\n            def test_fails(self):\n                self.fail('inner')\n\n"
+               "            def test_passes(self):\n                pass\n\n"
+               "        inner = unittest.defaultTestLoader.loadTestsFromTestCase(Inner)\n"
+               "        result = unittest.TextTestRunner(stream=sys.{stream}, verbosity=2).run(inner)\n"
+               "        self.assertEqual(len(result.failures), 1)\n        self.assertEqual(add(2, 3), 5)\n")
+
+
+@pytest.mark.parametrize("stream", ["stderr", "stdout"])
+def test_a_test_running_an_inner_verbose_suite_resolves_on_the_unittest_runner(tmp_path, stream: str) -> None:
+    """fp57's FP-5: the inner runner's `... FAIL` landed on the graded test's log line (`test_add (...) ...
+    test_fails (...) ... FAIL`), which the parser read as the graded test's: `log_disagrees`,
+    `unresolved`. The signed runner writes a test's line whole once its result is known (3.11+)."""
+    prepared, gold = build_prepared(tmp_path, instance_id=f"inner-suite-{stream}", base_files=UNITTEST_NO_FRAMES_AT_BASE,
+                                    test_patch_files={"tests/test_add.py": INNER_SUITE.format(stream=stream)}, log_parser="unittest",
+                                    fail_to_pass=["tests.test_add.AddTest.test_add"], pass_to_pass=["tests.test_ops.OpsTest.test_sub"])
+    verdict = grade_patch(prepared, gold, factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
