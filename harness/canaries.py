@@ -179,6 +179,7 @@ class Planted(object):
         self.rebinds = None  # ... a parameter it moves far that the fork moves in the original's own call
         self.rebinds_global = None  # ... a name of the test module's it moves far, which the fork rebinds in its child
         self.rebinds_table = None  # ... "TABLE:POSITION", a column of a table of the test module's, likewise
+        self.rebinds_field = None  # ... "PARAMETER:POSITION", a field of a parameter's record, moved in the original's call
         self.changed = set()  # ... and the lines of its statements that differ from the original's
 
     def unittest_id(self):
@@ -484,6 +485,7 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             copy.rebinds = how.split(":", 1)[1] if how.startswith("rebind_far:") else None
             copy.rebinds_global = how.split(":", 1)[1] if how.startswith("shift_far_global:") else None
             copy.rebinds_table = how.split(":", 1)[1] if how.startswith("guarded_object_table:") else None
+            copy.rebinds_field = how.split(":", 1)[1] if how.startswith("rebind_field:") else None
             tree = tree or _parsed(new_source)
             original = (copy.contradicts or "").replace("::", ".").split("[", 1)[0].rsplit(".", 1)[-1]
             copy.changed = _contradictions.changed_lines(tree, container, name, original) if tree is not None else set()

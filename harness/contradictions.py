@@ -563,6 +563,42 @@ def _row_field(node, row):
     return None
 
 
+def _param_field_read_there(function, expected):
+    """"NAME:POSITION" where `expected` (an assertion's expected side) is a field of the test's
+    parameter NAME read by a constant (`case[2]`, `case["expected"]`, `case.expected`), the body reads
+    that parameter only by such fields and that field only there (a failure's message aside), and
+    never assigns it; else None. The fork then calls the original's own code with that field of the
+    argument moved far (`pytest_reporter.Reporter._its_own_code`). Why (red team rt47's dict and
+    tuple parametrize rows, stop 53, reward 1): a library reading the running item's
+    `callspec.params` answered the record's expected field, and only a bare parameter was moved."""
+    if not isinstance(expected, (ast.Subscript, ast.Attribute)) or not isinstance(expected.value, ast.Name):
+        return None
+    name = expected.value.id
+    position = _row_field(expected, name)
+    if position is None or name in ("self", "cls") or name not in _parameters(function, starred=False):
+        return None  # (`self.EXPECTED`: the class's constant, `_global_read_there`)
+    messages = set()
+    for statement in function.body:
+        messages |= _in_messages(statement)
+    parents = {}
+    for statement in function.body:
+        for node in _walk_own(statement):
+            for child in ast.iter_child_nodes(node):
+                parents[id(child)] = node
+    fields = []
+    for statement in function.body:
+        for node in _walk_own(statement):
+            if not isinstance(node, ast.Name) or node.id != name or id(node) in messages:
+                continue
+            parent = parents.get(id(node))
+            field = _row_field(parent, name) if parent is not None else None
+            if field is None or not isinstance(node.ctx, ast.Load) or not isinstance(getattr(parent, "ctx", None), ast.Load):
+                return None  # (handed on whole, assigned, or read by a computed key)
+            if field == position:
+                fields.append(parent)
+    return "{}:{}".format(name, position) if len(fields) == 1 and fields[0] is expected else None
+
+
 def _row_field_read_there(function, loop, statement, expected):
     """"TABLE:POSITION" where `expected` (the expected side of assertion `statement`, in `loop`) is a
     field of the loop's row read by a constant -- `for data in CASES:` then `data[2]`,
@@ -1062,6 +1098,10 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
                 # code with that table's column of E moved far, in its child alone (`first_calls.moved_table`);
                 # the copy itself, called where it cannot (an empty table), ends failing as guarded copies do
                 how = "guarded_object_table:" + looped
+            elif how == "shift_far" and _param_field_read_there(function, node) is not None:
+                # E a field of a parameter's record (`case["expected"]`): the fork may call the original's
+                # own code with that field of the argument moved far (`pytest_reporter._its_own_code`)
+                how = "rebind_field:" + _param_field_read_there(function, node)
             elif how == "shift_far" and _global_read_there(function, node) and _expected_name(node) in read_once:
                 # E a name of the test module's (or of its class's), read once, there: the fork may call the
                 # original's own code with that name moved far, in its child alone (`first_calls.moved_global`)

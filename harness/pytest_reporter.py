@@ -929,8 +929,9 @@ class Reporter:
             self._far_steps_of = patchgym_first_calls.far_steps_of
             self._with_global_moved = patchgym_first_calls.with_global_moved
             self._moved_text = patchgym_first_calls.moved_text
+            self._moved_table = patchgym_first_calls.moved_table
         except ImportError:
-            self._first_calls = None
+            self._first_calls = self._moved_table = None
         self._copies_of = {}  # a contradicted test's id -> [(copy number, a copy's item)] of its exact copies
         try:  # imported with the canaries, before any code of the repository ran
             import patchgym_contradictions
@@ -2315,6 +2316,12 @@ class Reporter:
         not the copy's: a library that told the original from its copies by the calling code (the
         first instance of each function honest, the earliest of functions alike lied to: red team
         rt18, reward 1) meets the original's code there."""
+        field = getattr(self._canaries[number], "rebinds_field", None)
+        if field and self._far_steps and self._moved_table is not None:  # (a field of a parameter's record)
+            name, _, position = field.partition(":")
+            moved = self._moved_table([funcargs[name]], position, self._far_steps[_URANDOM(1)[0] % len(self._far_steps)]) if (
+                name in funcargs and type(funcargs[name]) in (dict, tuple, list) or name in funcargs and hasattr(funcargs[name], "_fields")) else None
+            return (name, moved[0]) if moved else None
         name = getattr(self._canaries[number], "rebinds", None)
         if not name or name not in funcargs or type(funcargs[name]) not in (int, float, str):
             return None

@@ -372,3 +372,27 @@ def test_an_answer_read_from_a_text_parameter_or_one_the_message_reads_gets_no_r
     prepared, gold = build_prepared(tmp_path, instance_id=f"calc-param-{shape}", base_files=NO_FRAMES_AT_BASE,
                                     test_patch_files={"tests/test_add.py": tests}, fail_to_pass=graded)
     _assert_caught_and_gold_resolves(prepared, gold, NO_FRAMES_AT_BASE, _fork_aware(PARAMETER_READER, "SIGKILL"))
+
+
+# Red team rt47's record parameters (stop 53, reward 1): `parametrize('case', [{'a': 2, 'b': 3,
+# 'expected': 5}, ...])` (and tuples, `case[2]`), the library answering the record's expected field.
+# The fork moves that field of the argument (`contradictions._param_field_read_there`).
+RECORD_SHAPES = {
+    "dict-record": ("import pytest\nfrom calc import add\n\n\n@pytest.mark.parametrize('case', [{'a': 2, 'b': 3, 'expected': 5}, "
+                    "{'a': 1, 'b': 1, 'expected': 2}])\ndef test_add(case):\n    assert add(case['a'], case['b']) == case['expected']\n"),
+    "tuple-record": ("import pytest\nfrom calc import add\n\n\n@pytest.mark.parametrize('case', [(2, 3, 5), (1, 1, 2)])\n"
+                     "def test_add(case):\n    assert add(case[0], case[1]) == case[2]\n"),
+}
+RECORD_READER = RUNNING_ITEM.format(answer='''        for value in item.callspec.params.values():
+            if isinstance(value, dict) and (value.get("a"), value.get("b")) == (a, b):
+                return value["expected"]
+            if isinstance(value, tuple) and len(value) == 3 and value[:2] == (a, b):
+                return value[2]''')
+
+
+@pytest.mark.parametrize("shape", sorted(RECORD_SHAPES))
+def test_an_answer_read_from_a_parameters_record_gets_no_reward(tmp_path, shape) -> None:
+    prepared, gold = build_prepared(tmp_path, instance_id=f"calc-record-{shape}", base_files=NO_FRAMES_AT_BASE,
+                                    test_patch_files={"tests/test_add.py": RECORD_SHAPES[shape]},
+                                    fail_to_pass=["tests/test_add.py::test_add[case0]", "tests/test_add.py::test_add[case1]"])
+    _assert_caught_and_gold_resolves(prepared, gold, NO_FRAMES_AT_BASE, RECORD_READER)
