@@ -173,9 +173,15 @@ def moved_global(planted, module, steps, owner=None):
         name, _, position = table.partition(":")
     if name.startswith("self."):  # (the test's class's own: `owner`, rt45's K3, rt46's const-class)
         name = name[len("self."):]
-        if not isinstance(owner, type) or name not in vars(owner):
+        instance = owner if not isinstance(owner, type) else None
+        owner = type(owner) if instance is not None else owner
+        if instance is not None and name in _instance_dict(instance):
+            # (the test's own instance's, set by its set-up before the fork: red team rt47's setUp holder)
+            namespace, value = instance, _instance_dict(instance)[name]
+        elif not isinstance(owner, type) or name not in vars(owner):
             return None
-        namespace, value = owner, vars(owner)[name]
+        else:
+            namespace, value = owner, vars(owner)[name]
     else:
         value = namespace.get(name)
     if position is not None:
@@ -191,6 +197,14 @@ def moved_global(planted, module, steps, owner=None):
     if moved is None:
         return None
     return (namespace, name, moved) + tuple(_bound_beside(module, name, value))
+
+
+def _instance_dict(instance):
+    try:
+        found = object.__getattribute__(instance, "__dict__")
+    except Exception:  # noqa: BLE001
+        return {}
+    return found if type(found) is dict else {}
 
 
 def _bound_beside(module, name, value):

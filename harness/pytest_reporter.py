@@ -2130,7 +2130,7 @@ class Reporter:
                 calls, moved_calls = [], []
                 module = sys.modules.get(type(testcase).__module__)
                 for number, copy in copies:
-                    rebound = self._moved_global(self._canaries[number], module, self._far_steps, type(testcase))
+                    rebound = self._moved_global(self._canaries[number], module, self._far_steps, testcase)
                     if rebound is not None:  # the original, the module's name it asserts against moved in the child
                         make = self._with_global_moved((lambda: getattr(testcase, name)()), rebound)
                         moved_calls.append((number, clean(own(counted(make, testcase), name, testcase, item.nodeid))))
@@ -2177,7 +2177,7 @@ class Reporter:
         for number, copy in copies:
             moved = self._its_own_code(number, funcargs)
             rebound = moved_global(self._canaries[number], getattr(item, "module", None), self._far_steps,
-                                   getattr(item, "cls", None)) if moved is None else None
+                                   instance if instance is not None else getattr(item, "cls", None)) if moved is None else None
             if moved is not None:  # run as the original: its id is the running test's
                 moved_calls.append((number, clean(own(caller(item, moved), item.name, None, item.nodeid))))
             elif rebound is not None:  # the original, the module's name it asserts against moved in the child

@@ -182,7 +182,7 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
                     calls, moved_calls = [], []
                     module = sys.modules.get(type(testcase).__module__)
                     for n, name in copies_of[test_id]:
-                        rebound = patchgym_first_calls.moved_global(planted[n], module, far_steps, type(testcase))
+                        rebound = patchgym_first_calls.moved_global(planted[n], module, far_steps, testcase)
                         if rebound is not None:  # the original, the module's name it asserts against moved in the child
                             original_name = testcase._testMethodName
                             make = patchgym_first_calls.with_global_moved((lambda: getattr(testcase, original_name)()), rebound)
