@@ -87,7 +87,6 @@ _PATCH_THREAD = "a thread the patch's code started"
 _MOCKS_OWN_QUESTIONS = frozenset(("_is_async_func", "_is_async_obj", "_mock_add_spec"))
 # inspect's functions that read a function's code for an answer of their own -- its parameters, flags,
 # file, the names it uses -- and hand no code object on (`Guard.reading_a_tests_code`)
-_CODE_ATTRS = frozenset(("__code__", "__defaults__", "__kwdefaults__"))  # a test function's, judged as its code (`reading_a_tests_code`)
 _INSPECTS_OWN_QUESTIONS = frozenset((
     "_signature_from_function", "_signature_from_callable", "signature", "from_callable", "getfullargspec", "getargs",
     "_has_code_flag", "iscoroutinefunction", "isgeneratorfunction", "isasyncgenfunction", "_has_coroutine_mark",
@@ -940,9 +939,7 @@ class Guard(object):
                     guard.raw_memory_import(args[0], getframe(1))
                 return
             if event == "object.__getattr__" and (len(args) < 2 or args[1] not in _FRAME_ATTRS):
-                if test_names and len(args) > 1 and args[1] in _CODE_ATTRS:
-                    # (and its defaults: `def test_add(expected=5)` keeps the expectation there, red
-                    # team rt47's default holder, stop 53, reward 1 on both runners)
+                if test_names and len(args) > 1 and args[1] == "__code__":
                     # Whose code it is, by the code object's own file: a function's `__module__` and
                     # `__qualname__` are anyone's to set (red team rt44's C1, C2: the library set a test's
                     # `__module__` to its own around the read, and read every test's literals, reward 1
@@ -1799,8 +1796,7 @@ class Guard(object):
         if asker is None or asker != _PATCH_THREAD and self.frames_at_base(asker, frame.f_code):
             return
         if self._code_read_at_base is None:
-            self._code_read_at_base = _base_files_naming(self.own_dir, self.testbed, (b"__code__", b"co_consts", b"import dis", b"from dis",
-                                                                                      b"__defaults__", b"__kwdefaults__"))
+            self._code_read_at_base = _base_files_naming(self.own_dir, self.testbed, (b"__code__", b"co_consts", b"import dis", b"from dis"))
         if self.real(asker) not in self._code_read_at_base:
             self.refuse("reading a test's code", asker, getattr(function, "__qualname__", "?"))
 

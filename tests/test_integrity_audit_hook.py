@@ -634,9 +634,7 @@ _AS_A_MODULE = ("import types\nsys.modules['test_x'] = types.ModuleType('test_x'
                                   "import string\nstring.Formatter().get_field('0.__code__', (test_has,), {})",
                                   "import functools, operator\nfunctools.singledispatch(operator.attrgetter('__code__'))(test_has)",
                                   # inspect's own that hands the code on (red team rt46's D row)
-                                  "import inspect\ndict(inspect.getmembers(test_has))['__code__']",
-                                  # a test's defaults (`def test_add(expected=5)`: red team rt47, stop 53)
-                                  "test_has.__defaults__", "getattr(test_function, '__kwdefaults__')"])
+                                  "import inspect\ndict(inspect.getmembers(test_has))['__code__']"])
 def test_a_test_functions_code_read_by_the_patch_is_refused(tmp_path: Path, read: str) -> None:
     """A test's code object holds its expected literals: a library finding the test module in
     `sys.modules` read them from memory, as `reading_the_tests` refuses from disk."""
