@@ -582,11 +582,21 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
                 return
             record(test, "SKIPPED")
 
+        def _described(self, test):
+            """The test's description written now where `startTest` left it for its result (3.11's
+            `addExpectedFailure`/`addUnexpectedSuccess` write their word alone)."""
+            if self.showAll and getattr(self, "_newline", False) and callable(getattr(self, "_write_status", None)):
+                self.stream.write(self.getDescription(test))
+                self.stream.write(" ... ")
+                self._newline = False
+
         def addExpectedFailure(self, test, err):
+            self._described(test)
             super(SignedResult, self).addExpectedFailure(test, err)
             record(test, "XFAIL")
 
         def addUnexpectedSuccess(self, test):
+            self._described(test)
             super(SignedResult, self).addUnexpectedSuccess(test)
             record(test, "FAILED")
 
