@@ -592,6 +592,14 @@ def _param_field_read_there(function, expected):
     messages = set()
     for statement in function.body:
         messages |= _in_messages(statement)
+    return "{}:{}".format(name, position) if _the_only_read_of_its_field(function, name, expected, messages) else None
+
+
+def _the_only_read_of_its_field(function, name, expected, skip=frozenset()):
+    """Whether `function`'s body reads `name` only by fields read by a constant (`_row_field`: never
+    handed on whole, assigned or read by a computed key), and the field `expected` reads only there
+    (`skip`: ids of nodes not counted, the loop's own target, a failure's message)."""
+    position = _row_field(expected, name)
     parents = {}
     for statement in function.body:
         for node in _walk_own(statement):
@@ -600,15 +608,15 @@ def _param_field_read_there(function, expected):
     fields = []
     for statement in function.body:
         for node in _walk_own(statement):
-            if not isinstance(node, ast.Name) or node.id != name or id(node) in messages:
+            if not isinstance(node, ast.Name) or node.id != name or id(node) in skip:
                 continue
             parent = parents.get(id(node))
             field = _row_field(parent, name) if parent is not None else None
             if field is None or not isinstance(node.ctx, ast.Load) or not isinstance(getattr(parent, "ctx", None), ast.Load):
-                return None  # (handed on whole, assigned, or read by a computed key)
+                return False
             if field == position:
                 fields.append(parent)
-    return "{}:{}".format(name, position) if len(fields) == 1 and fields[0] is expected else None
+    return position is not None and len(fields) == 1 and fields[0] is expected
 
 
 def _row_field_read_there(function, loop, statement, expected):
@@ -629,22 +637,7 @@ def _row_field_read_there(function, loop, statement, expected):
     if position is None:
         return None
     inside = {id(n) for n in _walk_own(statement)}
-    fields, bare = [], 0
-    parents = {}
-    for s in function.body:
-        for node in _walk_own(s):
-            for child in ast.iter_child_nodes(node):
-                parents[id(child)] = node
-    for s in function.body:
-        for node in _walk_own(s):
-            if isinstance(node, ast.Name) and node.id == target.id and node is not target:
-                parent = parents.get(id(node))
-                field = _row_field(parent, target.id) if parent is not None else None
-                if field is None or not isinstance(node.ctx, ast.Load) or not isinstance(getattr(parent, "ctx", None), ast.Load):
-                    bare += 1
-                elif field == position:
-                    fields.append(parent)
-    if bare or len(fields) != 1 or fields[0] is not expected or id(expected) not in inside:
+    if id(expected) not in inside or not _the_only_read_of_its_field(function, target.id, expected, {id(target)}):
         return None
     if (isinstance(iterated, ast.Attribute) and isinstance(iterated.value, ast.Name) and iterated.value.id == "self"
             and function.args.args and function.args.args[0].arg == "self"):

@@ -300,34 +300,34 @@ def moved_table(table, position, step):
             if type(table) is _MAPPING_PROXY and table:  # (a dict table the grader froze: `test_globals`)
                 return _MAPPING_PROXY(dict((key, move(value)) for key, value in table.items()))
             return dict((key, move(value)) for key, value in table.items()) if type(table) is dict and table else None
-        if position.startswith(("key.", "attr.")):  # (rows that are dicts, or namedtuples: `contradictions._row_field`)
-            field = position.split(".", 1)[1]
-            if type(table) not in (list, tuple) or not table:
-                return None
-            rows = []
-            for row in table:
-                if position.startswith("key.") and type(row) is dict and field in row:
-                    changed = dict(row)
-                    changed[field] = move(row[field])
-                elif position.startswith("attr.") and isinstance(row, tuple) and field in getattr(type(row), "_fields", ()):
-                    changed = row._replace(**{field: move(getattr(row, field))})
-                else:
-                    return None
-                rows.append(changed)
-            return type(table)(rows)
-        index = int(position)
         if type(table) not in (list, tuple) or not table:
             return None
-        rows = []
-        for row in table:
-            if type(row) not in (list, tuple) or not -len(row) <= index < len(row):
-                return None
-            changed = list(row)
-            changed[index] = move(row[index])
-            rows.append(type(row)(changed))
-        return type(table)(rows)
+        rows = [_row_moved(row, position, move) for row in table]
+        return None if any(row is None for row in rows) else type(table)(rows)
     except (ValueError, TypeError, AttributeError):
         return None
+
+
+def _row_moved(row, position, move):
+    """`row` with its field at `position` moved (`move`): an index of a tuple or list, `key.K` of a
+    dict, `attr.A` of a namedtuple (`contradictions._row_field`); None where the row has no such field."""
+    kind, _, field = position.partition(".")
+    if kind == "key":
+        if type(row) is not dict or field not in row:
+            return None
+        changed = dict(row)
+        changed[field] = move(row[field])
+        return changed
+    if kind == "attr":
+        if not isinstance(row, tuple) or field not in getattr(type(row), "_fields", ()):
+            return None
+        return row._replace(**{field: move(getattr(row, field))})
+    index = int(position)
+    if type(row) not in (list, tuple) or not -len(row) <= index < len(row):
+        return None
+    changed = list(row)
+    changed[index] = move(row[index])
+    return type(row)(changed)
 
 
 def with_global_moved(make, moved):

@@ -253,10 +253,8 @@ def _a_wrapper_of_pytest(startup):
 
 def _install(startup):
     global _guard
-    if startup is None or os.environ.get(_MARKER_ENV) != "1" or sys.version_info < (3, 6):
-        return
-    if _a_wrapper_of_pytest(startup):
-        return
+    if startup is None or not _REPORTING or sys.version_info < (3, 6):
+        return  # (not the reporting process, or one that only starts the pytest that reports)
     try:
         testbed = os.path.realpath(startup["testbed"])
         patched = _real_paths(testbed, startup.get("patched_files", []))
@@ -355,7 +353,7 @@ def _guard_a_descendant(startup):
 
 # (read before `_install`: the pytest reporter it loads takes the marker away)
 _startup = _read_startup()
-_REPORTING = os.environ.get(_MARKER_ENV) == "1" and not _a_wrapper_of_pytest(_startup)
+_REPORTING = os.environ.get(_MARKER_ENV) == "1" and not _a_wrapper_of_pytest(_startup)  # (its command line read once)
 _install(_startup)
 _guard_a_descendant(_startup)
 _run_the_environments_own(_startup)
