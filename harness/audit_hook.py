@@ -78,6 +78,11 @@ from _thread import get_ident as _get_ident
 from operator import is_ as _IS
 from stat import S_ISDIR, S_ISREG
 
+try:
+    from _thread import _excepthook as _THREADS_OWN_EXCEPTHOOK  # (3.8+: the C default of `threading.excepthook`)
+except ImportError:  # pragma: no cover
+    _THREADS_OWN_EXCEPTHOOK = None
+
 # What a test may ask library code to do, the patch's changed files included (Guard.asked_for_code).
 _ASKED_BY_A_TEST = frozenset({"sys.settrace", "sys.setprofile", "marshal.load", "marshal.loads", "object.__setattr__"})
 # the culprit named where the patch's code handed a callable of the standard library's to a thread it started
@@ -174,6 +179,18 @@ def _at(path, dir_fd):
         return os.path.join(os.readlink("/proc/self/fd/{}".format(dir_fd)), name)
     except OSError:
         return path
+
+
+def _threads_own_excepthook_printing(frame):
+    """Whether `frame` is threading's `invoke_excepthook` calling the C default of
+    `threading.excepthook` (`_thread._excepthook`, as found at import): it prints a thread's
+    traceback to stderr, reading and (3.11+) parsing each line it quotes from C, and hands nothing
+    back."""
+    code = frame.f_code
+    if code.co_name != "invoke_excepthook" or _stdlib_part(code.co_filename) != "threading.py":
+        return False
+    hook = frame.f_locals.get("hook")
+    return hook is not None and hook is _THREADS_OWN_EXCEPTHOOK
 
 
 def _stdlib_part(filename):
@@ -1060,6 +1077,8 @@ class Guard(object):
                 return  # the grader compiling the kept source of a protected file (patchgym_compiled_tests)
             if filename in _TEMPLATE_COMPILERS and _checked_template(_TEMPLATE_COMPILERS[filename], caller, event, args):
                 return
+            if event == "compile" and _threads_own_excepthook_printing(caller):
+                return  # (3.11+ parses each line it quotes for the carets: no code made; fp57's FP-9 tainted threading.py so)
             # Up to the import system only: pytest's rewriter compiling a module the patch imports
             # is not the patch compiling it (typeguard's honest fix was tampered that way).
             culprit = self.culprit(caller)
@@ -1376,7 +1395,8 @@ class Guard(object):
         """What the standard library's frame `frame` (`within`: its file below the library's folder)
         says of a read of a test's Python source further in: True where it formats a traceback
         (`extract_tb`, `format_tb`, `print_tb`, `TracebackException`) of a file holding no code the
-        patch compiled under its name, or shows a warning with its line to the process's own stderr;
+        patch compiled under its name, or shows a warning with its line, or a thread's uncaught
+        exception with the C default hook, to the process's own stderr;
         False where it shows one anywhere else; None where it is no such frame."""
         code = frame.f_code
         if within == "traceback.py" and (code.co_name in ("extract_tb", "format_tb", "print_tb") or code.co_name == "__init__"
@@ -1389,6 +1409,13 @@ class Guard(object):
             # holds it (red team rt35's m18, m18b, reward 1)
             message = frame.f_locals.get("msg")
             return getattr(message, "file", None) is None and sys.stderr is self.stderr_at_load
+        if within == "threading.py" and _threads_own_excepthook_printing(frame):
+            # a thread's uncaught exception printed by the C default of `threading.excepthook`, which
+            # reads each frame's line of its traceback from C, to the process's own stderr: a test's
+            # callback that raised in a worker thread of the fixed code (fp57's FP-9, the unittest
+            # runner, `tampered` on the honest fix; pytest puts its own hook in place per test)
+            return (sys.stderr is self.stderr_at_load and real not in self.recompiled and path not in self.recompiled
+                    and real not in self.tainted)
         return None
 
     def named_by_a_tests_class(self, frame, real):

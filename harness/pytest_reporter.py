@@ -2376,7 +2376,7 @@ class Reporter:
             found = helpers = None
             if real in self._sources.sources:
                 found = self._test_globals.module_bindings(module, real, self._sources, self._bindings)
-                helpers = self._test_globals.helper_modules(found[0], self._helper_defs)
+                helpers = self._test_globals.helper_modules(found[0], self._helper_defs, self._sources)
             known = self._globals_checked[id(module)] = (module, found, helpers)
         if known[1] is None:
             return

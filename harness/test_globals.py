@@ -1300,11 +1300,12 @@ def _wraps_own(value, owns_code):
     return False
 
 
-def helper_modules(entries, helper_defs):
+def helper_modules(entries, helper_defs, sources=None):
     """[(module, its bindings, owns_code)] of the modules of the tests that a test module's
     `from M import f` bindings name (`helper_defs(M)` not None): their own names are held too, a
     function of theirs being theirs when compiled from their file (they are not the grader's own
-    compilation)."""
+    compilation); with `sources` (the ProtectedSources), their data as a test module's is
+    (`_without_set_elsewhere`: fp58's FP5, a settings dict a test hands to the library)."""
     found, seen = [], set()
     for _, kind, origin in entries:
         if kind != "helper" or origin[0] in seen or helper_defs(origin[0]) is None:
@@ -1317,7 +1318,8 @@ def helper_modules(entries, helper_defs):
                 tree = ast.parse(handle.read(), filename=files[1])
         except (OSError, SyntaxError, ValueError):
             continue
-        found.append((module, bindings(tree, getattr(module, "__package__", None) or ""),
+        held = bindings(tree, getattr(module, "__package__", None) or "")
+        found.append((module, held if sources is None else _without_set_elsewhere(held, sources),
                       lambda code, files=files: code.co_filename in files))
     return found
 
@@ -1380,9 +1382,11 @@ def _without_set_elsewhere(found, sources):
         return found
     elsewhere = _set_elsewhere(sources)
     read = _read_elsewhere(sources)
-    return ([e for e in found[0] if (e[1] not in _DATA_KINDS or (e[2][0] if e[1] in ("classdata", "classbuilt") else e[0])
-                                     not in elsewhere) and not (e[1] == "freeze" and (e[0] in read or "*" in read))],
-            found[1], found[2])
+    changed = _changed_elsewhere(sources)
+    kept = [e for e in found[0] if (e[1] not in _DATA_KINDS or (e[2][0] if e[1] in ("classdata", "classbuilt") else e[0])
+                                    not in elsewhere) and not (e[1] == "freeze" and (e[0] in read or "*" in read))
+            and not (e[0] in changed and (e[1] in ("rows", "freeze") or e[1] == "data" and type(e[2]) in _MUTABLE))]
+    return ([(e[0], e[1], False) if e[1] == "built" and e[0] in changed else e for e in kept], found[1], found[2])
 
 
 _DATA_KINDS = ("data", "built", "classdata", "classbuilt", "rows")
@@ -1409,32 +1413,55 @@ def _set_elsewhere(sources):
                                 found.append(_set_and_read(handle.read()))  # (each scanned as read: no list of texts)
                         except OSError:
                             pass
-        names = frozenset(name for set_here, _ in found for name in set_here)
-        read = frozenset(name for _, read_here in found for name in read_here)
-        _ELSEWHERE[key] = (sources, names, read)
+        names = frozenset(name for set_here, _, _ in found for name in set_here)
+        read = frozenset(name for _, read_here, _ in found for name in read_here)
+        changed = frozenset(name for _, _, changed_here in found for name in changed_here)
+        _ELSEWHERE[key] = (sources, names, read, changed)
     return _ELSEWHERE[key][1]
 
 
 def _set_and_read(data):
     """(the names a module's source sets as attributes, the names it imports from a module or reads as
-    an attribute: `_read_elsewhere`), of its bytes `data`."""
-    names, read = set(), set()
+    an attribute: `_read_elsewhere`, the names of those it does more with than read: `_changed_elsewhere`),
+    of its bytes `data`."""
+    names, read, changed = set(), set(), set()
     if b"setattr" not in data and b"." not in data and b"import" not in data:
-        return names, read
+        return names, read, changed
     try:
         tree = ast.parse(data)
     except (SyntaxError, ValueError):
-        return names, read
+        return names, read, changed
+    imported, attribute_uses, name_uses = {}, {}, {}
     for node in ast.walk(tree):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Attribute) and isinstance(child.ctx, ast.Load):
+                attribute_uses.setdefault(child.attr, []).append((child, node))
+            elif isinstance(child, ast.Name):
+                name_uses.setdefault(child.id, []).append((child, node))
         if isinstance(node, ast.Attribute):
             (read if isinstance(node.ctx, ast.Load) else names).add(node.attr)
         elif isinstance(node, ast.ImportFrom):
             read.update(alias.name for alias in node.names)
+            imported.update((alias.asname or alias.name, alias.name) for alias in node.names if alias.name != "*")
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "setattr" and len(node.args) > 1:
             text = _text_of(node.args[1])
             if text is not None:
                 names.add(text)
-    return names, read
+    changed.update(attribute for attribute, uses in attribute_uses.items() if not _only_read(uses, tree, False))
+    changed.update(name for local, name in imported.items() if not _only_read(name_uses.get(local, ()), tree, False))
+    return names, read, changed
+
+
+def _changed_elsewhere(sources):
+    """The names the protected files and the modules under the test roots import from a module or
+    read as an attribute and then do more with than read -- hand to a call, write into, append to
+    (`configure(CONFIG)`, `CONFIG['scale'] = 1`, `request.module.SEEN.append(...)`): a list, dict or
+    set a helper module of the tests (`tests/settings.py`) or a test module binds so is not the
+    module's data to hold, as a test module's own table handed to a call is not (fp58's FP5: a
+    library filling in defaults in the settings dict a test handed it was `tampered` on every
+    honest fix, on both runners)."""
+    _set_elsewhere(sources)
+    return _ELSEWHERE[id(sources)][3]
 
 
 def _read_elsewhere(sources):
@@ -1528,7 +1555,7 @@ def runner_check(sources, untrusted, test_roots):
                 return []  # nothing changed since it last held (the tables of cases looked at item by item)
             found = [(module, item) for item in module_problems(module, sources, cache, trusted, helper_defs, changed_class)]
             if real in cache and real not in helpers:
-                helpers[real] = helper_modules(cache[real][0], helper_defs)
+                helpers[real] = helper_modules(cache[real][0], helper_defs, sources)
             for helper, (entries, stored, star), owns in helpers.get(real, ()):
                 found += [(helper, item) for item in problems(vars(helper), entries, stored, star, owns, trusted, helper_defs, changed_class)]
             if not found and real in cache:
