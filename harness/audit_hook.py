@@ -181,6 +181,27 @@ def _at(path, dir_fd):
         return path
 
 
+def _the_graders_own_files(own_dir):
+    """{(device, inode): real path} of the files in the grader's folder that are no module of its
+    own: its results stream and its settings (`Guard.watched_file_at`)."""
+    found = {}
+    try:
+        names = os.listdir(own_dir)
+    except OSError:
+        return found
+    for name in names:
+        if name.endswith((".py", ".pyc")):
+            continue
+        real = os.path.join(own_dir.rstrip("/"), name)
+        try:
+            status = _STAT(real)
+        except OSError:
+            continue
+        if S_ISREG(status.st_mode):
+            found[(status.st_dev, status.st_ino)] = real
+    return found
+
+
 def _threads_own_excepthook_printing(frame):
     """Whether `frame` is threading's `invoke_excepthook` calling the C default of
     `threading.excepthook` (`_thread._excepthook`, as found at import): it prints a thread's
@@ -372,6 +393,14 @@ class Guard(object):
             except OSError:
                 continue
             self.watched_inodes[(found.st_dev, found.st_ino)] = real
+        # and every file any open reaches by another name, by (device, inode): a protected module, a
+        # file of the tests' data or the grader's own stream and settings (`watched_file_at`)
+        self.opened_inodes = dict(((key, "test" if real in self.protected else "data") for key, real in self.watched_inodes.items()))
+        self.inode_paths = dict(self.watched_inodes)
+        self.grader_files = _the_graders_own_files(self.own_dir)
+        for key, real in self.grader_files.items():
+            self.opened_inodes[key] = "grader"
+            self.inode_paths[key] = real
         # each such file's (inode, size, mtime) as the run began, and those an audited write,
         # move or removal reached since (`check_state`: any other change is no test's)
         self.data_stats = dict((real, _stat_of(real)) for real in self.data_files)
@@ -862,10 +891,18 @@ class Guard(object):
                     guard.reading_the_tests(_text(args[0]), frame)
                 elif isinstance(args[0], (str, bytes)) and _text(args[0]).endswith("/mem") and _text(args[0]).startswith("/proc/"):
                     guard.reading_memory(_text(args[0]), frame)
-                elif data_inodes:
-                    data = guard.tests_data_at(args[0])
-                    if data is not None:
-                        guard.reading_the_tests_data(data, frame)
+                else:
+                    found = guard.watched_file_at(args[0])
+                    if found is None:
+                        return
+                    kind, real = found
+                    if kind == "data":
+                        guard.reading_the_tests_data(real, frame)
+                    elif kind == "test":
+                        if test_names:
+                            guard.reading_the_tests(real, frame)
+                    else:
+                        guard.reading_the_graders_files(real, frame)
                 return
             if data_inodes and isinstance(args[0], (str, bytes)):
                 guard.touching_the_tests_data(args[:1])
@@ -1474,6 +1511,45 @@ class Guard(object):
                 exempt = excuse
             frame = frame.f_back
         return exempt
+
+    def watched_file_at(self, path):
+        """(kind, real path) of the watched file an open of `path` for reading reaches under a name of
+        its own -- "test" (a protected test module), "data" (a file of the tests' data), "grader" (the
+        grader's stream or settings) --, asked by its inode (one `stat`), else None. Why (red team
+        rt48's C5, C8, C20, stop 54, reward 1 on both runners and two real tasks): the library made a
+        symbolic link to a test module at run time (`os.symlink(test, "/tmp/src.txt")`), or had `ln`
+        make a hard link, and read the test's source through it: a read was judged by the file's name,
+        which the link does not have. And it read the grader's own results file, which names the
+        tests the contradictions copy. Not looked at: the interpreter's and the kernel's folders,
+        where the run can make no link (the imports open hundreds of files there)."""
+        if not isinstance(path, (str, bytes)):
+            return None  # (a descriptor: opened before, by name)
+        path = _text(path)
+        if not path or "\0" in path:
+            return None
+        name = path.rpartition("/")[2]
+        if name not in self.data_names and path.startswith(_NOT_DATA_FOLDERS) and not (
+                path.startswith(("/proc/", "/dev/fd/")) and "/fd/" in path or path.startswith("/dev/shm/")):
+            return None
+        try:
+            found = _STAT(path)
+        except (OSError, ValueError):
+            data = self.data_names.get(name) if not path.startswith("/") else None
+            return ("data", data) if data is not None else None
+        key = (found.st_dev, found.st_ino)
+        kind = self.opened_inodes.get(key)
+        return (kind, self.inode_paths[key]) if kind is not None else None
+
+    def reading_the_graders_files(self, real, frame):
+        """The grader's own stream (`results.jsonl`) or settings opened for reading with the patch's
+        code on the stack (or under a callback of the patch's) is refused: the stream names the tests
+        the contradiction copies copy, and a library that answered only those tests' calls told the
+        originals from their copies (red team rt48's C20, stop 54, reward 1)."""
+        culprit = self.culprit(frame)
+        if culprit is None and self.laundering_callback(frame) is not None:
+            culprit = "a gc callback"
+        if culprit is not None:
+            self.refuse("reading the grader's files", culprit, os.path.basename(real))
 
     def tests_data_at(self, path):
         """The real path of the tests' data file an open of `path` reads, else None: asked by its inode

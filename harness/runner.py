@@ -288,6 +288,14 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
                                canary_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if wants_canaries else None,
                                test_roots=test_roots, contradict_ids=list(task.FAIL_TO_PASS) if wants_canaries else None,
                                graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], doctests=doctests)
+        if unittest_runner and not task.test_cmd and executed.strip() == grading_command(task).strip():
+            # The graded ids go to the runner on stdin, not on its command line: `sys.argv` is
+            # emptied before any test module loads, but `/proc/self/cmdline` kept them, and a library
+            # that answered only the tests listed there told the originals from the grader's copies
+            # (red team rt48's C19, stop 54, reward 1 on calc and more-itertools rows).
+            config = json.loads(stdin)
+            config["argv"] = [*task.FAIL_TO_PASS, *task.PASS_TO_PASS]
+            stdin, executed = json.dumps(config), f"python -m {UNITTEST_MODULE}"
         # A command that sets PYTHONPATH itself keeps the reporter importable.
         executed = _PYTHONPATH_ASSIGNMENT.sub(lambda m: f"{m.group(0)}{channel.workdir}:", executed)
     begin = f"{marker} tests_begin"

@@ -641,6 +641,8 @@ def main(argv):
     if not config:
         sys.stderr.write("patchgym_unittest_reporter: no grading configuration on stdin\n")
         return 2
+    if not argv and isinstance(config.get("argv"), list):
+        argv = [str(test_id) for test_id in config["argv"]]  # (the grader's own command: its ids on stdin, not in /proc)
     testbed = os.path.realpath(config.get("testbed") or os.getcwd())
     channel = _Channel(config)
     early, guard, planted = [], None, []
