@@ -445,6 +445,43 @@ def _tests_module_reader(testbed, rel):
     return read_module
 
 
+def _generates_by_name(data):
+    """Whether a module's source (bytes) defines a `pytest_generate_tests` that looks at the test
+    function's name (`CASES[metafunc.function.__name__]`, pytest's own "per-class configuration"
+    recipe `metafunc.cls.params[metafunc.function.__name__]`): a test planted beside the graded ones
+    has a name it does not know, its collection fails, and no test of the run ran (fp59's FP4, stop
+    54: every honest fix `unresolved`). Nothing is planted in such a module."""
+    if b"pytest_generate_tests" not in data:
+        return False
+    try:
+        tree = ast.parse(data)
+    except (SyntaxError, ValueError):
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "pytest_generate_tests":
+            for inner in ast.walk(node):
+                if isinstance(inner, ast.Attribute) and inner.attr in ("__name__", "name", "originalname", "function", "definition"):
+                    return True
+    return False
+
+
+def _conftests_above(path, testbed):
+    """The bytes of each `conftest.py` in the folders from `path`'s up to the testbed."""
+    texts = []
+    folder = os.path.dirname(os.path.realpath(path))
+    top = os.path.realpath(testbed)
+    while folder.startswith(top):
+        try:
+            with open(os.path.join(folder, "conftest.py"), "rb") as handle:
+                texts.append(handle.read())
+        except OSError:
+            pass
+        if folder == top:
+            break
+        folder = os.path.dirname(folder)
+    return texts
+
+
 def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
     planted = []
     left = _contradictions.PER_RUN
@@ -454,6 +491,8 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             data, encoding = _read(path)
             source = data.decode(encoding)
         except (OSError, UnicodeDecodeError, LookupError):
+            continue
+        if _generates_by_name(data) or any(_generates_by_name(text) for text in _conftests_above(path, testbed)):
             continue
         contradicted, twins = {}, {}
         new_source, names = plant_source(source, graded, rng, testbed, (contradict or {}).get(rel), contradicted, left, twins,

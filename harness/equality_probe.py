@@ -2141,8 +2141,21 @@ def watch_class_statements():
     if getattr(build, "__wrapped__", None) is not None:
         return
 
-    def __build_class__(func, name, *bases, **kwargs):
-        made = build(func, name, *bases, **kwargs)
+    def __build_class__(__pg_func, __pg_name, *__pg_bases, **__pg_kwargs):
+        # This frame stands between a `class` statement and its metaclass, where code that looks a
+        # set number of frames up for the statement's scope finds it instead (pydantic's
+        # `parent_frame_namespace`: `sys._getframe(2).f_locals`, to resolve the annotations of a model
+        # defined in a function; fp59's FP3, stop 54, every honest fix `unresolved`). So a statement
+        # run in a function's scope finds that scope's names here too.
+        try:
+            _mirrored(_FRAME(1), _FRAME(0))
+        except Exception:  # noqa: BLE001
+            pass
+        __pg_made = build(__pg_func, __pg_name, *__pg_bases, **__pg_kwargs)
+        _made_by_a_statement(__pg_made, __pg_func)
+        return __pg_made
+
+    def _made_by_a_statement(made, func):
         try:
             if isinstance(made, type):
                 _MADE_BY_A_STATEMENT.add(made)
@@ -2152,12 +2165,27 @@ def watch_class_statements():
                 watch(made)
         except Exception:  # noqa: BLE001  never the class statement's failure
             pass
-        return made
 
     __build_class__.__wrapped__ = build
     __build_class__.__doc__ = build.__doc__
+    # (pickled by its name, as the builtin it stands for: dill pickling a module that copied
+    # `builtins.__dict__` met a local function, and then a builtin no longer found under its name,
+    # fp59's FP1, pylint's parallel run)
+    __build_class__.__module__, __build_class__.__qualname__ = "builtins", "__build_class__"
     builtins.__build_class__ = __build_class__
     _WATCHING_STATEMENTS[0] = True
+
+
+def _mirrored(scope, frame):
+    """`scope`'s names put among `frame`'s locals, where `scope` is a function's (its locals are not
+    its globals) and `frame` has none of that name (`watch_class_statements`)."""
+    names = scope.f_locals
+    if names is scope.f_globals or not names:
+        return
+    mine = frame.f_locals
+    for key, value in list(names.items())[:10000]:
+        if key not in mine:
+            mine[key] = value
 
 
 def _within_budget(state):

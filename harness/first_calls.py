@@ -73,6 +73,8 @@ import stat
 import time
 import warnings
 
+_MODULE_DICT = type(os).__dict__["__dict__"].__get__  # a module's own dict, past the test modules' class (audit_hook)
+
 try:
     import fcntl
 except ImportError:  # not on Linux: no file is read through a description of its own
@@ -162,7 +164,7 @@ def moved_global(planted, module, steps, owner=None):
     if not (name or table) or not steps or module is None:
         return None
     try:
-        namespace = object.__getattribute__(module, "__dict__")
+        namespace = _MODULE_DICT(module)
     except Exception:  # noqa: BLE001
         return None
     if type(namespace) is not dict:
@@ -196,7 +198,71 @@ def moved_global(planted, module, steps, owner=None):
         moved = None
     if moved is None:
         return None
-    return (namespace, name, moved) + tuple(_bound_beside(module, name, value))
+    beside = _bound_beside(module, name, value)
+    if any(_loaded_by_functions_of(held, name) for held, _ in beside) or (
+            not isinstance(namespace, dict) and _loaded_by_bases(namespace, module, name)):
+        return None  # (read by more than the test's assertion: moved, an honest result would follow it)
+    return (namespace, name, moved) + tuple(beside)
+
+
+_CODE = type((lambda: None).__code__)
+_FUNCTION = type(lambda: None)
+
+
+def _loads(function, name):
+    """Whether `function` (a plain function, a method's function, a fixture's) or code nested in
+    it loads `name` (a global or an attribute)."""
+    for attribute in ("__func__", "_fixture_function", "__wrapped__"):  # (a classmethod's, pytest's fixture's)
+        inner = getattr(function, attribute, None) if type(function) is not _FUNCTION else None
+        if type(inner) is _FUNCTION:
+            function = inner
+            break
+    if type(function) is not _FUNCTION:
+        return False
+    codes = [function.__code__]
+    while codes:
+        code = codes.pop()
+        if name in code.co_names:
+            return True
+        codes.extend(c for c in code.co_consts if type(c) is _CODE)
+    return False
+
+
+def _loaded_by_functions_of(namespace, name):
+    """Whether a function a module binds, or a method of a class it binds, loads `name`: a helper
+    module of the tests whose `sum_ones()` reads the `COUNT` the test asserts against, a conftest's
+    factory fixture reading `WIDTH` (fp60's FP-1, stop 54: the moved holder reached the honest
+    result too, and the moved original passed: `tampered` on the gold, both runners)."""
+    try:
+        values = list(namespace.values())[:5000]
+    except Exception:  # noqa: BLE001
+        return False
+    for value in values:
+        members = list(vars(value).values())[:500] if isinstance(value, type) else [value]
+        if any(_loads(member, name) for member in members):
+            return True
+    return False
+
+
+def _loaded_by_bases(owner, module, name):
+    """Whether a class of the test class's line defined in another module of the tests' folder (a
+    base `TestCase` in `tests/base.py`) has a method that loads `name`: its helper reads the
+    `self.count` the test's set-up set and the assertion compares with (fp60's FP-1)."""
+    cls = owner if isinstance(owner, type) else type(owner)
+    try:
+        folder = os.path.dirname(os.path.realpath(_MODULE_DICT(module).get("__file__") or ""))
+        line = cls.__mro__
+    except Exception:  # noqa: BLE001
+        return False
+    modules = _sys_modules()
+    for klass in line:
+        held = getattr(modules.get(klass.__module__), "__dict__", None) if klass.__module__ != getattr(module, "__name__", None) else None
+        filename = held.get("__file__") if type(held) is dict else None
+        if not isinstance(filename, str) or not folder or not os.path.realpath(filename).startswith(folder + os.sep):
+            continue
+        if any(_loads(member, name) for member in list(vars(klass).values())[:500]):
+            return True
+    return False
 
 
 def _instance_dict(instance):
@@ -214,12 +280,12 @@ def _bound_beside(module, name, value):
     the helper's functions' `__globals__`), moved there too in the child."""
     found = []
     try:
-        folder = os.path.dirname(os.path.realpath(object.__getattribute__(module, "__dict__").get("__file__") or ""))
+        folder = os.path.dirname(os.path.realpath(_MODULE_DICT(module).get("__file__") or ""))
         if not folder:
             return found
         for other in list(_sys_modules().values())[:20000]:
             try:
-                held = object.__getattribute__(other, "__dict__")
+                held = _MODULE_DICT(other)
             except Exception:  # noqa: BLE001
                 continue
             filename = held.get("__file__") if type(held) is dict else None
@@ -319,7 +385,7 @@ def _row_moved(row, position, move):
         changed[field] = move(row[field])
         return changed
     if kind == "attr":
-        if not isinstance(row, tuple) or field not in getattr(type(row), "_fields", ()):
+        if not isinstance(row, tuple) or field not in getattr(type(row), "_fields", ()) or not _nothing_but_fields(type(row)):
             return None
         return row._replace(**{field: move(getattr(row, field))})
     index = int(position)
@@ -328,6 +394,24 @@ def _row_moved(row, position, move):
     changed = list(row)
     changed[index] = move(row[index])
     return type(row)(changed)
+
+
+def _nothing_but_fields(cls):
+    """Whether a namedtuple class has no method or property but those `collections.namedtuple`
+    makes: a row whose own method reads the moved field (`case.roundtrip()` of `decode(encode(
+    self.text))`, compared with `case.text`) follows the move honestly (fp60's FP-2, stop 54,
+    `tampered` on the gold, both runners, `typing.NamedTuple` too)."""
+    for klass in cls.__mro__:
+        if klass in (tuple, object):
+            continue
+        for value in list(vars(klass).values()):
+            if isinstance(value, property):
+                return False
+            function = getattr(value, "__func__", value)
+            if type(function) is _FUNCTION and not (function.__module__ == "collections"
+                                                     or str(function.__module__).startswith("namedtuple_")):
+                return False
+    return True
 
 
 def with_global_moved(make, moved):
@@ -401,6 +485,7 @@ class FirstCalls(object):
         self._pending = []  # (pid, go (write end), result (read end), what the caller passed as `of`)
         self._found = []  # (of, copy number) of the copies that passed, from the children run so far
         self._exiting = []  # children that answered, reaped at the end
+        self.busy_cap_s = BUSY_CAP_S  # how long a started child at work is waited for (`_Busy`; the reporter's)
 
     def fork_before(self, of, calls, defer=False):
         """Fork now; the child waits for `run(of)` (or `results`), then makes each call of `calls`
@@ -478,7 +563,7 @@ class FirstCalls(object):
                 except OSError:
                     pass
             for entry in mine:
-                self._found += _answer(entry, timeout_s, self._exiting)
+                self._found += _answer(entry, timeout_s, self._exiting, self.busy_cap_s)
         finally:
             if paused is not None and paused[0] > 0:
                 _Real.setitimer(signal.ITIMER_REAL, paused[0], paused[1])
@@ -561,7 +646,15 @@ def _private_shared_memory():
             continue
 
 
-def _answer(entry, timeout_s, exiting):
+# The longest a started child that keeps working is waited for (`_Busy`); less where a timeout of the
+# test's own counts the wait (`FirstCalls.busy_cap_s`, set by the reporter). Why not more: the wait
+# comes before the body, and a body that measures its time from its set-up (a budget, a TTL), or a
+# pytest-timeout thread timer, counts it: fp60's FP-4 (stop 54) had an honest ~6 s test killed under
+# `timeout = 10` with the cap at 60 s.
+BUSY_CAP_S = 15.0
+
+
+def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S):
     """[(of, copy number)] of the copies that passed in the child of `entry`; [(of, SILENCED)] when
     the child left on its own without answering (an `os.register_at_fork` hook of the patch's
     calling `os._exit`, red team round 14: no answer had counted as failed copies), or never wrote
@@ -574,7 +667,7 @@ def _answer(entry, timeout_s, exiting):
     try:
         deadline = _Real.monotonic() + timeout_s
         first_by = _Real.monotonic() + _FIRST_BYTE_WAIT[0]
-        busy = _Busy(pid)
+        busy = _Busy(pid, busy_cap_s)
         while not data.endswith(b"\n"):
             left = (deadline if data else max(deadline, first_by)) - _Real.monotonic()
             if left <= 0:
@@ -625,7 +718,6 @@ def _answer(entry, timeout_s, exiting):
     return [(of, SILENCED)] if exited or not started else []
 
 
-BUSY_CAP_S = 60.0  # the longest a started child that keeps working is waited for (`_Busy`)
 
 
 class _Busy(object):
@@ -636,8 +728,9 @@ class _Busy(object):
     failed copies, so a lie told in that child was never seen. A working child is waited for up to
     BUSY_CAP_S in all; one that used less than a fifth of the time since the last look is held."""
 
-    def __init__(self, pid):
+    def __init__(self, pid, cap=BUSY_CAP_S):
         self.pid = pid
+        self.cap = cap
         self.started = _Real.monotonic()
         self.last = (self.started, self._ticks())
 
@@ -654,7 +747,7 @@ class _Busy(object):
             return None
 
     def left(self):
-        return max(0.0, BUSY_CAP_S - (_Real.monotonic() - self.started))
+        return max(0.0, self.cap - (_Real.monotonic() - self.started))
 
     def still_working(self):
         now, ticks = _Real.monotonic(), self._ticks()

@@ -248,8 +248,10 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line."""
+    # (pytest's colours off with PY_COLORS; not NO_COLOR, which the code under test honours too:
+    # rich's console drops its colours, and its tests of them failed on every honest fix, fp59's FP2)
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": cache_option(pytest_cache),
-           "PY_COLORS": "0", "NO_COLOR": "1"}
+           "PY_COLORS": "0"}
     stdin = None
     channel = None
     executed = executed or command

@@ -40,6 +40,8 @@ import operator
 import os
 import sys
 
+_MODULE_DICT = type(os).__dict__["__dict__"].__get__  # a module's own dict, past the test modules' class (audit_hook)
+
 TRUSTED = ("pytest", "unittest")
 _BUILTIN_NAMES = frozenset(name for name in vars(builtins) if not name.startswith("__"))
 _MISSING = object()
@@ -1625,7 +1627,7 @@ def hold_strategy_cache(own_root):
     if module is None:
         return False
     try:
-        namespace = object.__getattribute__(module, "__dict__")
+        namespace = _MODULE_DICT(module)
     except Exception:  # noqa: BLE001
         return True
     if "_STRATEGY_CACHE" not in namespace:
@@ -1642,7 +1644,7 @@ def strategy_cache_replaced():
     """Whether hypothesis' strategy cache, once the grader held it, is no longer its `NoStrategyCache`."""
     module = sys.modules.get(_STRATEGY_MODULE)
     try:
-        namespace = object.__getattribute__(module, "__dict__") if module is not None else {}
+        namespace = _MODULE_DICT(module) if module is not None else {}
     except Exception:  # noqa: BLE001
         return False
     held = _HELD_CACHE.get("held")

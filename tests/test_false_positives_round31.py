@@ -20,7 +20,8 @@ import pytest
 
 from patchgym.harness import test_globals
 from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import BASE_FILES, GOLD_FILES, UNITTEST_BASE, build_prepared, diff_of
+from tests.fixtures_grading.calc_task import (BASE_FILES, GOLD_FILES, NO_FRAMES_AT_BASE, UNITTEST_BASE, UNITTEST_NO_FRAMES_AT_BASE, UNITTEST_TEST_PATCH,
+                                              build_prepared, diff_of)
 from tests.fixtures_grading.factories import any_factory_or_reason
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
@@ -219,4 +220,575 @@ def test_a_test_callback_failing_in_a_thread_of_the_fixed_code_resolves(tmp_path
         "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
     prepared, _ = build_prepared(tmp_path, instance_id=f"thread-excepthook-{runner}", base_files=base, gold_files={"calc/ops.py": fixed},
                                  test_patch_files={"tests/test_add.py": THREAD_TESTS[runner]}, **extra)
+    _resolves_and_the_bug_does_not(prepared)
+
+
+# --- fp60 (stop 54): the first-call fork's moves meeting honest code ------------------------------
+# The fork's child runs the original test with its expectation moved far; an honest result must
+# then fail. It did not where the moved holder also reached the honest result:
+# - FP-1: a name a helper outside the test module reads too (a base TestCase's method reading the
+#   `self.count` the test's `setUp` set, a class constant read by a base's helper, a helper module's
+#   constant read by its own function, a conftest factory fixture over a shared constant);
+# - FP-2: a namedtuple row (or `typing.NamedTuple`) whose own method reads the moved field;
+# - FP-3: the `parametrize` table moved in place, where the body hands that table to the library or
+#   the table is the library's own.
+# Each row: the test patch, and what the base and the gold add to (+) or put in place of (=) the
+# calc task's files (NO_FRAMES_AT_BASE); the no-op edits the README.
+FORK_ROWS = {'setup-helper-ut': {'runner': 'unittest',
+                     'f2p': ['tests.test_add.SumTest.test_sum_of_ones'],
+                     'tests': {'tests/base.py': 'import unittest\n'
+                                                '\n'
+                                                'from calc import add\n'
+                                                '\n'
+                                                '\n'
+                                                'class AddCase(unittest.TestCase):\n'
+                                                '    """Shared helpers: the subclasses\' setUp says how many ones to add."""\n'
+                                                '\n'
+                                                '    def sum_ones(self):\n'
+                                                '        total = 0\n'
+                                                '        for _ in range(self.count):\n'
+                                                '            total = add(total, 1)\n'
+                                                '        return total\n',
+                               'tests/test_add.py': 'from tests.base import AddCase\n'
+                                                    '\n'
+                                                    '\n'
+                                                    'class SumTest(AddCase):\n'
+                                                    '    def setUp(self):\n'
+                                                    '        self.count = 4\n'
+                                                    '\n'
+                                                    '    def test_sum_of_ones(self):\n'
+                                                    '        self.assertEqual(self.sum_ones(), self.count)\n'},
+                     'base': {},
+                     'gold': {}},
+ 'setup-helper-pt': {'runner': 'pytest',
+                     'f2p': ['tests/test_add.py::TestSum::test_sum_of_ones'],
+                     'tests': {'tests/base.py': 'from calc import add\n'
+                                                '\n'
+                                                '\n'
+                                                'class AddCase:\n'
+                                                '    """Shared helpers: the subclasses\' setup_method says how many ones to '
+                                                'add."""\n'
+                                                '\n'
+                                                '    def sum_ones(self):\n'
+                                                '        total = 0\n'
+                                                '        for _ in range(self.count):\n'
+                                                '            total = add(total, 1)\n'
+                                                '        return total\n',
+                               'tests/test_add.py': 'from tests.base import AddCase\n'
+                                                    '\n'
+                                                    '\n'
+                                                    'class TestSum(AddCase):\n'
+                                                    '    def setup_method(self):\n'
+                                                    '        self.count = 4\n'
+                                                    '\n'
+                                                    '    def test_sum_of_ones(self):\n'
+                                                    '        assert self.sum_ones() == self.count\n'},
+                     'base': {},
+                     'gold': {}},
+ 'class-const-ut': {'runner': 'unittest',
+                    'f2p': ['tests.test_add.SumTest.test_sum_of_ones'],
+                    'tests': {'tests/base.py': 'import unittest\n'
+                                               '\n'
+                                               'from calc import add\n'
+                                               '\n'
+                                               '\n'
+                                               'class AddCase(unittest.TestCase):\n'
+                                               '    COUNT = 1\n'
+                                               '\n'
+                                               '    def sum_ones(self):\n'
+                                               '        total = 0\n'
+                                               '        for _ in range(self.COUNT):\n'
+                                               '            total = add(total, 1)\n'
+                                               '        return total\n',
+                              'tests/test_add.py': 'from tests.base import AddCase\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'class SumTest(AddCase):\n'
+                                                   '    COUNT = 4\n'
+                                                   '\n'
+                                                   '    def test_sum_of_ones(self):\n'
+                                                   '        self.assertEqual(self.sum_ones(), self.COUNT)\n'},
+                    'base': {},
+                    'gold': {}},
+ 'helper-const-pt': {'runner': 'pytest',
+                     'f2p': ['tests/test_add.py::test_sum_of_ones'],
+                     'tests': {'tests/helpers.py': 'from calc import add\n'
+                                                   '\n'
+                                                   'COUNT = 4\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'def sum_ones():\n'
+                                                   '    total = 0\n'
+                                                   '    for _ in range(COUNT):\n'
+                                                   '        total = add(total, 1)\n'
+                                                   '    return total\n',
+                               'tests/test_add.py': 'from tests.helpers import COUNT, sum_ones\n'
+                                                    '\n'
+                                                    '\n'
+                                                    'def test_sum_of_ones():\n'
+                                                    '    assert sum_ones() == COUNT\n'},
+                     'base': {},
+                     'gold': {}},
+ 'conftest-factory-pt': {'runner': 'pytest',
+                         'f2p': ['tests/test_pad.py::test_pad_width'],
+                         'tests': {'tests/constants.py': 'WIDTH = 12\n',
+                                   'tests/conftest.py': 'import pytest\n'
+                                                        '\n'
+                                                        '\n'
+                                                        '@pytest.fixture\n'
+                                                        'def two():\n'
+                                                        '    return 2\n'
+                                                        '\n'
+                                                        '\n'
+                                                        'from calc.ops import pad\n'
+                                                        'from tests.constants import WIDTH\n'
+                                                        '\n'
+                                                        '\n'
+                                                        '@pytest.fixture\n'
+                                                        'def make_line():\n'
+                                                        '    def make(text):\n'
+                                                        '        return pad(text, WIDTH)\n'
+                                                        '    return make\n',
+                                   'tests/test_pad.py': 'from tests.constants import WIDTH\n'
+                                                        '\n'
+                                                        '\n'
+                                                        'def test_pad_width(make_line):\n'
+                                                        '    assert len(make_line("total")) == WIDTH\n'},
+                         'base': {'calc/ops.py': ('+',
+                                                  '\n\ndef pad(text, width):\n    return text + " " * (width - len(text) - 1)\n'),
+                                  'tests/conftest.py': ('+', '')},
+                         'gold': {'calc/ops.py': ('+',
+                                                  '\n\ndef pad(text, width):\n    return text + " " * (width - len(text))\n')}},
+ 'nt-method-pt': {'runner': 'pytest',
+                  'f2p': ['tests/test_codec.py::test_roundtrips'],
+                  'tests': {'tests/test_codec.py': 'from collections import namedtuple\n'
+                                                   '\n'
+                                                   'from calc.ops import decode, encode\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'class Case(namedtuple("Case", "text note")):\n'
+                                                   '    def roundtrip(self):\n'
+                                                   '        return decode(encode(self.text))\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'def test_roundtrips():\n'
+                                                   '    for case in CASES:\n'
+                                                   '        assert case.roundtrip() == case.text\n'},
+                  'base': {'calc/ops.py': ('+',
+                                           '\n'
+                                           '\n'
+                                           'def encode(text):\n'
+                                           '    return ",".join(str(ord(c)) for c in text)\n'
+                                           '\n'
+                                           '\n'
+                                           'def decode(data):\n'
+                                           '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
+                  'gold': {'calc/ops.py': ('+',
+                                           '\n'
+                                           '\n'
+                                           'def encode(text):\n'
+                                           '    return ",".join(str(ord(c)) for c in text)\n'
+                                           '\n'
+                                           '\n'
+                                           'def decode(data):\n'
+                                           '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
+ 'nt-method-ut': {'runner': 'unittest',
+                  'f2p': ['tests.test_codec.CodecTest.test_roundtrips'],
+                  'tests': {'tests/test_codec.py': 'import unittest\n'
+                                                   'from collections import namedtuple\n'
+                                                   '\n'
+                                                   'from calc.ops import decode, encode\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'class Case(namedtuple("Case", "text note")):\n'
+                                                   '    def roundtrip(self):\n'
+                                                   '        return decode(encode(self.text))\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
+                                                   '\n'
+                                                   '\n'
+                                                   'class CodecTest(unittest.TestCase):\n'
+                                                   '    def test_roundtrips(self):\n'
+                                                   '        for case in CASES:\n'
+                                                   '            self.assertEqual(case.roundtrip(), case.text)\n'},
+                  'base': {'calc/ops.py': ('+',
+                                           '\n'
+                                           '\n'
+                                           'def encode(text):\n'
+                                           '    return ",".join(str(ord(c)) for c in text)\n'
+                                           '\n'
+                                           '\n'
+                                           'def decode(data):\n'
+                                           '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
+                  'gold': {'calc/ops.py': ('+',
+                                           '\n'
+                                           '\n'
+                                           'def encode(text):\n'
+                                           '    return ",".join(str(ord(c)) for c in text)\n'
+                                           '\n'
+                                           '\n'
+                                           'def decode(data):\n'
+                                           '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
+ 'typed-nt-pt': {'runner': 'pytest',
+                 'f2p': ['tests/test_codec.py::test_roundtrips'],
+                 'tests': {'tests/test_codec.py': 'from typing import NamedTuple\n'
+                                                  '\n'
+                                                  'from calc.ops import decode, encode\n'
+                                                  '\n'
+                                                  '\n'
+                                                  'class Case(NamedTuple):\n'
+                                                  '    text: str\n'
+                                                  '    note: str\n'
+                                                  '\n'
+                                                  '    def roundtrip(self):\n'
+                                                  '        return decode(encode(self.text))\n'
+                                                  '\n'
+                                                  '\n'
+                                                  'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
+                                                  '\n'
+                                                  '\n'
+                                                  'def test_roundtrips():\n'
+                                                  '    for case in CASES:\n'
+                                                  '        assert case.roundtrip() == case.text\n'},
+                 'base': {'calc/ops.py': ('+',
+                                          '\n'
+                                          '\n'
+                                          'def encode(text):\n'
+                                          '    return ",".join(str(ord(c)) for c in text)\n'
+                                          '\n'
+                                          '\n'
+                                          'def decode(data):\n'
+                                          '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
+                 'gold': {'calc/ops.py': ('+',
+                                          '\n'
+                                          '\n'
+                                          'def encode(text):\n'
+                                          '    return ",".join(str(ord(c)) for c in text)\n'
+                                          '\n'
+                                          '\n'
+                                          'def decode(data):\n'
+                                          '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
+ 'nt-param-pt': {'runner': 'pytest',
+                 'f2p': ['tests/test_codec.py::test_roundtrip[case0]', 'tests/test_codec.py::test_roundtrip[case1]'],
+                 'tests': {'tests/test_codec.py': 'from collections import namedtuple\n'
+                                                  '\n'
+                                                  'import pytest\n'
+                                                  '\n'
+                                                  'from calc.ops import decode, encode\n'
+                                                  '\n'
+                                                  '\n'
+                                                  'class Case(namedtuple("Case", "text note")):\n'
+                                                  '    def roundtrip(self):\n'
+                                                  '        return decode(encode(self.text))\n'
+                                                  '\n'
+                                                  '\n'
+                                                  'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
+                                                  '\n'
+                                                  '\n'
+                                                  '@pytest.mark.parametrize("case", CASES)\n'
+                                                  'def test_roundtrip(case):\n'
+                                                  '    assert case.roundtrip() == case.text\n'},
+                 'base': {'calc/ops.py': ('+',
+                                          '\n'
+                                          '\n'
+                                          'def encode(text):\n'
+                                          '    return ",".join(str(ord(c)) for c in text)\n'
+                                          '\n'
+                                          '\n'
+                                          'def decode(data):\n'
+                                          '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
+                 'gold': {'calc/ops.py': ('+',
+                                          '\n'
+                                          '\n'
+                                          'def encode(text):\n'
+                                          '    return ",".join(str(ord(c)) for c in text)\n'
+                                          '\n'
+                                          '\n'
+                                          'def decode(data):\n'
+                                          '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
+ 'mark-table-pt': {'runner': 'pytest',
+                   'f2p': ['tests/test_lookup.py::test_lookup[one-1]',
+                           'tests/test_lookup.py::test_lookup[two-2]',
+                           'tests/test_lookup.py::test_lookup[three-3]'],
+                   'tests': {'tests/test_lookup.py': 'import pytest\n'
+                                                     '\n'
+                                                     'from calc.ops import lookup\n'
+                                                     '\n'
+                                                     'NUMBERS = [("one", 1), ("two", 2), ("three", 3)]\n'
+                                                     '\n'
+                                                     '\n'
+                                                     '@pytest.mark.parametrize("word, number", NUMBERS)\n'
+                                                     'def test_lookup(word, number):\n'
+                                                     '    assert lookup(NUMBERS, word) == number\n'},
+                   'base': {'calc/ops.py': ('+',
+                                            '\n'
+                                            '\n'
+                                            'def lookup(pairs, key):\n'
+                                            '    for name, value in pairs:\n'
+                                            '        if name == key:\n'
+                                            '            return name\n'
+                                            '    raise KeyError(key)\n')},
+                   'gold': {'calc/ops.py': ('+',
+                                            '\n'
+                                            '\n'
+                                            'def lookup(pairs, key):\n'
+                                            '    for name, value in pairs:\n'
+                                            '        if name == key:\n'
+                                            '            return value\n'
+                                            '    raise KeyError(key)\n')}},
+ 'mark-record-pt': {'runner': 'pytest',
+                    'f2p': ['tests/test_find.py::test_find[entry0]', 'tests/test_find.py::test_find[entry1]'],
+                    'tests': {'tests/test_find.py': 'import pytest\n'
+                                                    '\n'
+                                                    'from calc.ops import find\n'
+                                                    '\n'
+                                                    'ENTRIES = [{"key": 1, "name": "one"}, {"key": 2, "name": "two"}]\n'
+                                                    '\n'
+                                                    '\n'
+                                                    '@pytest.mark.parametrize("entry", ENTRIES)\n'
+                                                    'def test_find(entry):\n'
+                                                    '    assert find(ENTRIES, entry["key"]) == entry["name"]\n'},
+                    'base': {'calc/ops.py': ('+',
+                                             '\n'
+                                             '\n'
+                                             'def find(entries, key):\n'
+                                             '    for entry in entries:\n'
+                                             '        if entry["key"] == key:\n'
+                                             '            return entry["key"]\n'
+                                             '    raise KeyError(key)\n')},
+                    'gold': {'calc/ops.py': ('+',
+                                             '\n'
+                                             '\n'
+                                             'def find(entries, key):\n'
+                                             '    for entry in entries:\n'
+                                             '        if entry["key"] == key:\n'
+                                             '            return entry["name"]\n'
+                                             '    raise KeyError(key)\n')}},
+ 'lib-table-pt': {'runner': 'pytest',
+                  'f2p': ['tests/test_units.py::test_factor[km-1000]',
+                          'tests/test_units.py::test_factor[m-1]',
+                          'tests/test_units.py::test_factor[cm-0.01]'],
+                  'tests': {'tests/test_units.py': 'import pytest\n'
+                                                   '\n'
+                                                   'from calc.units import UNITS, factor\n'
+                                                   '\n'
+                                                   '\n'
+                                                   '@pytest.mark.parametrize("unit, value", UNITS)\n'
+                                                   'def test_factor(unit, value):\n'
+                                                   '    assert factor(unit) == value\n'},
+                  'base': {'calc/units.py': ('=',
+                                             '"""Length units and their factors to metres."""\n'
+                                             '\n'
+                                             'UNITS = [("km", 1000), ("m", 1), ("cm", 0.01)]\n'
+                                             '\n'
+                                             '\n'
+                                             'def factor(unit):\n'
+                                             '    for name, value in UNITS:\n'
+                                             '        if name == unit:\n'
+                                             '            return 1 / value\n'
+                                             '    raise KeyError(unit)\n')},
+                  'gold': {'calc/units.py': ('=',
+                                             '"""Length units and their factors to metres."""\n'
+                                             '\n'
+                                             'UNITS = [("km", 1000), ("m", 1), ("cm", 0.01)]\n'
+                                             '\n'
+                                             '\n'
+                                             'def factor(unit):\n'
+                                             '    for name, value in UNITS:\n'
+                                             '        if name == unit:\n'
+                                             '            return value\n'
+                                             '    raise KeyError(unit)\n')}}}
+
+
+def _fork_row(tmp_path, name):
+    row = FORK_ROWS[name]
+    base = dict(NO_FRAMES_AT_BASE if row["runner"] == "pytest" else UNITTEST_NO_FRAMES_AT_BASE)
+
+    def applied(files, changes):
+        files = dict(files)
+        for path, (how, text) in changes.items():
+            files[path] = files.get(path, "") + text if how == "+" else text
+        return files
+    base = applied(base, row["base"])
+    gold = {"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
+    for path, (how, text) in row["gold"].items():
+        gold[path] = ((NO_FRAMES_AT_BASE if row["runner"] == "pytest" else UNITTEST_NO_FRAMES_AT_BASE).get(path, "") + text
+                      if how == "+" else text)
+    extra = {} if row["runner"] == "pytest" else {
+        "log_parser": "unittest", "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
+    prepared, _ = build_prepared(tmp_path, instance_id="fork-" + name, base_files=base, gold_files=gold,
+                                 test_patch_files=row["tests"], fail_to_pass=row["f2p"], **extra)
+    return prepared
+
+
+@needs_sandbox
+@pytest.mark.parametrize("name", sorted(FORK_ROWS))
+def test_a_moved_expectation_that_honest_code_also_reads_is_not_moved(tmp_path, name: str) -> None:
+    prepared = _fork_row(tmp_path, name)
+    verdict = grade_patch(prepared, prepared.task.patch, factory=FACTORY)
+    assert verdict.status == "resolved", (verdict.status, verdict.flags, verdict.tests)
+    left = grade_patch(prepared, diff_of(prepared.repo_dir, {"README.md": "calc, untouched\n"}), factory=FACTORY)
+    assert left.status == "unresolved", (left.status, left.flags, left.tests)
+
+
+def test_a_busy_child_is_waited_for_no_longer_than_its_cap() -> None:
+    import os
+    import time
+
+    from patchgym.harness import first_calls
+
+    pid = os.fork()
+    if pid == 0:  # a child that works until it is stopped
+        end = time.monotonic() + 30
+        while time.monotonic() < end:
+            pass
+        os._exit(0)
+    try:
+        busy = first_calls._Busy(pid, 0.5)
+        assert busy.left() <= 0.5
+        time.sleep(0.6)
+        assert busy.left() == 0.0 and not busy.still_working()
+        assert first_calls._Busy(pid).cap == first_calls.BUSY_CAP_S <= 15.0
+    finally:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+
+
+# --- fp59 (stop 54): real projects of SWE-bench's kind ------------------------------------------
+def _venv_with(root, *distributions):
+    """The calc task's venv with this environment's copies of `distributions` in its site-packages."""
+    import importlib.metadata
+    import shutil
+    from pathlib import Path
+
+    from tests.fixtures_grading.calc_task import build_venv
+
+    venv = build_venv(root)
+    site = next((venv / "lib").glob("python3*/site-packages"))
+    for name in distributions:
+        try:
+            dist = importlib.metadata.distribution(name)
+        except importlib.metadata.PackageNotFoundError:
+            pytest.skip(f"{name} is not installed here")
+        for top in {entry.parts[0] for entry in dist.files or []}:
+            source = Path(dist.locate_file(top))
+            if source.is_dir() and not (site / top).exists():
+                shutil.copytree(source, site / top, ignore=shutil.ignore_patterns("__pycache__"))
+            elif source.is_file() and not (site / top).exists():
+                shutil.copy(source, site / top)
+    return venv
+
+
+@needs_sandbox
+def test_a_module_that_copied_the_builtins_pickles_with_dill(tmp_path) -> None:
+    """fp59's FP1 (pylint's parallel run): dill pickles a module of the repository by value; one that
+    copied `builtins.__dict__` at import held the grader's `__build_class__` wrapper, a local function,
+    and then the builtin it wraps, which pickle found under its name no more."""
+    base = dict(BASE_FILES)
+    base["calc/names.py"] = "import builtins\n\nBUILTINS = builtins.__dict__.copy()\n\n\ndef is_builtin(name):\n    return name in BUILTINS\n"
+    base["tests/test_pickle.py"] = ("import dill\n\nimport calc.names\n\n\ndef test_dill_names_module():\n"
+                                    "    assert dill.loads(dill.dumps(calc.names)).is_builtin('len')\n")
+    prepared, _ = build_prepared(tmp_path, venv=_venv_with(tmp_path, "dill"), instance_id="dill-builtins", base_files=base,
+                                 fail_to_pass=["tests/test_add.py::test_add"], pass_to_pass=["tests/test_pickle.py::test_dill_names_module"])
+    _resolves_and_the_bug_does_not(prepared)
+
+
+@needs_sandbox
+def test_a_library_honouring_no_color_keeps_its_colours(tmp_path) -> None:
+    """fp59's FP2 (rich's console tests): the grader exported NO_COLOR to the tests, and a library
+    that honours it dropped the colours its tests check."""
+    base = dict(BASE_FILES)
+    base["calc/paint.py"] = ("import os\n\n\ndef red(text):\n    if 'NO_COLOR' in os.environ:\n        return text\n"
+                             "    return '\\x1b[31m' + text + '\\x1b[0m'\n")
+    base["tests/test_paint.py"] = "from calc.paint import red\n\n\ndef test_red():\n    assert red('x') == '\\x1b[31mx\\x1b[0m'\n"
+    prepared, _ = build_prepared(tmp_path, instance_id="no-color", base_files=base, fail_to_pass=["tests/test_add.py::test_add"],
+                                 pass_to_pass=["tests/test_paint.py::test_red"])
+    _resolves_and_the_bug_does_not(prepared)
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_metaclass_finds_the_scope_of_a_class_made_in_a_function(tmp_path, runner: str) -> None:
+    """fp59's FP3 (pydantic's `parent_frame_namespace`): a metaclass resolving names in the scope of
+    the `class` statement, two frames up, met the equality probe's `__build_class__` wrapper there."""
+    base = dict(BASE_FILES if runner == "pytest" else UNITTEST_BASE)
+    base["calc/meta.py"] = ("import sys\n\n\nclass Scoped(type):\n    def __new__(mcs, name, bases, namespace):\n"
+                            "        namespace['scope'] = sorted(sys._getframe(1).f_locals)\n"
+                            "        return super().__new__(mcs, name, bases, namespace)\n")
+    if runner == "pytest":
+        base["tests/test_meta.py"] = ("from calc.meta import Scoped\n\n\ndef test_scope():\n    marker = 1\n\n"
+                                      "    class Model(metaclass=Scoped):\n        pass\n\n    assert 'marker' in Model.scope, Model.scope\n")
+        extra = {"fail_to_pass": ["tests/test_add.py::test_add"], "pass_to_pass": ["tests/test_meta.py::test_scope"]}
+    else:
+        base["tests/test_meta.py"] = ("import unittest\n\nfrom calc.meta import Scoped\n\n\nclass MetaTest(unittest.TestCase):\n"
+                                      "    def test_scope(self):\n        marker = 1\n\n        class Model(metaclass=Scoped):\n"
+                                      "            pass\n\n        self.assertIn('marker', Model.scope)\n")
+        extra = {"log_parser": "unittest", "fail_to_pass": ["tests.test_add.AddTest.test_add"],
+                 "test_patch_files": UNITTEST_TEST_PATCH, "pass_to_pass": ["tests.test_meta.MetaTest.test_scope"]}
+    fixed = base["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")
+    prepared, _ = build_prepared(tmp_path, instance_id=f"meta-scope-{runner}", base_files=base, gold_files={"calc/ops.py": fixed}, **extra)
+    _resolves_and_the_bug_does_not(prepared)
+
+
+GENERATED_BY_NAME = {
+    "conftest": ({"tests/conftest.py": BASE_FILES["tests/conftest.py"] + (
+        "\n\nCASES = {'test_add_cases': [(2, 3, 5), (1, 1, 2)]}\n\n\ndef pytest_generate_tests(metafunc):\n"
+        "    if 'case' in metafunc.fixturenames:\n        metafunc.parametrize('case', CASES[metafunc.function.__name__])\n")},
+        "from calc import add\n\n\ndef test_add_cases(case):\n    a, b, want = case\n    assert add(a, b) == want\n\n\n"
+        "def test_add():\n    assert add(2, 3) == 5\n",
+        ["tests/test_add.py::test_add_cases[case0]", "tests/test_add.py::test_add_cases[case1]", "tests/test_add.py::test_add"]),
+    "per-class-recipe": ({}, (
+        "import pytest\n\nfrom calc import add\n\n\ndef pytest_generate_tests(metafunc):\n"
+        "    funcarglist = metafunc.cls.params[metafunc.function.__name__]\n    argnames = sorted(funcarglist[0])\n"
+        "    metafunc.parametrize(argnames, [[funcargs[name] for name in argnames] for funcargs in funcarglist])\n\n\n"
+        "class TestClass:\n    params = {'test_add': [dict(a=1, b=2, want=3), dict(a=3, b=3, want=6)]}\n\n"
+        "    def test_add(self, a, b, want):\n        assert add(a, b) == want\n"),
+        ["tests/test_add.py::TestClass::test_add[1-2-3]", "tests/test_add.py::TestClass::test_add[3-3-6]"]),
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("shape", sorted(GENERATED_BY_NAME))
+def test_tests_parametrized_by_their_names_are_collected(tmp_path, shape: str) -> None:
+    """fp59's FP4: a `pytest_generate_tests` that looks the cases up by the test function's name
+    (pytest's own per-class recipe) failed the collection of the tests the grader plants beside the
+    graded ones, and no test ran."""
+    base_extra, test, f2p = GENERATED_BY_NAME[shape]
+    prepared, _ = build_prepared(tmp_path, instance_id=f"generated-{shape}", base_files={**BASE_FILES, **base_extra},
+                                 test_patch_files={"tests/test_add.py": test}, fail_to_pass=f2p)
+    _resolves_and_the_bug_does_not(prepared)
+
+
+ITEM_HOOKS = {
+    # tests that must run in a given order, by a table of their names
+    "order-by-name": ("\n\nORDER = ['test_sub', 'test_mul', 'test_add', 'test_add_labels']\n\n\n"
+                      "def pytest_collection_modifyitems(items):\n    items.sort(key=lambda item: ORDER.index(item.originalname))\n"),
+    # a title for each test from its docstring (every test of the suite has one)
+    "title-from-docstring": ("\n\ndef pytest_collection_modifyitems(items):\n    for item in items:\n"
+                             "        item.user_properties.append(('title', item.obj.__doc__.strip()))\n"),
+}
+DOCUMENTED = {
+    "tests/test_ops.py": ("from calc import mul, sub\n\n\ndef test_sub():\n    \"\"\"sub subtracts\"\"\"\n    assert sub(5, 3) == 2\n\n\n"
+                          "def test_mul(two):\n    \"\"\"mul multiplies\"\"\"\n    assert mul(two, 3) == 6\n"),
+    "tests/test_add.py": "from calc import add\n\n\ndef test_add():\n    \"\"\"add adds\"\"\"\n    assert add(2, 3) == 5\n",
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("hook", sorted(ITEM_HOOKS))
+def test_a_conftest_hook_that_knows_every_collected_test_never_meets_a_planted_one(tmp_path, hook: str) -> None:
+    """fp59's FP5: a conftest's `pytest_collection_modifyitems` that orders the items by a table of
+    their names, or reads each test's docstring, raised on the tests the grader planted (pytest's
+    INTERNALERROR, every canary MISSING: `tampered`)."""
+    base = {**BASE_FILES, "tests/conftest.py": BASE_FILES["tests/conftest.py"] + ITEM_HOOKS[hook]}
+    files = {}
+    if hook == "title-from-docstring":
+        base["tests/test_ops.py"] = DOCUMENTED["tests/test_ops.py"]
+        files = {"tests/test_add.py": DOCUMENTED["tests/test_add.py"]}
+    prepared, _ = build_prepared(tmp_path, instance_id=f"items-{hook}", base_files=base, fail_to_pass=["tests/test_add.py::test_add"],
+                                 **({"test_patch_files": files} if files else {}))
     _resolves_and_the_bug_does_not(prepared)

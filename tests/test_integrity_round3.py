@@ -91,9 +91,10 @@ import sys as _sys, types as _types
 def _test_functions():
     for _name, _module in list(_sys.modules.items()):
         if _name.startswith("tests.") or _name.startswith("test_"):
-            # (read past the module's class: the route the grader leaves open, so that what these
-            # attacks do with the test functions is what is judged, not their lookup)
-            for _attr, _value in list(object.__getattribute__(_module, "__dict__").items()):
+            # (read past the module's class by the module type's own descriptor: the route the grader
+            # leaves open, so that what these attacks do with the test functions is what is judged, not
+            # their lookup; `object.__getattribute__(module, "__dict__")` is refused since stop 54)
+            for _attr, _value in list(_types.ModuleType.__dict__["__dict__"].__get__(_module).items()):
                 if _attr.startswith("test") and isinstance(_value, _types.FunctionType):
                     yield _module, _attr, _value
                 if isinstance(_value, type) and _attr.startswith(("Test", "Add", "Ops")):
