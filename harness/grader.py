@@ -450,6 +450,8 @@ _TRACING_WORDS = {"settrace": "sys.settrace", "PyEval_SetTrace": "sys.settrace",
                   "ctypes": "ctypes",
                   # and readline, whose history files are read and written in C (stop 51, rt41's a02, a06)
                   "readline": "readline",
+                  # and faulthandler, whose stack dumps name every frame's function (stop 54, rt49's C6)
+                  "faulthandler": "faulthandler",
                   # and Tcl, whose `open` raises no audit event (rt42's a3, a7), and the collector's
                   # callbacks, which run with no frame of their own (rt42's a8)
                   "tkinter": "tkinter", "Tkinter": "tkinter", r"gc\.callbacks": "gc.callbacks",

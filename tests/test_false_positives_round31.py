@@ -792,3 +792,33 @@ def test_a_conftest_hook_that_knows_every_collected_test_never_meets_a_planted_o
     prepared, _ = build_prepared(tmp_path, instance_id=f"items-{hook}", base_files=base, fail_to_pass=["tests/test_add.py::test_add"],
                                  **({"test_patch_files": files} if files else {}))
     _resolves_and_the_bug_does_not(prepared)
+
+
+# fp61 (stop 54): an unchanged helper of the repository's that walks frames through a name of its own
+# for `sys._getframe` (HABApp's `from sys import _getframe as sys_get_frame`, loguru's `get_frame`),
+# called by the fixed code: the line names no frame word, and the new rule against the repository's
+# code as the patch's reader took it for one (`tampered`, every HABApp fix)
+FRAME_ALIASES = {
+    "alias-in-the-module": {"calc/_where.py": ("import sys\n\nget_frame = sys._getframe if hasattr(sys, '_getframe') else None\n\n\n"
+                                               "def caller_module(depth=1):\n    frame = get_frame(depth + 1)\n"
+                                               "    return frame.f_globals.get('__name__')\n")},
+    "alias-imported": {"calc/_frames.py": "import sys\n\nget_frame = sys._getframe\n",
+                       "calc/_where.py": ("from calc._frames import get_frame\n\n\ndef caller_module(depth=1):\n"
+                                          "    frame = get_frame(depth + 1)\n    return frame.f_globals.get('__name__')\n")},
+}
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+@pytest.mark.parametrize("shape", sorted(FRAME_ALIASES))
+def test_a_fix_calling_the_repositorys_frame_helper_under_an_alias_resolves(tmp_path, shape: str, runner: str) -> None:
+    base = dict(NO_FRAMES_AT_BASE if runner == "pytest" else UNITTEST_NO_FRAMES_AT_BASE)
+    base.update(FRAME_ALIASES[shape])
+    fixed = base["calc/ops.py"].replace("def add(a, b):\n    return a - b  # bug: should add",
+                                        "def add(a, b):\n    from calc._where import caller_module\n\n"
+                                        "    CALLERS.append(caller_module())\n    return a + b") + "\n\nCALLERS = []\n"
+    extra = {"fail_to_pass": ["tests/test_add.py::test_add"]} if runner == "pytest" else {
+        "log_parser": "unittest", "test_patch_files": UNITTEST_TEST_PATCH, "fail_to_pass": ["tests.test_add.AddTest.test_add"],
+        "pass_to_pass": ["tests.test_ops.OpsTest.test_sub", "tests.test_ops.OpsTest.test_mul"]}
+    prepared, _ = build_prepared(tmp_path, instance_id=f"frame-alias-{runner}", base_files=base, gold_files={"calc/ops.py": fixed}, **extra)
+    _resolves_and_the_bug_does_not(prepared)

@@ -205,7 +205,7 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
                        "stat", "py", "patchgym_first_calls", "select", "signal", "warnings", "threading", "fcntl",
                        "patchgym_equality_probe", "patchgym_edited_defs", "collections", "_thread", "functools", "types",
                        "unicodedata", "_signal", "abc", "ctypes", "patchgym_outside_reads", "socket", "struct", "_ctypes",
-                       "_posixsubprocess", "patchgym_doctest_hold", "doctest", "posix"}
+                       "_posixsubprocess", "patchgym_doctest_hold", "doctest", "posix", "faulthandler"}
                       | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py", "equality_probe.py") else set()))
     if source_name == "canaries.py":  # the package import is the host's branch only (`__name__` decides)
         assert 'if __name__ == "patchgym_canaries":' in source
