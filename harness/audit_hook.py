@@ -3201,21 +3201,7 @@ def _no_stack_dumps_for_the_patch(guard):
         import faulthandler
     except ImportError:
         return
-    namespace = _module_dict(faulthandler)
-    if namespace is None:
-        return
-
-    def refused(name):
-        def judge(args, kwargs):
-            culprit = guard.culprit(_callers_frame()) if guard.active else None
-            if culprit is not None:
-                guard.refuse("faulthandler." + name, culprit)
-        return judge
-
-    for name in _STACK_DUMPS:
-        original = namespace.get(name)
-        if original is not None and type(original) is _BUILTIN_FUNCTION:
-            namespace[name] = _judged(original, refused(name))
+    _refused_to_the_patch(guard, faulthandler, "faulthandler", _STACK_DUMPS)
 
 
 _HISTORY_FILE_CALLS = ("read_history_file", "write_history_file", "append_history_file", "read_init_file")
@@ -3230,7 +3216,13 @@ def _no_history_files_for_the_patch(guard):
     the patch's code is refused too (`_RAW_MEMORY_MODULES`); neither where the repository's files at
     base name readline. True once done."""
     module = sys.modules.get("readline")
-    namespace = _module_dict(module) if module is not None else None
+    return module is not None and _refused_to_the_patch(guard, module, "readline", _HISTORY_FILE_CALLS)
+
+
+def _refused_to_the_patch(guard, module, label, names):
+    """`module`'s builtin functions `names` refused to the patch's code (`Guard.culprit` of their
+    caller), each refusal named `label.name`; False where the module's dict cannot be read."""
+    namespace = _module_dict(module)
     if namespace is None:
         return False
 
@@ -3238,10 +3230,10 @@ def _no_history_files_for_the_patch(guard):
         def judge(args, kwargs):
             culprit = guard.culprit(_callers_frame()) if guard.active else None
             if culprit is not None:
-                guard.refuse("readline." + name, culprit)
+                guard.refuse(label + "." + name, culprit)
         return judge
 
-    for name in _HISTORY_FILE_CALLS:
+    for name in names:
         original = namespace.get(name)
         if original is not None and type(original) is _BUILTIN_FUNCTION:
             namespace[name] = _judged(original, refused(name))

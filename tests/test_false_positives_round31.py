@@ -234,374 +234,61 @@ def test_a_test_callback_failing_in_a_thread_of_the_fixed_code_resolves(tmp_path
 #   the table is the library's own.
 # Each row: the test patch, and what the base and the gold add to (+) or put in place of (=) the
 # calc task's files (NO_FRAMES_AT_BASE); the no-op edits the README.
-FORK_ROWS = {'setup-helper-ut': {'runner': 'unittest',
-                     'f2p': ['tests.test_add.SumTest.test_sum_of_ones'],
-                     'tests': {'tests/base.py': 'import unittest\n'
-                                                '\n'
-                                                'from calc import add\n'
-                                                '\n'
-                                                '\n'
-                                                'class AddCase(unittest.TestCase):\n'
-                                                '    """Shared helpers: the subclasses\' setUp says how many ones to add."""\n'
-                                                '\n'
-                                                '    def sum_ones(self):\n'
-                                                '        total = 0\n'
-                                                '        for _ in range(self.count):\n'
-                                                '            total = add(total, 1)\n'
-                                                '        return total\n',
-                               'tests/test_add.py': 'from tests.base import AddCase\n'
-                                                    '\n'
-                                                    '\n'
-                                                    'class SumTest(AddCase):\n'
-                                                    '    def setUp(self):\n'
-                                                    '        self.count = 4\n'
-                                                    '\n'
-                                                    '    def test_sum_of_ones(self):\n'
-                                                    '        self.assertEqual(self.sum_ones(), self.count)\n'},
-                     'base': {},
-                     'gold': {}},
- 'setup-helper-pt': {'runner': 'pytest',
-                     'f2p': ['tests/test_add.py::TestSum::test_sum_of_ones'],
-                     'tests': {'tests/base.py': 'from calc import add\n'
-                                                '\n'
-                                                '\n'
-                                                'class AddCase:\n'
-                                                '    """Shared helpers: the subclasses\' setup_method says how many ones to '
-                                                'add."""\n'
-                                                '\n'
-                                                '    def sum_ones(self):\n'
-                                                '        total = 0\n'
-                                                '        for _ in range(self.count):\n'
-                                                '            total = add(total, 1)\n'
-                                                '        return total\n',
-                               'tests/test_add.py': 'from tests.base import AddCase\n'
-                                                    '\n'
-                                                    '\n'
-                                                    'class TestSum(AddCase):\n'
-                                                    '    def setup_method(self):\n'
-                                                    '        self.count = 4\n'
-                                                    '\n'
-                                                    '    def test_sum_of_ones(self):\n'
-                                                    '        assert self.sum_ones() == self.count\n'},
-                     'base': {},
-                     'gold': {}},
- 'class-const-ut': {'runner': 'unittest',
-                    'f2p': ['tests.test_add.SumTest.test_sum_of_ones'],
-                    'tests': {'tests/base.py': 'import unittest\n'
-                                               '\n'
-                                               'from calc import add\n'
-                                               '\n'
-                                               '\n'
-                                               'class AddCase(unittest.TestCase):\n'
-                                               '    COUNT = 1\n'
-                                               '\n'
-                                               '    def sum_ones(self):\n'
-                                               '        total = 0\n'
-                                               '        for _ in range(self.COUNT):\n'
-                                               '            total = add(total, 1)\n'
-                                               '        return total\n',
-                              'tests/test_add.py': 'from tests.base import AddCase\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'class SumTest(AddCase):\n'
-                                                   '    COUNT = 4\n'
-                                                   '\n'
-                                                   '    def test_sum_of_ones(self):\n'
-                                                   '        self.assertEqual(self.sum_ones(), self.COUNT)\n'},
-                    'base': {},
-                    'gold': {}},
- 'helper-const-pt': {'runner': 'pytest',
-                     'f2p': ['tests/test_add.py::test_sum_of_ones'],
-                     'tests': {'tests/helpers.py': 'from calc import add\n'
-                                                   '\n'
-                                                   'COUNT = 4\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'def sum_ones():\n'
-                                                   '    total = 0\n'
-                                                   '    for _ in range(COUNT):\n'
-                                                   '        total = add(total, 1)\n'
-                                                   '    return total\n',
-                               'tests/test_add.py': 'from tests.helpers import COUNT, sum_ones\n'
-                                                    '\n'
-                                                    '\n'
-                                                    'def test_sum_of_ones():\n'
-                                                    '    assert sum_ones() == COUNT\n'},
-                     'base': {},
-                     'gold': {}},
- 'conftest-factory-pt': {'runner': 'pytest',
-                         'f2p': ['tests/test_pad.py::test_pad_width'],
-                         'tests': {'tests/constants.py': 'WIDTH = 12\n',
-                                   'tests/conftest.py': 'import pytest\n'
-                                                        '\n'
-                                                        '\n'
-                                                        '@pytest.fixture\n'
-                                                        'def two():\n'
-                                                        '    return 2\n'
-                                                        '\n'
-                                                        '\n'
-                                                        'from calc.ops import pad\n'
-                                                        'from tests.constants import WIDTH\n'
-                                                        '\n'
-                                                        '\n'
-                                                        '@pytest.fixture\n'
-                                                        'def make_line():\n'
-                                                        '    def make(text):\n'
-                                                        '        return pad(text, WIDTH)\n'
-                                                        '    return make\n',
-                                   'tests/test_pad.py': 'from tests.constants import WIDTH\n'
-                                                        '\n'
-                                                        '\n'
-                                                        'def test_pad_width(make_line):\n'
-                                                        '    assert len(make_line("total")) == WIDTH\n'},
-                         'base': {'calc/ops.py': ('+',
-                                                  '\n\ndef pad(text, width):\n    return text + " " * (width - len(text) - 1)\n'),
-                                  'tests/conftest.py': ('+', '')},
-                         'gold': {'calc/ops.py': ('+',
-                                                  '\n\ndef pad(text, width):\n    return text + " " * (width - len(text))\n')}},
- 'nt-method-pt': {'runner': 'pytest',
-                  'f2p': ['tests/test_codec.py::test_roundtrips'],
-                  'tests': {'tests/test_codec.py': 'from collections import namedtuple\n'
-                                                   '\n'
-                                                   'from calc.ops import decode, encode\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'class Case(namedtuple("Case", "text note")):\n'
-                                                   '    def roundtrip(self):\n'
-                                                   '        return decode(encode(self.text))\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'def test_roundtrips():\n'
-                                                   '    for case in CASES:\n'
-                                                   '        assert case.roundtrip() == case.text\n'},
-                  'base': {'calc/ops.py': ('+',
-                                           '\n'
-                                           '\n'
-                                           'def encode(text):\n'
-                                           '    return ",".join(str(ord(c)) for c in text)\n'
-                                           '\n'
-                                           '\n'
-                                           'def decode(data):\n'
-                                           '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
-                  'gold': {'calc/ops.py': ('+',
-                                           '\n'
-                                           '\n'
-                                           'def encode(text):\n'
-                                           '    return ",".join(str(ord(c)) for c in text)\n'
-                                           '\n'
-                                           '\n'
-                                           'def decode(data):\n'
-                                           '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
- 'nt-method-ut': {'runner': 'unittest',
-                  'f2p': ['tests.test_codec.CodecTest.test_roundtrips'],
-                  'tests': {'tests/test_codec.py': 'import unittest\n'
-                                                   'from collections import namedtuple\n'
-                                                   '\n'
-                                                   'from calc.ops import decode, encode\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'class Case(namedtuple("Case", "text note")):\n'
-                                                   '    def roundtrip(self):\n'
-                                                   '        return decode(encode(self.text))\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
-                                                   '\n'
-                                                   '\n'
-                                                   'class CodecTest(unittest.TestCase):\n'
-                                                   '    def test_roundtrips(self):\n'
-                                                   '        for case in CASES:\n'
-                                                   '            self.assertEqual(case.roundtrip(), case.text)\n'},
-                  'base': {'calc/ops.py': ('+',
-                                           '\n'
-                                           '\n'
-                                           'def encode(text):\n'
-                                           '    return ",".join(str(ord(c)) for c in text)\n'
-                                           '\n'
-                                           '\n'
-                                           'def decode(data):\n'
-                                           '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
-                  'gold': {'calc/ops.py': ('+',
-                                           '\n'
-                                           '\n'
-                                           'def encode(text):\n'
-                                           '    return ",".join(str(ord(c)) for c in text)\n'
-                                           '\n'
-                                           '\n'
-                                           'def decode(data):\n'
-                                           '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
- 'typed-nt-pt': {'runner': 'pytest',
-                 'f2p': ['tests/test_codec.py::test_roundtrips'],
-                 'tests': {'tests/test_codec.py': 'from typing import NamedTuple\n'
-                                                  '\n'
-                                                  'from calc.ops import decode, encode\n'
-                                                  '\n'
-                                                  '\n'
-                                                  'class Case(NamedTuple):\n'
-                                                  '    text: str\n'
-                                                  '    note: str\n'
-                                                  '\n'
-                                                  '    def roundtrip(self):\n'
-                                                  '        return decode(encode(self.text))\n'
-                                                  '\n'
-                                                  '\n'
-                                                  'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
-                                                  '\n'
-                                                  '\n'
-                                                  'def test_roundtrips():\n'
-                                                  '    for case in CASES:\n'
-                                                  '        assert case.roundtrip() == case.text\n'},
-                 'base': {'calc/ops.py': ('+',
-                                          '\n'
-                                          '\n'
-                                          'def encode(text):\n'
-                                          '    return ",".join(str(ord(c)) for c in text)\n'
-                                          '\n'
-                                          '\n'
-                                          'def decode(data):\n'
-                                          '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
-                 'gold': {'calc/ops.py': ('+',
-                                          '\n'
-                                          '\n'
-                                          'def encode(text):\n'
-                                          '    return ",".join(str(ord(c)) for c in text)\n'
-                                          '\n'
-                                          '\n'
-                                          'def decode(data):\n'
-                                          '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
- 'nt-param-pt': {'runner': 'pytest',
-                 'f2p': ['tests/test_codec.py::test_roundtrip[case0]', 'tests/test_codec.py::test_roundtrip[case1]'],
-                 'tests': {'tests/test_codec.py': 'from collections import namedtuple\n'
-                                                  '\n'
-                                                  'import pytest\n'
-                                                  '\n'
-                                                  'from calc.ops import decode, encode\n'
-                                                  '\n'
-                                                  '\n'
-                                                  'class Case(namedtuple("Case", "text note")):\n'
-                                                  '    def roundtrip(self):\n'
-                                                  '        return decode(encode(self.text))\n'
-                                                  '\n'
-                                                  '\n'
-                                                  'CASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n'
-                                                  '\n'
-                                                  '\n'
-                                                  '@pytest.mark.parametrize("case", CASES)\n'
-                                                  'def test_roundtrip(case):\n'
-                                                  '    assert case.roundtrip() == case.text\n'},
-                 'base': {'calc/ops.py': ('+',
-                                          '\n'
-                                          '\n'
-                                          'def encode(text):\n'
-                                          '    return ",".join(str(ord(c)) for c in text)\n'
-                                          '\n'
-                                          '\n'
-                                          'def decode(data):\n'
-                                          '    return "".join(chr(int(n) + 1) for n in data.split(","))\n')},
-                 'gold': {'calc/ops.py': ('+',
-                                          '\n'
-                                          '\n'
-                                          'def encode(text):\n'
-                                          '    return ",".join(str(ord(c)) for c in text)\n'
-                                          '\n'
-                                          '\n'
-                                          'def decode(data):\n'
-                                          '    return "".join(chr(int(n)) for n in data.split(","))\n')}},
- 'mark-table-pt': {'runner': 'pytest',
-                   'f2p': ['tests/test_lookup.py::test_lookup[one-1]',
-                           'tests/test_lookup.py::test_lookup[two-2]',
-                           'tests/test_lookup.py::test_lookup[three-3]'],
-                   'tests': {'tests/test_lookup.py': 'import pytest\n'
-                                                     '\n'
-                                                     'from calc.ops import lookup\n'
-                                                     '\n'
-                                                     'NUMBERS = [("one", 1), ("two", 2), ("three", 3)]\n'
-                                                     '\n'
-                                                     '\n'
-                                                     '@pytest.mark.parametrize("word, number", NUMBERS)\n'
-                                                     'def test_lookup(word, number):\n'
-                                                     '    assert lookup(NUMBERS, word) == number\n'},
-                   'base': {'calc/ops.py': ('+',
-                                            '\n'
-                                            '\n'
-                                            'def lookup(pairs, key):\n'
-                                            '    for name, value in pairs:\n'
-                                            '        if name == key:\n'
-                                            '            return name\n'
-                                            '    raise KeyError(key)\n')},
-                   'gold': {'calc/ops.py': ('+',
-                                            '\n'
-                                            '\n'
-                                            'def lookup(pairs, key):\n'
-                                            '    for name, value in pairs:\n'
-                                            '        if name == key:\n'
-                                            '            return value\n'
-                                            '    raise KeyError(key)\n')}},
- 'mark-record-pt': {'runner': 'pytest',
-                    'f2p': ['tests/test_find.py::test_find[entry0]', 'tests/test_find.py::test_find[entry1]'],
-                    'tests': {'tests/test_find.py': 'import pytest\n'
-                                                    '\n'
-                                                    'from calc.ops import find\n'
-                                                    '\n'
-                                                    'ENTRIES = [{"key": 1, "name": "one"}, {"key": 2, "name": "two"}]\n'
-                                                    '\n'
-                                                    '\n'
-                                                    '@pytest.mark.parametrize("entry", ENTRIES)\n'
-                                                    'def test_find(entry):\n'
-                                                    '    assert find(ENTRIES, entry["key"]) == entry["name"]\n'},
-                    'base': {'calc/ops.py': ('+',
-                                             '\n'
-                                             '\n'
-                                             'def find(entries, key):\n'
-                                             '    for entry in entries:\n'
-                                             '        if entry["key"] == key:\n'
-                                             '            return entry["key"]\n'
-                                             '    raise KeyError(key)\n')},
-                    'gold': {'calc/ops.py': ('+',
-                                             '\n'
-                                             '\n'
-                                             'def find(entries, key):\n'
-                                             '    for entry in entries:\n'
-                                             '        if entry["key"] == key:\n'
-                                             '            return entry["name"]\n'
-                                             '    raise KeyError(key)\n')}},
- 'lib-table-pt': {'runner': 'pytest',
-                  'f2p': ['tests/test_units.py::test_factor[km-1000]',
-                          'tests/test_units.py::test_factor[m-1]',
-                          'tests/test_units.py::test_factor[cm-0.01]'],
-                  'tests': {'tests/test_units.py': 'import pytest\n'
-                                                   '\n'
-                                                   'from calc.units import UNITS, factor\n'
-                                                   '\n'
-                                                   '\n'
-                                                   '@pytest.mark.parametrize("unit, value", UNITS)\n'
-                                                   'def test_factor(unit, value):\n'
-                                                   '    assert factor(unit) == value\n'},
-                  'base': {'calc/units.py': ('=',
-                                             '"""Length units and their factors to metres."""\n'
-                                             '\n'
-                                             'UNITS = [("km", 1000), ("m", 1), ("cm", 0.01)]\n'
-                                             '\n'
-                                             '\n'
-                                             'def factor(unit):\n'
-                                             '    for name, value in UNITS:\n'
-                                             '        if name == unit:\n'
-                                             '            return 1 / value\n'
-                                             '    raise KeyError(unit)\n')},
-                  'gold': {'calc/units.py': ('=',
-                                             '"""Length units and their factors to metres."""\n'
-                                             '\n'
-                                             'UNITS = [("km", 1000), ("m", 1), ("cm", 0.01)]\n'
-                                             '\n'
-                                             '\n'
-                                             'def factor(unit):\n'
-                                             '    for name, value in UNITS:\n'
-                                             '        if name == unit:\n'
-                                             '            return value\n'
-                                             '    raise KeyError(unit)\n')}}}
+# the libraries the rows add to the calc task, with the bug the gold removes (`_BUG`)
+PAD_BUG = '\n\ndef pad(text, width):\n    return text + " " * (width - len(text) - 1)\n'
+PAD = '\n\ndef pad(text, width):\n    return text + " " * (width - len(text))\n'
+CODEC_BUG = '\n\ndef encode(text):\n    return ",".join(str(ord(c)) for c in text)\n\n\ndef decode(data):\n    return "".join(chr(int(n) + 1) for n in data.split(","))\n'
+CODEC = '\n\ndef encode(text):\n    return ",".join(str(ord(c)) for c in text)\n\n\ndef decode(data):\n    return "".join(chr(int(n)) for n in data.split(","))\n'
+LOOKUP_BUG = '\n\ndef lookup(pairs, key):\n    for name, value in pairs:\n        if name == key:\n            return name\n    raise KeyError(key)\n'
+LOOKUP = '\n\ndef lookup(pairs, key):\n    for name, value in pairs:\n        if name == key:\n            return value\n    raise KeyError(key)\n'
+FIND_BUG = '\n\ndef find(entries, key):\n    for entry in entries:\n        if entry["key"] == key:\n            return entry["key"]\n    raise KeyError(key)\n'
+FIND = '\n\ndef find(entries, key):\n    for entry in entries:\n        if entry["key"] == key:\n            return entry["name"]\n    raise KeyError(key)\n'
+UNITS_BUG = '"""Length units and their factors to metres."""\n\nUNITS = [("km", 1000), ("m", 1), ("cm", 0.01)]\n\n\ndef factor(unit):\n    for name, value in UNITS:\n        if name == unit:\n            return 1 / value\n    raise KeyError(unit)\n'
+UNITS = '"""Length units and their factors to metres."""\n\nUNITS = [("km", 1000), ("m", 1), ("cm", 0.01)]\n\n\ndef factor(unit):\n    for name, value in UNITS:\n        if name == unit:\n            return value\n    raise KeyError(unit)\n'
+FORK_ROWS = {
+    "setup-helper-ut": {"runner": "unittest", "f2p": ['tests.test_add.SumTest.test_sum_of_ones'],
+        "tests": {"tests/base.py": 'import unittest\n\nfrom calc import add\n\n\nclass AddCase(unittest.TestCase):\n    """Shared helpers: the subclasses\' setUp says how many ones to add."""\n\n    def sum_ones(self):\n        total = 0\n        for _ in range(self.count):\n            total = add(total, 1)\n        return total\n',
+                  "tests/test_add.py": 'from tests.base import AddCase\n\n\nclass SumTest(AddCase):\n    def setUp(self):\n        self.count = 4\n\n    def test_sum_of_ones(self):\n        self.assertEqual(self.sum_ones(), self.count)\n'},
+        "base": {}, "gold": {}},
+    "setup-helper-pt": {"runner": "pytest", "f2p": ['tests/test_add.py::TestSum::test_sum_of_ones'],
+        "tests": {"tests/base.py": 'from calc import add\n\n\nclass AddCase:\n    """Shared helpers: the subclasses\' setup_method says how many ones to add."""\n\n    def sum_ones(self):\n        total = 0\n        for _ in range(self.count):\n            total = add(total, 1)\n        return total\n',
+                  "tests/test_add.py": 'from tests.base import AddCase\n\n\nclass TestSum(AddCase):\n    def setup_method(self):\n        self.count = 4\n\n    def test_sum_of_ones(self):\n        assert self.sum_ones() == self.count\n'},
+        "base": {}, "gold": {}},
+    "class-const-ut": {"runner": "unittest", "f2p": ['tests.test_add.SumTest.test_sum_of_ones'],
+        "tests": {"tests/base.py": 'import unittest\n\nfrom calc import add\n\n\nclass AddCase(unittest.TestCase):\n    COUNT = 1\n\n    def sum_ones(self):\n        total = 0\n        for _ in range(self.COUNT):\n            total = add(total, 1)\n        return total\n',
+                  "tests/test_add.py": 'from tests.base import AddCase\n\n\nclass SumTest(AddCase):\n    COUNT = 4\n\n    def test_sum_of_ones(self):\n        self.assertEqual(self.sum_ones(), self.COUNT)\n'},
+        "base": {}, "gold": {}},
+    "helper-const-pt": {"runner": "pytest", "f2p": ['tests/test_add.py::test_sum_of_ones'],
+        "tests": {"tests/helpers.py": 'from calc import add\n\nCOUNT = 4\n\n\ndef sum_ones():\n    total = 0\n    for _ in range(COUNT):\n        total = add(total, 1)\n    return total\n',
+                  "tests/test_add.py": 'from tests.helpers import COUNT, sum_ones\n\n\ndef test_sum_of_ones():\n    assert sum_ones() == COUNT\n'},
+        "base": {}, "gold": {}},
+    "conftest-factory-pt": {"runner": "pytest", "f2p": ['tests/test_pad.py::test_pad_width'],
+        "tests": {"tests/constants.py": 'WIDTH = 12\n',
+                  "tests/conftest.py": 'import pytest\n\n\n@pytest.fixture\ndef two():\n    return 2\n\n\nfrom calc.ops import pad\nfrom tests.constants import WIDTH\n\n\n@pytest.fixture\ndef make_line():\n    def make(text):\n        return pad(text, WIDTH)\n    return make\n',
+                  "tests/test_pad.py": 'from tests.constants import WIDTH\n\n\ndef test_pad_width(make_line):\n    assert len(make_line("total")) == WIDTH\n'},
+        "base": {"calc/ops.py": ("+", PAD_BUG)}, "gold": {"calc/ops.py": ("+", PAD)}},
+    "nt-method-pt": {"runner": "pytest", "f2p": ['tests/test_codec.py::test_roundtrips'],
+        "tests": {"tests/test_codec.py": 'from collections import namedtuple\n\nfrom calc.ops import decode, encode\n\n\nclass Case(namedtuple("Case", "text note")):\n    def roundtrip(self):\n        return decode(encode(self.text))\n\n\nCASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n\n\ndef test_roundtrips():\n    for case in CASES:\n        assert case.roundtrip() == case.text\n'},
+        "base": {"calc/ops.py": ("+", CODEC_BUG)}, "gold": {"calc/ops.py": ("+", CODEC)}},
+    "nt-method-ut": {"runner": "unittest", "f2p": ['tests.test_codec.CodecTest.test_roundtrips'],
+        "tests": {"tests/test_codec.py": 'import unittest\nfrom collections import namedtuple\n\nfrom calc.ops import decode, encode\n\n\nclass Case(namedtuple("Case", "text note")):\n    def roundtrip(self):\n        return decode(encode(self.text))\n\n\nCASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n\n\nclass CodecTest(unittest.TestCase):\n    def test_roundtrips(self):\n        for case in CASES:\n            self.assertEqual(case.roundtrip(), case.text)\n'},
+        "base": {"calc/ops.py": ("+", CODEC_BUG)}, "gold": {"calc/ops.py": ("+", CODEC)}},
+    "typed-nt-pt": {"runner": "pytest", "f2p": ['tests/test_codec.py::test_roundtrips'],
+        "tests": {"tests/test_codec.py": 'from typing import NamedTuple\n\nfrom calc.ops import decode, encode\n\n\nclass Case(NamedTuple):\n    text: str\n    note: str\n\n    def roundtrip(self):\n        return decode(encode(self.text))\n\n\nCASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n\n\ndef test_roundtrips():\n    for case in CASES:\n        assert case.roundtrip() == case.text\n'},
+        "base": {"calc/ops.py": ("+", CODEC_BUG)}, "gold": {"calc/ops.py": ("+", CODEC)}},
+    "nt-param-pt": {"runner": "pytest", "f2p": ['tests/test_codec.py::test_roundtrip[case0]', 'tests/test_codec.py::test_roundtrip[case1]'],
+        "tests": {"tests/test_codec.py": 'from collections import namedtuple\n\nimport pytest\n\nfrom calc.ops import decode, encode\n\n\nclass Case(namedtuple("Case", "text note")):\n    def roundtrip(self):\n        return decode(encode(self.text))\n\n\nCASES = [Case("hello", "ascii"), Case("caf\\u00e9", "latin-1")]\n\n\n@pytest.mark.parametrize("case", CASES)\ndef test_roundtrip(case):\n    assert case.roundtrip() == case.text\n'},
+        "base": {"calc/ops.py": ("+", CODEC_BUG)}, "gold": {"calc/ops.py": ("+", CODEC)}},
+    "mark-table-pt": {"runner": "pytest", "f2p": ['tests/test_lookup.py::test_lookup[one-1]', 'tests/test_lookup.py::test_lookup[two-2]', 'tests/test_lookup.py::test_lookup[three-3]'],
+        "tests": {"tests/test_lookup.py": 'import pytest\n\nfrom calc.ops import lookup\n\nNUMBERS = [("one", 1), ("two", 2), ("three", 3)]\n\n\n@pytest.mark.parametrize("word, number", NUMBERS)\ndef test_lookup(word, number):\n    assert lookup(NUMBERS, word) == number\n'},
+        "base": {"calc/ops.py": ("+", LOOKUP_BUG)}, "gold": {"calc/ops.py": ("+", LOOKUP)}},
+    "mark-record-pt": {"runner": "pytest", "f2p": ['tests/test_find.py::test_find[entry0]', 'tests/test_find.py::test_find[entry1]'],
+        "tests": {"tests/test_find.py": 'import pytest\n\nfrom calc.ops import find\n\nENTRIES = [{"key": 1, "name": "one"}, {"key": 2, "name": "two"}]\n\n\n@pytest.mark.parametrize("entry", ENTRIES)\ndef test_find(entry):\n    assert find(ENTRIES, entry["key"]) == entry["name"]\n'},
+        "base": {"calc/ops.py": ("+", FIND_BUG)}, "gold": {"calc/ops.py": ("+", FIND)}},
+    "lib-table-pt": {"runner": "pytest", "f2p": ['tests/test_units.py::test_factor[km-1000]', 'tests/test_units.py::test_factor[m-1]', 'tests/test_units.py::test_factor[cm-0.01]'],
+        "tests": {"tests/test_units.py": 'import pytest\n\nfrom calc.units import UNITS, factor\n\n\n@pytest.mark.parametrize("unit, value", UNITS)\ndef test_factor(unit, value):\n    assert factor(unit) == value\n'},
+        "base": {"calc/units.py": ("=", UNITS_BUG)}, "gold": {"calc/units.py": ("=", UNITS)}},
+}
 
 
 def _fork_row(tmp_path, name):
