@@ -3,7 +3,8 @@
 `grading_command(task, present)` is the command: the task's `test_cmd`, or for `log_parser: pytest`
 `python -m pytest -rfEsxXp -p no:cacheprovider <test files>` (the files named by the test ids and the
 test files `test_patch` touches), for `unittest` the signed unittest runner
-(`python -m patchgym_unittest_reporter <test ids>`, unittest's TextTestRunner at verbosity 2).
+(`python -m patchgym_unittest_reporter <test ids>`, unittest's TextTestRunner at verbosity 2; what runs takes the
+ids on stdin, `run_tests`).
 
 `run_tests` writes the reporter plugin into a fresh directory under the sandbox's /tmp, runs the
 command with a controlled environment (`PYTEST_ADDOPTS` replaced by `-p no:cacheprovider`, the

@@ -2,7 +2,8 @@
 plugin (patchgym.harness.pytest_reporter; format read by patchgym.harness.results).
 
 Copied into the grading sandbox and run as `python -m patchgym_unittest_reporter <test ids>` for
-tasks with `log_parser: unittest` and no custom `test_cmd`. It reads its key from stdin before
+tasks with `log_parser: unittest` and no custom `test_cmd` (the grader's own command passes the ids on
+stdin instead, with the key: `/proc/self/cmdline` keeps what `sys.argv` loses). It reads its key from stdin before
 importing any test (so before any code under test runs), runs the tests with unittest's own
 TextTestRunner (verbosity 2, so the log parser reads the usual output too), and writes signed
 `start`, `test` (one per test id, subtests folded: a failing subtest fails the test), `integrity`
