@@ -45,6 +45,7 @@ def _bystander_works(bystander) -> None:
     assert result.ok and result.output == "still here\nhello\n", result
 
 
+@pytest.mark.slow
 def test_fork_bomb_hits_the_process_limit(setting) -> None:
     factory, prepared, bystander = setting
     with factory.open(prepared, TIGHT) as box:

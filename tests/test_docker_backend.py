@@ -54,6 +54,7 @@ def test_the_agent_survives_its_own_death(factory_and_task) -> None:
         assert box.read_file("after.bin") == BINARY_BLOB
 
 
+@pytest.mark.slow
 def test_without_python_in_the_image_every_operation_is_an_exec(factory_and_task, image_without_python) -> None:
     factory, prepared = factory_and_task
     task = prepared.task.model_copy(deep=True)
@@ -73,6 +74,7 @@ def test_without_python_in_the_image_every_operation_is_an_exec(factory_and_task
         assert "+more" in (box.write_file("README.md", "more\n") or box.diff())
 
 
+@pytest.mark.slow
 def test_a_timeout_spares_the_commands_running_beside_it(factory_and_task) -> None:
     factory, prepared = factory_and_task
     with factory.open(prepared) as box:

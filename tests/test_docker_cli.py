@@ -100,6 +100,7 @@ def _serve(task_file: dict, backend: str) -> tuple[subprocess.Popen, str]:
 
 
 # docker behind slow: preparation and the task image's build in a fresh store (~25 s).
+@pytest.mark.slow
 @pytest.mark.parametrize("backend", ["local", pytest.param("docker", marks=[*needs_docker(), pytest.mark.slow])])
 def test_serve_episode_then_sigterm_closes_every_factory(task_file, backend) -> None:
     from patchgym.env.client import EnvClient

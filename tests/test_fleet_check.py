@@ -69,6 +69,7 @@ def moe_report(tiny_moe: Path) -> FleetCheck:
     return check_fleet(parse_fleet(FORMATS_TOML), str(tiny_moe), prompts=4, tokens=16)
 
 
+@pytest.mark.slow
 def test_formats_are_ordered_on_a_moe_model(moe_report: FleetCheck) -> None:
     by = {g.group: g for g in moe_report.groups}
     assert moe_report.moe and list(by) == ["bf16", "fp8", "nvfp4", "mxfp4"]
@@ -115,6 +116,7 @@ def test_ordering_violations_are_reported() -> None:
     assert [format_rank(load_fleet("mixed-6").group(n)) for n in ("b200-nvfp4", "h100-fp8", "h200-bf16")] == [2, 1, 0]
 
 
+@pytest.mark.slow
 def test_cli_check_json_and_table(tiny_moe: Path, tmp_path: Path) -> None:
     fleet_file = tmp_path / "two.toml"
     fleet_file.write_text(FORMATS_TOML.split("[[groups]]\nname = \"nvfp4\"")[0])

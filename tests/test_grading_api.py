@@ -92,6 +92,7 @@ def test_a_sandbox_that_cannot_open_is_an_infra_error(task, tmp_path: Path) -> N
     assert verdict.error
 
 
+@pytest.mark.slow
 def test_the_deadline_covers_everything(task) -> None:
     prepared, _ = task
     slow = diff_of(prepared.repo_dir, {"calc/ops.py": "import time\ntime.sleep(60)\n" + GOLD_FILES["calc/ops.py"]})

@@ -47,6 +47,7 @@ def run_grade(task_set: dict, preds: str | Path, out: Path, *extra: str):
                                       "--store", str(task_set["store"]), "--out", str(out), "--workers", "2", *extra])
 
 
+@pytest.mark.slow
 def test_grade_mixed_predictions_writes_swebench_reports(task_set: dict, tmp_path: Path) -> None:
     t1, t2 = task_set["tasks"]
     hack = diff_of(Path(t1.source), {"conftest.py": "def pytest_collection_modifyitems(items):\n    items.clear()\n"})
@@ -127,6 +128,7 @@ def test_missing_predictions_file(task_set: dict, tmp_path: Path) -> None:
     assert result.exit_code == 1 and "no such file" in result.output
 
 
+@pytest.mark.slow
 def test_killed_run_loses_nothing_and_rerun_grades_only_what_is_missing(task_set: dict, tmp_path: Path) -> None:
     t1, t2 = task_set["tasks"]
     endless = diff_of(Path(t2.source), {"calc/ops.py": BASE_FILES["calc/ops.py"].replace(

@@ -235,6 +235,7 @@ def test_huge_patch(task):
     assert verdict.status == "patch_error" and "patch_check:too_large" in verdict.flags
 
 
+@pytest.mark.slow
 def test_endless_loop(task):
     ops = OPS.replace("    return a - b  # bug: should add", "    while True:\n        pass")
     verdict = grade(task, {"calc/ops.py": ops}, deadline_s=5)
@@ -243,6 +244,7 @@ def test_endless_loop(task):
     assert verdict.durations["total"] < 15
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(LOCAL is None, reason=NO_LOCAL or "local backend")
 def test_fork_bomb(task):
     bomb = "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"

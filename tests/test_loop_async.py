@@ -84,6 +84,7 @@ def test_samplers_keep_generating_while_the_trainer_trains(tmp_path: Path) -> No
     assert rows[-1]["time/trainer_idle_s"] < rows[-1]["time/trainer_s"]
 
 
+@pytest.mark.slow
 def test_staleness_drop_counts_dropped_groups(tmp_path: Path) -> None:
     cfg = double_config(updates=4, staleness={"cap": 0, "policy": "drop"}, batch={"prompts": 1, "samples": 2, "buffer_factor": 4.0})
     run(tmp_path, cfg, double_components(trainer_delay_s=0.1))
@@ -124,6 +125,7 @@ def test_resume_without_checkpoint_is_a_clear_error(tmp_path: Path) -> None:
         run(tmp_path, double_config(), resume=True)
 
 
+@pytest.mark.slow
 def test_sigkill_midway_then_resume(tmp_path: Path) -> None:
     """A subprocess run is SIGKILLed after K updates; resuming loses no checkpointed update."""
     run_dir = tmp_path / "run"

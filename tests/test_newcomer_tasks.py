@@ -35,6 +35,7 @@ def patchgym(*args: str, home: Path, timeout: float = 600) -> subprocess.Complet
                           env={**__import__("os").environ, "PATCHGYM_HOME": str(home), "COLUMNS": "200"})
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_a_failed_setup_keeps_its_log_and_names_the_command(tmp_path: Path) -> None:
     toy = make_toy_task(tmp_path)

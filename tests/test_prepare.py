@@ -59,6 +59,7 @@ def make_task(repo: Path, base: str, gold: str, **extra) -> Task:
     })
 
 
+@pytest.mark.slow
 def test_prepare_builds_snapshot_and_venv_once(tmp_path: Path) -> None:
     repo, base, gold = make_repo(tmp_path)
     task = make_task(repo, base, gold, environment={"setup": ["echo built > built.txt", "python -c 'import sys; print(sys.prefix)' > prefix.txt"]})
@@ -124,6 +125,7 @@ def test_concurrent_preparations_build_once(tmp_path: Path) -> None:
     assert leftovers == []
 
 
+@pytest.mark.slow
 def test_setup_failures_are_clear(tmp_path: Path) -> None:
     repo, base, gold = make_repo(tmp_path)
     with pytest.raises(SetupError, match="exit code 3"):
@@ -140,6 +142,7 @@ def test_bad_base_commit_names_the_task(tmp_path: Path) -> None:
         prepare_tasks([make_task(repo, "f" * 40, gold)], tmp_path / "store")
 
 
+@pytest.mark.slow
 def test_shared_environment_is_built_once_without_the_repository(tmp_path: Path) -> None:
     repo, base, gold = make_repo(tmp_path)
     setup = {"setup": ["test -z \"$(ls -A /testbed)\"", "echo once >> /patchgym/venv/built"], "shared": True}
@@ -150,6 +153,7 @@ def test_shared_environment_is_built_once_without_the_repository(tmp_path: Path)
     assert (first.repo_dir / "calc.py").read_text() == BUGGY  # the snapshot is still per task
 
 
+@pytest.mark.slow
 def test_pytest_is_installed_when_setup_does_not_bring_it(tmp_path: Path) -> None:
     """A SWE-bench row has no setup; its tests still need pytest, so preparation installs it."""
     repo, base, gold = make_repo(tmp_path)

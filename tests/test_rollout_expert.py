@@ -50,6 +50,7 @@ def _run(coro_fn):
     return asyncio.run(main())
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_gold_replays_of_the_easy_tasks_earn_reward_1(tokenizer, easy_rows) -> None:
     (report, live) = _run(lambda env: build_expert_report(env, tokenizer, easy_rows, "hermes", replay=True))
@@ -92,6 +93,7 @@ def _zero_context(patch: str) -> str:
     return "".join(out)
 
 
+@pytest.mark.slow
 @needs_sandbox
 def test_zero_context_hunks_and_the_git_apply_fallback_resolve_too(tokenizer, easy_rows, monkeypatch) -> None:
     bare = [dict(r, patch=_zero_context(r["patch"])) for r in easy_rows[:2]]

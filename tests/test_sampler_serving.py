@@ -41,6 +41,7 @@ def test_protocol_and_health(sampler):
     assert h.ok and h.group == "a100-bf16" and h.replica == "0" and h.capacity == 4 and h.active_sessions == 0
 
 
+@pytest.mark.slow
 def test_short_request_beside_a_long_one_finishes_first(sampler, tokenizer):
     long_p, short_p = chat(tokenizer, "Write a long story."), chat(tokenizer, "Hi")
     done: list[str] = []
@@ -85,6 +86,7 @@ def test_seeded_draws_are_the_same_alone_and_batched(sampler, tokenizer):
     assert torch.allclose(torch.tensor(together.logprobs), torch.tensor(alone.logprobs), atol=1e-4)
 
 
+@pytest.mark.slow
 def test_prefix_cache_prefills_only_the_suffix_and_matches_a_cold_prefill(sampler, tokenizer):
     turn1 = chat(tokenizer, "Pick a number.")
     g1 = sampler.generate_sync(turn1, SamplingParams(max_new_tokens=5, seed=5, ignore_eos=True), session_id="sess-A")
@@ -159,6 +161,7 @@ def test_bad_requests_are_clear_errors_and_the_thread_keeps_serving(sampler):
     assert len(g.token_ids) == 2 and sampler.health().ok
 
 
+@pytest.mark.slow
 def test_weight_update_between_steps_and_min_version(model, tokenizer, tmp_path):
     s = EmbeddedSampler(model, Group(name="h200-bf16", accelerator="H200", weights="bf16", sessions_per_replica=2), tokenizer=tokenizer, version=3)
     try:
@@ -235,6 +238,7 @@ def test_capacity_overload_and_cancellation(model, tokenizer):
     assert not s.health().ok
 
 
+@pytest.mark.slow
 def test_publish_encodes_each_format_once_and_gives_the_values_a_replica_would(model, tokenizer):
     from patchgym.rl.fleet.publish import publish_weights
 

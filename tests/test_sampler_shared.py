@@ -54,6 +54,7 @@ def test_one_engine_for_two_groups_and_each_face_has_its_kernels_logits(faces, a
     assert not torch.equal(a, b)  # the kernel variants differ, and so do their logits
 
 
+@pytest.mark.slow
 def test_seeded_draws_beside_another_groups_rows_match_the_groups_own_replica(faces, alone, tokenizer):
     tp2, one = faces
     p1 = chat(tokenizer, "Name three colours.")
@@ -77,6 +78,7 @@ def test_seeded_draws_beside_another_groups_rows_match_the_groups_own_replica(fa
     assert g1.token_ids[0] == r1.token_ids[0] and abs(g1.logprobs[0] - r1.logprobs[0]) < 1e-6
 
 
+@pytest.mark.slow
 def test_each_group_keeps_its_capacity_busy_time_and_prefix_cache(faces, tokenizer):
     tp2, one = faces
     h = tp2.health()
@@ -132,6 +134,7 @@ def test_a_weight_version_is_applied_once_per_engine_and_seen_by_every_face(mode
     assert not one.health().ok
 
 
+@pytest.mark.slow
 def test_groups_of_other_formats_cannot_share_and_mixed6_builds_three_engines(model, tokenizer):
     fp8 = Group(name="h100-fp8", accelerator="H100", weights="fp8_e4m3", activations="fp8_e4m3", kv_cache="fp8_e4m3")
     with pytest.raises(ValueError, match="cannot share an engine"):
@@ -156,6 +159,7 @@ def test_groups_of_other_formats_cannot_share_and_mixed6_builds_three_engines(mo
                 r.close()
 
 
+@pytest.mark.slow
 def test_a_group_waiting_for_another_groups_prefill_is_busy_but_not_computing(faces, tokenizer):
     """On its own accelerator a group would not wait for a co-tenant's prefill: busy counts the
     time its request is in the engine, compute only the steps that held its row."""

@@ -165,6 +165,7 @@ def test_escape_attempts_fail_and_leave_no_trace(local_factory, prepared) -> Non
 
 # --- abuse ----------------------------------------------------------------------------------------
 
+@pytest.mark.slow
 def test_fork_bomb(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_processes=64, timeout_s=5))
     result = box.run("bomb() { bomb | bomb & }; bomb; sleep 2; echo survived")
@@ -205,6 +206,7 @@ def test_commands_handle_text_as_utf8(local_factory, prepared) -> None:
         assert encodings.output == "utf-8 utf-8\n", encodings.output
 
 
+@pytest.mark.slow
 def test_arun_on_the_event_loop(local_factory, prepared) -> None:
     """arun reads output and waits for the exit on the loop itself: the loop keeps serving others
     while commands run, a timeout holds even after the output closes, and many commands share it."""
@@ -301,6 +303,7 @@ def test_closing_during_an_arun(local_factory, prepared) -> None:
     assert host_traces(local_factory, box.name) == []
 
 
+@pytest.mark.slow
 def test_a_timeout_kills_only_its_own_command(local_factory, prepared) -> None:
     import threading
 

@@ -150,6 +150,7 @@ def test_nested_gitdir_links_do_not_make_the_diff_read_host_repositories(local_f
         assert "+content" in diff and "+other" in diff  # plain directories, as the agent sees them
 
 
+@pytest.mark.slow
 def test_a_fifo_planted_as_an_embedded_head_cannot_hang_the_diff(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(timeout_s=2))
     box.run("mkdir -p sub/.git/objects sub/.git/refs && mkfifo sub/.git/HEAD && echo x > sub/f && "
@@ -206,6 +207,7 @@ def test_diff_of_a_huge_flat_directory_and_a_deep_tree(local_factory, prepared) 
         assert diff.count("diff --git") == 20001 and "+leaf" in diff
 
 
+@pytest.mark.slow
 def test_inode_exhaustion_is_enospc_for_this_sandbox_only(local_factory, prepared, bystander) -> None:
     box = local_factory.open(prepared, Limits(max_write_bytes=1024**2, timeout_s=60))
     result = box.run("mkdir f && cd f && i=0; while touch $i 2>/dev/null; do i=$((i+1)); done; echo made=$i; touch x")

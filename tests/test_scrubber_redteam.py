@@ -140,6 +140,7 @@ def test_sha256_source_with_a_future(tmp_path: Path) -> None:
     assert any(fixed_blob in leak.detail for leak in check(repo, base).leaks)
 
 
+@pytest.mark.slow
 def test_source_with_many_refs_and_odd_namespaces(sample: SampleHistory, tmp_path: Path) -> None:
     source = copy_of(sample, tmp_path / "src")
     tip = sample.future[-1]

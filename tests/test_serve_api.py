@@ -307,6 +307,7 @@ field_names = st.sampled_from(["task_id", "limits", "parser", "tool_calls", "tex
 bodies = st.one_of(json_values, st.dictionaries(field_names, json_values, max_size=4))
 
 
+@pytest.mark.slow
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(body=bodies, route=st.sampled_from(["/episodes", "/episodes/{live}/step", "/episodes/nope/step", "/grade"]))
 def test_fuzzed_bodies_never_get_a_5xx(served, body, route) -> None:
@@ -323,6 +324,7 @@ def test_fuzzed_bodies_never_get_a_5xx(served, body, route) -> None:
         client.delete_episode(response.json()["episode_id"])
 
 
+@pytest.mark.slow
 def test_client_waits_out_a_full_server_when_told_to(prepared, factory) -> None:
     import threading
 

@@ -108,6 +108,7 @@ def test_async_client_over_http(server: Server) -> None:
     assert asyncio.run(main()) == 1.0
 
 
+@pytest.mark.slow
 def test_sync_client_outlives_the_server_closing_idle_connections(server: Server) -> None:
     """uvicorn closes a keep-alive connection after 5 idle seconds (a trainer generating its next
     turn is often slower): the client's pool must notice and use a new connection, and many
@@ -152,6 +153,7 @@ def _processes_running(marker: str) -> list[int]:
     return found
 
 
+@pytest.mark.slow
 def test_shutdown_closes_live_episodes_and_kills_running_commands(tmp_path: Path) -> None:
     import threading
 

@@ -81,6 +81,7 @@ def validate_task(row: dict, jsonl_dir: Path, work: Path) -> list[str]:
     return problems
 
 
+@pytest.mark.slow
 def test_every_task_is_valid(suite: tuple[Path, list[dict]], tmp_path: Path) -> None:
     jsonl, rows = suite
     with ThreadPoolExecutor(max_workers=4) as pool:

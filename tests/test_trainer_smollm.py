@@ -69,6 +69,7 @@ def _replayed(trainer: EmbeddedTrainer, trajectories: list[Trajectory]) -> list[
     return trajs
 
 
+@pytest.mark.slow
 def test_replay_with_identical_weights_gives_ratio_one_exactly(model, trajectories) -> None:
     trainer = EmbeddedTrainer(copy.deepcopy(model), temperature=TEMPERATURE, micro_batch_tokens=128)
     independent = sampled_from(trainer.model, trajectories, temperature=TEMPERATURE, support=16)
@@ -93,6 +94,7 @@ def test_replay_with_identical_weights_gives_ratio_one_exactly(model, trajectori
     assert m2["kl_k3"] < 1e-8
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sign", [1.0, -1.0])
 def test_a_step_with_positive_advantage_raises_the_sampled_log_probs(model, trajectories, sign) -> None:
     trainer = EmbeddedTrainer(copy.deepcopy(model), temperature=TEMPERATURE, lr=1e-5)
