@@ -249,20 +249,34 @@ def _loaded_by_bases(owner, module, name):
     base `TestCase` in `tests/base.py`) has a method that loads `name`: its helper reads the
     `self.count` the test's set-up set and the assertion compares with (fp60's FP-1)."""
     cls = owner if isinstance(owner, type) else type(owner)
-    try:
-        folder = os.path.dirname(os.path.realpath(_MODULE_DICT(module).get("__file__") or ""))
-        line = cls.__mro__
-    except Exception:  # noqa: BLE001
+    folder = _tests_folder(module)
+    if not folder:
         return False
     modules = _sys_modules()
-    for klass in line:
-        held = getattr(modules.get(klass.__module__), "__dict__", None) if klass.__module__ != getattr(module, "__name__", None) else None
-        filename = held.get("__file__") if type(held) is dict else None
-        if not isinstance(filename, str) or not folder or not os.path.realpath(filename).startswith(folder + os.sep):
+    for klass in cls.__mro__:
+        other = modules.get(klass.__module__)
+        if other is None or other is module or not _in_folder(other, folder):
             continue
         if any(_loads(member, name) for member in list(vars(klass).values())[:500]):
             return True
     return False
+
+
+def _tests_folder(module):
+    """The real folder of the test module `module`'s file ("" where it has none)."""
+    try:
+        return os.path.dirname(os.path.realpath(_MODULE_DICT(module).get("__file__") or ""))
+    except Exception:  # noqa: BLE001
+        return ""
+
+
+def _in_folder(module, folder):
+    """Whether `module`'s file lies in `folder` or below it (read past any class of the module's)."""
+    try:
+        filename = _MODULE_DICT(module).get("__file__")
+    except Exception:  # noqa: BLE001
+        return False
+    return isinstance(filename, str) and os.path.realpath(filename).startswith(folder + os.sep)
 
 
 def _instance_dict(instance):
@@ -280,7 +294,7 @@ def _bound_beside(module, name, value):
     the helper's functions' `__globals__`), moved there too in the child."""
     found = []
     try:
-        folder = os.path.dirname(os.path.realpath(_MODULE_DICT(module).get("__file__") or ""))
+        folder = _tests_folder(module)
         if not folder:
             return found
         for other in list(_sys_modules().values())[:20000]:
@@ -288,9 +302,7 @@ def _bound_beside(module, name, value):
                 held = _MODULE_DICT(other)
             except Exception:  # noqa: BLE001
                 continue
-            filename = held.get("__file__") if type(held) is dict else None
-            if held is not None and other is not module and isinstance(filename, str) and held.get(name, _NOTHING) is value and (
-                    os.path.realpath(filename).startswith(folder + os.sep)):
+            if other is not module and held.get(name, _NOTHING) is value and _in_folder(other, folder):
                 found.append((held, name))
     except Exception:  # noqa: BLE001
         pass
