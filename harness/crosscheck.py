@@ -37,6 +37,7 @@ MATCHED = "MATCHED"
 DISQUALIFYING = ("result_stream:", "tamper:", "log_disagrees:", "exit_code_mismatch", "canary_not_run:")
 FORK_REFUSED = -2  # a `first_call_passed` record's number where no fork could be made (first_calls.REFUSED)
 ORIGINAL_FAILED_IN_ITS_FORK = -3  # the original's own assertion failed in a fork of its state (first_calls.ORIGINAL_FAILED)
+ORIGINAL_HELD_IN_ITS_FORK = -5  # the original alone in a fork of its state gave no answer in time (first_calls.ORIGINAL_HELD)
 DOCTEST_COPY_PASSED = -4  # a graded doctest with every expected output changed passed in a fork (first_calls.DOCTEST_COPY_PASSED)
 
 
@@ -123,8 +124,11 @@ def canary_flags(stream, only_collected: bool = False) -> list[str]:
             flags.append(f"tamper: contradiction_passed_on_a_first_call: {original} with every expected output changed, "
                          "passed in a fork of its state")
         elif number == ORIGINAL_FAILED_IN_ITS_FORK:
-            flags.append(f"tamper: passed_only_outside_a_fork: {original}: its own assertion failed on the same state in a "
-                         "fork, where the run's passed")
+            flags.append(f"tamper: passed_only_outside_a_fork: {original}: its own assertion failed, or an error came "
+                         "through the patch's code, on the same state in a fork, where the run's passed")
+        elif number == ORIGINAL_HELD_IN_ITS_FORK:
+            flags.append(f"tamper: passed_only_outside_a_fork: {original}: called alone on the same state in a fork, it "
+                         "gave no answer in the time the run's own call took, and more, where the run's passed")
         elif number == FORK_REFUSED:
             flags.append(f"tamper: first_call_fork_refused: {original}: no fork of its state could be made")
         elif number < 0:

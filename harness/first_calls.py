@@ -100,6 +100,11 @@ ORIGINAL_FAILED = -3
 # As a call's number: a graded doctest's copy with every expected output changed, which passed in
 # its fork (the reporter's `_fork_doctest`).
 DOCTEST_COPY_PASSED = -4
+# As a call's number: the original's own child (ORIGINAL_FAILED) gave no answer in the time the run's
+# own call of the test took, and more (`FirstCalls.late`).
+ORIGINAL_HELD = -5
+# The longest the original's own child is waited for, from the moment it was let go (`FirstCalls.late`).
+LATE_CAP_S = 60.0
 
 # The functions this module calls, as found at its import, before any code of the repository ran:
 # a test's own fake of one of them -- `monkeypatch.setattr(os, "read", ...)`, `mock.patch("os.listdir")`,
@@ -142,6 +147,9 @@ _PIPE = os.pipe
 # reporter; None: not watched): a child reports the opens it made (` o<n>` in its answer), which the
 # parent's count did not see and the watcher did.
 OUTSIDE = [None]
+# The audit hook's judge of a frame (`Guard.patchs_frame`: the file where the frame's code is the
+# patch's, else None), set by the reporter; None: no frame counts as the patch's (`failing_alone`).
+PATCHS_FRAME = [None]
 
 
 def exact_first(copies, planted):
@@ -497,17 +505,40 @@ class FirstCalls(object):
         self._pending = []  # (pid, go (write end), result (read end), what the caller passed as `of`)
         self._found = []  # (of, copy number) of the copies that passed, from the children run so far
         self._exiting = []  # children that answered, reaped at the end
+        self._to_fork = []  # (of, calls) of `fork_before(defer=True)`, forked at `run(of)`
+        self._alone = set()  # pids of the original's own children (ORIGINAL_FAILED)
+        self._late = []  # [entry, what it wrote, when the body began, its deadline]: `late`
         self.busy_cap_s = BUSY_CAP_S  # how long a started child at work is waited for (`_Busy`; the reporter's)
 
     def fork_before(self, of, calls, defer=False):
-        """Fork now; the child waits for `run(of)` (or `results`), then makes each call of `calls`
+        """A child that waits for `run(of)` (or `results`), then makes each call of `calls`
         ([(number, make)]: `make()` builds the call and makes it) and says which returned. False
-        when no fork could be made (then nothing is judged). `defer`: the child waits until `run(of)`,
-        which lets every child forked for `of` make its calls at once (the copies' child and the
-        original's own run side by side: ~15 ms a forked test less on two cores, measured with
-        bench/grade)."""
+        when no fork could be made (then nothing is judged). Forked now and run at once; or, with
+        `defer`, forked at `run(of)` with every other child deferred for `of`, in an order drawn at
+        random, and all of them make their calls at once (the copies' child and the original's own
+        run side by side: ~15 ms a forked test less on two cores, measured with bench/grade).
+
+        Why the children of one test look alike, in a random order (red team, stop 55: reward 1 on
+        the unittest runner): a lie told in the run and in the original's own child, and not in the
+        copies' child, passed every check. The copies' child alone answered the parent's pid
+        (`_pretend_to_be`); its descriptors to the parent had other numbers than the original's
+        child's, and its pid came first. Now the children hold those descriptors at the same
+        numbers, drawn for the test, and none answers the parent's pid where the original's child
+        is among them."""
         if _FORK is None or not calls:
             return False
+        if defer:
+            self._to_fork.append((of, calls))
+            return True
+        made = self._fork_now(of, calls, pretend=not any(number == ORIGINAL_FAILED for number, _ in calls))
+        if made:
+            self.run(of)  # the child's calls come first: see the module docstring
+        return made
+
+    def _fork_now(self, of, calls, fds_at=None, pretend=True):
+        """Fork a child for `calls` now (`fork_before`), its descriptors to the parent moved to
+        `fds_at` and the next number (None: where they are), answering the parent's pid where
+        `pretend` (`_pretend_to_be`)."""
         fds = []
         randomness = _random_state()
         parent = (_Real.getpid(), _Real.getppid())
@@ -525,17 +556,19 @@ class FirstCalls(object):
         if pid == 0:  # the child: nothing of it may reach the parent but its answer
             try:
                 _Real.write(result_w, STARTED)
-                outside = OUTSIDE[0]
-                if outside is not None:
-                    outside.fork_fd = result_w  # (each open of a watched file told as it is made)
                 _private_shared_memory()
                 _set_random_state(randomness)
-                if not any(number == ORIGINAL_FAILED for number, _ in calls):
-                    _pretend_to_be(*parent)  # (the copies' child only: see `_pretend_to_be`)
+                if pretend:
+                    _pretend_to_be(*parent)
                 _Real.close(go_w)
                 _Real.close(result_r)
                 for _, other_go, other_result, _ in self._pending:
                     _close(other_go, other_result)
+                if fds_at is not None:
+                    go_r, result_w = _moved_to(go_r, fds_at), _moved_to(result_w, fds_at + 1)
+                outside = OUTSIDE[0]
+                if outside is not None:
+                    outside.fork_fd = result_w  # (each open of a watched file told as it is made)
                 _isolate(self._quiet_fds, (go_r, result_w))
                 if _Real.read(go_r, 1) == b"g":
                     passed = []
@@ -553,13 +586,25 @@ class FirstCalls(object):
         _Real.close(go_r)
         _Real.close(result_w)
         self._pending.append((pid, go_w, result_r, of))
-        if not defer:
-            self.run(of)  # the child's calls come first: see the module docstring
+        if any(number == ORIGINAL_FAILED for number, _ in calls):
+            self._alone.add(pid)
         return True
 
     def run(self, of, timeout_s=TIMEOUT_S):
         """Let the children forked for `of` make their calls now, and wait for their answers, with
         the process's interval timer paused (pytest-timeout's alarm: the wait is not the test's)."""
+        deferred = [calls for wanted, calls in self._to_fork if wanted == of]
+        if deferred:
+            self._to_fork = [entry for entry in self._to_fork if entry[0] != of]
+            drawn = _Real.urandom(len(deferred) + 2)
+            for i in range(len(deferred) - 1, 0, -1):  # (Fisher-Yates, by the bytes drawn)
+                j = drawn[i] % (i + 1)
+                deferred[i], deferred[j] = deferred[j], deferred[i]
+            fds_at = 256 + 2 * (int.from_bytes(drawn[-2:], "big") % 384)
+            originals = any(number == ORIGINAL_FAILED for calls in deferred for number, _ in calls)
+            for calls in deferred:
+                self._fork_now(of, calls, fds_at, pretend=not originals)
+        self.late()
         mine = [entry for entry in self._pending if entry[3] == of]
         self._pending = [entry for entry in self._pending if entry[3] != of]
         if not mine:
@@ -574,18 +619,58 @@ class FirstCalls(object):
                     _Real.write(entry[1], b"g")
                 except OSError:
                     pass
+            held = []
             for entry in mine:
-                self._found += _answer(entry, timeout_s, self._exiting, self.busy_cap_s)
+                self._found += _answer(entry, timeout_s, self._exiting, self.busy_cap_s,
+                                       held if entry[0] in self._alone else None)
+            now = _Real.monotonic()
+            self._late.extend([entry, data, now, None] for entry, data in held)
         finally:
             if paused is not None and paused[0] > 0:
                 _Real.setitimer(signal.ITIMER_REAL, paused[0], paused[1])
+
+    def late(self, final=False):
+        """Judge the original's own children that had not answered when their test's body began
+        (`run`): each is given until that moment plus TIMEOUT_S and twice the time the body took
+        (measured up to the next `run`, or `results`), LATE_CAP_S at most, working or not, while the
+        run goes on; `final` waits for them. One that answers by then is judged as any child is; one
+        that does not is (of, ORIGINAL_HELD), killed.
+
+        Why (red team, stop 55: reward 1 on the unittest runner): a lie told only outside forks
+        whose code slept once it found itself in one left the original's child held past its time,
+        which had counted as no answer at all, as a child held by threads the fork did not copy
+        does (there are none in this child: `alone_tells`). An honest test that sleeps or works as
+        long in its fork as in the run answers within the time its body took."""
+        if not self._late:
+            return
+        now, still = _Real.monotonic(), []
+        for item in self._late:
+            entry, data, began, deadline = item
+            if deadline is None:  # the body of its test is over: it took about this long
+                deadline = item[3] = began + min(LATE_CAP_S, TIMEOUT_S + 2.0 * (now - began))
+            left = max(0.0, deadline - _Real.monotonic()) if final else 0.0
+            held = []
+            found = _answer(entry, left, self._exiting, 0.0, held, data)
+            if not held:
+                self._found += found
+            elif final or _Real.monotonic() >= deadline:
+                _close(entry[1], entry[2])
+                _reap(entry[0])
+                if OUTSIDE[0] is not None:  # (its opens of the watched files: `_answer`)
+                    OUTSIDE[0].in_forks[0] += held[0][1].count(_FORK_OPEN)
+                self._found.append((entry[3], ORIGINAL_HELD))
+            else:
+                item[1] = held[0][1]
+                still.append(item)
+        self._late = still
 
     def results(self, timeout_s=TIMEOUT_S):
         """[(of, copy number)] of the copies that passed in their child, (of, SILENCED) for a child
         that left or was stopped before answering, (of, REFUSED) where no fork could be made; every
         child is reaped."""
-        for of in {entry[3] for entry in self._pending}:
+        for of in {entry[3] for entry in self._pending} | {entry[0] for entry in self._to_fork}:
             self.run(of, timeout_s)
+        self.late(final=True)
         exiting, self._exiting = self._exiting, []
         for pid in exiting:
             _reap(pid)
@@ -599,11 +684,13 @@ def _pretend_to_be(pid, ppid):
     reward 1 on both runners and on a real task): a library that answered the running test's
     expectation on its first call, and in any other pid (the grader's forks) slept or killed itself,
     left the forks unanswered, which count as failed copies (an honest child held by a pool's
-    threads does the same). Only where the child calls copies: the original's own child
-    (`ORIGINAL_FAILED`) keeps its real pid, since that one is there to meet a lie told in the
-    importing process alone (red team rt21), which would lie there too. (A pid kept from before,
-    `/proc/self`, a thread that is gone: still tell; the forks then see a library that acts
-    otherwise in them, written against them.)"""
+    threads does the same). Only where the original's own child (`ORIGINAL_FAILED`) is not forked
+    beside it (a thread of the run's alive, a file held open: `alone_tells`): the two must look
+    alike (`FirstCalls.fork_before`, stop 55), and where the original's child is there, a lie that
+    sleeps or leaves in another pid meets it (`FirstCalls.late`: held; or silenced), as does one
+    told in the importing process alone (red team rt21), not told there. (A pid kept from before,
+    `/proc/self`, a thread that is gone: still tell a child from the run; the original's own child
+    is there for a library that acts otherwise in every child, written against them.)"""
     try:
         import posix
     except ImportError:
@@ -622,6 +709,18 @@ def _pretend_to_be(pid, ppid):
         for module in (os, posix):
             if module is not None:
                 setattr(module, name, function)
+
+
+def _moved_to(fd, at):
+    """`fd` moved to the lowest free number from `at` on (`fd` where it cannot be)."""
+    if fcntl is None:
+        return fd
+    try:
+        moved = fcntl.fcntl(fd, getattr(fcntl, "F_DUPFD_CLOEXEC", fcntl.F_DUPFD), at)
+    except OSError:
+        return fd
+    _close(fd)
+    return moved
 
 
 def _private_shared_memory():
@@ -666,16 +765,18 @@ def _private_shared_memory():
 BUSY_CAP_S = 15.0
 
 
-def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S):
+def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S, held=None, data=b""):
     """[(of, copy number)] of the copies that passed in the child of `entry`; [(of, SILENCED)] when
     the child left on its own without answering (an `os.register_at_fork` hook of the patch's
     calling `os._exit`, red team round 14: no answer had counted as failed copies), or never wrote
     its first byte (a hook that kills, aborts or holds it: rt18). A child that wrote that byte and
     was then held past the timeout, or killed, counts as failed copies ([]). A child that answered
     goes to `exiting`, reaped later: its exit tears down a copy of the whole address space (~7 ms
-    for a 100 MB process, measured), which the run need not wait for."""
+    for a 100 MB process, measured), which the run need not wait for. With `held` (a list), a child
+    that wrote its first byte and is still there at the timeout, not answered, is left as it is,
+    (entry, what it wrote so far) appended to `held` (`FirstCalls.late`); `data`: what an earlier
+    wait read of it."""
     pid, go_w, result_r, of = entry
-    data = b""
     try:
         deadline = _Real.monotonic() + timeout_s
         first_by = _Real.monotonic() + _FIRST_BYTE_WAIT[0]
@@ -703,6 +804,9 @@ def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S):
             data = _drained(result_r, data)
     except OSError:
         pass
+    if held is not None and data.startswith(STARTED) and not data.endswith(b"\n") and _still_there(pid):
+        held.append((entry, data))
+        return []
     exited = None
     try:
         if not data.endswith(b"\n"):
@@ -799,26 +903,77 @@ _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
 _REFUSALS = [0]  # how many operations a child refused so far (`refusals`)
+# Writes to files, which an honest library's own code makes (fpT): a refusal of one tells nothing,
+# whoever asked it. The rest (processes, signals, connections) tell nothing only where no frame of
+# the patch's code asked them (`_refusing`).
+_FILE_EVENTS = frozenset(event for event in _REFUSED_IN_A_CHILD if event.startswith(("os.", "shutil.")) and event not in (
+    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile"))
 
 
 def refusals():
-    """How many operations this process, a child, refused: a call that met one ran otherwise than
-    its original will, and what it answers tells nothing of the original (fpT: a library returning
-    False for a write refused here, or "down" for a refused connection, failed the original's own
-    assertion in its fork on an honest fix)."""
+    """How many operations this process, a child, refused that tell nothing of the original: a call
+    that met one ran otherwise than its original will (fpT: a library returning False for a write
+    refused here, or "down" for a refused connection, failed the original's own assertion in its
+    fork on an honest fix). Not a process, signal or connection that the patch's own code asked
+    (`_refusing`): that refusal is one the patch's code can make at will, in the fork alone (red
+    team, stop 55: a lie told only outside forks, whose code tried a refused call once it found
+    itself in one, was never judged there)."""
     return _REFUSALS[0]
+
+
+def _refusing(event, what):
+    """Count the refusal of `event` (`refusals`) and raise it."""
+    if event in _FILE_EVENTS or event == "open" or event == "sqlite3.connect" or not _the_patchs_on_the_stack():
+        _REFUSALS[0] += 1
+    raise PermissionError("not in a first-call fork: " + what)
+
+
+def _the_patchs_on_the_stack(depth=400):
+    """Whether a frame of the patch's code (`PATCHS_FRAME`) is on the calling thread's stack."""
+    judge = PATCHS_FRAME[0]
+    if judge is None:
+        return False
+    try:
+        import sys
+        frame = sys._getframe(1)
+        while frame is not None and depth > 0:
+            if judge(frame):
+                return True
+            frame, depth = frame.f_back, depth - 1
+    except Exception:  # noqa: BLE001
+        return False
+    return False
+
+
+def raised_through_the_patch(error, depth=8):
+    """Whether a frame of the patch's code (`PATCHS_FRAME`) is on the way out of `error` (its
+    traceback), or of an error it was raised from or while handling."""
+    judge = PATCHS_FRAME[0]
+    if judge is None:
+        return False
+    try:
+        while error is not None and depth > 0:
+            tb = getattr(error, "__traceback__", None)
+            while tb is not None:
+                if judge(tb.tb_frame):
+                    return True
+                tb = tb.tb_next
+            error, depth = error.__cause__ or error.__context__, depth - 1
+    except Exception:  # noqa: BLE001
+        return False
+    return False
 
 
 def _refuse_writes(event, args):
     if event in _REFUSED_IN_A_CHILD:
-        _REFUSALS[0] += 1
-        raise PermissionError("not in a first-call fork: " + event)
+        if event == "sqlite3.connect" and args and args[0] in (":memory:", "", b":memory:", b""):
+            return  # (a database in memory alone: nothing of it reaches a file)
+        _refusing(event, event)
     if event == "open" and len(args) >= 3:
         mode, flags = args[1], args[2]
         if isinstance(mode, str) and any(c in mode for c in "wax+") or (
                 mode is None and isinstance(flags, int) and flags & _WRITING):
-            _REFUSALS[0] += 1
-            raise PermissionError("not in a first-call fork: writing " + str(args[0]))
+            _refusing(event, "writing " + str(args[0]))
 
 
 def _isolate(quiet_fds, keep):
@@ -902,8 +1057,15 @@ def failing_alone(call, failed_there, label, raised_there=None):
     """The ORIGINAL_FAILED call of a fork: `call()` (the original), returning only where
     `failed_there()` says its own check failed, or `raised_there(error)` says the error it raised
     is its own assertion's (a plain `assert` no hook notes: `ProtectedSources.raised_in_the_test`),
-    and nothing was refused during it (a call that met a refusal ran otherwise than its original
-    will: `refusals`)."""
+    or the error came through the patch's code (`raised_through_the_patch`), and nothing was
+    refused during it that tells nothing (a call that met such a refusal ran otherwise than its
+    original will: `refusals`).
+
+    Why an error through the patch's code counts (red team, stop 55: reward 1 on the unittest
+    runner): a lie told only outside forks, which raised, or stopped, once its code found itself in
+    one (the process `/proc/self` names is not the one it was imported in), left this fork without
+    an answer, since an error here used to tell nothing (the fork's refusals make honest tests
+    raise). An error with no frame of the patch's on its way is still nothing."""
     def check():
         before, raised = refusals(), None
         try:
@@ -911,7 +1073,7 @@ def failing_alone(call, failed_there, label, raised_there=None):
         except BaseException as error:  # noqa: BLE001  judged by `failed_there`
             raised = error
         try:
-            own = raised is not None and raised_there is not None and raised_there(raised)
+            own = raised is not None and (raised_there is not None and raised_there(raised) or raised_through_the_patch(raised))
         except Exception:  # noqa: BLE001
             own = False
         if not (failed_there() or own) or refusals() != before:
@@ -1038,6 +1200,14 @@ def _close(*fds):
             _Real.close(fd)
         except OSError:
             pass
+
+
+def _still_there(pid):
+    """Whether the child `pid` has not exited (left reapable: `_reap`)."""
+    try:
+        return os.waitid(os.P_PID, pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is None
+    except (OSError, AttributeError):
+        return False
 
 
 def _reap(pid):

@@ -839,10 +839,12 @@ def _watch_outside_reads(guard, forking):
     except ImportError:
         return
     guard.watch_outside_reads(patchgym_outside_reads)
-    if forking and guard.outside_reads is not None:
+    if forking:
         import patchgym_first_calls
 
-        patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
+        patchgym_first_calls.PATCHS_FRAME[0] = guard.patchs_frame
+        if guard.outside_reads is not None:
+            patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
 
 
 def _bind_methods(obj):
@@ -3451,6 +3453,8 @@ class Reporter:
 
     @pytest.hookimpl(trylast=True)
     def pytest_sessionfinish(self, session, exitstatus):
+        if self._first_calls is not None:
+            self._first_calls.late(final=True)  # (before the last look at the tests' opens: a late child's are told)
         for nodeid in list(self._phases):  # tests whose logfinish never came (a runner that skips it)
             self._emit_test(nodeid, self._phases.pop(nodeid))
         for module, _, _ in list(self._globals_checked.values()):

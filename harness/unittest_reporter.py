@@ -90,6 +90,7 @@ def _watch_outside_reads(guard):
     except ImportError:
         return
     patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
+    patchgym_first_calls.PATCHS_FRAME[0] = guard.patchs_frame
 
 
 def _bind_methods(obj):
@@ -894,6 +895,8 @@ def main(argv):
         channel.emit("integrity", what="library_code_replaced", detail=label)
     for name in _shadowed(result):
         channel.emit("integrity", what="result_method_shadowed", detail=name)
+    if first_calls is not None:
+        first_calls.late(final=True)  # (before the last look at the tests' opens: a late child's are told)
     if guard is not None:
         guard.check_state(guard_state)
         guard.active = False
