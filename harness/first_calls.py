@@ -73,6 +73,14 @@ import stat
 import time
 import warnings
 
+try:
+    import patchgym_fork_journal as _journal  # (in the sandbox, beside this module)
+except ImportError:
+    try:
+        from patchgym.harness import fork_journal as _journal
+    except ImportError:
+        _journal = None
+
 _MODULE_DICT = type(os).__dict__["__dict__"].__get__  # a module's own dict, past the test modules' class (audit_hook)
 
 try:
@@ -508,6 +516,7 @@ class FirstCalls(object):
         self._to_fork = []  # (of, calls) of `fork_before(defer=True)`, forked at `run(of)`
         self._alone = set()  # pids of the original's own children (ORIGINAL_FAILED)
         self._late = []  # [entry, what it wrote, when the body began, its deadline]: `late`
+        self._asks = {}  # pid -> the read end of its child's requests to write (`fork_journal`)
         self.busy_cap_s = BUSY_CAP_S  # how long a started child at work is waited for (`_Busy`; the reporter's)
 
     def fork_before(self, of, calls, defer=False):
@@ -545,7 +554,8 @@ class FirstCalls(object):
         try:
             fds.extend(_PIPE())
             fds.extend(_PIPE())
-            go_r, go_w, result_r, result_w = fds
+            fds.extend(_PIPE())
+            go_r, go_w, result_r, result_w, ask_r, ask_w = fds
             with warnings.catch_warnings():  # 3.12+: a fork of a process with threads warns
                 warnings.simplefilter("ignore")
                 pid = _FORK()
@@ -562,14 +572,17 @@ class FirstCalls(object):
                     _pretend_to_be(*parent)
                 _Real.close(go_w)
                 _Real.close(result_r)
-                for _, other_go, other_result, _ in self._pending:
-                    _close(other_go, other_result)
+                _Real.close(ask_r)
+                for other, other_go, other_result, _ in self._pending:
+                    _close(other_go, other_result, self._asks.get(other))
                 if fds_at is not None:
                     go_r, result_w = _moved_to(go_r, fds_at), _moved_to(result_w, fds_at + 1)
+                    ask_w = _moved_to(ask_w, fds_at + 2)
                 outside = OUTSIDE[0]
                 if outside is not None:
                     outside.fork_fd = result_w  # (each open of a watched file told as it is made)
-                _isolate(self._quiet_fds, (go_r, result_w))
+                _ASKING[0] = (ask_w, go_r) if _journal is not None else None
+                _isolate(self._quiet_fds, (go_r, result_w, ask_w))
                 if _Real.read(go_r, 1) == b"g":
                     passed = []
                     for number, make in calls:
@@ -585,6 +598,8 @@ class FirstCalls(object):
                 _Real.exit(0)
         _Real.close(go_r)
         _Real.close(result_w)
+        _Real.close(ask_w)
+        self._asks[pid] = ask_r
         self._pending.append((pid, go_w, result_r, of))
         if any(number == ORIGINAL_FAILED for number, _ in calls):
             self._alone.add(pid)
@@ -614,15 +629,28 @@ class FirstCalls(object):
         except (AttributeError, ValueError, OSError, TypeError):
             paused = None
         try:
-            for entry in mine:  # every child goes first, then each answer is waited for
+            held, kept = [], _journal.Journal() if _journal is not None else None
+            for entry in mine:  # one after another: none sees what another wrote (`fork_journal`)
                 try:
                     _Real.write(entry[1], b"g")
                 except OSError:
                     pass
-            held = []
-            for entry in mine:
+                pid = entry[0]
                 self._found += _answer(entry, timeout_s, self._exiting, self.busy_cap_s,
-                                       held if entry[0] in self._alone else None)
+                                       held if pid in self._alone else None, asks=self._asks.get(pid), kept=kept)
+                late = bool(held) and held[-1][0] is entry  # (the original's, held past its time: `late`)
+                wrote = bool(kept)
+                if wrote:  # it wrote: gone, and what it wrote undone, before the next one starts
+                    if late:
+                        held.pop()
+                        _close(entry[1], entry[2])
+                        self._found.append((entry[3], ORIGINAL_HELD))
+                    if pid in self._exiting:
+                        self._exiting.remove(pid)
+                    _reap(pid)
+                    kept.undo()
+                if not late or wrote:
+                    _close(self._asks.pop(pid, None))
             now = _Real.monotonic()
             self._late.extend([entry, data, now, None] for entry, data in held)
         finally:
@@ -650,11 +678,12 @@ class FirstCalls(object):
                 deadline = item[3] = began + min(LATE_CAP_S, TIMEOUT_S + 2.0 * (now - began))
             left = max(0.0, deadline - _Real.monotonic()) if final else 0.0
             held = []
-            found = _answer(entry, left, self._exiting, 0.0, held, data)
+            found = _answer(entry, left, self._exiting, 0.0, held, data, asks=self._asks.get(entry[0]))
             if not held:
+                _close(self._asks.pop(entry[0], None))
                 self._found += found
             elif final or _Real.monotonic() >= deadline:
-                _close(entry[1], entry[2])
+                _close(entry[1], entry[2], self._asks.pop(entry[0], None))
                 _reap(entry[0])
                 if OUTSIDE[0] is not None:  # (its opens of the watched files: `_answer`)
                     OUTSIDE[0].in_forks[0] += held[0][1].count(_FORK_OPEN)
@@ -674,6 +703,9 @@ class FirstCalls(object):
         exiting, self._exiting = self._exiting, []
         for pid in exiting:
             _reap(pid)
+        for ask in self._asks.values():
+            _close(ask)
+        self._asks = {}
         found, self._found = self._found, []
         return found
 
@@ -765,7 +797,7 @@ def _private_shared_memory():
 BUSY_CAP_S = 15.0
 
 
-def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S, held=None, data=b""):
+def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S, held=None, data=b"", asks=None, kept=None):
     """[(of, copy number)] of the copies that passed in the child of `entry`; [(of, SILENCED)] when
     the child left on its own without answering (an `os.register_at_fork` hook of the patch's
     calling `os._exit`, red team round 14: no answer had counted as failed copies), or never wrote
@@ -775,7 +807,9 @@ def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S, held=None, data=b"
     for a 100 MB process, measured), which the run need not wait for. With `held` (a list), a child
     that wrote its first byte and is still there at the timeout, not answered, is left as it is,
     (entry, what it wrote so far) appended to `held` (`FirstCalls.late`); `data`: what an earlier
-    wait read of it."""
+    wait read of it. `asks`: the read end of the child's requests to write, each answered, with
+    `kept` (a `fork_journal.Journal`) keeping what it names first (`_let_write`); without `kept`,
+    refused (a child let go on while the run goes on must write nothing)."""
     pid, go_w, result_r, of = entry
     try:
         deadline = _Real.monotonic() + timeout_s
@@ -784,11 +818,17 @@ def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S, held=None, data=b"
         while not data.endswith(b"\n"):
             left = (deadline if data else max(deadline, first_by)) - _Real.monotonic()
             if left <= 0:
-                if data and busy.still_working():
-                    deadline = _Real.monotonic() + min(timeout_s, busy.left())  # (working, not held: see `_Busy`)
+                if data and (busy.still_working() or kept and busy.left() > 0):
+                    # (working, not held: see `_Busy`; or it wrote, which only its end undoes)
+                    deadline = _Real.monotonic() + min(timeout_s, busy.left())
                     continue
                 break
-            if not _Real.select([result_r], [], [], left)[0]:
+            ready = _Real.select([result_r] + ([asks] if asks is not None else []), [], [], left)[0]
+            if asks is not None and asks in ready:
+                if not _let_write(asks, go_w, kept):
+                    asks = None  # (its end closed: it is gone, or going)
+                continue
+            if not ready:
                 continue  # (its time is up: judged at the top)
             chunk = _Real.read(result_r, 4096)
             if not chunk:
@@ -964,7 +1004,41 @@ def raised_through_the_patch(error, depth=8):
     return False
 
 
+# In a child: (the write end of its requests to write, the read end of the answers), where its writes
+# are kept and undone (`fork_journal`); None: every write refused.
+_ASKING = [None]
+
+
+def _ask_to_write(paths):
+    """b"k" where the parent kept `paths` (`fork_journal.paths_written`) and the write may go on;
+    b"n" refused; b"x" refused, since nothing may be written now."""
+    asking = _ASKING[0]
+    request = _journal.encode(paths) if asking is not None else None
+    if request is None:
+        return b"n"
+    ask_w, answers = asking
+    try:
+        view = memoryview(request)
+        while view:
+            view = view[_Real.write(ask_w, view):]
+        return _Real.read(answers, 1) or b"n"
+    except OSError:
+        return b"n"
+
+
 def _refuse_writes(event, args):
+    if _ASKING[0] is not None:
+        paths = _journal.paths_written(event, args)
+        if paths is not None:  # a write: kept and let go on, or refused
+            if paths == []:
+                return
+            answer = _ask_to_write(paths) if paths != _journal.REFUSE else b"n"
+            if answer == b"k":
+                return
+            if answer == b"x":  # (a child let go on while the run went on: this refusal tells, `late`)
+                raise PermissionError("not in a first-call fork, now: " + event)
+            _REFUSALS[0] += 1
+            raise PermissionError("not in a first-call fork: " + event)
     if event in _REFUSED_IN_A_CHILD:
         if event == "sqlite3.connect" and args and args[0] in (":memory:", "", b":memory:", b""):
             return  # (a database in memory alone: nothing of it reaches a file)
@@ -1196,10 +1270,44 @@ def _awaitable(value):
 
 def _close(*fds):
     for fd in fds:
+        if fd is None:
+            continue
         try:
             _Real.close(fd)
         except OSError:
             pass
+
+
+def _let_write(asks, go_w, kept):
+    """Answer one request of a child to write (`_ask_to_write`): b"k" where `kept` kept every path
+    it names, b"n" where it could not (refused, as before), b"x" where nothing may be written now
+    (no `kept`). False where the child's end is closed."""
+    head = _read_exactly(asks, 4)
+    if len(head) < 4:
+        return False
+    size = int.from_bytes(head, "big")
+    body = _read_exactly(asks, size) if size <= (1 << 20) else b""
+    try:
+        answer = b"x" if kept is None else b"k" if len(body) == size and kept.keep(_journal.decode(body)) else b"n"
+    except Exception:  # noqa: BLE001  a request that does not read: refused
+        answer = b"n"
+    try:
+        _Real.write(go_w, answer)
+    except OSError:
+        return False
+    return True
+
+
+def _read_exactly(fd, size):
+    data = b""
+    while len(data) < size:
+        if not _Real.select([fd], [], [], 5.0)[0]:
+            break
+        chunk = _Real.read(fd, size - len(data))
+        if not chunk:
+            break
+        data += chunk
+    return data
 
 
 def _still_there(pid):

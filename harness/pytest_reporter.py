@@ -801,7 +801,7 @@ _TRUSTED_MODULES = {"pytest": pytest, "unittest": unittest}
 
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
-                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads",
+                   "patchgym_fork_journal", "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads",
                    "patchgym_doctest_hold")
 
 

@@ -260,7 +260,7 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
 # `_GRADER_MODULES`): a rebound `patchgym_compiled_tests._judge` went unseen under this runner (rt36's x02p)
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
-                   "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads",
+                   "patchgym_fork_journal", "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads",
                    "patchgym_doctest_hold")
 
 
