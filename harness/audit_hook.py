@@ -70,6 +70,7 @@ pytest's own repository (pytest's frames are trusted by construction).
 """
 
 import functools
+import weakref
 import gc
 import os
 import re
@@ -128,6 +129,7 @@ _OPEN_ASKS = (b"open", b"FileIO")
 # ... and where it asks for a frame itself
 _FRAME_ASKS = {"sys._getframe": (b"_getframe", b"getframe", b"currentframe"), "sys._current_frames": (b"_current_frames",)}
 _WATCHED = frozenset({
+    "socket.__new__",
     "sys.settrace", "sys.setprofile", "sys.addaudithook", "object.__setattr__",
     "gc.get_objects", "gc.get_referrers", "gc.get_referents",
     "ctypes.cdata", "ctypes.cdata/buffer", "ctypes.string_at", "ctypes.wstring_at", "ctypes.PyObj_FromPtr", "ctypes.dlsym",
@@ -454,6 +456,10 @@ class Guard(object):
         # to one keeps no original from its fork (`first_calls.holds_open_files`; a file held open from
         # the library's import had kept every original from it, stop 42)
         self.patch_files = set()
+        # sockets made, and whether a process was started, with the patch's code asking (`process_starter`):
+        # they keep no original from its fork (`first_calls.holds_a_peer`), as its threads and files do not
+        self.patch_sockets = weakref.WeakSet()
+        self.patch_started_a_process = False
         self._code_read_at_base = None  # real paths of edited files whose base version reads code objects (`reading_a_tests_code`)
         self._hands_itself_on = {}  # real path of a protected module -> whether it names `__file__` (`hands_itself_on`)
         self.updated = {}  # real path -> (ctime ns, size, culprit) of test data files the patch opened to update (`note_update`)
@@ -472,6 +478,7 @@ class Guard(object):
         # hold by name, as first seen (`instance_dicts`)
         self.outside_instances = instance_dicts(self.outside_at_load.items(), self)
         self.traced_in_base = _tracing_in_base(self.own_dir, self.testbed)  # (`asked_for_code`)
+        self._named_at_base = {}  # words -> the edited files whose base version names one (`names_at_base`)
         self._hooked_at_base = None  # real paths of edited files whose base version adds an audit hook (`hooks_at_base`)
         self._classed_at_base = None  # ... whose base version sets an object's `__class__` (`classes_at_base`)
         self._file_lines = {}  # real path of a file -> its lines (`_source_lines`)
@@ -1077,7 +1084,16 @@ class Guard(object):
                 return
             if frame is None:
                 return
+            if event == "socket.__new__":
+                if args and guard.patchs_on_the_stack(frame):
+                    try:
+                        guard.patch_sockets.add(args[0])
+                    except TypeError:
+                        pass
+                return
             if event in _PROCESS_STARTS:
+                if guard.patchs_on_the_stack(frame) and guard.process_starter(frame) != "grader":
+                    guard.patch_started_a_process = True
                 outside = guard.outside_reads
                 if outside is not None:
                     starter = guard.process_starter(frame)
@@ -1296,6 +1312,15 @@ class Guard(object):
         is the repository's own frame walking (unchanged: its own to do; the fix's edits of other
         files of pytest's take their frames through it at every failing test's report)."""
         return _PYTEST_CODE in filename and not self.real(filename).startswith(self.testbed + os.sep)
+
+    def names_at_base(self, filename, words):
+        """Whether `filename` is a file the fix edits whose base version names any of `words`
+        (bytes): the kind of call it made at base, which its fix may make too (`first_calls`'
+        refusals of a process or a connection, asked by the patch's code)."""
+        found = self._named_at_base.get(words)
+        if found is None:
+            found = self._named_at_base[words] = _base_files_naming(self.own_dir, self.testbed, tuple(words))
+        return self.real(filename) in found
 
     def frames_at_base(self, filename, code=None):
         """Whether the file (of the patch's) is one the fix edits whose base version reaches for
@@ -2026,6 +2051,17 @@ class Guard(object):
         the grader's own compilation of that file (`recompiled`, `owns_code`)."""
         filename = getattr(code, "co_filename", None)
         return filename in self.recompiled and not (self.owns_code is not None and self.owns_code(code))
+
+    def patchs_on_the_stack(self, frame, depth=400):
+        """Whether a frame of the patch's code (`patchs_frame`) is at or below `frame`'s caller chain:
+        what its code asked, through any code of the repository's or the standard library's (a socket
+        or a process it made: `first_calls.holds_a_peer`, where one that is not its keeps the
+        original from its fork, a process a file that starts processes at base included)."""
+        while frame is not None and depth > 0:
+            if self.patchs_frame(frame):
+                return True
+            frame, depth = frame.f_back, depth - 1
+        return False
 
     def patchs_frame(self, frame):
         """The frame's file where its code is the patch's (`culprit`'s test for one frame: a file the

@@ -158,6 +158,9 @@ OUTSIDE = [None]
 # The audit hook's judge of a frame (`Guard.patchs_frame`: the file where the frame's code is the
 # patch's, else None), set by the reporter; None: no frame counts as the patch's (`failing_alone`).
 PATCHS_FRAME = [None]
+# The audit hook's `Guard.names_at_base` (filename, words): whether a file the fix edits named one of
+# `words` at base (`_refusing`), set by the reporter with PATCHS_FRAME.
+NAMES_AT_BASE = [None]
 
 
 def exact_first(copies, planted):
@@ -555,6 +558,7 @@ class FirstCalls(object):
             fds.extend(_PIPE())
             fds.extend(_PIPE())
             fds.extend(_PIPE())
+            _OWN_FDS.update(fds)
             go_r, go_w, result_r, result_w, ask_r, ask_w = fds
             with warnings.catch_warnings():  # 3.12+: a fork of a process with threads warns
                 warnings.simplefilter("ignore")
@@ -582,8 +586,14 @@ class FirstCalls(object):
                 if outside is not None:
                     outside.fork_fd = result_w  # (each open of a watched file told as it is made)
                 _ASKING[0] = (ask_w, go_r) if _journal is not None else None
-                _isolate(self._quiet_fds, (go_r, result_w, ask_w))
-                if _Real.read(go_r, 1) == b"g":
+                writers = _isolate(self._quiet_fds, (go_r, result_w, ask_w))
+                released = _own_writers(writers)
+                try:
+                    import sys
+                    sys.addaudithook(_refuse_writes)
+                except (AttributeError, RuntimeError):
+                    pass
+                if released or _Real.read(go_r, 1) == b"g":
                     passed = []
                     for number, make in calls:
                         try:
@@ -596,9 +606,8 @@ class FirstCalls(object):
                     _Real.write(result_w, (" " + " ".join(passed) + "\n").encode())
             finally:
                 _Real.exit(0)
-        _Real.close(go_r)
-        _Real.close(result_w)
-        _Real.close(ask_w)
+        _close(go_r, result_w, ask_w)
+        _OWN_CHILDREN.add(pid)
         self._asks[pid] = ask_r
         self._pending.append((pid, go_w, result_r, of))
         if any(number == ORIGINAL_FAILED for number, _ in calls):
@@ -961,28 +970,56 @@ def refusals():
     return _REFUSALS[0]
 
 
+# The words whose use at base, in the file of the patch's code that asked a refused process, signal or
+# connection, makes that refusal tell nothing (`_refusing`).
+_ASKED_AT_BASE = (
+    (frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
+                "pty.spawn", "os.startfile")),
+     (b"subprocess", b"Popen", b"os.system", b"spawn", b"exec", b"fork", b"pty")),
+    (frozenset(("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg")),
+     (b"socket", b"connect", b"urlopen", b"http", b"bind", b"sendto", b"sendmsg")),
+    (frozenset(("os.kill", "os.killpg")), (b"kill", b"signal")),
+)
+
+
 def _refusing(event, what):
-    """Count the refusal of `event` (`refusals`) and raise it."""
-    if event in _FILE_EVENTS or event == "open" or event == "sqlite3.connect" or not _the_patchs_on_the_stack():
+    """Count the refusal of `event` (`refusals`) and raise it. A process, a signal or a connection
+    counts only where no frame of the patch's code asked it, or the file of the innermost one that
+    did made such calls at base (fp62's rows 35 and 36, stop 55: a fixed `tool_version()` running
+    a command, a fixed `probe()` connecting, each lenient when refused, in a file that did so at
+    base, `passed_only_outside_a_fork` on the gold)."""
+    if event in _FILE_EVENTS or event == "open" or event == "sqlite3.connect":
         _REFUSALS[0] += 1
+    else:
+        asker = _the_patchs_on_the_stack()
+        named = NAMES_AT_BASE[0]
+        words = next((words for events, words in _ASKED_AT_BASE if event in events), ())
+        try:
+            at_base = asker is not None and named is not None and bool(words) and named(asker, words)
+        except Exception:  # noqa: BLE001
+            at_base = False
+        if asker is None or at_base:
+            _REFUSALS[0] += 1
     raise PermissionError("not in a first-call fork: " + what)
 
 
 def _the_patchs_on_the_stack(depth=400):
-    """Whether a frame of the patch's code (`PATCHS_FRAME`) is on the calling thread's stack."""
+    """The file of the innermost frame of the patch's code (`PATCHS_FRAME`) on the calling thread's
+    stack, else None."""
     judge = PATCHS_FRAME[0]
     if judge is None:
-        return False
+        return None
     try:
         import sys
         frame = sys._getframe(1)
         while frame is not None and depth > 0:
-            if judge(frame):
-                return True
+            found = judge(frame)
+            if found:
+                return found
             frame, depth = frame.f_back, depth - 1
     except Exception:  # noqa: BLE001
-        return False
-    return False
+        return None
+    return None
 
 
 def raised_through_the_patch(error, depth=8):
@@ -1012,18 +1049,26 @@ _ASKING = [None]
 def _ask_to_write(paths):
     """b"k" where the parent kept `paths` (`fork_journal.paths_written`) and the write may go on;
     b"n" refused; b"x" refused, since nothing may be written now."""
-    asking = _ASKING[0]
-    request = _journal.encode(paths) if asking is not None else None
-    if request is None:
-        return b"n"
+    return _ask(_journal.encode(paths) if _ASKING[0] is not None else None)[0]
+
+
+def _ask(request):
+    """(the parent's answer to `request`, whether its b"g", which lets the child go, came first)."""
+    asking, went = _ASKING[0], False
+    if asking is None or request is None:
+        return b"n", went
     ask_w, answers = asking
     try:
         view = memoryview(request)
         while view:
             view = view[_Real.write(ask_w, view):]
-        return _Real.read(answers, 1) or b"n"
+        while True:
+            answer = _Real.read(answers, 1)
+            if answer != b"g":
+                return answer or b"n", went
+            went = True
     except OSError:
-        return b"n"
+        return b"n", went
 
 
 def _refuse_writes(event, args):
@@ -1053,27 +1098,75 @@ def _refuse_writes(event, args):
 def _isolate(quiet_fds, keep):
     """In a child: its output to /dev/null, every other inherited descriptor too (an open file of
     the run's, written through, would reach it), except a regular file open for reading only,
-    which gets a description of its own (`_reading_alone`), and no writes, processes or
-    connections."""
+    which gets a description of its own (`_reading_alone`), and a regular file open for writing,
+    left as it is for `_own_writers` (returned: [fd]). (Then its writes are kept and undone, or
+    refused: `_refuse_writes`; no processes or connections.)"""
     devnull = _Real.open(os.devnull, os.O_RDWR)
     try:
         inherited = [int(name) for name in _Real.listdir("/proc/self/fd") if name.isdigit()]
     except OSError:
         inherited = list(quiet_fds)
+    writers = []
     for fd in set(inherited) | set(quiet_fds):
         if fd in (0, devnull) or fd in keep:
             continue
         if fd not in quiet_fds and _reading_alone(fd):
             continue
+        if fd not in quiet_fds and _ASKING[0] is not None and _writing_to_a_file(fd):
+            writers.append(fd)
+            continue
         try:
             _Real.dup2(devnull, fd)
         except OSError:
             pass
+    _WRITERS_NULL[0] = devnull
+    return writers
+
+
+_WRITERS_NULL = [None]  # a child's /dev/null (`_isolate`), for a writer that cannot be its own
+
+
+def _writing_to_a_file(fd):
+    """Whether `fd` is a regular file open for writing (deleted or not)."""
+    if fcntl is None:
+        return False
     try:
-        import sys
-        sys.addaudithook(_refuse_writes)
-    except (AttributeError, RuntimeError):
-        pass
+        return fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE != os.O_RDONLY and stat.S_ISREG(_Real.fstat(fd).st_mode)
+    except OSError:
+        return False
+
+
+def _own_writers(writers):
+    """In a child, before any call: each inherited descriptor of a file open for writing (`writers`)
+    given a description of its own on the same file, at the same offset, with the parent keeping
+    the file's bytes (`fork_journal`'s ("fd", n)) and putting them back once the child is gone; or,
+    where that cannot be, /dev/null as before. Whether the parent let the child go meanwhile
+    (its b"g" came before an answer).
+
+    Why (fp62, stop 55: 10 honest golds `passed_only_outside_a_fork`, tinydb's JSON storage and
+    logzero's log among them): a file the fixed module opened for writing in a fixture -- a log,
+    a database file, a test's `TemporaryFile` -- was /dev/null in the child, and a test writing
+    it and reading it back failed its own assertion there."""
+    released = False
+    for fd in writers:
+        answer, went = _ask(_journal.encode_descriptor(fd)) if _journal is not None else (b"n", False)
+        released = released or went
+        if answer == b"k":
+            try:
+                flags = fcntl.fcntl(fd, fcntl.F_GETFL)
+                offset = _Real.lseek(fd, 0, os.SEEK_CUR)
+                own = _Real.open("/proc/self/fd/{}".format(fd), flags & (os.O_ACCMODE | os.O_APPEND))
+                _Real.lseek(own, offset, os.SEEK_SET)
+                _Real.dup2(own, fd)
+                _Real.close(own)
+                continue
+            except OSError:
+                pass
+        try:
+            _Real.dup2(_WRITERS_NULL[0], fd)
+        except (OSError, TypeError):
+            pass
+    return released
 
 
 def no_failure_noted(make, failures):
@@ -1124,7 +1217,104 @@ def alone_tells(own=(), theirs=(), processes_told_apart=False):
                 return False
     except Exception:  # noqa: BLE001
         return False
-    return not holds_open_files(own, {x for x in theirs if type(x) is str})
+    return not holds_open_files(own, {x for x in theirs if type(x) is str}) and not holds_a_peer(own, theirs)
+
+
+def _peers_at_import():
+    """What this process's descriptors reached as this module loaded, before any code of the
+    repository ran: the sandbox's streams, pytest's saved copies of them (`holds_a_peer`)."""
+    found = set()
+    try:
+        for name in _Real.listdir("/proc/self/fd"):
+            try:
+                found.add(_Real.readlink("/proc/self/fd/" + name))
+            except OSError:
+                pass
+    except OSError:
+        pass
+    return found
+
+
+_PEERS_AT_IMPORT = _peers_at_import()
+
+
+def note_own_peers():
+    """Count what this process's descriptors reach now as the grader's own (`holds_a_peer`): called
+    by the reporter once its watcher of the tests' opens has started, before any code of the
+    repository runs (the watcher's socket is no peer of the test's)."""
+    _PEERS_AT_IMPORT.update(_peers_at_import())
+_OWN_FDS = set()  # descriptors of this module's own pipes to its children (`_pipe`, `_close`)
+_OWN_CHILDREN = set()  # pids of this module's children not reaped yet
+
+
+def holds_a_peer(own=(), theirs=()):
+    """Whether the process talks to another one, which its fork cannot (a child's inherited socket,
+    pipe or FIFO points at /dev/null, a child process is not the fork's own): a socket, a FIFO, or a
+    pipe whose other end it does not hold, or a child process alive, that the patch's code did not
+    make (`theirs`: ("socket", fd) for each socket it made, ("processes",) where it started one);
+    not `own`, the standard streams, this module's own pipes and children, nor what was open as the
+    module loaded. Then the original's own fork tells nothing.
+
+    Why (fp62, stop 55: 11 honest golds `passed_only_outside_a_fork`): a worker process a fixture
+    started, talked to through pipes (python-lsp-jsonrpc's echo process), a socket a fixture
+    connected to a server process (python-memcached's client, lenient or not), a process started
+    in a fixture whose exit status the test checks (`Popen.wait()` in a fork that is not its
+    parent returns 0): each ran otherwise in the fork."""
+    own = set(fd for fd in own if fd is not None) | _OWN_FDS
+    mine = set(x[1] for x in theirs if type(x) is tuple and len(x) == 2 and x[0] == "socket")
+    started = ("processes",) in theirs
+    ends = {}
+    try:
+        names = _Real.listdir("/proc/self/fd")
+    except OSError:
+        return True
+    for name in names:
+        if not name.isdigit() or int(name) < 3 or int(name) in own:
+            continue
+        fd = int(name)
+        try:
+            target = _Real.readlink("/proc/self/fd/" + name)
+        except OSError:
+            continue
+        if target in _PEERS_AT_IMPORT:
+            continue
+        if target.startswith("socket:"):
+            if fd not in mine:
+                return True
+        elif target.startswith("pipe:"):
+            try:
+                mode = fcntl.fcntl(fd, fcntl.F_GETFL) & os.O_ACCMODE if fcntl is not None else os.O_RDWR
+            except OSError:
+                continue
+            ends.setdefault(target, set()).add(mode)
+        elif target.startswith("/"):
+            try:
+                if stat.S_ISFIFO(_Real.stat(target).st_mode):
+                    return True
+            except OSError:
+                pass
+    if not started:
+        if any(not (os.O_RDONLY in modes and (os.O_WRONLY in modes or os.O_RDWR in modes)) and os.O_RDWR not in modes
+               for modes in ends.values()):
+            return True
+        if _children() - _OWN_CHILDREN:
+            return True
+    return False
+
+
+def _children():
+    """The pids of this process's children alive (/proc/self/task/*/children)."""
+    found = set()
+    try:
+        for task in _Real.listdir("/proc/self/task"):
+            try:
+                with _Real.open_file("/proc/self/task/{}/children".format(task)) as handle:
+                    found.update(int(pid) for pid in handle.read().split())
+            except (OSError, ValueError):
+                continue
+    except OSError:
+        pass
+    return found
 
 
 def failing_alone(call, failed_there, label, raised_there=None):
@@ -1163,7 +1353,9 @@ def holds_open_files(own=(), theirs=()):
     file open for reading only does not count where the child can read it through a description of
     its own (`_reading_alone`: a file a fixture opened, fpT, reads the same there). pytest's capture
     files are deleted ones; the sandbox's streams are pipes. Files at the real paths in `theirs` (the
-    patch's own, `alone_tells`) do not count."""
+    patch's own, `alone_tells`) do not count. Nor, since stop 55, does a file open for writing that
+    a child can have as its own, its bytes kept and put back (`_own_writers`: up to
+    `fork_journal.KEEP_MAX_BYTES`)."""
     own = {fd for fd in own if fd is not None}
     try:
         names = _Real.listdir("/proc/self/fd")
@@ -1177,10 +1369,20 @@ def holds_open_files(own=(), theirs=()):
         except OSError:
             continue
         if target.startswith("/") and not target.endswith(" (deleted)") and target != os.devnull and os.path.isfile(target):
-            if target in theirs or _readable_alone(int(name), target):
+            if target in theirs or _readable_alone(int(name), target) or _kept_as_its_own(int(name)):
                 continue
             return True
     return False
+
+
+def _kept_as_its_own(fd):
+    """Whether a child can have the file `fd` holds open for writing as its own (`_own_writers`)."""
+    if _journal is None or not _writing_to_a_file(fd):
+        return False
+    try:
+        return _Real.fstat(fd).st_size <= _journal.KEEP_MAX_BYTES
+    except OSError:
+        return False
 
 
 def _read_only_file(fd):
@@ -1272,6 +1474,7 @@ def _close(*fds):
     for fd in fds:
         if fd is None:
             continue
+        _OWN_FDS.discard(fd)
         try:
             _Real.close(fd)
         except OSError:
@@ -1330,7 +1533,9 @@ def _reap(pid):
         if done == 0:
             _Real.kill(pid, signal.SIGKILL)
             _Real.waitpid(pid, 0)
+            _OWN_CHILDREN.discard(pid)
             return False
+        _OWN_CHILDREN.discard(pid)
         return os.WIFEXITED(status)
     except OSError:
         return False

@@ -57,8 +57,9 @@ _EVENTS = {
 # Events whose work is done through the ones above, each audited in turn.
 PASSING = frozenset(("shutil.copyfile", "shutil.copymode", "shutil.copystat", "shutil.copytree", "shutil.move",
                      "shutil.rmtree", "shutil.make_archive", "shutil.unpack_archive"))
+DESCRIPTOR = "fd"  # a file the child holds open for writing from before the fork: kept by its descriptor's number
 REFUSE = "refuse"
-_KINDS = (WRITES, MAKES, REMOVES, MOVES)
+_KINDS = (WRITES, MAKES, REMOVES, MOVES, DESCRIPTOR)
 
 
 class _Real(object):
@@ -173,6 +174,14 @@ def encode(paths):
     return struct.pack(">I", len(body)) + body
 
 
+def encode_descriptor(fd):
+    """A request naming the file the child's descriptor `fd` holds open for writing, inherited from
+    the parent, whose same descriptor the parent reads it through (`Journal.keep`)."""
+    data = str(int(fd)).encode()
+    body = struct.pack(">BI", _KINDS.index(DESCRIPTOR), len(data)) + data
+    return struct.pack(">I", len(body)) + body
+
+
 def decode(body):
     """[(kind, real path)] of a request's body (`encode`, less its length)."""
     found, at = [], 0
@@ -200,6 +209,10 @@ class Journal(object):
         """Keep the state of each of `paths` ([(kind, real path)], `decode`) not kept yet: whether
         the child may go on."""
         for kind, real in paths:
+            if kind == DESCRIPTOR:
+                if not self._keep_descriptor(int(real)):
+                    return False
+                continue
             if not real.startswith("/") or real == "/proc" or real.startswith("/proc/"):
                 return False
             if real in self.kept:
@@ -230,6 +243,34 @@ class Journal(object):
                 self._note(real, ("link", _Real.readlink(real)))
             else:
                 return False  # a FIFO, socket or device: its writes reach whoever reads it
+        return True
+
+    def _keep_descriptor(self, fd):
+        """Keep the bytes of the regular file this process's `fd` holds (the child's inherited one)."""
+        try:
+            found = _Real.fstat(fd)
+        except OSError:
+            return False
+        if not stat.S_ISREG(found.st_mode):
+            return False
+        key = ("fd", found.st_dev, found.st_ino)
+        if key in self.kept:
+            return True
+        if found.st_size > KEEP_MAX_BYTES or self.size + found.st_size > KEEP_TOTAL_BYTES:
+            return False
+        chunks, at = [], 0
+        try:
+            while at < found.st_size:
+                chunk = os.pread(fd, min(1 << 20, found.st_size - at), at)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                at += len(chunk)
+        except OSError:
+            return False
+        data = b"".join(chunks)
+        self.size += len(data)
+        self._note(key, ("fd", fd, data, (found.st_atime_ns, found.st_mtime_ns)))
         return True
 
     def _note(self, real, state):
@@ -270,7 +311,7 @@ class Journal(object):
 
 def _put_back(real, state):
     try:
-        now = _Real.lstat(real)
+        now = _Real.lstat(real) if not isinstance(real, tuple) else None
     except FileNotFoundError:
         now = None
     if state is None:
@@ -278,7 +319,18 @@ def _put_back(real, state):
             _remove(real, now)
         return
     kind = state[0]
-    if kind == "file":
+    if kind == "fd":  # (through a description of this process's own, not the descriptor's, which may append)
+        _, fd, data, times = state
+        own = _Real.open("/proc/self/fd/{}".format(fd), os.O_WRONLY)
+        try:
+            view, at = memoryview(data), 0
+            while at < len(data):
+                at += os.pwrite(own, view[at:], at)
+            os.ftruncate(own, len(data))
+        finally:
+            _Real.close(own)
+        _Real.utime(fd, ns=times)
+    elif kind == "file":
         _, data, mode, times = state
         if now is not None and not stat.S_ISREG(now.st_mode):
             _remove(real, now)

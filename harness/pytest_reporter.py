@@ -831,6 +831,13 @@ def _no_parameters_in_the_current_test(first_calls, shown_as=None):
     runner._update_current_test_var = _update_current_test_var
 
 
+def _fileno_of(sock):
+    try:
+        return sock.fileno()
+    except Exception:  # noqa: BLE001
+        return None
+
+
 def _watch_outside_reads(guard, forking):
     """The watcher of the protected files' opens by other processes (`patchgym_outside_reads`),
     started before any code of the repository runs; the grader's forks report their own opens."""
@@ -842,7 +849,9 @@ def _watch_outside_reads(guard, forking):
     if forking:
         import patchgym_first_calls
 
+        patchgym_first_calls.note_own_peers()
         patchgym_first_calls.PATCHS_FRAME[0] = guard.patchs_frame
+        patchgym_first_calls.NAMES_AT_BASE[0] = guard.names_at_base
         if guard.outside_reads is not None:
             patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
 
@@ -2990,7 +2999,12 @@ class Reporter:
     def _the_patchs_own(self):
         """The threads the patch's code started and the files it opened for writing (the audit hook's
         record), which keep no original from its fork."""
-        return list(self._guard.patch_threads.values()) + list(self._guard.patch_files) if self._guard is not None else ()
+        if self._guard is None:
+            return ()
+        peers = [("socket", sock.fileno()) for sock in list(self._guard.patch_sockets) if _fileno_of(sock) is not None]
+        if self._guard.patch_started_a_process:
+            peers.append(("processes",))
+        return list(self._guard.patch_threads.values()) + list(self._guard.patch_files) + peers
 
     def _failed_now(self, nodeid, status):
         """Sign a test's failed phase as it is reported. Why (red team rt28, reward 1): a library

@@ -77,6 +77,20 @@ def _watched():
     return entries
 
 
+def patchgym_first_calls_peers(guard):
+    """The sockets the patch's code made, as ("socket", fd), and ("processes",) where it started one
+    (`patchgym_first_calls.holds_a_peer`)."""
+    found = []
+    for sock in list(getattr(guard, "patch_sockets", ())):
+        try:
+            found.append(("socket", sock.fileno()))
+        except Exception:  # noqa: BLE001
+            continue
+    if getattr(guard, "patch_started_a_process", False):
+        found.append(("processes",))
+    return found
+
+
 def _watch_outside_reads(guard):
     """The watcher of the protected files' opens by other processes (`patchgym_outside_reads`),
     started before the first test module loads; the grader's forks report their own opens."""
@@ -89,8 +103,10 @@ def _watch_outside_reads(guard):
         import patchgym_first_calls
     except ImportError:
         return
+    patchgym_first_calls.note_own_peers()
     patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
     patchgym_first_calls.PATCHS_FRAME[0] = guard.patchs_frame
+    patchgym_first_calls.NAMES_AT_BASE[0] = guard.names_at_base
 
 
 def _bind_methods(obj):
@@ -717,7 +733,8 @@ def main(argv):
     failing_ids = set(failing)
     def the_patchs_own():  # the threads the patch's code started, the files it opened: the guard, set below, holds them
         guard = getattr(provenance, "guard", None)
-        return list(getattr(guard, "patch_threads", {}).values()) + list(getattr(guard, "patch_files", ()))
+        return (list(getattr(guard, "patch_threads", {}).values()) + list(getattr(guard, "patch_files", ()))
+                + patchgym_first_calls_peers(guard))
 
     def processes_told_apart():  # the repository's own code at base does (`forks` in the guard's traces)
         return "forks" in getattr(getattr(provenance, "guard", None), "traced_in_base", ())
