@@ -562,7 +562,11 @@ class FirstCalls(object):
             go_r, go_w, result_r, result_w, ask_r, ask_w = fds
             with warnings.catch_warnings():  # 3.12+: a fork of a process with threads warns
                 warnings.simplefilter("ignore")
-                pid = _FORK()
+                _FORKING[0] = True
+                try:
+                    pid = _FORK()
+                finally:
+                    _FORKING[0] = False
         except Exception:  # noqa: BLE001  no descriptors left, a hook refusing the fork: an answer too
             _close(*fds)
             self._found.append((of, REFUSED))
@@ -1039,6 +1043,56 @@ def raised_through_the_patch(error, depth=8):
     except Exception:  # noqa: BLE001
         return False
     return False
+
+
+_FORKING = [False]  # True while this module forks (`hold_the_patchs_fork_hooks`)
+
+
+def hold_the_patchs_fork_hooks(the_patchs):
+    """Replace `os.register_at_fork` (and posix') with one whose hooks registered with the patch's
+    code asking (`the_patchs(frame)`: the audit hook's `Guard.patchs_on_the_stack`) are not called
+    in this module's own forks, nor in their children. Called by the reporter before any code of the
+    repository runs; the hooks registered before (the standard library's) are left as they are.
+
+    Why (red team rt50, stop 55: reward 1 on both runners and on inflection and jsonpointer): a hook
+    the library registered ran inside the grader's fork, with the grader's frames on the stack and
+    none of the patch's. There a `before` hook read what is refused to the patch's code, laundered
+    through a standard function (`functools.partial(dis.dis, test)`, `vars` of the test modules),
+    snapshotted the expectations the copies' child then moves, and walked the grader's own frames
+    to turn a graded test into a no-op."""
+    real = getattr(os, "register_at_fork", None)
+    if real is None or getattr(real, "__wrapped_by_patchgym__", False):
+        return
+
+    def register_at_fork(**hooks):
+        import sys
+        try:
+            theirs = the_patchs(sys._getframe(1))
+        except Exception:  # noqa: BLE001
+            theirs = True
+        if not theirs or not hooks or any(not callable(hook) for hook in hooks.values()):
+            return real(**hooks)  # (the real one's own errors for a bad call)
+        return real(**dict((name, _held(hook)) for name, hook in hooks.items()))
+
+    register_at_fork.__name__ = register_at_fork.__qualname__ = "register_at_fork"
+    register_at_fork.__module__ = "posix"
+    register_at_fork.__doc__ = real.__doc__
+    register_at_fork.__wrapped_by_patchgym__ = True
+    try:
+        import posix
+    except ImportError:
+        posix = None
+    for module in (os, posix):
+        if module is not None and getattr(module, "register_at_fork", None) is real:
+            module.register_at_fork = register_at_fork
+
+
+def _held(hook):
+    def call():
+        if not _FORKING[0]:
+            hook()
+    call.__name__ = call.__qualname__ = getattr(hook, "__name__", "hook")
+    return call
 
 
 # In a child: (the write end of its requests to write, the read end of the answers), where its writes

@@ -850,6 +850,7 @@ def _watch_outside_reads(guard, forking):
         import patchgym_first_calls
 
         patchgym_first_calls.note_own_peers()
+        patchgym_first_calls.hold_the_patchs_fork_hooks(guard.patchs_on_the_stack)
         patchgym_first_calls.PATCHS_FRAME[0] = guard.patchs_frame
         patchgym_first_calls.NAMES_AT_BASE[0] = guard.names_at_base
         if guard.outside_reads is not None:

@@ -104,6 +104,7 @@ def _watch_outside_reads(guard):
     except ImportError:
         return
     patchgym_first_calls.note_own_peers()
+    patchgym_first_calls.hold_the_patchs_fork_hooks(guard.patchs_on_the_stack)
     patchgym_first_calls.OUTSIDE[0] = guard.outside_reads
     patchgym_first_calls.PATCHS_FRAME[0] = guard.patchs_frame
     patchgym_first_calls.NAMES_AT_BASE[0] = guard.names_at_base

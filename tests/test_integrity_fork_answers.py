@@ -216,3 +216,44 @@ def test_an_error_through_the_patchs_code_is_told_from_one_through_others_code(t
         assert first_calls.raised_through_the_patch(wrapped)
     finally:
         first_calls.PATCHS_FRAME[0] = old
+
+
+@pytest.mark.skipif(not hasattr(os, "register_at_fork"), reason="os.register_at_fork")
+def test_a_fork_hook_the_patchs_code_registers_is_not_called_in_the_graders_forks(monkeypatch) -> None:
+    """Red team rt50 (reward 1 on both runners, inflection and jsonpointer): a hook the library
+    registered ran inside the grader's fork with the grader's frames on the stack, where a `before`
+    hook read what is refused to the patch's code (`partial(dis.dis, test)`) or snapshotted the
+    tables the copies' child moves. Such a hook is not called in the grader's forks; in any other
+    fork it is (`first_calls.hold_the_patchs_fork_hooks`)."""
+    import posix
+
+    monkeypatch.setattr(os, "register_at_fork", os.register_at_fork)  # (put back after)
+    monkeypatch.setattr(posix, "register_at_fork", posix.register_at_fork)
+
+    def the_patchs(frame):
+        while frame is not None:
+            if frame.f_code.co_name == "registered_by_the_patch":
+                return True
+            frame = frame.f_back
+        return False
+
+    first_calls.hold_the_patchs_fork_hooks(the_patchs)
+    seen = []
+
+    def registered_by_the_patch():
+        os.register_at_fork(before=lambda: seen.append("patch"), after_in_parent=lambda: seen.append("patch after"))
+
+    registered_by_the_patch()
+    os.register_at_fork(before=lambda: seen.append("other"))
+    forks = first_calls.FirstCalls([])
+    forks.fork_before("t", [(1, lambda: None)], defer=True)
+    forks.run("t")
+    assert forks.results() == [("t", 1)] and seen == ["other"], seen
+    del seen[:]
+    pid = os.fork()
+    if pid == 0:
+        os._exit(0)
+    os.waitpid(pid, 0)
+    assert sorted(seen) == ["other", "patch", "patch after"], seen
+    with pytest.raises(TypeError):
+        os.register_at_fork(before=3)  # (the real one's own error)
