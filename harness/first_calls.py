@@ -643,21 +643,27 @@ class FirstCalls(object):
             paused = None
         try:
             held, kept = [], _journal.Journal() if _journal is not None else None
+            # Where the original's own child is among them, none of them is held by threads the fork
+            # did not copy (`alone_tells`), and each one held past its time is waited for (`late`).
+            waited = any(entry[0] in self._alone for entry in mine)
+            released = {}
             for entry in mine:  # one after another: none sees what another wrote (`fork_journal`)
+                pid = entry[0]
+                released[pid] = _Real.monotonic()
                 try:
                     _Real.write(entry[1], b"g")
                 except OSError:
                     pass
-                pid = entry[0]
                 self._found += _answer(entry, timeout_s, self._exiting, self.busy_cap_s,
-                                       held if pid in self._alone else None, asks=self._asks.get(pid), kept=kept)
-                late = bool(held) and held[-1][0] is entry  # (the original's, held past its time: `late`)
+                                       held if waited else None, asks=self._asks.get(pid), kept=kept)
+                late = bool(held) and held[-1][0] is entry  # (held past its time: `late`)
                 wrote = bool(kept)
                 if wrote:  # it wrote: gone, and what it wrote undone, before the next one starts
                     if late:
                         held.pop()
                         _close(entry[1], entry[2])
-                        self._found.append((entry[3], ORIGINAL_HELD))
+                        if pid in self._alone:
+                            self._found.append((entry[3], ORIGINAL_HELD))
                     if pid in self._exiting:
                         self._exiting.remove(pid)
                     _reap(pid)
@@ -665,30 +671,34 @@ class FirstCalls(object):
                 if not late or wrote:
                     _close(self._asks.pop(pid, None))
             now = _Real.monotonic()
-            self._late.extend([entry, data, now, None] for entry, data in held)
+            self._late.extend([entry, data, released[entry[0]], None, now] for entry, data in held)
         finally:
             if paused is not None and paused[0] > 0:
                 _Real.setitimer(signal.ITIMER_REAL, paused[0], paused[1])
 
     def late(self, final=False):
-        """Judge the original's own children that had not answered when their test's body began
-        (`run`): each is given until that moment plus TIMEOUT_S and twice the time the body took
-        (measured up to the next `run`, or `results`), LATE_CAP_S at most, working or not, while the
-        run goes on; `final` waits for them. One that answers by then is judged as any child is; one
-        that does not is (of, ORIGINAL_HELD), killed.
+        """Judge the children that had not answered when their test's body began (`run`), where the
+        original's own child is among them: each is given, from the moment it was let go, twice
+        TIMEOUT_S and twice the time the body took (measured up to the next `run`, or `results`),
+        LATE_CAP_S at most, working or not, while the run goes on; `final` waits for them. One that
+        answers by then is judged as any child is; one that does not is killed, and is
+        (of, ORIGINAL_HELD) where it is the original's own (a copies' child's copies failed).
 
         Why (red team, stop 55: reward 1 on the unittest runner): a lie told only outside forks
         whose code slept once it found itself in one left the original's child held past its time,
         which had counted as no answer at all, as a child held by threads the fork did not copy
         does (there are none in this child: `alone_tells`). An honest test that sleeps or works as
-        long in its fork as in the run answers within the time its body took."""
+        long in its fork as in the run answers within the time its body took. The copies' child is
+        waited for the same way, from its own start: a lie that slept past the time in every child
+        and then answered had the copies' child killed, its copies counted as failed, and the
+        original's answer late, a lie."""
         if not self._late:
             return
         now, still = _Real.monotonic(), []
         for item in self._late:
-            entry, data, began, deadline = item
+            entry, data, released, deadline, began = item
             if deadline is None:  # the body of its test is over: it took about this long
-                deadline = item[3] = began + min(LATE_CAP_S, TIMEOUT_S + 2.0 * (now - began))
+                deadline = item[3] = released + min(LATE_CAP_S, 2.0 * TIMEOUT_S + 2.0 * (now - began))
             left = max(0.0, deadline - _Real.monotonic()) if final else 0.0
             held = []
             found = _answer(entry, left, self._exiting, 0.0, held, data, asks=self._asks.get(entry[0]))
@@ -700,7 +710,8 @@ class FirstCalls(object):
                 _reap(entry[0])
                 if OUTSIDE[0] is not None:  # (its opens of the watched files: `_answer`)
                     OUTSIDE[0].in_forks[0] += held[0][1].count(_FORK_OPEN)
-                self._found.append((entry[3], ORIGINAL_HELD))
+                if entry[0] in self._alone:
+                    self._found.append((entry[3], ORIGINAL_HELD))
             else:
                 item[1] = held[0][1]
                 still.append(item)
