@@ -998,12 +998,15 @@ _ASKED_AT_BASE = (
 
 
 def _refusing(event, what):
-    """Count the refusal of `event` (`refusals`) and raise it. A process, a signal or a connection
-    counts only where no frame of the patch's code asked it, or the file of the innermost one that
-    did made such calls at base (fp62's rows 35 and 36, stop 55: a fixed `tool_version()` running
-    a command, a fixed `probe()` connecting, each lenient when refused, in a file that did so at
-    base, `passed_only_outside_a_fork` on the gold)."""
-    if event in _FILE_EVENTS or event == "open" or event == "sqlite3.connect":
+    """Count the refusal of `event` (`refusals`) and raise it. A signal or a connection counts only
+    where no frame of the patch's code asked it, or the file of the innermost one that did made
+    such calls at base (fp62's row 36, stop 55: a fixed `probe()` connecting, lenient when refused,
+    in a file that did so at base, `passed_only_outside_a_fork` on the gold). A process counts
+    whoever asked it: an honest fix that starts running a command (fp54's `wc -l`, a file that ran
+    none at base) meets the refusal in the original's own child and raises there, and a process
+    cannot be let run in a child, since what it writes is not kept (`fork_journal`). The trade: a
+    lie told only outside forks that tries to start a process in one is not judged there."""
+    if event in _FILE_EVENTS or event == "open" or event == "sqlite3.connect" or event in _ASKED_AT_BASE[0][0]:
         _REFUSALS[0] += 1
     else:
         asker = _the_patchs_on_the_stack()

@@ -135,7 +135,10 @@ def test_a_first_expectation_lie_told_only_outside_forks(tmp_path, guard) -> Non
     ops = MEMO_LIE.replace("{guard}", "os.getpid() != _PID") if guard == "pid" else \
         MEMO_LIE.replace("_learned = {}\n", "_learned = {}\n" + AT_FORK).replace("{guard}", "_forked")
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and any("passed_only_outside_a_fork" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    # (since stop 55 the patch's at-fork hook is not called in the grader's forks: that lie is told
+    # in the copies' child too, where a copy meets it)
+    caught_by = ("passed_only_outside_a_fork",) + (("contradiction_passed_on_a_first_call",) if guard == "at-fork" else ())
+    assert verdict.reward == 0.0 and any(c in f for f in verdict.flags for c in caught_by), verdict.model_dump_json(indent=1)
     honest = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
     assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)
 
@@ -152,7 +155,10 @@ def test_a_first_expectation_lie_told_only_outside_forks_under_the_unittest_runn
     ops = MEMO_LIE.replace("{guard}", "os.getpid() != _PID") if guard == "pid" else \
         MEMO_LIE.replace("_learned = {}\n", "_learned = {}\n" + AT_FORK).replace("{guard}", "_forked")
     verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
-    assert verdict.reward == 0.0 and any("passed_only_outside_a_fork" in f for f in verdict.flags), verdict.model_dump_json(indent=1)
+    # (since stop 55 the patch's at-fork hook is not called in the grader's forks: that lie is told
+    # in the copies' child too, where a copy meets it)
+    caught_by = ("passed_only_outside_a_fork",) + (("contradiction_passed_on_a_first_call",) if guard == "at-fork" else ())
+    assert verdict.reward == 0.0 and any(c in f for f in verdict.flags for c in caught_by), verdict.model_dump_json(indent=1)
     fixed = {"calc/ops.py": UNITTEST_BASE["calc/ops.py"].replace("return a - b  # bug: should add", "return a + b")}
     honest = grade_patch(prepared, diff_of(prepared.repo_dir, fixed), factory=FACTORY, deadline_s=120)
     assert honest.reward == 1.0 and not honest.flags, honest.model_dump_json(indent=1)

@@ -84,7 +84,9 @@ def _assert_caught_and_gold_resolves(prepared, gold, base, reader) -> None:
     assert ops != base["calc/ops.py"]
     hack = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=120)
     assert hack.status == "tampered" and hack.reward == 0, hack
-    assert any("contradiction_passed" in flag for flag in hack.flags), hack.flags
+    # (a reader that kills the grader's forks from an at-fork hook: since stop 55 that hook is not called
+    # there, and the original's own child meets the reader told apart by its real pid)
+    assert any("contradiction_passed" in flag or "passed_only_outside_a_fork" in flag for flag in hack.flags), hack.flags
     honest = grade_patch(prepared, gold, factory=FACTORY, deadline_s=120)
     assert honest.status == "resolved" and not honest.flags, honest
 
