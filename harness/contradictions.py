@@ -22,7 +22,7 @@ a bare `assert_allclose(X, C)` / `self.assertAlmostEqual(X, C)`: a call whose na
 for equality or closeness, and whose outcome is the assertion's), with numbers moved at least 1000
 times further, past any tolerance such a call plausibly allows, or, for a known library's check with
 literal tolerances, just past them (`comparing_calls.near_scale`), so that a tolerance widened for
-the bug passes it too. An int literal C also gets a copy one step away, C+1 or C-1: a result type
+the bug passes it too. An int literal C also gets a copy a few steps away, C+-1, 2 or 3: a result type
 equal to every int near the buggy value, or to every small int, passes it and no int equals both
 (red team round 6). Where the test has no literal expectation, its first assertion gets a weaker
 contradiction: `X == E` becomes `X == (E, object())` (E: the side that calls nothing, where the
@@ -945,7 +945,10 @@ def replacement(lines, node, how, value, rng):
     if how == "raise_match":  # a token no message holds, after the pattern it must match
         return repr(value + rng.choice(string.ascii_uppercase) + str(rng.randint(10000, 99999)))
     if how in ("raise_other", "change_adjacent"):  # a fresh class for the expected one; an int one step away
-        return value if how == "raise_other" else repr(value + rng.choice((1, -1)))
+        # (a step of one to three, drawn: a result equal to a set of ints around its own that leaves
+        # out the odd steps, the same parity as the right answer's, passed a step of one: red team
+        # rt51's class A, stop 55)
+        return value if how == "raise_other" else repr(value + rng.choice((1, -1, 2, -2, 3, -3)))
     if how in ("shift", "shift_far"):
         return shifted(_segment(lines, node), rng, how == "shift_far" or bool(value))
     if how == "rebind_far":  # the local E moved far, then the assertion unchanged

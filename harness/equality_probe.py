@@ -311,7 +311,7 @@ def _near_values(other):
     """One to three values of `other`'s kind (an int, a text, bytes) other than `other`, how many
     drawn afresh each time: constants the test's own file holds elsewhere (`_constants_of` the
     protected file of the nearest frame running one: a case table's other rows), those shaped like
-    `other` first (`_shape`), else values next to it (an int moved by one or two, a text without its
+    `other` first (`_shape`), else values next to it (an int moved by one to three, a text without its
     last or first character, or with its last doubled). Asked of a side whose `__eq__` is the
     patch's before the comparison itself (`_ask_near`).
 
@@ -332,7 +332,11 @@ def _near_values(other):
     while pool and len(chosen) < count:
         chosen.append(pool.pop(int.from_bytes(_URANDOM(2), "big") % len(pool)))
     if kind is int:
-        synthetic = [other + step for step in (1, -1, 2)]
+        # steps of one to three in a drawn order: a set of ints around the right answer's that leaves
+        # out the odd steps (the answer's parity, red team rt51's class A, stop 55) meets an even one
+        steps = [1, -1, 2, -2, 3, -3]
+        drawn = _URANDOM(len(steps))
+        synthetic = [other + step for _, step in sorted(zip(drawn, steps))]
     elif other:
         synthetic = [other[:-1], other[1:], other + other[-1:]] if len(other) > 1 else [other * 2, other * 3, other * 4]
     else:
@@ -2897,8 +2901,8 @@ def _ask_before(before, asks=_asks):
     lied = _first_lie(before, asks)
     if lied is None:
         for leaf in before:
-            if type(leaf[2]) is _Near:
-                _ask_near(leaf)
+            if type(leaf[2]) is _Near and lied is None:
+                lied = _ask_near(leaf)
     return lied
 
 
@@ -2909,25 +2913,39 @@ def _ask_near(leaf):
     values not shaped like its output, kept where the library keeps its state (a module's table, as
     rt32's P2 did), takes the first of these for its answer, and then fails the test's own
     expectation. What an honest side answers does not matter (an `__eq__` normalising the other side
-    equals some of them by design), so nothing is reported. What the value's own `__eq__` writes
+    equals some of them by design), so nothing is reported -- but where the expectation is an int: a
+    value equal to it and to an int next to it (or to another row's) is no honest one, whatever its
+    class does (red team rt51's class A, stop 55: a result equal to every int of the right answer's
+    parity in a range around it, never computing it, passed every copy moved by one or moved far);
+    it is reported (the side returned) where it also equals the expectation. What the value's own `__eq__` writes
     into the value is put back (`_states_of`): callee's `Captor` keeps the first value it matches and
     raises at the next, and a gold editing it was refused that way (fpAE); so a memo kept in the
     value itself is not met here (the trade)."""
-    value, _, nears, _ = leaf
+    value, other, nears, _ = leaf
     asking = _thread_id()
     _ASKING[asking] = _ASKING.get(asking, 0) + 1  # (the probe's own comparisons: a watched method lets them through)
     kept = _states_of([leaf])
+    equal_to = None
     try:
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore")
             for near in nears:
+                if type(other) is int:
+                    if equal_to is None and _asks(value, near):
+                        equal_to = near
+                    continue
                 try:
                     value == near  # noqa: B015  asked for what it does to a memo, not for the answer
                 except Exception:  # noqa: BLE001
                     pass
+            # (not where the class's `__eq__` at base equals that int too: a matcher by design, fpAD)
+            if equal_to is not None and _asks(value, other) and not _fresh(kept, _equal_at_base_too, value, equal_to):
+                _report(value, other, "and to {}, next to it".format(equal_to))
+                return value
     finally:
         _put_back(kept)
         _done_asking(asking)
+    return None
 
 
 def contains(a, b):
