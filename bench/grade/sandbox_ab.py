@@ -68,7 +68,12 @@ def _counting_run(self, command: str, **kwargs):
 
 
 def _modules_of(revision: str, folder: Path) -> tuple:
-    """`results`' module table as it was at `revision`."""
+    """`results`' module table as it was at `revision` (a helper this tree has and the revision had
+    not is left out: nothing of the revision's imports it)."""
+    def exists(path: Path) -> bool:
+        return subprocess.run(["git", "-C", str(ROOT), "cat-file", "-e", f"{revision}:{path.relative_to(ROOT)}"],
+                              capture_output=True).returncode == 0
+
     def shown(path: Path) -> Path:
         out = folder / path.name
         text = subprocess.run(["git", "-C", str(ROOT), "show", f"{revision}:{path.relative_to(ROOT)}"],
@@ -76,7 +81,8 @@ def _modules_of(revision: str, folder: Path) -> tuple:
         out.write_bytes(text)
         return out
     return (shown(results.PLUGIN_SOURCE), shown(results.UNITTEST_SOURCE), (results.SIGNED_STREAM[0], shown(results.SIGNED_STREAM[1])),
-            (results.STARTUP_GUARD[0], shown(results.STARTUP_GUARD[1])), tuple((name, shown(path)) for name, path in results.HELPERS))
+            (results.STARTUP_GUARD[0], shown(results.STARTUP_GUARD[1])),
+            tuple((name, shown(path)) for name, path in results.HELPERS if exists(path)))
 
 
 def _use(modules: tuple) -> None:
