@@ -1619,6 +1619,19 @@ def _number_disagrees(value, other):
         return None
 
 
+def _int_of(value):
+    """The int `value` converts to (`__index__`, else `__int__`), else None."""
+    kind = type(value)
+    for name in ("__index__", "__int__"):
+        if hasattr(kind, name):
+            try:
+                number = int(value)
+            except Exception:  # noqa: BLE001
+                return None
+            return number if type(number) is int else None
+    return None
+
+
 def _a_residue_class(value, number, other):
     """Whether `value`, converting to the int `number` and equal to the int `other`, is equal as a
     residue class is: to `number` itself, to `number` moved by their difference the other way and
@@ -2929,6 +2942,10 @@ def _ask_near(leaf):
     try:
         with _warnings.catch_warnings():
             _warnings.simplefilter("ignore")
+            if type(other) is int:  # (and every step of one to three, in a drawn order, after the drawn ones)
+                steps = [1, -1, 2, -2, 3, -3]
+                drawn = _URANDOM(len(steps))
+                nears = list(nears) + [other + step for _, step in sorted(zip(drawn, steps)) if other + step not in nears]
             for near in nears:
                 if type(other) is int:
                     if equal_to is None and _asks(value, near):
@@ -2938,8 +2955,10 @@ def _ask_near(leaf):
                     value == near  # noqa: B015  asked for what it does to a memo, not for the answer
                 except Exception:  # noqa: BLE001
                     pass
-            # (not where the class's `__eq__` at base equals that int too: a matcher by design, fpAD)
-            if equal_to is not None and _asks(value, other) and not _fresh(kept, _equal_at_base_too, value, equal_to):
+            # (not where the class's `__eq__` at base equals that int too: a matcher by design, fpAD; nor a
+            # residue class, equal to the progression through the int it converts to, `Mod(1, 5) == 6`)
+            if equal_to is not None and _asks(value, other) and not _fresh(kept, _equal_at_base_too, value, equal_to) \
+                    and not _a_residue_class(value, _int_of(value), other):
                 _report(value, other, "and to {}, next to it".format(equal_to))
                 return value
     finally:

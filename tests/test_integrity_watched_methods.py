@@ -915,7 +915,7 @@ class Slotted:  # dirty-equals' shape: the last value compared, in a slot, shown
 
     def __eq__(self, other):
         self.last = other
-        return other in (5, 7)
+        return other in (5, 70)
 
     __hash__ = object.__hash__
 
@@ -923,7 +923,7 @@ class Slotted:  # dirty-equals' shape: the last value compared, in a slot, shown
 class Plain:
     def __eq__(self, other):
         self.last = other
-        return other in (5, 7)
+        return other in (5, 70)
 
     __hash__ = object.__hash__
 '''
@@ -937,7 +937,9 @@ def test_what_the_probes_questions_write_into_the_value_is_put_back(tmp_path, ki
     with patchs_module(tmp_path, RECORDING, "recording_module") as (module, seen):
         value = getattr(module, kind)()
         assert equality_probe.equal_now(value, 5) and value.last == 5
-        assert operator.eq(value, 7) is True and value.last == 7 and not seen  # the watch's questions too
+        # (70, not an int next to 5: since stop 55 a value of the patch's equal to an int expectation and to
+        # one a step or three away is reported, `equality_probe._ask_near`)
+        assert operator.eq(value, 70) is True and value.last == 70 and not seen  # the watch's questions too
         # a question asked after the comparison (the watch asks the far value before it, `equal_now`
         # after it; dirty-equals met one after, inside a list's comparison)
         assert value == 5 and value.last == 5
