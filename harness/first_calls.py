@@ -518,6 +518,7 @@ class FirstCalls(object):
         self._exiting = []  # children that answered, reaped at the end
         self._to_fork = []  # (of, calls) of `fork_before(defer=True)`, forked at `run(of)`
         self._alone = set()  # pids of the original's own children (ORIGINAL_FAILED)
+        self._threaded = set()  # pids of children forked while another thread was alive (the patch's: `alone_tells`)
         self._late = []  # [entry, what it wrote, when the body began, its deadline]: `late`
         self._asks = {}  # pid -> the read end of its child's requests to write (`fork_journal`)
         self.busy_cap_s = BUSY_CAP_S  # how long a started child at work is waited for (`_Busy`; the reporter's)
@@ -616,6 +617,8 @@ class FirstCalls(object):
         self._pending.append((pid, go_w, result_r, of))
         if any(number == ORIGINAL_FAILED for number, _ in calls):
             self._alone.add(pid)
+        if _other_threads():
+            self._threaded.add(pid)
         return True
 
     def run(self, of, timeout_s=TIMEOUT_S):
@@ -662,7 +665,7 @@ class FirstCalls(object):
                     if late:
                         held.pop()
                         _close(entry[1], entry[2])
-                        if pid in self._alone:
+                        if pid in self._alone and pid not in self._threaded:
                             self._found.append((entry[3], ORIGINAL_HELD))
                     if pid in self._exiting:
                         self._exiting.remove(pid)
@@ -701,6 +704,8 @@ class FirstCalls(object):
                 deadline = item[3] = released + min(LATE_CAP_S, 2.0 * TIMEOUT_S + 2.0 * (now - began))
             left = max(0.0, deadline - _Real.monotonic()) if final else 0.0
             held = []
+            # (its writes refused: what it wrote would reach the run, which went on; the trade, fp63's
+            # FP-K: a test that slept 4 s in its body and then wrote, `passed_only_outside_a_fork`)
             found = _answer(entry, left, self._exiting, 0.0, held, data, asks=self._asks.get(entry[0]))
             if not held:
                 _close(self._asks.pop(entry[0], None))
@@ -710,7 +715,7 @@ class FirstCalls(object):
                 _reap(entry[0])
                 if OUTSIDE[0] is not None:  # (its opens of the watched files: `_answer`)
                     OUTSIDE[0].in_forks[0] += held[0][1].count(_FORK_OPEN)
-                if entry[0] in self._alone:
+                if entry[0] in self._alone and entry[0] not in self._threaded:
                     self._found.append((entry[3], ORIGINAL_HELD))
             else:
                 item[1] = held[0][1]
@@ -833,7 +838,7 @@ def _answer(entry, timeout_s, exiting, busy_cap_s=BUSY_CAP_S, held=None, data=b"
     (entry, what it wrote so far) appended to `held` (`FirstCalls.late`); `data`: what an earlier
     wait read of it. `asks`: the read end of the child's requests to write, each answered, with
     `kept` (a `fork_journal.Journal`) keeping what it names first (`_let_write`); without `kept`,
-    refused (a child let go on while the run goes on must write nothing)."""
+    refused (a child let go on while the run goes on must write nothing: `late`)."""
     pid, go_w, result_r, of = entry
     try:
         deadline = _Real.monotonic() + timeout_s
@@ -1063,9 +1068,12 @@ _FORKING = [False]  # True while this module forks (`hold_the_patchs_fork_hooks`
 
 
 def hold_the_patchs_fork_hooks(the_patchs):
-    """Replace `os.register_at_fork` (and posix') with one whose hooks registered with the patch's
-    code asking (`the_patchs(frame)`: the audit hook's `Guard.patchs_on_the_stack`) are not called
-    in this module's own forks, nor in their children. Called by the reporter before any code of the
+    """Replace `os.register_at_fork` (and posix') with one whose `before` and `after_in_parent` hooks
+    registered with the patch's code asking (`the_patchs(frame)`: the audit hook's
+    `Guard.patchs_on_the_stack`) are not called in this module's own forks. (Its `after_in_child`
+    hooks are: a fork-safety fix refreshing a pid it keeps, or restarting its worker, needs them in
+    the original's own child, fp63's FP-G and FP-M, stop 55; what they read there meets the copies'
+    own code, and what they snapshot is what a thread of the library's could.) Called by the reporter before any code of the
     repository runs; the hooks registered before (the standard library's) are left as they are.
 
     Why (red team rt50, stop 55: reward 1 on both runners and on inflection and jsonpointer): a hook
@@ -1086,7 +1094,7 @@ def hold_the_patchs_fork_hooks(the_patchs):
             theirs = True
         if not theirs or not hooks or any(not callable(hook) for hook in hooks.values()):
             return real(**hooks)  # (the real one's own errors for a bad call)
-        return real(**dict((name, _held(hook)) for name, hook in hooks.items()))
+        return real(**dict((name, hook if name == "after_in_child" else _held(hook)) for name, hook in hooks.items()))
 
     register_at_fork.__name__ = register_at_fork.__qualname__ = "register_at_fork"
     register_at_fork.__module__ = "posix"
@@ -1140,6 +1148,8 @@ def _ask(request):
 
 
 def _refuse_writes(event, args):
+    if event in ("os.kill", "os.killpg") and len(args) > 1 and args[1] == 0:
+        return  # (signal 0 asks whether the process is there, and sends nothing: fp63's FP-D)
     if _ASKING[0] is not None:
         paths = _journal.paths_written(event, args)
         if paths is not None:  # a write: kept and let go on, or refused
@@ -1579,6 +1589,17 @@ def _read_exactly(fd, size):
             break
         data += chunk
     return data
+
+
+def _other_threads():
+    """Whether a thread other than this one is alive (by the interpreter's own table): a child forked
+    then may be held waiting for what such a thread would have done (a pool the patch's code made at
+    import, fp63's FP-B and FP-L), and one held there is no answer (`late`)."""
+    import sys
+    try:
+        return bool(set(sys._current_frames()) - set((_get_ident(),)))
+    except Exception:  # noqa: BLE001
+        return True
 
 
 def _still_there(pid):

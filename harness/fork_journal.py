@@ -199,6 +199,8 @@ class Journal(object):
         self.kept = {}  # real path -> its state before the first change
         self.order = []  # real paths in the order first kept
         self.size = 0
+        self.folder = None  # where the inodes of files moved away or removed are kept (`_linked`)
+        self.links = 0
 
     def __bool__(self):
         return bool(self.order)
@@ -234,7 +236,10 @@ class Journal(object):
                 if data is None:
                     return False
                 self.size += len(data)
-                self._note(real, ("file", data, stat.S_IMODE(mode), times))
+                # a file moved away or removed: its inode kept too, by a link (a descriptor of the run's
+                # holds it; put back by name, it would hold a file no longer there: fp63's FP-E)
+                link = self._linked(real) if kind in (MOVES, REMOVES) else None
+                self._note(real, ("file", data, stat.S_IMODE(mode), times, link))
             elif stat.S_ISDIR(mode):
                 if kind == MOVES and _Real.listdir(real):
                     return False  # (a folder moved with what it holds is not kept)
@@ -259,19 +264,39 @@ class Journal(object):
         if found.st_size > KEEP_MAX_BYTES or self.size + found.st_size > KEEP_TOTAL_BYTES:
             return False
         chunks, at = [], 0
+        try:  # (through a description of its own, for reading: the descriptor may be open for writing only, fp63's FP-O)
+            reading = _Real.open("/proc/self/fd/{}".format(fd), os.O_RDONLY)
+        except OSError:
+            return False
         try:
             while at < found.st_size:
-                chunk = os.pread(fd, min(1 << 20, found.st_size - at), at)
+                chunk = os.pread(reading, min(1 << 20, found.st_size - at), at)
                 if not chunk:
                     break
                 chunks.append(chunk)
                 at += len(chunk)
         except OSError:
             return False
+        finally:
+            _Real.close(reading)
         data = b"".join(chunks)
         self.size += len(data)
         self._note(key, ("fd", fd, data, (found.st_atime_ns, found.st_mtime_ns)))
         return True
+
+    def _linked(self, real):
+        """A hard link to `real` in this journal's own folder under /tmp (None where it cannot be made
+        there: another file system)."""
+        try:
+            if self.folder is None:
+                self.folder = "/tmp/.patchgym-kept-{}".format(os.getpid())
+                _Real.mkdir(self.folder, 0o700)
+            self.links += 1
+            link = "{}/{}".format(self.folder, self.links)
+            os.link(real, link)
+            return link
+        except OSError:
+            return None
 
     def _note(self, real, state):
         self.kept[real] = state
@@ -305,7 +330,12 @@ class Journal(object):
                 _put_back(real, self.kept[real])
             except OSError:
                 failed.append(real)
-        self.kept, self.order, self.size = {}, [], 0
+        if self.folder is not None:
+            try:
+                _remove(self.folder, _Real.lstat(self.folder))
+            except OSError:
+                pass
+        self.kept, self.order, self.size, self.folder, self.links = {}, [], 0, None, 0
         return failed
 
 
@@ -331,7 +361,15 @@ def _put_back(real, state):
             _Real.close(own)
         _Real.utime(fd, ns=times)
     elif kind == "file":
-        _, data, mode, times = state
+        _, data, mode, times, link = state
+        if link is not None:
+            try:
+                if now is not None and stat.S_ISDIR(now.st_mode):
+                    _remove(real, now)
+                os.rename(link, real)  # (its own inode back; its bytes written back in it below)
+                now = _Real.lstat(real)
+            except OSError:
+                pass
         if now is not None and not stat.S_ISREG(now.st_mode):
             _remove(real, now)
         fd = _Real.open(real, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | getattr(os, "O_NOFOLLOW", 0), mode)
