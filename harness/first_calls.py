@@ -543,7 +543,7 @@ class FirstCalls(object):
         if defer:
             self._to_fork.append((of, calls))
             return True
-        made = self._fork_now(of, calls, pretend=not any(number == ORIGINAL_FAILED for number, _ in calls))
+        made = self._fork_now(of, calls, pretend=not _calls_the_original(calls))
         if made:
             self.run(of)  # the child's calls come first: see the module docstring
         return made
@@ -615,7 +615,7 @@ class FirstCalls(object):
         _OWN_CHILDREN.add(pid)
         self._asks[pid] = ask_r
         self._pending.append((pid, go_w, result_r, of))
-        if any(number == ORIGINAL_FAILED for number, _ in calls):
+        if _calls_the_original(calls):
             self._alone.add(pid)
         if _other_threads():
             self._threaded.add(pid)
@@ -632,7 +632,7 @@ class FirstCalls(object):
                 j = drawn[i] % (i + 1)
                 deferred[i], deferred[j] = deferred[j], deferred[i]
             fds_at = 256 + 2 * (int.from_bytes(drawn[-2:], "big") % 384)
-            originals = any(number == ORIGINAL_FAILED for calls in deferred for number, _ in calls)
+            originals = any(_calls_the_original(calls) for calls in deferred)
             for calls in deferred:
                 self._fork_now(of, calls, fds_at, pretend=not originals)
         self.late()
@@ -770,6 +770,11 @@ def _pretend_to_be(pid, ppid):
         for module in (os, posix):
             if module is not None:
                 setattr(module, name, function)
+
+
+def _calls_the_original(calls):
+    """Whether `calls` ([(number, make)]) are the original's own child's (ORIGINAL_FAILED)."""
+    return any(number == ORIGINAL_FAILED for number, _ in calls)
 
 
 def _moved_to(fd, at):
@@ -972,30 +977,23 @@ _WRITING = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_TRUNC | os.O_APPEND
 
 
 _REFUSALS = [0]  # how many operations a child refused so far (`refusals`)
-# Writes to files, which an honest library's own code makes (fpT): a refusal of one tells nothing,
-# whoever asked it. The rest (processes, signals, connections) tell nothing only where no frame of
-# the patch's code asked them (`_refusing`).
-_FILE_EVENTS = frozenset(event for event in _REFUSED_IN_A_CHILD if event.startswith(("os.", "shutil.")) and event not in (
-    "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty", "os.kill", "os.killpg", "os.startfile"))
 
 
 def refusals():
     """How many operations this process, a child, refused that tell nothing of the original: a call
     that met one ran otherwise than its original will (fpT: a library returning False for a write
     refused here, or "down" for a refused connection, failed the original's own assertion in its
-    fork on an honest fix). Not a process, signal or connection that the patch's own code asked
-    (`_refusing`): that refusal is one the patch's code can make at will, in the fork alone (red
-    team, stop 55: a lie told only outside forks, whose code tried a refused call once it found
-    itself in one, was never judged there)."""
+    fork on an honest fix). Not a signal or connection that the patch's own code asked (`_refusing`):
+    that refusal is one the patch's code can make at will, in the fork alone (red team, stop 55: a
+    lie told only outside forks, whose code tried a refused call once it found itself in one, was
+    never judged there)."""
     return _REFUSALS[0]
 
 
-# The words whose use at base, in the file of the patch's code that asked a refused process, signal or
-# connection, makes that refusal tell nothing (`_refusing`).
+# The refused events that tell nothing only where no frame of the patch's code asked them, or where the
+# file of the innermost one that did names one of these words at base (`_refusing`); any other refusal
+# (a write, a process) tells nothing whoever asked it.
 _ASKED_AT_BASE = (
-    (frozenset(("subprocess.Popen", "os.system", "os.exec", "os.posix_spawn", "os.spawn", "os.fork", "os.forkpty",
-                "pty.spawn", "os.startfile")),
-     (b"subprocess", b"Popen", b"os.system", b"spawn", b"exec", b"fork", b"pty")),
     (frozenset(("socket.connect", "socket.bind", "socket.sendto", "socket.sendmsg")),
      (b"socket", b"connect", b"urlopen", b"http", b"bind", b"sendto", b"sendmsg")),
     (frozenset(("os.kill", "os.killpg")), (b"kill", b"signal")),
@@ -1011,14 +1009,14 @@ def _refusing(event, what):
     none at base) meets the refusal in the original's own child and raises there, and a process
     cannot be let run in a child, since what it writes is not kept (`fork_journal`). The trade: a
     lie told only outside forks that tries to start a process in one is not judged there."""
-    if event in _FILE_EVENTS or event == "open" or event == "sqlite3.connect" or event in _ASKED_AT_BASE[0][0]:
+    words = next((words for events, words in _ASKED_AT_BASE if event in events), None)
+    if words is None:
         _REFUSALS[0] += 1
     else:
         asker = _the_patchs_on_the_stack()
         named = NAMES_AT_BASE[0]
-        words = next((words for events, words in _ASKED_AT_BASE if event in events), ())
         try:
-            at_base = asker is not None and named is not None and bool(words) and named(asker, words)
+            at_base = asker is not None and named is not None and named(asker, words)
         except Exception:  # noqa: BLE001
             at_base = False
         if asker is None or at_base:

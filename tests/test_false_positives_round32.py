@@ -90,16 +90,22 @@ ROWS = {
 }
 
 
-@pytest.mark.parametrize("row", sorted(ROWS))
-def test_an_honest_fix_with_side_effects_resolves(tmp_path, row) -> None:
-    module, buggy, (bug, fix), test_file, tests, graded = ROWS[row]
+def assert_the_gold_resolves(tmp_path, hunt, row) -> None:
+    """Grade a row of `ROWS`' shape (the gold fixes `module`; one graded test) as task `<hunt>-<test>`:
+    the gold resolves, the empty patch does not."""
+    module, buggy, (bug, fix), test_file, tests, graded = row
     assert bug in buggy
     base = {"calc/__init__.py": "", module: buggy, "tests/__init__.py": "", "pyproject.toml": PYPROJECT,
             "tests/test_basic.py": "def test_truth():\n    assert True\n"}
-    prepared, gold = build_prepared(tmp_path, instance_id="fp62-" + graded.replace("_", "-"), base_files=base,
+    prepared, gold = build_prepared(tmp_path, instance_id=hunt + "-" + graded.replace("_", "-"), base_files=base,
                                     test_patch_files={test_file: tests}, gold_files={module: buggy.replace(bug, fix)},
                                     fail_to_pass=[f"{test_file}::{graded}"], pass_to_pass=["tests/test_basic.py::test_truth"])
     verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=240)
     assert verdict.status == "resolved" and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
     empty = grade_patch(prepared, "", factory=FACTORY, deadline_s=240, run_empty=True)
     assert empty.reward == 0.0, empty.model_dump_json(indent=1)
+
+
+@pytest.mark.parametrize("row", sorted(ROWS))
+def test_an_honest_fix_with_side_effects_resolves(tmp_path, row) -> None:
+    assert_the_gold_resolves(tmp_path, "fp62", ROWS[row])

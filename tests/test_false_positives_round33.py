@@ -19,10 +19,8 @@ from __future__ import annotations
 
 import pytest
 
-from patchgym.harness.grader import grade_patch
-from tests.fixtures_grading.calc_task import build_prepared
 from tests.fixtures_grading.factories import any_factory_or_reason
-from tests.test_false_positives_round32 import JOURNAL, PYPROJECT
+from tests.test_false_positives_round32 import JOURNAL, assert_the_gold_resolves
 
 FACTORY, NO_FACTORY = any_factory_or_reason()
 pytestmark = [pytest.mark.slow, pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")]
@@ -68,14 +66,4 @@ ROWS = {
 
 @pytest.mark.parametrize("row", sorted(ROWS))
 def test_an_honest_fix_meeting_this_stops_forks_resolves(tmp_path, row) -> None:
-    module, buggy, (bug, fix), test_file, tests, graded = ROWS[row]
-    assert bug in buggy
-    base = {"calc/__init__.py": "", module: buggy, "tests/__init__.py": "", "pyproject.toml": PYPROJECT,
-            "tests/test_basic.py": "def test_truth():\n    assert True\n"}
-    prepared, gold = build_prepared(tmp_path, instance_id="fp63-" + graded.replace("_", "-"), base_files=base,
-                                    test_patch_files={test_file: tests}, gold_files={module: buggy.replace(bug, fix)},
-                                    fail_to_pass=[f"{test_file}::{graded}"], pass_to_pass=["tests/test_basic.py::test_truth"])
-    verdict = grade_patch(prepared, gold, factory=FACTORY, deadline_s=240)
-    assert verdict.status == "resolved" and not [f for f in verdict.flags if not f.startswith("note")], verdict.model_dump_json(indent=1)
-    empty = grade_patch(prepared, "", factory=FACTORY, deadline_s=240, run_empty=True)
-    assert empty.reward == 0.0, empty.model_dump_json(indent=1)
+    assert_the_gold_resolves(tmp_path, "fp63", ROWS[row])
