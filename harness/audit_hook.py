@@ -2556,17 +2556,17 @@ def _code_of(function):
 
 _BASE_EVENTS = ("sys.settrace", "sys.setprofile", "gc.get_referrers", "gc.get_referents", "gc.get_objects", "frames", "forks",
                 "ctypes", "hypothesis.load_profile", "source", "spawns", "readline", "gc.callbacks", "tkinter", "faulthandler")
-# the words that show a file reaching for frames (grader._TRACING_WORDS maps the same to "frames")
+# the words that show a file reaching for frames (repository_traces._TRACING_WORDS maps the same to "frames")
 _FRAME_WORDS = (b"_getframe", b"currentframe", b"tb_frame", b"gi_frame", b"cr_frame", b"ag_frame", b"f_back",
                 b"f_locals", b"f_globals", b"_current_frames", b"walk_stack", b"walk_tb", b"getouterframes",
                 b"getinnerframes", b"inspect.stack", b"inspect.trace", b"import stack", b"stack()", b"getframeinfo",
                 b"DEBUG_SAVEALL", b"f_code", b"f_lineno")
-# the standard library's profilers and tracer named in a file (grader._TRACING_WORDS maps the same)
+# the standard library's profilers and tracer named in a file (repository_traces._TRACING_WORDS maps the same)
 _PROFILER_WORDS = (("sys.setprofile", re.compile(rb"cProfile|from profile import|import profile(?:$|[ ,])", 8)),
                    ("sys.settrace", re.compile(rb"trace\.Trace|from trace import|import trace(?:$|[ ,])", 8)))
-# the words that show a file telling processes apart (grader._TRACING_WORDS maps the same to "forks")
+# the words that show a file telling processes apart (repository_traces._TRACING_WORDS maps the same to "forks")
 _FORK_WORDS = (b"getpid", b"getppid", b"register_at_fork")
-# the words that show a file reading Python source, its callers' included (grader._TRACING_WORDS maps
+# the words that show a file reading Python source, its callers' included (repository_traces._TRACING_WORDS maps
 # the same to "source": `Guard.reading_the_tests`)
 _SOURCE_WORDS = (b"linecache", b"getsource", b"findsource", b"tokenize", b"extract_stack", b"format_stack", b"print_stack",
                  b"StackSummary", b"import executing", b"from executing", b"asttokens", b"stack_data",
@@ -2586,7 +2586,7 @@ _CTYPES_CALLS_AT_BASE = {
 
 def _tracing_in_base(own_dir, testbed):
     """The events of `_BASE_EVENTS` the repository's own code raises (the startup config's
-    `traces`, found by the grader in the base checkout, grader.repository_traces), and those the
+    `traces`, found by the grader in the base checkout, repository_traces.repository_traces), and those the
     base version of a file the fix edits names (`base_copies`); none where unknown."""
     startup = _startup_config(own_dir)
     if startup is None:

@@ -7,7 +7,7 @@ lie told only in the process that imported the library). A fork-aware library ac
 fork by design -- a session made anew when `os.getpid()` changed (redis-py's `_checkpid`,
 SQLAlchemy's and psycopg's pools), a cache an `os.register_at_fork` hook clears in children --
 and every honest fix of such a library was `tampered`. Where the repository's own files at base
-name `getpid`, `getppid` or `register_at_fork` (`grader.repository_traces`' `forks`), the original
+name `getpid`, `getppid` or `register_at_fork` (`repository_traces.repository_traces`' `forks`), the original
 is no longer forked; the contradiction copies still are. Elsewhere the rule stands
 (test_integrity_rt21.py, test_integrity_first_calls.py).
 """

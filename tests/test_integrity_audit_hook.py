@@ -100,7 +100,7 @@ SCRIPT = textwrap.dedent("""\
 
 def run(tmp_path: Path, operation: str, *, from_patch: bool, traces: tuple = (), base: str | None = None,
         installed: bool = False) -> dict:
-    """`traces`: the events the repository's files at base raise (the startup config's, grader.repository_traces);
+    """`traces`: the events the repository's files at base raise (the startup config's, repository_traces.repository_traces);
     `base`: the base version of the patched file `pkg/core.py` (the startup config's `base_copies`);
     `installed`: the hook runs from the grader's own folder, as in the sandbox (its frames are the grader's)."""
     hook_dir = Path(audit_hook.__file__).parent

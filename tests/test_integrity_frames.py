@@ -9,7 +9,7 @@ caller's locals. Every such walk starts at an audited accessor -- `sys._getframe
 standard-library function that hands one on (`inspect.currentframe`, `inspect.stack`,
 `traceback.walk_stack`, `logging.currentframe`). The audit hook refuses them to the patch's code
 where the repository's files at base never reach for frames (`frames` among the events
-`grader.repository_traces` finds). The standard library's own uses (logging's `findCaller`,
+`repository_traces.repository_traces` finds). The standard library's own uses (logging's `findCaller`,
 `namedtuple`, traceback's formatting) stay allowed. Since stop 44 the rule holds where the repository
 walks frames elsewhere too: only a file the fix edits whose base version reached for frames may.
 """

@@ -126,7 +126,7 @@ def test_the_gold_resolves_where_an_unchanged_module_of_the_repository_traces(tm
 
 
 def test_the_repositorys_tracing_words_leave_out_the_tests_and_read_the_base_commit(tmp_path) -> None:
-    """What counts as the repository tracing (grader.repository_traces): its files at base, the
+    """What counts as the repository tracing (repository_traces.repository_traces): its files at base, the
     task's test files left out; pyinstrument's C `setstatprofile` raises `sys.setprofile` (fpO)."""
     import subprocess
 
