@@ -44,9 +44,13 @@ import sys
 if __name__ == "patchgym_canaries":  # in the grading sandbox, the helpers side by side by these names
     import patchgym_comparing_calls as _comparing_calls
     import patchgym_contradictions as _contradictions
+    import patchgym_moved_world as _moved_world
 else:  # imported as patchgym.harness.canaries (on the host, by the tests)
     from patchgym.harness import comparing_calls as _comparing_calls
     from patchgym.harness import contradictions as _contradictions
+    from patchgym.harness import moved_world as _moved_world
+
+MOVED = []  # the ids of the tests whose expectation `plant` moved in their source (the moved world's run)
 
 _IDENT = re.compile(r"[A-Za-z][a-z0-9]*|[a-z0-9]+")
 _STDLIB_LIKE = frozenset({"pytest", "unittest", "mock", "os", "sys", "re", "json", "typing", "collections",
@@ -397,6 +401,9 @@ def plant(config, testbed, log_parser):
     spec = config.get("canaries") or {}
     if not spec or sys.version_info < (3, 8):
         return []
+    moved = spec.pop("moved", None)  # (nothing left in the configuration says the world was moved)
+    if moved:
+        _move_files(moved, log_parser, testbed)
     rng = random.Random(int(spec.get("seed", 0)))
     modules = {}
     by_file = graded_by_file(spec.get("ids") or [], log_parser, testbed, modules)
@@ -418,6 +425,82 @@ def plant(config, testbed, log_parser):
     finally:
         if collecting:
             gc.enable()
+
+
+def moved_world_record(planted):
+    """What the canaries record says of the moved world: `moved`, the ids this run moved in their
+    source (`MOVED`, the moved world's own run), emptied once read: the record is made before any
+    code of the repository runs, and nothing of the process then tells the two worlds apart by it.
+    (Which tests the moved world may move, the fork tells when it moved one: the reporters'
+    "movable" records.)"""
+    moved = list(MOVED)
+    del MOVED[:]
+    return {"moved": moved}
+
+
+def _move_files(test_ids, log_parser, testbed):
+    """The moved world (`moved_world`): each test of `test_ids` whose contradiction copy would move a
+    value it reads once gets that value moved in its file's source, before anything is planted there.
+    Fills `MOVED` with the ids moved."""
+    contradict = {}
+    for test_id in test_ids:
+        base = test_id.split("[", 1)[0]
+        for rel, names in graded_by_file([test_id], log_parser, testbed).items():
+            for name in names:
+                contradict.setdefault(rel, {})[name] = base
+    for rel, graded in sorted(contradict.items()):
+        path = os.path.join(testbed, rel)
+        try:
+            data, encoding = _read(path)
+            source = data.decode(encoding)
+            tree = ast.parse(source)
+        except (OSError, UnicodeDecodeError, LookupError, SyntaxError, ValueError):
+            continue
+        lines = source.splitlines()
+        top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
+        repo_names, _ = _imported_names(tree, testbed)
+        known = _comparing_calls.known_names(tree)
+        helpers = _comparing_calls.equality_helpers(tree) | _comparing_calls.imported_equality_helpers(
+            tree, _tests_module_reader(testbed, rel))
+        own = frozenset(repo_names) | frozenset(top)
+        end_of = dict((name, node.end_lineno) for name, node in classes.items())
+        end_of[None] = len(lines)
+        wraps, ids = [], []
+        for entry, test_id in sorted(graded.items()):
+            parts = entry.split("::")
+            if len(parts) == 1 and parts[0] in top:
+                container, function = None, top[parts[0]]
+            elif len(parts) == 2 and parts[0] in classes:
+                container = parts[0]
+                function = next((n for n in classes[container].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                                 and n.name == parts[1]), None)
+                if function is None:
+                    continue
+            else:
+                continue
+            counter = iter(range(10 ** 6))
+            chosen = _contradictions.plan(lines, [(container, function, test_id)], random.Random(0),
+                                          lambda name: "{}_moved_{}".format(name, next(counter)), _contradictions.PER_FILE,
+                                          end_of, known, helpers, own)
+            for entry_how in (c[6] for c in chosen):
+                move = _moved_world.value_move(entry_how)
+                target = move and _moved_world.wrap_target(tree, container, function, move,
+                                                           _contradictions._read_once_in(lines, function))
+                if target and all(target[0] is not node for node, _ in wraps):
+                    wraps.append(target)
+                    ids.append(test_id)
+                    break
+        if not wraps:
+            continue
+        try:
+            moved = _moved_world.moved_source(source, wraps, random.SystemRandom())
+            with open(path, "wb") as handle:
+                handle.write(moved.encode(encoding))
+        except (OSError, UnicodeEncodeError, SyntaxError, ValueError):
+            continue
+        MOVED.extend(ids)
+    return []
 
 
 def _tests_module_reader(testbed, rel):

@@ -30,9 +30,11 @@ from pathlib import Path
 from patchgym.harness.apply import new_marker, parse_tree_output, tree_script
 from patchgym.harness.crosscheck import decide
 from patchgym.harness.deadline import Deadline, DeadlineExceeded
+from patchgym.harness.moved_world import passed_where_moved
 from patchgym.harness.neutralize import (Plan, defines_tests, grading_test_roots, installed_module_names,
                                          named_like_test_only, plan_neutralization, pytest_sections_changed)
 from patchgym.harness.patch_check import check_patch
+from patchgym.harness.results import read_stream
 from patchgym.harness.repository_traces import repository_traces
 from patchgym.harness.runner import (
     CACHE_OPTIONS,
@@ -84,6 +86,8 @@ class _Grading:
         self.apply_method: str | None = None
         self._plan = Plan()
         self._named: set[str] = set()  # the paths the patch check read from the patch
+        self._movable: list[str] = []  # the tests the moved world moves, once resolved (`_moved_world`)
+        self._again = None  # runs the tests again in a fresh sandbox, as the graded run did (`_moved_world`)
         self.workdir = f"/tmp/.patchgym-grade-{secrets.token_hex(8)}"
 
     # --- helpers ---------------------------------------------------------------------------
@@ -137,14 +141,10 @@ class _Grading:
                 return self.verdict("infra_error", error=f"could not open a sandbox: {exc}")
             self._timed("open", started)
             try:
-                return self._in_sandbox(sandbox, check, empty)
+                verdict = self._in_sandbox(sandbox, check, empty)
             finally:
-                started = time.monotonic()
-                try:
-                    sandbox.close()
-                except Exception as exc:  # noqa: BLE001  closing must not turn a verdict into a crash
-                    self.flags.append(f"sandbox_close_failed: {exc}")
-                self._timed("close", started)
+                self._close(sandbox)
+            return self._moved_world(verdict) if self._movable and verdict.status == "resolved" else verdict
         except DeadlineExceeded as exc:
             return self.verdict("timeout", error=str(exc))
         except SandboxError as exc:
@@ -152,6 +152,53 @@ class _Grading:
         except Exception as exc:  # noqa: BLE001  a grader bug must still produce a verdict
             self._log("grader_error.txt", traceback.format_exc())
             return self.verdict("infra_error", error=f"grader error: {type(exc).__name__}: {exc}")
+
+    def _close(self, sandbox: Sandbox) -> None:
+        started = time.monotonic()
+        try:
+            sandbox.close()
+        except Exception as exc:  # noqa: BLE001  closing must not turn a verdict into a crash
+            self.flags.append(f"sandbox_close_failed: {exc}")
+        self._timed("close", started)
+
+    def _moved_world(self, verdict: Verdict) -> Verdict:
+        """A resolved verdict, checked in the moved world (moved_world.py): the graded run again in a
+        fresh sandbox, with the expectations of the FAIL_TO_PASS tests the run named movable moved in
+        their source; any of them that passes there is a lie, and the verdict `tampered`. Why (red
+        team rt50's R8, R14 and I7, stop 54, reward 1): a library that read the test framework's
+        structures before the grader's forks answered the unmoved value in every fork.
+
+        A moved world that does not finish leaves the grading unfinished, never resolved: past the
+        deadline it is `timeout` (a lie slowing every run down until the moved world had no time left
+        would otherwise pass it unasked), with no second sandbox `infra_error`, with a stream that
+        cannot be trusted `unresolved` (as the graded run's own would be)."""
+        started = time.monotonic()
+        try:
+            sandbox = self.factory.open(self.prepared, self.limits)
+        except Exception as exc:  # noqa: BLE001  any failure to start a sandbox is infrastructure
+            self._timed("moved_world", started)
+            return self.verdict("infra_error", tests=verdict.tests, error=f"could not open the moved world's sandbox: {exc}")
+        try:
+            run = self._again(sandbox, self._movable)
+        finally:
+            self._close(sandbox)
+            self._timed("moved_world", started)
+        if run.channel is not None and run.stream is not None:
+            self._log("moved_world_results.jsonl", run.stream)
+        if run.result.timed_out:
+            self.flags.append("moved_world_timed_out")
+            return self.verdict("timeout", tests=verdict.tests, error="the moved world's run went past the deadline")
+        stream = read_stream(run.channel, run.stream) if run.channel is not None else None
+        if stream is None or not stream.trustworthy:
+            problems = "; ".join(stream.problems) if stream is not None else "no result stream"
+            self.flags.append(f"moved_world_result_stream: {problems}")
+            return self.verdict("unresolved", tests=verdict.tests, error=f"the moved world's result stream cannot be trusted: {problems}")
+        lies = passed_where_moved(stream.moved, stream.tests)
+        if not lies:
+            return verdict
+        self.flags.append("tamper: passed_where_moved: " + "; ".join(
+            f"{test_id}: passed with its expectation moved in the test file's source, in a fresh sandbox" for test_id in lies[:5]))
+        return self.verdict("tampered", tests=verdict.tests)
 
     def _library_named_like_tests(self, touched: list[str]) -> frozenset[str]:
         """The touched files named like tests, outside the grading tests' folders, that exist at
@@ -206,7 +253,22 @@ class _Grading:
                                      timed_out=run.result.timed_out and run.tests_started_at is None)
             if early is not None:
                 return early
-            return self._finish(run)
+            verdict = self._finish(run)
+            if verdict.status == "resolved" and run.channel is not None:
+                self._movable = read_stream(run.channel, run.stream).movable
+
+                def again(fresh: Sandbox, moved: list[str]) -> GradingRun:
+                    for path, text in ((patch_path, self.patch), (test_patch_path, self.task.test_patch)):
+                        if path:
+                            fresh.write_file(path, text or "")
+                    return run_tests(fresh, self.task, grading_command(self.task, pytest_cache=cache), patched_files=patched,
+                                     protected_files=candidates, prelude=script, marker=marker,
+                                     executed=shell_command(self.task, cache), pytest_cache=cache,
+                                     timeout_s=self.deadline.check("the moved world"), test_roots=self._test_roots(),
+                                     doctests=self._doctests(), doctest_texts=self._doctest_texts(touched), created_files=created,
+                                     base_sources=self._base_sources(patched, created), traces=self._traces(), moved=moved)
+                self._again = again
+            return verdict
 
         result = sandbox.run(script, timeout_s=self.deadline.check("applying the patch"))
         self._timed("apply", started)

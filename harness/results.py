@@ -44,6 +44,7 @@ HELPERS = (("patchgym_canaries", Path(__file__).with_name("canaries.py")),
            ("patchgym_audit_hook", Path(__file__).with_name("audit_hook.py")),
            ("patchgym_compiled_tests", Path(__file__).with_name("compiled_tests.py")),
            ("patchgym_contradictions", Path(__file__).with_name("contradictions.py")),
+           ("patchgym_moved_world", Path(__file__).with_name("moved_world.py")),
            ("patchgym_comparing_calls", Path(__file__).with_name("comparing_calls.py")),
            ("patchgym_test_globals", Path(__file__).with_name("test_globals.py")),
            ("patchgym_first_calls", Path(__file__).with_name("first_calls.py")),
@@ -114,6 +115,8 @@ class StreamResults:
     by_param: set[int] = field(default_factory=set)  # those copying a parametrised test (its id without parameters)
     twins: dict[int, int] = field(default_factory=dict)  # contradiction canary number -> its twin's (an unchanged copy)
     exact: set[int] = field(default_factory=set)  # contradictions whose expectation is a changed value
+    movable: list[str] = field(default_factory=list)  # tests whose expectation the moved world can move (moved_world.py)
+    moved: list[str] = field(default_factory=list)  # ... and those it moved (the moved world's own run)
     canary_params: dict[int, dict[str, str]] = field(default_factory=dict)  # such a canary -> {parameter id: outcome}
     canary_within: dict[int, str] = field(default_factory=dict)  # a skipped canary -> its module or class (its id's head)
     # (number, parameter id or None) of canaries with an attempt that did not count (reruns, flaky's)
@@ -143,10 +146,13 @@ EQUALITY_PROBE = True
 def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
                    protected_files: list[str] | None = None, canary_ids: list[str] | None = None,
                    test_roots: list[str] | None = None, contradict_ids: list[str] | None = None,
-                   graded_ids: list[str] | None = None, doctests: dict[str, list[list[str]]] | None = None) -> str:
+                   graded_ids: list[str] | None = None, doctests: dict[str, list[list[str]]] | None = None,
+                   moved_ids: list[str] | None = None) -> str:
     """The JSON the plugin reads from stdin. `canary_ids` (the graded test ids) asks for canaries
     next to them, from a fresh secret seed, and `contradict_ids` (the FAIL_TO_PASS ones) for
-    contradiction canaries copied from them; `test_roots` are the folders writes may not reach."""
+    contradiction canaries copied from them; `test_roots` are the folders writes may not reach.
+    `moved_ids` asks for the moved world: those tests' expectations moved in their source first
+    (moved_world.py)."""
     config = {"key": channel.key.hex(), "nonce": channel.nonce, "results": channel.results_path,
               "patched_files": patched_files, "testbed": testbed, "protected_files": protected_files or [],
               "test_roots": test_roots or []}
@@ -158,6 +164,8 @@ def channel_config(channel: Channel, *, patched_files: list[str], testbed: str,
         config["equality_probe"] = False
     if canary_ids:
         config["canaries"] = {"seed": secrets.randbits(64), "ids": list(canary_ids), "contradict": list(contradict_ids or [])}
+    if moved_ids and canary_ids:
+        config["canaries"]["moved"] = list(moved_ids)
     return json.dumps(config)
 
 
@@ -214,9 +222,14 @@ def read_stream(channel: Channel, data: bytes | None) -> StreamResults:
             exact = record.get("exact") or []
             if isinstance(exact, list):
                 out.exact = {int(n) for n in exact if str(n).isdigit()}
+            moved = record.get("moved") or []
+            if isinstance(moved, list):
+                out.moved = [str(test_id) for test_id in moved]
             by_param = record.get("by_param") or []
             if isinstance(by_param, list):
                 out.by_param = {int(n) for n in by_param if str(n).isdigit()}
+        elif kind == "movable":
+            out.movable.append(str(record.get("id")))
         elif kind == "first_call_passed":  # n -1: the fork left without answering
             if str(record.get("n", "")).lstrip("-").isdigit():
                 out.first_call_passes.append((int(record["n"]), str(record.get("of"))))

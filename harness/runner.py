@@ -245,10 +245,11 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
               canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None,
               created_files: list[str] | None = None, base_sources: dict[str, bytes] | None = None,
               pytest_cache: bool = False, traces: list[str] | None = None,
-              doctest_texts: dict[str, dict[str, str]] | None = None) -> GradingRun:
+              doctest_texts: dict[str, dict[str, str]] | None = None, moved: list[str] | None = None) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
-    follows the `<marker> tests_begin <time>` line."""
+    follows the `<marker> tests_begin <time>` line. `moved`: the moved world's run, with those
+    tests' expectations moved in their source before the canaries are planted (moved_world.py)."""
     # (pytest's colours off with PY_COLORS; not NO_COLOR, which the code under test honours too:
     # rich's console drops its colours, and its tests of them failed on every honest fix, fp59's FP2)
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": cache_option(pytest_cache),
@@ -290,7 +291,7 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files,
                                canary_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if wants_canaries else None,
                                test_roots=test_roots, contradict_ids=list(task.FAIL_TO_PASS) if wants_canaries else None,
-                               graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], doctests=doctests)
+                               graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], doctests=doctests, moved_ids=moved)
         if unittest_runner and not task.test_cmd and executed.strip() == grading_command(task).strip():
             # The graded ids go to the runner on stdin, not on its command line: `sys.argv` is
             # emptied before any test module loads, but `/proc/self/cmdline` kept them, and a library

@@ -203,6 +203,8 @@ def _first_calls(planted, channel, failed_asserts=None, failing=(), sources=None
                     for n, name in copies_of[test_id]:
                         rebound = patchgym_first_calls.moved_global(planted[n], module, far_steps, testcase)
                         if rebound is not None:  # the original, the module's name it asserts against moved in the child
+                            if getattr(planted[n], "contradicts", None):  # (the moved world may move it: patchgym_moved_world)
+                                channel.emit("movable", id=planted[n].contradicts)
                             original_name = testcase._testMethodName
                             make = patchgym_first_calls.with_global_moved((lambda: getattr(testcase, original_name)()), rebound)
                             moved_calls.append((n, clean(own(counted(make, testcase), original_name, testcase))))
@@ -278,7 +280,7 @@ def _watch_failed_asserts(sources, running, testbed, patched=frozenset()):
 _GRADER_MODULES = ("patchgym_signed_stream", "patchgym_audit_hook", "patchgym_compiled_tests", "patchgym_canaries",
                    "patchgym_contradictions", "patchgym_comparing_calls", "patchgym_test_globals", "patchgym_first_calls",
                    "patchgym_fork_journal", "patchgym_equality_probe", "patchgym_edited_defs", "patchgym_outside_reads",
-                   "patchgym_doctest_hold")
+                   "patchgym_doctest_hold", "patchgym_moved_world")
 
 
 def _own_state(result_class):
@@ -649,6 +651,12 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
     return SignedResult
 
 
+def _moved_world_record(planted):
+    """The canaries record's `movable` and `moved` fields (`patchgym_canaries.moved_world_record`)."""
+    canaries = sys.modules.get("patchgym_canaries")
+    return canaries.moved_world_record(planted) if canaries is not None else {}
+
+
 def main(argv):
     # The graded ids leave `sys.argv` before any test module is imported: code under test that
     # found its caller's id there told the graded tests from the canaries and copies (loaded from
@@ -820,7 +828,8 @@ def main(argv):
         channel.emit("canaries", count=len(planted),
                      contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)},
                      twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None},
-                     exact=[n for n, c in enumerate(planted) if getattr(c, "exact", False)])
+                     exact=[n for n, c in enumerate(planted) if getattr(c, "exact", False)],
+                     **_moved_world_record(planted))
     for name in early:
         channel.emit("integrity", what="repository_code_ran_before_the_grader", detail=name)
     statuses = {}

@@ -184,7 +184,7 @@ def test_resolution_matches_swebench(observed: dict[str, str], f2p: list[str], p
 @pytest.mark.parametrize("source_name", ["PLUGIN_SOURCE", "UNITTEST_SOURCE", "signed_stream.py", "canaries.py", "audit_hook.py",
                                          "compiled_tests.py", "contradictions.py", "comparing_calls.py", "startup_guard.py",
                                          "test_globals.py", "first_calls.py", "fork_journal.py", "equality_probe.py",
-                                         "edited_defs.py", "outside_reads.py", "doctest_hold.py"])
+                                         "edited_defs.py", "outside_reads.py", "doctest_hold.py", "moved_world.py"])
 def test_reporters_parse_as_python_3_6(source_name: str) -> None:
     """The reporters (and the helpers they import) run on the task's interpreter, which may be as
     old as SWE-bench's 3.6 images."""
@@ -205,8 +205,9 @@ def test_reporters_parse_as_python_3_6(source_name: str) -> None:
                        "stat", "py", "patchgym_first_calls", "select", "signal", "warnings", "threading", "fcntl",
                        "patchgym_equality_probe", "patchgym_edited_defs", "collections", "_thread", "functools", "types",
                        "unicodedata", "_signal", "abc", "ctypes", "patchgym_outside_reads", "socket", "struct", "_ctypes",
-                       "_posixsubprocess", "patchgym_doctest_hold", "doctest", "posix", "faulthandler", "patchgym_fork_journal"}
-                      | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py", "equality_probe.py", "first_calls.py") else set()))
+                       "_posixsubprocess", "patchgym_doctest_hold", "doctest", "posix", "faulthandler", "patchgym_fork_journal", "patchgym_moved_world",
+                       "itertools"}
+                      | ({"patchgym"} if source_name in ("canaries.py", "contradictions.py", "equality_probe.py", "first_calls.py", "moved_world.py") else set()))
     if source_name == "canaries.py":  # the package import is the host's branch only (`__name__` decides)
         assert 'if __name__ == "patchgym_canaries":' in source
     assert "from __future__ import annotations" not in source
