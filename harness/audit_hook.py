@@ -1869,6 +1869,8 @@ class Guard(object):
             if self.thread_delegated(frame):
                 self.refuse("reading a test module's names", _PATCH_THREAD, label)
             return
+        if self._its_own_file(asker, namespace.get("__file__")):
+            return
         if self._reads_modules_at_base is None:
             self._reads_modules_at_base = _base_files_naming(self.own_dir, self.testbed, _MODULE_READ_WORDS)
         if self.real(asker) in self._reads_modules_at_base:
@@ -1945,10 +1947,21 @@ class Guard(object):
             return
         if asker is None or asker != _PATCH_THREAD and self.frames_at_base(asker, frame.f_code):
             return
+        if asker != _PATCH_THREAD and self._its_own_file(asker, code.co_filename):
+            return
         if self._code_read_at_base is None:
             self._code_read_at_base = _base_files_naming(self.own_dir, self.testbed, (b"__code__", b"co_consts", b"import dis", b"from dis"))
         if self.real(asker) not in self._code_read_at_base:
             self.refuse("reading a test's code", asker, getattr(function, "__qualname__", "?"))
+
+    def _its_own_file(self, asker, filename):
+        """Whether the patch's file `asker` reads what its own file `filename` holds: a library module
+        graded by its own doctests is a protected module, and the fix edits it; what its import runs
+        on itself -- `@dataclass` reading the module's `__dict__`, `typing.overload` its functions'
+        `__code__`, `attrs.define` -- reads no test (the examples are its docstrings, which it holds
+        anyway). Why (fp64, stop 56: ordered-set, glom and networkx golds `tampered` at import, no
+        graded test run)."""
+        return isinstance(filename, str) and isinstance(asker, str) and self.real(asker) == self.real(filename)
 
     def a_repositorys_unchanged_file(self, filename):
         """Whether code of `filename` is the repository's own, unchanged by the patch: under the
