@@ -312,6 +312,7 @@ def _fork_row(tmp_path, name):
     return prepared
 
 
+@pytest.mark.slow  # (~1.3 s each, many instances: the default run stays under ten minutes)
 @needs_sandbox
 @pytest.mark.parametrize("name", sorted(FORK_ROWS))
 def test_a_moved_expectation_that_honest_code_also_reads_is_not_moved(tmp_path, name: str) -> None:

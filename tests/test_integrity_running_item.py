@@ -91,6 +91,7 @@ def _assert_caught_and_gold_resolves(prepared, gold, base, reader) -> None:
     assert honest.status == "resolved" and not honest.flags, honest
 
 
+@pytest.mark.slow  # (~1.3 s each, many instances: the default run stays under ten minutes)
 @pytest.mark.parametrize("route", sorted(ANSWERS))
 def test_an_answer_read_from_the_running_item_gets_no_reward(tmp_path, route) -> None:
     tests, graded = SHAPES[route]
@@ -171,6 +172,7 @@ def _module_task(tmp_path, runner, shape):
                           test_patch_files={"tests/test_add.py": tests}, **fields), base
 
 
+@pytest.mark.slow  # (~1.3 s each, many instances: the default run stays under ten minutes)
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
 @pytest.mark.parametrize("shape", sorted(MODULES))
 def test_an_answer_read_from_the_test_functions_globals_gets_no_reward(tmp_path, runner, shape) -> None:

@@ -140,6 +140,7 @@ TESTS = ("import unittest\n\nfrom calc import add\n\nCASES = ((2, 3, '5'), (1, 1
          "    def test_add(self):\n        for a, b, want in CASES:\n            self.assertEqual(str(add(a, b)), want)\n")
 
 
+@pytest.mark.slow  # (~1.3 s each, many instances: the default run stays under ten minutes)
 @needs_sandbox
 @pytest.mark.parametrize("how", sorted(HOWS))
 @pytest.mark.parametrize("runner", ["pytest", "unittest"])
