@@ -487,10 +487,14 @@ def _move_files(test_ids, log_parser, testbed):
                 move = _moved_world.value_move(entry_how)
                 target = move and _moved_world.wrap_target(tree, container, function, move,
                                                            _contradictions._read_once_in(lines, function))
-                if target and all(target[0] is not node for node, _ in wraps):
+                if not target:
+                    continue
+                if all(target[0] is not node for node, _ in wraps):
                     wraps.append(target)
-                    ids.append(test_id)
-                    break
+                elif (target[0], target[1]) not in [(node, position) for node, position in wraps]:
+                    continue  # (another column of a table already moved: this test's expectation stays)
+                ids.append(test_id)  # (a table two tests read, the same column moved for both)
+                break
         if not wraps:
             continue
         try:
@@ -500,7 +504,6 @@ def _move_files(test_ids, log_parser, testbed):
         except (OSError, UnicodeEncodeError, SyntaxError, ValueError):
             continue
         MOVED.extend(ids)
-    return []
 
 
 def _tests_module_reader(testbed, rel):

@@ -165,7 +165,7 @@ class _Grading:
         """A resolved verdict, checked in the moved world (moved_world.py): the graded run again in a
         fresh sandbox, with the expectations of the FAIL_TO_PASS tests the run named movable moved in
         their source; any of them that passes there is a lie, and the verdict `tampered`. Why (red
-        team rt50's R8, R14 and I7, stop 54, reward 1): a library that read the test framework's
+        team rt50's R8, R14 and I7, stop 55, reward 1): a library that read the test framework's
         structures before the grader's forks answered the unmoved value in every fork.
 
         A moved world that does not finish leaves the grading unfinished, never resolved: past the
