@@ -787,14 +787,20 @@ def _text_shows_no_number(text, other):
 
 def _items_of(value, other):
     """The items of `value` as a builtin of `other`'s kind: a `dict` of its keys (`keys()`, or its
-    pairs where it has none) and the items it gives for them, a `list` of what it iterates to (for
-    a set, a `set` of it), at most one more than `other` holds; None where that cannot be read
-    (it raised, or hands out no such items). `value`'s own code, read before the comparison."""
+    pairs where it has none, or its fields where it iterates to nothing) and the items it gives
+    for them, a `list` of what it iterates to (for a set, a `set` of it), at most one more than
+    `other` holds; None where that cannot be read (it raised, or hands out no such items).
+    `value`'s own code, read before the comparison."""
     most = len(other) + 1
     try:
         if type(other) is dict:
             if hasattr(type(value), "keys"):
                 return {key: value[key] for key in _islice(value.keys(), most)}
+            if not hasattr(type(value), "__iter__"):
+                # (a record of the fix's equal to the dict of its fields, `vars(self) == other`: its
+                # fields are its items; a lie holding the bug's values holds them there too)
+                fields = object.__getattribute__(value, "__dict__")
+                return dict(fields) if type(fields) is dict else None
             return dict(_islice(iter(value), most))
         items = list(_islice(iter(value), most))
         return set(items) if type(other) in (set, frozenset) else items

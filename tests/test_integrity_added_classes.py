@@ -120,6 +120,20 @@ def test_a_pair_class_the_fix_adds_holding_its_items_is_honest(tmp_path, runner)
                                   WINDOWS_TESTS, WINDOWS_IDS)[0])
 
 
+# an honest record the fix adds: equal to the dict of its fields, neither a mapping nor iterable
+COUNTS_RECORD = ("\n\nclass Tally(object):\n    def __init__(self, words):\n        for word in words:\n"
+                 "            setattr(self, word, getattr(self, word, 0) + 1)\n\n"
+                 "    def __eq__(self, other):\n        return vars(self) == other\n\n    __hash__ = None\n\n\n"
+                 "def counts(words):\n    return Tally(words)\n")
+
+
+@needs_sandbox
+@pytest.mark.parametrize("runner", ["pytest", "unittest"])
+def test_a_record_class_the_fix_adds_equal_to_the_dict_of_its_fields_is_honest(tmp_path, runner) -> None:
+    _gold_resolves_unflagged(_row(tmp_path, runner, "record", COUNTS_BUGGY, COUNTS_RECORD, "tests/test_counts.py",
+                                  COUNTS_TESTS, COUNTS_IDS)[0])
+
+
 # rt52's V: an object holding the bug's sum, its `__eq__` verifying the right one, no conversion
 SUM_BUGGY = "\n\ndef total(a, b):\n    return a - b\n"
 SUM_GOLD = "\n\ndef total(a, b):\n    return a + b\n"
