@@ -486,7 +486,7 @@ def _move_files(test_ids, log_parser, testbed):
             for entry_how in (c[6] for c in chosen):
                 move = _moved_world.value_move(entry_how)
                 target = move and _moved_world.wrap_target(tree, container, function, move,
-                                                           _contradictions._read_once_in(lines, function))
+                                                           _contradictions._read_once_in(lines, function, tree))
                 if not target:
                     continue
                 if all(target[0] is not node for node, _ in wraps):

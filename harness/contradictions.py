@@ -492,7 +492,7 @@ def targets(function, known=frozenset(), helpers=frozenset(), own_decorators=fro
 _SET_UPS = ("setUp", "asyncSetUp", "setup_method", "setup")
 
 
-def _read_once_in(lines, function=None):
+def _read_once_in(lines, function=None, tree=None):
     """The names the module's source (`lines`) reads exactly once, anywhere (functions, classes, the
     module's body) but in the test functions other than `function` (`_other_tests`): a name moved in
     a fork's child (`_global_read_there`, `_table_read_there`) must reach nothing but the assertion.
@@ -501,10 +501,11 @@ def _read_once_in(lines, function=None):
     then meet the moved expectation. Why another test's reads do not count: the child calls only
     `function`'s test, and a table two tests read (roman's `TEST_MAP`, the input of `test_toRoman`
     and the expectation of `test_fromRoman`) was never moved, and a reader of the test module's
-    globals (red team rt52's k3, k4, stop 56) answered it unmoved everywhere."""
-    try:
-        tree = ast.parse("\n".join(lines))
-    except (SyntaxError, ValueError):
+    globals (red team rt52's k3, k4, stop 56) answered it unmoved everywhere. `tree`: `lines` parsed
+    already (one parse a file, whatever the number of its tests)."""
+    if tree is None:
+        tree = _parsed_lines(lines)
+    if tree is None:
         return frozenset()
     skipped = _other_tests(tree, function)
     counts = {}
@@ -527,6 +528,13 @@ def _read_once_in(lines, function=None):
             for name in node.names:
                 counts[name] = counts.get(name, 0) + 2  # (written elsewhere: never moved)
     return frozenset(name for name, count in counts.items() if count == 1)
+
+
+def _parsed_lines(lines):
+    try:
+        return ast.parse("\n".join(lines))
+    except (SyntaxError, ValueError):
+        return None
 
 
 def _other_tests(tree, function):
@@ -1109,6 +1117,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
     expected, while code that lies on the first call only and answers honestly on the twin's second
     (red team round 2: keyed by the assert line, or by a call count) would pass it on the third."""
     chosen = []
+    parsed = _parsed_lines(lines)  # (once: `_read_once_in` asks it for each candidate)
     candidates = list(functions)
     rng.shuffle(candidates)
     for container, function, original in candidates:
@@ -1116,7 +1125,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
             break
         gap = [""] if container else ["", ""]
         block, copies = [], []
-        read_once = _read_once_in(lines, function)  # (names read only once, other tests aside: `_global_read_there`)
+        read_once = _read_once_in(lines, function, parsed) if parsed is not None else frozenset()  # (`_global_read_there`)
         looped = _table_loop_assertion(function, read_once)  # (its table and column, for a `guarded_object` copy)
         for node, how, value in targets(function, known, helpers, own_decorators):
             if len(chosen) + len(copies) >= min(limit, PER_FILE):
