@@ -1,0 +1,68 @@
+"""False positives found at stop 57: what the grader's own copies leave behind.
+
+A planted copy (a canary, a contradiction) fails by design, and pytest keeps the last failure
+(`sys.last_value`, `sys.last_traceback`) with the failed copy's frames and their locals. A graded
+test that counts live objects (objgraph's `count`, a walk of `gc.get_objects`) then met them: the
+objcount gold of `test_integrity_round4` was tampered in about 1 run in 4 (CI at stop 56), its
+contradiction expecting 3 + 3 `Marker`s having run right after a far copy that held three more and
+failed. `pytest_reporter._release_a_copys_failure` frees them once the copy is reported.
+"""
+
+from __future__ import annotations
+
+import gc
+import sys
+import weakref
+
+from patchgym.harness import pytest_reporter
+
+
+class Marker:
+    pass
+
+
+def _fail_holding(marker_refs):
+    def copy_of_a_test():
+        keep = [Marker() for _ in range(3)]
+        marker_refs.extend(weakref.ref(m) for m in keep)
+        sys._getframe().f_locals  # (pytest's traceback repr takes this snapshot of the locals)
+        assert len(keep) == 930
+    try:
+        copy_of_a_test()
+    except AssertionError as error:
+        sys.last_type, sys.last_value, sys.last_traceback = type(error), error, error.__traceback__
+        held = {"error": error}  # garbage in a cycle, as pytest's `CallInfo` and `ExceptionInfo` leave it
+        held["self"] = held
+
+
+def _alive(refs):
+    return sum(1 for ref in refs if ref() is not None)
+
+
+def test_a_failed_copys_objects_are_freed_once_it_is_reported():
+    had = [getattr(sys, name, None) for name in ("last_type", "last_value", "last_traceback")]
+    refs = []
+    try:
+        gc.disable()  # (what counts is that no collection is needed: the walk sees uncollected garbage too)
+        _fail_holding(refs)
+        assert _alive(refs) == 3  # held by sys.last_traceback's frames, as pytest leaves them
+        pytest_reporter._release_a_copys_failure(id(None))
+        assert _alive(refs) == 0
+        assert getattr(sys, "last_value", None) is None
+    finally:
+        gc.enable()
+        for name, value in zip(("last_type", "last_value", "last_traceback"), had):
+            setattr(sys, name, value)
+
+
+def test_a_failure_from_before_the_copy_is_left_as_it_is():
+    had = [getattr(sys, name, None) for name in ("last_type", "last_value", "last_traceback")]
+    refs = []
+    try:
+        _fail_holding(refs)
+        before = sys.last_value
+        pytest_reporter._release_a_copys_failure(id(before))  # the copy passed: the failure is another test's
+        assert sys.last_value is before and _alive(refs) == 3
+    finally:
+        for name, value in zip(("last_type", "last_value", "last_traceback"), had):
+            setattr(sys, name, value)
