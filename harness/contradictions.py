@@ -1086,6 +1086,10 @@ def _is_mock_patch(func):
     return isinstance(func, ast.Name) and func.id == "patch" or isinstance(func, ast.Attribute) and func.attr == "patch"
 
 
+# copies whose expectation is one step from the test's own (see `plan`)
+ONE_STEP = ("change_adjacent", "shift", "guarded_shift")
+
+
 def copy_with(lines, function, new_name, node, text):
     """The source lines of `function` (its decorators included) renamed to `new_name`, with `node`
     replaced by `text` (node None: an unchanged copy)."""
@@ -1124,7 +1128,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
         if len(chosen) >= min(limit, PER_FILE):
             break
         gap = [""] if container else ["", ""]
-        block, copies = [], []
+        pieces, copies = [], []
         read_once = _read_once_in(lines, function, parsed) if parsed is not None else frozenset()  # (`_global_read_there`)
         looped = _table_loop_assertion(function, read_once)  # (its table and column, for a `guarded_object` copy)
         for node, how, value in targets(function, known, helpers, own_decorators):
@@ -1141,7 +1145,7 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
                 new_lines = copy_with(lines, function, name, node, text)
             if new_lines is None:
                 continue
-            block += gap + new_lines
+            pieces.append((how in ONE_STEP, gap + new_lines))
             if how == "rebind_far" and _only_read_there(function, node, value):
                 how = how + ":" + value  # the fork may call the original's own code with it moved (first_calls)
             elif how == "guarded_object" and looped is not None:
@@ -1165,8 +1169,12 @@ def plan(lines, functions, rng, name_for, limit, end_of, known=frozenset(), help
         if twin_lines is None:
             continue
         # The twin first: it runs the test a second time unchanged, right before the contradictions
-        # run it a third; a contradiction is judged only where its twin passed (see `plan`).
-        block = gap + twin_lines + block
+        # run it a third; a contradiction is judged only where its twin passed (see `plan`). Then the
+        # copies one step away, on the state the passing twin left: a copy that failed leaves what its
+        # test would have undone after the assertion, and a count one step off is what that state can
+        # reach (a gc-walking count met 3 + 3 objects after a failed copy, CI at stop 56).
+        block = gap + twin_lines + [line for first in (True, False) for near, lines_ in pieces if near == first
+                                    for line in lines_]
         chosen.extend((end_of[container], block if n == 0 else [], container, name, original, twin, how)
                       for n, (name, how) in enumerate(copies))
     return chosen

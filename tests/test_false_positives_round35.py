@@ -5,7 +5,9 @@ A planted copy (a canary, a contradiction) fails by design, and pytest keeps the
 test that counts live objects (objgraph's `count`, a walk of `gc.get_objects`) then met them: the
 objcount gold of `test_integrity_round4` was tampered in about 1 run in 4 (CI at stop 56), its
 contradiction expecting 3 + 3 `Marker`s having run right after a far copy that held three more and
-failed. `pytest_reporter._release_a_copys_failure` frees them once the copy is reported.
+failed. `pytest_reporter._release_a_copys_failure` frees them once the copy is reported, and the
+copies one step away (`contradictions.ONE_STEP`, the only ones such leftovers can reach) now run
+right after the passing twin, before any copy that fails part-way.
 """
 
 from __future__ import annotations
@@ -66,3 +68,28 @@ def test_a_failure_from_before_the_copy_is_left_as_it_is():
     finally:
         for name, value in zip(("last_type", "last_value", "last_traceback"), had):
             setattr(sys, name, value)
+
+
+COUNTING_TEST = ("from calc.objcount import count\n\n\nclass Marker:\n    pass\n\n\n"
+                 "def test_count():\n    keep = [Marker() for _ in range(3)]\n    assert count('Marker') == 3\n")
+
+
+def test_the_copy_one_step_away_runs_right_after_the_twin():
+    """...on the state the passing twin left, not after a copy that failed part-way (the other
+    defence: what a failed copy leaves, a count one step off can reach)."""
+    import ast
+    import random
+
+    from patchgym.harness import canaries
+
+    for seed in range(6):
+        contradicted, twins = {}, {}
+        source, _ = canaries.plant_source(COUNTING_TEST, ["test_count"], random.Random(seed),
+                                          contradict={"test_count": "tests/test_count.py::test_count"},
+                                          contradicted=contradicted, limit=3, twins=twins)
+        order = [n.name for n in ast.parse(source).body if isinstance(n, ast.FunctionDef)]
+        hows = {name: how for (_, name), (_, how) in twins.items()}
+        twin = {twin for (twin, _) in twins.values()}
+        assert len(twin) == 1 and "change_adjacent" in hows.values(), (twins, source)
+        after_twin = order[order.index(twin.pop()) + 1]
+        assert hows[after_twin] == "change_adjacent", source
