@@ -88,12 +88,15 @@ def test_formats_are_ordered_on_a_moe_model(moe_report: FleetCheck) -> None:
         assert g.tokens > 0 and g.samples == g.tokens * 16
 
 
+# (these three share `moe_report`, 46 s to build on 2 busy cores: marker `slow` since stop 57, as its other user)
+@pytest.mark.slow
 def test_k3_estimates_the_exact_kl(moe_report: FleetCheck) -> None:
     for g in moe_report.groups[1:]:
         # k3 is unbiased for KL(q||p); with 16 draws per position it lands within a factor 2 here.
         assert 0.5 * g.kl < g.k3 < 2 * g.kl, (g.group, g.kl, g.k3)
 
 
+@pytest.mark.slow
 def test_the_check_is_deterministic(tiny_moe: Path, moe_report: FleetCheck) -> None:
     again = check_fleet(parse_fleet(FORMATS_TOML), str(tiny_moe), prompts=4, tokens=16, groups=["nvfp4"])
     (g,) = again.groups
@@ -194,6 +197,7 @@ def test_mixed_6_with_the_default_model_orders_the_formats() -> None:
     assert by["b200-nvfp4"].top1 <= by["h200-bf16"].top1
 
 
+@pytest.mark.slow
 def test_kernel_variants_run_and_stay_near_bf16(tiny_moe: Path, moe_report: FleetCheck) -> None:
     # Split attention on a GQA model (4 query heads over 2 KV heads, several query positions):
     # the case a non-contiguous query once broke (a view where a reshape was needed).

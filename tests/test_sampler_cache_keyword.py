@@ -44,6 +44,7 @@ def test_the_installed_model_takes_the_keyword_chosen(model):
     assert cache_keyword(model) in inspect.signature(model.forward).parameters
 
 
+@pytest.mark.slow  # (since stop 57: 12 s of the default run; CI runs it)
 def test_a_cache_the_model_never_writes_stops_the_request(model, tokenizer):
     s = EmbeddedSampler(model, Group(name="h200-bf16", accelerator="H200"), tokenizer=tokenizer)
     try:

@@ -73,6 +73,8 @@ def test_kl_follows_the_formats_on_smollm2(model, prompt):
     assert kl["w8a8_fp8kv"] > kl["fp8_e4m3"], kl
 
 
+# (marker `slow` since stop 57: 30-60 s each on SmolLM2, the two longest of the default run; CI runs them)
+@pytest.mark.slow
 @pytest.mark.parametrize("kernel", [KernelVariant(accumulate="bf16"), KernelVariant(attention_splits=4)])
 def test_kernel_variants_differ_a_little(model, prompt, kernel):
     base = group_logits(model, prompt, weights="fp8_e4m3", kv_cache="bf16")
@@ -241,6 +243,7 @@ def test_moe_model_routing_and_logq(moe_dir):
         s.close()
 
 
+@pytest.mark.slow  # (since stop 57: 10 s of the default run; CI runs it)
 def test_dense_model_has_no_routing(model, prompt):
     s = EmbeddedSampler(model, Group(name="d", accelerator="cpu", weights="bf16"))
     try:
