@@ -332,22 +332,10 @@ def plant_source(source, graded, rng, testbed="/testbed", contradict=None, contr
         inserts.append((node.end_lineno, ["", indent + "{}def {}(self):".format(_async_like(method_nodes), name)] + body, 1))
         planted.append((class_name, name))
     if contradict and limit > 0 and not module_level_marks:
-        functions = []
-        for entry, test_id in sorted(contradict.items()):
-            parts = entry.split("::")
-            if len(parts) == 1 and parts[0] in top_functions:
-                functions.append((None, top_functions[parts[0]], test_id))
-            elif len(parts) == 2 and parts[0] in classes and not _declares_skip_or_xfail(classes[parts[0]]) \
-                    and not _runs_run_test(classes[parts[0]]):
-                functions += [(parts[0], n, test_id) for n in classes[parts[0]].body
-                              if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == parts[1]]
-        end_of = {name: node.end_lineno for name, node in classes.items()}
-        end_of[None] = len(lines)
+        functions = _copyable_functions(top_functions, classes, contradict)
         for after, new_lines, container, name, test_id, twin, how in _contradictions.plan(
-                lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit, end_of,
-                _comparing_calls.known_names(tree), _comparing_calls.equality_helpers(tree)
-                | _comparing_calls.imported_equality_helpers(tree, read_module or (lambda name, level: None)),
-                frozenset(repo_names) | frozenset(top_functions)):
+                lines, functions, rng, lambda graded_name: _canary_name(rng, graded_name, pool, taken), limit,
+                *_plan_inputs(tree, lines, classes, set(repo_names) | set(top_functions), read_module)):
             if new_lines:
                 inserts.append((after, new_lines, 0 if container is None else 1))
             if (container, twin) not in planted:
@@ -407,15 +395,8 @@ def plant(config, testbed, log_parser):
     rng = random.Random(int(spec.get("seed", 0)))
     modules = {}
     by_file = graded_by_file(spec.get("ids") or [], log_parser, testbed, modules)
-    contradict = {}  # file -> {graded name: test id} of the tests contradictions may copy
-    by_param = set()  # the ids (parameters stripped) of the parametrised ones
-    for test_id in spec.get("contradict") or []:
-        base = test_id.split("[", 1)[0]
-        if base != test_id:
-            by_param.add(base)
-        for rel, names in graded_by_file([test_id], log_parser, testbed).items():
-            for name in names:
-                contradict.setdefault(rel, {})[name] = base
+    contradict = _copyable_by_file(spec.get("contradict") or [], log_parser, testbed)
+    by_param = {i.split("[", 1)[0] for i in spec.get("contradict") or [] if "[" in i}  # (parameters stripped)
     collecting = gc.isenabled()
     # The collector is off while the parsed trees live (they die here): why, with the measured
     # numbers, at ProtectedSources._compile in patchgym_compiled_tests.
@@ -427,7 +408,43 @@ def plant(config, testbed, log_parser):
             gc.enable()
 
 
-def moved_world_record(planted):
+def _copyable_by_file(test_ids, log_parser, testbed):
+    """{file: {graded name: test id, parameters stripped}} of the tests contradictions may copy."""
+    copyable = {}
+    for test_id in test_ids:
+        base = test_id.split("[", 1)[0]
+        for rel, names in graded_by_file([test_id], log_parser, testbed).items():
+            for name in names:
+                copyable.setdefault(rel, {})[name] = base
+    return copyable
+
+
+def _copyable_functions(top_functions, classes, copyable):
+    """[(container, function node, test id)] of `copyable` ({name or Class::name: test id}) in a
+    module: its functions, and methods of classes neither skipped whole nor running `run_test`."""
+    functions = []
+    for entry, test_id in sorted(copyable.items()):
+        parts = entry.split("::")
+        if len(parts) == 1 and parts[0] in top_functions:
+            functions.append((None, top_functions[parts[0]], test_id))
+        elif len(parts) == 2 and parts[0] in classes and not _declares_skip_or_xfail(classes[parts[0]]) \
+                and not _runs_run_test(classes[parts[0]]):
+            functions += [(parts[0], n, test_id) for n in classes[parts[0]].body
+                          if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == parts[1]]
+    return functions
+
+
+def _plan_inputs(tree, lines, classes, own, read_module):
+    """What `contradictions.plan` takes of a module beside its lines and tests: each container's
+    last line, the closeness checks it names, its equality helpers and its own names (`own`)."""
+    end_of = {name: node.end_lineno for name, node in classes.items()}
+    end_of[None] = len(lines)
+    helpers = _comparing_calls.equality_helpers(tree) | _comparing_calls.imported_equality_helpers(
+        tree, read_module or (lambda name, level: None))
+    return end_of, _comparing_calls.known_names(tree), helpers, frozenset(own)
+
+
+def moved_world_record():
     """What the canaries record says of the moved world: `moved`, the ids this run moved in their
     source (`MOVED`, the moved world's own run), emptied once read: the record is made before any
     code of the repository runs, and nothing of the process then tells the two worlds apart by it.
@@ -442,13 +459,7 @@ def _move_files(test_ids, log_parser, testbed):
     """The moved world (`moved_world`): each test of `test_ids` whose contradiction copy would move a
     value it reads once gets that value moved in its file's source, before anything is planted there.
     Fills `MOVED` with the ids moved."""
-    contradict = {}
-    for test_id in test_ids:
-        base = test_id.split("[", 1)[0]
-        for rel, names in graded_by_file([test_id], log_parser, testbed).items():
-            for name in names:
-                contradict.setdefault(rel, {})[name] = base
-    for rel, graded in sorted(contradict.items()):
+    for rel, graded in sorted(_copyable_by_file(test_ids, log_parser, testbed).items()):
         path = os.path.join(testbed, rel)
         try:
             data, encoding = _read(path)
@@ -460,29 +471,13 @@ def _move_files(test_ids, log_parser, testbed):
         top = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
         classes = {n.name: n for n in tree.body if isinstance(n, ast.ClassDef)}
         repo_names, _ = _imported_names(tree, testbed)
-        known = _comparing_calls.known_names(tree)
-        helpers = _comparing_calls.equality_helpers(tree) | _comparing_calls.imported_equality_helpers(
-            tree, _tests_module_reader(testbed, rel))
-        own = frozenset(repo_names) | frozenset(top)
-        end_of = dict((name, node.end_lineno) for name, node in classes.items())
-        end_of[None] = len(lines)
+        inputs = _plan_inputs(tree, lines, classes, set(repo_names) | set(top), _tests_module_reader(testbed, rel))
         wraps, ids = [], []
-        for entry, test_id in sorted(graded.items()):
-            parts = entry.split("::")
-            if len(parts) == 1 and parts[0] in top:
-                container, function = None, top[parts[0]]
-            elif len(parts) == 2 and parts[0] in classes:
-                container = parts[0]
-                function = next((n for n in classes[container].body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
-                                 and n.name == parts[1]), None)
-                if function is None:
-                    continue
-            else:
-                continue
+        for container, function, test_id in _copyable_functions(top, classes, graded):
             counter = iter(range(10 ** 6))
             chosen = _contradictions.plan(lines, [(container, function, test_id)], random.Random(0),
                                           lambda name: "{}_moved_{}".format(name, next(counter)), _contradictions.PER_FILE,
-                                          end_of, known, helpers, own)
+                                          *inputs)
             for entry_how in (c[6] for c in chosen):
                 move = _moved_world.value_move(entry_how)
                 target = move and _moved_world.wrap_target(tree, container, function, move,

@@ -3622,16 +3622,16 @@ def _claim():
                       by_param=[n for n, c in enumerate(planted) if getattr(c, "by_param", False)],
                       twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None},
                       exact=[n for n, c in enumerate(planted) if getattr(c, "exact", False)],
-                      **_moved_world_record(planted))
+                      **_moved_world_record())
     for name in early:
         reporter._violation("repository_code_ran_before_the_grader", name)
     return reporter
 
 
-def _moved_world_record(planted):
-    """The canaries record's `movable` and `moved` fields (`patchgym_canaries.moved_world_record`)."""
+def _moved_world_record():
+    """The canaries record's `moved` field (`patchgym_canaries.moved_world_record`)."""
     canaries = sys.modules.get("patchgym_canaries")
-    return canaries.moved_world_record(planted) if canaries is not None else {}
+    return canaries.moved_world_record() if canaries is not None else {}
 
 
 def _freeze_startup_objects():

@@ -651,10 +651,10 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
     return SignedResult
 
 
-def _moved_world_record(planted):
-    """The canaries record's `movable` and `moved` fields (`patchgym_canaries.moved_world_record`)."""
+def _moved_world_record():
+    """The canaries record's `moved` field (`patchgym_canaries.moved_world_record`)."""
     canaries = sys.modules.get("patchgym_canaries")
-    return canaries.moved_world_record(planted) if canaries is not None else {}
+    return canaries.moved_world_record() if canaries is not None else {}
 
 
 def main(argv):
@@ -829,7 +829,7 @@ def main(argv):
                      contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)},
                      twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None},
                      exact=[n for n, c in enumerate(planted) if getattr(c, "exact", False)],
-                     **_moved_world_record(planted))
+                     **_moved_world_record())
     for name in early:
         channel.emit("integrity", what="repository_code_ran_before_the_grader", detail=name)
     statuses = {}

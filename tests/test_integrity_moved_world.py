@@ -271,7 +271,7 @@ def test_a_table_two_moved_tests_read_is_moved_once_and_both_are_judged(tmp_path
     (tmp_path / "tests" / "test_add.py").write_text(source)
     ids = ["tests/test_add.py::test_add", "tests/test_add.py::test_add_again"]
     canaries._move_files(ids, "pytest", str(tmp_path))
-    moved = canaries.moved_world_record([])["moved"]
+    moved = canaries.moved_world_record()["moved"]
     assert sorted(moved) == ids and canaries.MOVED == []
     namespace = {}
     exec(compile((tmp_path / "tests" / "test_add.py").read_text().replace("from calc import add\n", ""), "moved", "exec"), namespace)
