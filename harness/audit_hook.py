@@ -483,6 +483,7 @@ class Guard(object):
         self._classed_at_base = None  # ... whose base version sets an object's `__class__` (`classes_at_base`)
         self._file_lines = {}  # real path of a file -> its lines (`_source_lines`)
         self._framed_at_base = None  # real paths of edited files whose base version reaches for frames (`frame_access`)
+        self._frames_allowed = False  # whether that allowance let the patch's code through (`frames_for_the_patch`)
         self.inside_hook = set()  # thread idents the hook is running in (its own `sys._getframe` is its own)
         # callables asked at each import as it begins, until one answers True (`make_hook`): what the
         # grader does to a module outside as soon as it has loaded (`test_globals.hold_strategy_cache`)
@@ -1322,6 +1323,14 @@ class Guard(object):
             found = self._named_at_base[words] = _base_files_naming(self.own_dir, self.testbed, tuple(words))
         return self.real(filename) in found
 
+    def frames_for_the_patch(self):
+        """Whether the patch's code reached frames (or a test's code) in this process under the
+        allowance of a file that walks frames at base (`frames_at_base`): it may then have read a
+        running test's compiled constants, and the moved world moves the literal expectations of the
+        tests' own bodies too (`patchgym_canaries.literal_movable`). Only where it did: every other
+        resolved grading of such a repository would pay for a second run (the calc task's: 0.6 s)."""
+        return self._frames_allowed
+
     def frames_at_base(self, filename, code=None):
         """Whether the file (of the patch's) is one the fix edits whose base version reaches for
         frames itself (names a word of `_FRAME_WORDS`): its fix may too. (Per file, not per
@@ -1333,7 +1342,9 @@ class Guard(object):
             return False
         if self._framed_at_base is None:
             self._framed_at_base = _base_files_naming(self.own_dir, self.testbed, _FRAME_WORDS)
-        return self.real(filename) in self._framed_at_base
+        allowed = self.real(filename) in self._framed_at_base
+        self._frames_allowed = self._frames_allowed or allowed  # (`frames_for_the_patch`)
+        return allowed
 
     def watch_outside_reads(self, module):
         """Start the watcher of the protected files' opens and the test patch's other files'

@@ -185,6 +185,7 @@ class Planted(object):
         self.rebinds_table = None  # ... "TABLE:POSITION", a column of a table of the test module's, likewise
         self.rebinds_field = None  # ... "PARAMETER:POSITION", a field of a parameter's record, moved in the original's call
         self.changed = set()  # ... and the lines of its statements that differ from the original's
+        self.literal = False  # ... and whether it changes a literal of the original's body (`literal_movable`)
 
     def unittest_id(self):
         return ".".join([self.module or self.path[:-3].replace("/", ".")] + ([self.container] if self.container else []) + [self.name])
@@ -455,6 +456,16 @@ def moved_world_record():
     return {"moved": moved}
 
 
+def literal_movable(planted):
+    """The tests whose copies change a literal of their own body: where the patch may read a test's
+    code (`audit_hook.Guard.frames_for_the_patch`), the reporters name them movable, and the moved
+    world moves that literal (`moved_world.literal_target`). Why: a reader of the test's compiled
+    constants, answering only where an identical copy (the twin) stood beside the test, passed the
+    original and the twin and answered the bug to every changed copy (red team rt53, stop 57,
+    reward 1 on both runners, on `pytest.raises`, `approx` and `assertAlmostEqual` too)."""
+    return sorted(set(c.contradicts for c in planted if getattr(c, "literal", False) and c.contradicts))
+
+
 def _move_files(test_ids, log_parser, testbed):
     """The moved world (`moved_world`): each test of `test_ids` whose contradiction copy would move a
     value it reads once gets that value moved in its file's source, before anything is planted there.
@@ -490,6 +501,11 @@ def _move_files(test_ids, log_parser, testbed):
                     continue  # (another column of a table already moved: this test's expectation stays)
                 ids.append(test_id)  # (a table two tests read, the same column moved for both)
                 break
+            else:  # no value the fork moves: a literal of the test's own body (`literal_movable`)
+                node = _moved_world.literal_target(function, _contradictions.targets(function, *inputs[1:]))
+                if node is not None and all(node is not other for other, _ in wraps):
+                    wraps.append((node, None))
+                    ids.append(test_id)
         if not wraps:
             continue
         try:
@@ -606,6 +622,7 @@ def _plant_files(by_file, modules, rng, testbed, contradict=None, by_param=()):
             copy.rebinds_global = how.split(":", 1)[1] if how.startswith("shift_far_global:") else None
             copy.rebinds_table = how.split(":", 1)[1] if how.startswith("guarded_object_table:") else None
             copy.rebinds_field = how.split(":", 1)[1] if how.startswith("rebind_field:") else None
+            copy.literal = how in ("change", "change_far", "shift", "shift_far")  # (`moved_world.literal_target`)
             tree = tree or _parsed(new_source)
             original = (copy.contradicts or "").replace("::", ".").split("[", 1)[0].rsplit(".", 1)[-1]
             copy.changed = _contradictions.changed_lines(tree, container, name, original) if tree is not None else set()
