@@ -1327,7 +1327,7 @@ class Guard(object):
         """Whether the patch's code reached frames (or a test's code) in this process under the
         allowance of a file that walks frames at base (`frames_at_base`): it may then have read a
         running test's compiled constants, and the moved world moves the literal expectations of the
-        tests' own bodies too (`patchgym_canaries.literal_movable`). Only where it did: every other
+        tests' own bodies too (`patchgym_canaries.movable_in_source`). Only where it did: every other
         resolved grading of such a repository would pay for a second run (the calc task's: 0.6 s)."""
         return self._frames_allowed
 

@@ -3558,7 +3558,7 @@ class Reporter:
                 if number == self._original_failed and of in self._failed_when_forked:
                     continue
                 self.emit("first_call_passed", n=number, of=self._task_id(of))  # < 0: patchgym_first_calls.SILENCED, REFUSED
-        for test_id in _literal_movable(self._canaries, self._guard):
+        for test_id in _movable_in_source(self._guard):
             self.emit("movable", id=test_id)
         if self._guard is not None:
             self._guard.active = False  # pytest's own teardown from here on
@@ -3655,12 +3655,12 @@ def _claim():
     return reporter
 
 
-def _literal_movable(planted, guard):
-    """The tests the moved world may move for a literal of their own body, where the fix's code
-    walked frames (`patchgym_canaries.literal_movable`), asked once the tests ran."""
+def _movable_in_source(guard):
+    """The tests the moved world may move, where the fix's code walked frames
+    (`patchgym_canaries.movable_in_source`), asked once the tests ran."""
     canaries = sys.modules.get("patchgym_canaries")
     frames = getattr(guard, "frames_for_the_patch", None)
-    return canaries.literal_movable(planted) if canaries is not None and frames is not None and frames() else []
+    return canaries.movable_in_source() if canaries is not None and frames is not None and frames() else []
 
 
 def _moved_world_record():

@@ -651,12 +651,12 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
     return SignedResult
 
 
-def _literal_movable(planted, guard):
-    """The tests the moved world may move for a literal of their own body, where the fix's code
-    walked frames (`patchgym_canaries.literal_movable`), asked once the tests ran."""
+def _movable_in_source(guard):
+    """The tests the moved world may move, where the fix's code walked frames
+    (`patchgym_canaries.movable_in_source`), asked once the tests ran."""
     canaries = sys.modules.get("patchgym_canaries")
     frames = getattr(guard, "frames_for_the_patch", None)
-    return canaries.literal_movable(planted) if canaries is not None and frames is not None and frames() else []
+    return canaries.movable_in_source() if canaries is not None and frames is not None and frames() else []
 
 
 def _moved_world_record():
@@ -960,7 +960,7 @@ def main(argv):
             channel.emit("integrity", what="test_module_name_rebound", detail=detail)
     for of, number in first_calls.results() if first_calls is not None else ():
         channel.emit("first_call_passed", n=number, of=of)  # < 0: patchgym_first_calls.SILENCED, REFUSED
-    for test_id in _literal_movable(planted, getattr(provenance, "guard", None)):
+    for test_id in _movable_in_source(getattr(provenance, "guard", None)):
         channel.emit("movable", id=test_id)
     exitstatus = 0 if result.wasSuccessful() else 1
     channel.emit("end", exitstatus=exitstatus, testsrun=result.testsRun)

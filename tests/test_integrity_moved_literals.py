@@ -9,7 +9,7 @@ runners, on a real PyPI task, through `approx` and `assertAlmostEqual` too.
 
 Now, where the patch's code did walk frames under that trade in a resolved run, the F2P tests whose
 copies change a literal of their body run again in a fresh sandbox with that literal moved in the
-test file's source (`canaries.literal_movable`, `moved_world.literal_target`), written as a literal
+test file's source (`canaries.movable_in_source`, `moved_world.literal_target`), written as a literal
 (`moved_world._literal_moves`), so that the source, the compiled constants and the running value all
 hold the moved value; the twin is planted from the moved source. The reader answers the moved value
 there and passes, which no honest fix does.
