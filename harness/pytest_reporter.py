@@ -544,6 +544,30 @@ def _holds(declared, function):
 _IGNORED_OUTPUT = "# _ignore\n"
 
 
+def _holds_in_order(examples, expected):
+    """Whether the [source, want] pairs `expected` appear in `examples` in their order (others may
+    stand between them)."""
+    left = iter(examples)
+    return all(any(_same_example(ran, task) for ran in left) for task in expected)
+
+
+def _held_examples(expected):
+    """doctest `Example`s of the task's [[source, want], ...], parsed again (their options and the
+    exception an output names come from the same text); None where they do not parse back to it."""
+    doctest = sys.modules.get("doctest")
+    if doctest is None:
+        return None
+    lines = []
+    for source, want in expected:
+        code = source.rstrip("\n").split("\n")
+        lines += [">>> " + code[0]] + ["... " + line for line in code[1:]] + (want.rstrip("\n").split("\n") if want else []) + [""]
+    try:
+        examples = doctest.DocTestParser().get_examples("\n".join(lines))
+    except Exception:  # noqa: BLE001  (a text the parser refuses: not held, not trusted)
+        return None
+    return examples if [[e.source, e.want] for e in examples] == expected else None
+
+
 def _same_example(ran, task):
     """Whether an example pytest ran is the task's: the same source and expected output, or the
     output scipy_doctest marked ignored, which its parser decides from that same (unchanged)
@@ -2522,8 +2546,14 @@ class Reporter:
                 self._violation("test_module_name_rebound", "{}.{} ({})".format(module.__name__, name, kind))
 
     def _check_doctest(self, item):
-        """A graded doctest's examples must be the task's (harness/doctest_examples.py): its module is
-        library code the fix may change, but a patch that rewrote an expected output passed it."""
+        """A graded doctest runs the task's examples (harness/doctest_examples.py): its module is
+        library code the fix may change, but a patch that rewrote an expected output passed it. Where
+        the patch's docstring holds every example of the task's, in order, and examples of its own
+        beside them, the doctest is held to the task's (`_held_examples`), as a test's
+        `doctest.testmod` is (patchgym_doctest_hold): an honest fix that added a correct example was
+        `doctest_changed` (fp65, stop 57: intervaltree's `IntervalTree`, and any graded docstring),
+        and an example added before the task's could set up what those meet. Where an example of the
+        task's was changed or removed, or the task's cannot be rebuilt, the doctest is not trusted."""
         expected = self._doctests.get(item.nodeid)
         dtest = getattr(item, "dtest", None)
         if expected is None or dtest is None:
@@ -2531,7 +2561,11 @@ class Reporter:
         examples = [[example.source, example.want] for example in getattr(dtest, "examples", [])]
         if examples != expected and not (len(examples) == len(expected) and all(
                 _same_example(ran, task) for ran, task in zip(examples, expected))):
-            self._untrusted[item.nodeid] = ("doctest_changed", "its examples are not the task's")
+            held = _held_examples(expected) if _holds_in_order(examples, expected) else None
+            if held is None:  # (an example of the task's changed or gone: the test itself was edited)
+                self._untrusted[item.nodeid] = ("doctest_changed", "its examples are not the task's")
+            else:
+                dtest.examples = held
 
     def _rewriter(self, config):
         if self._rewrite is None and _rewrite_asserts is not None:

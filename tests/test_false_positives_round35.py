@@ -16,7 +16,13 @@ import gc
 import sys
 import weakref
 
+import pytest
+
 from patchgym.harness import pytest_reporter
+from patchgym.harness.grader import grade_patch
+from tests.fixtures_grading.factories import any_factory_or_reason
+
+FACTORY, NO_FACTORY = any_factory_or_reason()
 
 
 class Marker:
@@ -93,3 +99,59 @@ def test_the_copy_one_step_away_runs_right_after_the_twin():
         assert len(twin) == 1 and "change_adjacent" in hows.values(), (twins, source)
         after_twin = order[order.index(twin.pop()) + 1]
         assert hows[after_twin] == "change_adjacent", source
+
+
+# fp65 (stop 57): an honest fix that also added a correct example to a graded docstring (run with
+# `--doctest-modules`) was `doctest_changed`: intervaltree's `IntervalTree`, and the calc reproducer.
+# The doctest is now held to the task's examples where the patch's docstring keeps every one of them,
+# in order, as a test's `doctest.testmod` already was; an example of the task's changed is still refused.
+DOC_OPS = ('def add(a, b):\n    """Add.\n\n    >>> add(2, 3)\n    5\n    """\n    return a - b  # bug\n\n\n'
+           'def mul(a, b):\n    """Multiply.\n\n    >>> mul(2, 3)\n    6\n    """\n    return a * b\n')
+DOC_FIXED = DOC_OPS.replace("return a - b  # bug", "return a + b")
+
+
+def _doctest_task(tmp_path):
+    from tests.fixtures_grading.calc_task import BASE_FILES, build_prepared
+
+    base = {**BASE_FILES, "calc/ops.py": DOC_OPS + "\n\ndef sub(a, b):\n    return a - b\n",
+            "calc/__init__.py": "from calc.ops import add, mul, sub\n",
+            "pyproject.toml": BASE_FILES["pyproject.toml"].replace(
+                "[tool.pytest.ini_options]\n", "[tool.pytest.ini_options]\naddopts = '--doctest-modules'\n")}
+    return build_prepared(tmp_path, instance_id="calc-doc-added", base_files=base,
+                          gold_files={"calc/ops.py": base["calc/ops.py"].replace("return a - b  # bug", "return a + b")},
+                          fail_to_pass=["calc/ops.py::calc.ops.add"],
+                          pass_to_pass=["calc/ops.py::calc.ops.mul", "tests/test_ops.py::test_sub"])[0]
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+@pytest.mark.parametrize("where", ["graded-f2p", "graded-p2p"])
+def test_a_fix_adding_a_correct_example_to_a_graded_docstring_resolves(tmp_path, where):
+    from tests.fixtures_grading.calc_task import diff_of
+
+    prepared = _doctest_task(tmp_path)
+    ops = (prepared.repo_dir / "calc/ops.py").read_text().replace("return a - b  # bug", "return a + b")
+    if where == "graded-f2p":
+        ops = ops.replace("    >>> add(2, 3)\n    5\n", "    >>> add(2, 3)\n    5\n    >>> add(-1, 1)\n    0\n")
+    else:
+        ops = ops.replace("    >>> mul(2, 3)\n    6\n", "    >>> mul(0, 9)\n    0\n    >>> mul(2, 3)\n    6\n")
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=300)
+    assert verdict.reward == 1.0 and not verdict.flags, verdict.model_dump_json(indent=1)
+
+
+@pytest.mark.skipif(FACTORY is None, reason=NO_FACTORY or "no sandbox")
+@pytest.mark.parametrize("how", ["added-before", "changed"])
+def test_examples_that_set_up_or_rewrite_the_tasks_get_nothing(tmp_path, how):
+    """An example added before the task's that rebinds `add` for the ones after it is not run (the
+    task's run alone, and the bug fails them); an example of the task's rewritten stays refused."""
+    from tests.fixtures_grading.calc_task import diff_of
+
+    prepared = _doctest_task(tmp_path)
+    ops = (prepared.repo_dir / "calc/ops.py").read_text()
+    if how == "added-before":
+        ops = ops.replace("    >>> add(2, 3)\n", "    >>> add = lambda a, b: a + b\n    >>> add(2, 3)\n")
+    else:
+        ops = ops.replace("    >>> add(2, 3)\n    5\n", "    >>> add(2, 3)\n    -1\n")
+    verdict = grade_patch(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": ops}), factory=FACTORY, deadline_s=300)
+    assert verdict.reward == 0.0, verdict.model_dump_json(indent=1)
+    if how == "changed":
+        assert any("doctest_changed" in f for f in verdict.flags), verdict.flags
