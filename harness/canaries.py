@@ -458,7 +458,7 @@ def moved_world_record():
     return {"moved": moved}
 
 
-def movable_in_source():
+def movable_in_source(guard):
     """The FAIL_TO_PASS tests the moved world can move, found in the files as the task has them when
     the run was planted (`IN_SOURCE`, `_planned_moves`): where the patch's code walked frames
     (`audit_hook.Guard.frames_for_the_patch`), the reporters name them all movable, whether or not
@@ -467,8 +467,10 @@ def movable_in_source():
     beside the test passed the original and the twin and answered the bug to every changed copy
     (red team rt53, stop 57, reward 1 on both runners, through `approx` and `assertAlmostEqual`
     too). Found from the files, not from the copies planted or the forks: those are drawn at
-    random, and a moved world that depended on the draw caught rt53's R05 in one run of two."""
-    return list(IN_SOURCE)
+    random, and a moved world that depended on the draw caught rt53's R05 in one run of two. `guard`:
+    the audit hook's (None: no frames walked)."""
+    walked = getattr(guard, "frames_for_the_patch", None)
+    return list(IN_SOURCE) if walked is not None and walked() else []
 
 
 def _planned_moves(test_ids, log_parser, testbed):

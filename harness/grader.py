@@ -266,7 +266,8 @@ class _Grading:
                                      executed=shell_command(self.task, cache), pytest_cache=cache,
                                      timeout_s=self.deadline.check("the moved world"), test_roots=self._test_roots(),
                                      doctests=self._doctests(), doctest_texts=self._doctest_texts(touched), created_files=created,
-                                     base_sources=self._base_sources(patched, created), traces=self._traces(), moved=moved)
+                                     base_sources=self._base_sources(patched, created), traces=self._traces(), moved=moved,
+                                     seed=run.seed)
                 self._again = again
             return verdict
 

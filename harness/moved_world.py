@@ -70,7 +70,7 @@ _NO_MOVE = "(_ for _ in ()).throw(TypeError('patchgym: no move here'))"
 
 def mover(step, letter, digit_turn, letter_turn, far):
     """The source of a one-argument lambda moving one expected value: an int by `step` (1 to 3 either
-    way), a text by its last ASCII letter or digit turned within its kind (`digit_turn` of 10,
+    way, toward keeping its sign), a text by its last ASCII letter or digit turned within its kind (`digit_turn` of 10,
     `letter_turn` of 26, the case kept; `letter` appended where it has none), a float far (`3*E +
     far`, or E + 104729.0 where that leaves it); anything else raises (the module then fails to
     load, and nothing of it is judged). Why near, of the same kind and length: a reader of the
@@ -81,8 +81,12 @@ def mover(step, letter, digit_turn, letter_turn, far):
     text = ("(lambda x, i: x + {letter!r} if i < 0 else x[:i] + {turn}(x[i]) + x[i + 1:])"
             "(x, max([n for n, c in enumerate(x) if c in {alnum!r}] or [-1]))").format(
         letter=letter, turn=turn, alnum="0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ")
-    return ("(lambda x: x + {step} if type(x) is int else (lambda y: y if y != x else x + 104729.0)(x * 3 + {far}) "
-            "if type(x) is float else {text} if type(x) is str else {no})").format(step=step, far=far, text=text, no=_NO_MOVE)
+    # (the sign kept: a negative literal is a unary minus in pytest's rewritten assertion, a shape a
+    # reader of the test's code told apart -- rt53's R26 failed a moved world whose value went below 0)
+    return ("(lambda x: (x + {step} if (x + {step} >= 0) == (x >= 0) else x - {step}) if type(x) is int "
+            "else (lambda y: y if y != x else x + 104729.0)(x * 3 + ({far} if x >= 0 else -{far})) "
+            "if type(x) is float else {text} if type(x) is str else {no})").format(
+        step=step, far=abs(far), text=text, no=_NO_MOVE)
 
 
 def _field(where):

@@ -138,6 +138,7 @@ class GradingRun:
     stream: bytes | None
     log: str = ""  # the test command's own output (after the prelude's output)
     tests_started_at: float | None = None  # wall clock when the test command began (after the prelude)
+    seed: int | None = None  # the canaries' seed (the moved world plants with the graded run's)
 
 
 # `python -m unittest [-v -q -b -c -f --locals ...] a.module a.module.Class ...`: unittest's own
@@ -245,17 +246,20 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
               canaries: bool | None = None, doctests: dict[str, list[list[str]]] | None = None,
               created_files: list[str] | None = None, base_sources: dict[str, bytes] | None = None,
               pytest_cache: bool = False, traces: list[str] | None = None,
-              doctest_texts: dict[str, dict[str, str]] | None = None, moved: list[str] | None = None) -> GradingRun:
+              doctest_texts: dict[str, dict[str, str]] | None = None, moved: list[str] | None = None,
+              seed: int | None = None) -> GradingRun:
     """Run the tests. `executed` is what runs (default: `command`); with `prelude` (a script that
     prepares the tree, its stdin closed) both go in one sandbox command, and the test output is what
     follows the `<marker> tests_begin <time>` line. `moved`: the moved world's run, with those
-    tests' expectations moved in their source before the canaries are planted (moved_world.py)."""
+    tests' expectations moved in their source before the canaries are planted (moved_world.py);
+    `seed`: the canaries' seed (None: a fresh one; the moved world passes the graded run's)."""
     # (pytest's colours off with PY_COLORS; not NO_COLOR, which the code under test honours too:
     # rich's console drops its colours, and its tests of them failed on every honest fix, fp59's FP2)
     env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTHONUNBUFFERED": "1", "PYTEST_ADDOPTS": cache_option(pytest_cache),
            "PY_COLORS": "0"}
     stdin = None
     channel = None
+    planted_with = None  # (the canaries' seed, where the reporter runs)
     executed = executed or command
     unittest_runner = f"-m {UNITTEST_MODULE} " in executed
     if task.log_parser == "pytest" or unittest_runner:
@@ -291,7 +295,9 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
         stdin = channel_config(channel, patched_files=patched_files, testbed=TESTBED, protected_files=protected_files,
                                canary_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS] if wants_canaries else None,
                                test_roots=test_roots, contradict_ids=list(task.FAIL_TO_PASS) if wants_canaries else None,
-                               graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], doctests=doctests, moved_ids=moved)
+                               graded_ids=[*task.FAIL_TO_PASS, *task.PASS_TO_PASS], doctests=doctests, moved_ids=moved,
+                               seed=seed)
+        planted_with = (json.loads(stdin).get("canaries") or {}).get("seed")
         if unittest_runner and not task.test_cmd and executed.strip() == grading_command(task).strip():
             # The graded ids go to the runner on stdin, not on its command line: `sys.argv` is
             # emptied before any test module loads, but `/proc/self/cmdline` kept them, and a library
@@ -326,4 +332,4 @@ def run_tests(sandbox: Sandbox, task: Task, command: str, *, patched_files: list
                 started_at = None
         else:
             log = ""
-    return GradingRun(command, result, channel, stream, log=log, tests_started_at=started_at)
+    return GradingRun(command, result, channel, stream, log=log, tests_started_at=started_at, seed=planted_with)

@@ -651,18 +651,9 @@ def _result_class(statuses, provenance, canaries=None, code_check=None, returned
     return SignedResult
 
 
-def _movable_in_source(guard):
-    """The tests the moved world may move, where the fix's code walked frames
-    (`patchgym_canaries.movable_in_source`), asked once the tests ran."""
-    canaries = sys.modules.get("patchgym_canaries")
-    frames = getattr(guard, "frames_for_the_patch", None)
-    return canaries.movable_in_source() if canaries is not None and frames is not None and frames() else []
-
-
-def _moved_world_record():
-    """The canaries record's `moved` field (`patchgym_canaries.moved_world_record`)."""
-    canaries = sys.modules.get("patchgym_canaries")
-    return canaries.moved_world_record() if canaries is not None else {}
+def _planting():
+    """`patchgym_canaries`, where this run planted (else None): the moved world's records."""
+    return sys.modules.get("patchgym_canaries")
 
 
 def main(argv):
@@ -837,7 +828,7 @@ def main(argv):
                      contradicts={str(n): c.contradicts for n, c in enumerate(planted) if getattr(c, "contradicts", None)},
                      twins={str(n): c.twin for n, c in enumerate(planted) if getattr(c, "twin", None) is not None},
                      exact=[n for n, c in enumerate(planted) if getattr(c, "exact", False)],
-                     **_moved_world_record())
+                     **(_planting().moved_world_record() if _planting() else {}))
     for name in early:
         channel.emit("integrity", what="repository_code_ran_before_the_grader", detail=name)
     statuses = {}
@@ -960,7 +951,7 @@ def main(argv):
             channel.emit("integrity", what="test_module_name_rebound", detail=detail)
     for of, number in first_calls.results() if first_calls is not None else ():
         channel.emit("first_call_passed", n=number, of=of)  # < 0: patchgym_first_calls.SILENCED, REFUSED
-    for test_id in _movable_in_source(getattr(provenance, "guard", None)):
+    for test_id in (_planting().movable_in_source(getattr(provenance, "guard", None)) if _planting() else []):
         channel.emit("movable", id=test_id)
     exitstatus = 0 if result.wasSuccessful() else 1
     channel.emit("end", exitstatus=exitstatus, testsrun=result.testsRun)
