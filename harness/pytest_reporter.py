@@ -257,7 +257,7 @@ def _changed_want(want, number):
     if type(value) is float:
         return repr(value * 3 + (7919.0 if value >= 0 else -7919.0)) + "\n"
     if type(value) is str:
-        places = [n for n, c in enumerate(value) if c.isascii() and c.isalnum()]
+        places = [n for n, c in enumerate(value) if c.isalnum() and ord(c) < 128]  # (no `isascii` on 3.6)
         if places:
             at, c = places[-1], value[places[-1]]
             base, size = ("0", 10) if c.isdigit() else ("A", 26) if c.isupper() else ("a", 26)

@@ -606,7 +606,10 @@ def test_a_thread_the_patch_started_keeps_no_original_from_its_fork(tmp_path, ru
                                         fail_to_pass=["tests/test_add.py::test_add"])
     else:
         prepared, gold = build_unittest_prepared(tmp_path, "calc-first-threaded-ut")
-    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": memo})), "passed_only_outside_a_fork")
+    # (the original's own fork tells it; on a loaded machine the copies' child, run beside it, may tell it
+    # first: seen once in a suite run alongside CI, stop 57)
+    _assert_caught(_grade(prepared, diff_of(prepared.repo_dir, {"calc/ops.py": memo})),
+                   ("passed_only_outside_a_fork", "contradiction_passed_on_a_first_call"))
     _assert_resolved(_grade(prepared, gold))
 
 
