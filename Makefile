@@ -18,8 +18,8 @@ validate: setup
 lint: setup
 	.venv/bin/ruff check .
 
-# The default test run (about 11-12 minutes on 2 cores: 655 s and 722 s in CI); `make test-slow` adds
-# the heavier checks (6-8 minutes: 357 s and 452 s).
+# The default test run (about 10 minutes on 2 cores: 608 s in an idle CI at stop 57); `make test-slow`
+# adds the heavier checks (about 16 minutes: 955 s at stop 56).
 test: setup
 	.venv/bin/python -m pytest -m "not slow" -q
 
